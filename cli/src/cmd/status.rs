@@ -1,0 +1,16 @@
+//! `clusterctl status`: report nodes and stuck pods (not built yet).
+
+use std::process::ExitCode;
+
+/// Arguments of `clusterctl status`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The cluster file.
+    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
+    pub file: std::path::PathBuf,
+}
+
+/// Runs the command. Errors: always, until it is built.
+pub fn run(_args: Args) -> miette::Result<ExitCode> {
+    Err(miette::miette!("`clusterctl status` is not implemented yet"))
+}

@@ -1,0 +1,78 @@
+//! The `clusterctl` binary: multi-call dispatch (invoked as `clusterctl-cni` it is the CNI plugin),
+//! the clap command tree, and the mapping of results to exit codes. Each command lives in `cmd/<name>.rs`
+//! and owns its own clap `Args`.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit code for invalid input (a cluster file that does not validate, bad flags).
+pub const EXIT_INVALID: u8 = 2;
+
+/// `clusterctl`: one declarative `cluster.yaml` to a working Kubernetes cluster.
+#[derive(Parser, Debug)]
+#[command(name = "clusterctl", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check a cluster file and report every problem at once, each pointing at its line.
+    Validate(cmd::validate::Args),
+    /// Write every file each node needs (kubeadm, kind, static pods, runtime, CNI) into a directory.
+    Render(cmd::render::Args),
+    /// Build or converge the cluster; `--dry-run` prints the plan per node and changes nothing.
+    Up(cmd::up::Args),
+    /// Tear the cluster down, removing exactly what clusterctl installed.
+    Destroy(cmd::destroy::Args),
+    /// Add or remove nodes declared in the file.
+    #[command(subcommand)]
+    Node(cmd::node::Command),
+    /// Upgrade Kubernetes by one minor (or a patch) at a time.
+    Upgrade(cmd::upgrade::Args),
+    /// Nodes, conditions, stuck pods and the layer they are stuck at.
+    Status(cmd::status::Args),
+    /// Put local images into every node's runtime.
+    #[command(subcommand)]
+    Image(cmd::image::Command),
+    /// Air-gapped installs: list images, write a verified bundle, import it.
+    #[command(subcommand)]
+    Airgap(cmd::airgap::Command),
+    /// The embedded CNI dataplane (the overlay agent); the plugin itself runs as `clusterctl-cni`.
+    #[command(subcommand)]
+    Cni(cmd::cni::Command),
+}
+
+fn main() -> ExitCode {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let name = std::path::Path::new(&argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name == "clusterctl-cni" {
+        return cmd::cni::plugin_main();
+    }
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Validate(a) => cmd::validate::run(a),
+        Command::Render(a) => cmd::render::run(a),
+        Command::Up(a) => cmd::up::run(a),
+        Command::Destroy(a) => cmd::destroy::run(a),
+        Command::Node(c) => cmd::node::run(c),
+        Command::Upgrade(a) => cmd::upgrade::run(a),
+        Command::Status(a) => cmd::status::run(a),
+        Command::Image(c) => cmd::image::run(c),
+        Command::Airgap(c) => cmd::airgap::run(c),
+        Command::Cni(c) => cmd::cni::run(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(report) => {
+            eprintln!("{report:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
