@@ -1,3 +1,7 @@
 //! How clusterctl reaches nodes: the `Transport` trait (run a command, upload/download files) with SSH
 //! (ssh2), Docker exec (bollard) and local implementations, and the providers that turn a cluster file
 //! into reachable nodes (SSH hosts, Docker node containers). The only crate that knows ssh2 and bollard.
+
+pub mod transport;
+
+pub use transport::{Cmd, ExecError, FileSpec, Output, Transport};
