@@ -1,3 +1,62 @@
 //! Test-bed harness for clusterctl's whole-system tests: uniquely named network namespaces, Docker node
 //! containers built from a local Debian image, a loopback OCI registry, and recording stand-ins. Every
 //! resource is removed by a drop guard. When `CI` is set, a missing capability fails instead of skipping.
+//!
+//! Modules are owned by area: `netns` (CNI), `docker` (node containers and the node image), `registry`
+//! (OCI registry on loopback).
+
+pub mod docker;
+pub mod netns;
+pub mod registry;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Decides whether a test that needs `what` may run. Returns `true` when `available`; otherwise, when
+/// the `CI` environment variable is set (CI must not skip silently) it panics naming the capability,
+/// and outside CI it prints a skip line to stderr and returns `false`.
+pub fn require(what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+        panic!("required capability missing in CI: {what}");
+    }
+    eprintln!("SKIP: capability missing outside CI: {what}");
+    false
+}
+
+/// True when the process runs as root (uid 0).
+pub fn is_root() -> bool {
+    // SAFETY-free: read from /proc to avoid a libc dependency.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// A name unique to this test process and call: `<prefix><pid base36><counter>`, at most 15 bytes
+/// when `prefix` is at most 5 bytes (fits Linux interface names).
+pub fn unique_name(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
+    format!("{prefix}{}{}", to_base36(pid as u64), to_base36(n as u64))
+}
+
+fn to_base36(mut v: u64) -> String {
+    const D: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(D[(v % 36) as usize]);
+        v /= 36;
+        if v == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
