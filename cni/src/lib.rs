@@ -1,2 +1,7 @@
 //! The embedded CNI dataplane: the CNI plugin (spec 1.1.0; ADD, DEL, CHECK, VERSION, STATUS, GC), its
 //! IPAM, the netlink operations, and the VXLAN overlay agent. The plugin path starts no async runtime.
+
+pub mod ethtool;
+pub mod netlink;
+pub mod netns;
+pub mod sysctl;
