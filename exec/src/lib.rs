@@ -2,6 +2,10 @@
 //! (ssh2), Docker exec (bollard) and local implementations, and the providers that turn a cluster file
 //! into reachable nodes (SSH hosts, Docker node containers). The only crate that knows ssh2 and bollard.
 
+pub mod local;
+pub mod raw;
+pub mod shell;
 pub mod transport;
 
+pub use local::LocalTransport;
 pub use transport::{Cmd, ExecError, FileSpec, Output, Transport};

@@ -26,7 +26,10 @@ pub struct Cmd {
 impl Cmd {
     /// A command running `script` with no stdin, env, sudo or timeout.
     pub fn new(script: impl Into<String>) -> Self {
-        Cmd { script: script.into(), ..Default::default() }
+        Cmd {
+            script: script.into(),
+            ..Default::default()
+        }
     }
     /// The same command, run as root.
     pub fn sudo(mut self) -> Self {
@@ -90,7 +93,11 @@ pub enum ExecError {
     Timeout { node: String, after: Duration },
     /// A file transfer failed (path, reason).
     #[error("transfer of {path} on {node} failed: {reason}")]
-    Transfer { node: String, path: String, reason: String },
+    Transfer {
+        node: String,
+        path: String,
+        reason: String,
+    },
     /// Anything else, with a message.
     #[error("{0}")]
     Other(String),
@@ -103,7 +110,11 @@ pub trait Transport: Send + Sync {
     fn node(&self) -> &str;
     /// Runs `cmd` to completion and returns its output; `on_output` receives stdout/stderr chunks as
     /// they arrive (for `-v`), already redacted.
-    fn run_streaming(&self, cmd: &Cmd, on_output: &mut dyn FnMut(&[u8])) -> Result<Output, ExecError>;
+    fn run_streaming(
+        &self,
+        cmd: &Cmd,
+        on_output: &mut dyn FnMut(&[u8]),
+    ) -> Result<Output, ExecError>;
     /// Runs `cmd` to completion and returns its output.
     fn run(&self, cmd: &Cmd) -> Result<Output, ExecError> {
         self.run_streaming(cmd, &mut |_| {})

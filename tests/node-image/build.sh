@@ -1,0 +1,58 @@
+#!/bin/sh
+# The test-bed node image recipe: a Debian root file system that boots systemd as PID 1 and behaves like a
+# bare Kubernetes node (sshd, containerd, runc, the CNI reference plugins, sudo), imported into the local
+# Docker engine with no registry. Called by clusterctl_testbed::docker::NodeImage::ensure(), under a file
+# lock, with: TAG SUITE MIRROR. The tag is a hash of this file, so a changed recipe builds a new image.
+#
+# Each container makes its own SSH host keys at first boot (clusterctl-hostkeys.service), so host-key
+# pinning and trust-on-first-use can be tested between nodes. User `tester` (no password) has
+# passwordless sudo, for the transports' sudo paths. Root logs in by key only (Debian's default).
+set -eu
+tag="$1"; suite="$2"; mirror="$3"
+
+if docker image inspect "$tag" >/dev/null 2>&1; then
+  exit 0
+fi
+
+root=$(mktemp -d /var/tmp/clusterctl-node-rootfs.XXXXXX)
+trap 'rm -rf "$root"' EXIT INT TERM
+
+debootstrap --variant=minbase \
+  --include=systemd,systemd-sysv,dbus,openssh-server,iproute2,iputils-ping,ca-certificates,containerd,runc,containernetworking-plugins,sudo,procps \
+  "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { tail -n 30 "$root.log" >&2; rm -f "$root.log"; exit 1; }
+rm -f "$root.log"
+
+# Host keys unique to each container, made before sshd starts.
+rm -f "$root"/etc/ssh/ssh_host_*
+cat >"$root/etc/systemd/system/clusterctl-hostkeys.service" <<'UNIT'
+[Unit]
+Description=SSH host keys unique to this node (clusterctl test bed)
+Before=ssh.service
+ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/ssh-keygen -A
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+ln -sf ../clusterctl-hostkeys.service "$root/etc/systemd/system/multi-user.target.wants/clusterctl-hostkeys.service"
+
+# Units that have no use in a container and slow the boot down.
+for u in systemd-udevd.service systemd-udevd-control.socket systemd-udevd-kernel.socket \
+         getty@tty1.service console-getty.service systemd-timesyncd.service apt-daily.timer \
+         apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do
+  ln -sf /dev/null "$root/etc/systemd/system/$u"
+done
+
+# A non-root user with passwordless sudo.
+chroot "$root" useradd -m -s /bin/sh tester
+echo 'tester ALL=(ALL) NOPASSWD:ALL' >"$root/etc/sudoers.d/tester"
+chmod 0440 "$root/etc/sudoers.d/tester"
+
+# Keep the image small: no apt lists or docs.
+rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/usr/share/doc/* "$root"/usr/share/man/*
+
+tar -C "$root" -c . | docker import --change 'CMD ["/sbin/init"]' --change 'ENV container=docker' - "$tag" >/dev/null
