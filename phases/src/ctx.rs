@@ -1,0 +1,352 @@
+//! `NodeCtx`: what a phase uses to act on one node. Every action is either a read-only query or a
+//! change; in `--dry-run` changes are only recorded in the plan, and queries run only with `--probe`
+//! (offline otherwise: a query then answers "unknown" and the phase plans as if nothing were done).
+//! Every text shown or stored passes through the shared redaction list.
+
+use crate::error::PhaseError;
+use crate::model::NodeInfo;
+use crate::report::Reporter;
+use crate::util::{sh_quote, tail};
+use clusterctl_exec::{Cmd, FileSpec, Output, Transport};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// How a run treats the nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mode {
+    /// Change nothing; record every change in the plan.
+    pub dry_run: bool,
+    /// With `dry_run`: also run read-only queries on the nodes to show what is already done.
+    pub probe: bool,
+    /// Apply the fixable preflight failures.
+    pub fix: bool,
+    /// Show command output.
+    pub verbose: bool,
+}
+
+/// The strings redacted everywhere (join token, certificate key, registry passwords). Shared by every
+/// node of a run; values are added as soon as they are generated or read.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets(Arc<Mutex<Vec<String>>>);
+
+impl Secrets {
+    /// Adds `value` (ignored when shorter than 6 characters, to keep redaction meaningful).
+    pub fn add(&self, value: &str) {
+        if value.len() >= 6 {
+            if let Ok(mut v) = self.0.lock() {
+                if !v.iter().any(|s| s == value) {
+                    v.push(value.to_string());
+                }
+            }
+        }
+    }
+    /// Every secret known so far.
+    pub fn all(&self) -> Vec<String> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+    /// `text` with every known secret replaced by `<redacted>`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in self.all() {
+            out = out.replace(&s, "<redacted>");
+        }
+        out
+    }
+}
+
+/// What a dry-run plan entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanKind {
+    /// A read-only check that could not run offline (its result is assumed "not done").
+    Check,
+    /// A command that changes the node.
+    Run,
+    /// A file written on the node.
+    Write,
+    /// A change on the local machine (kubeconfig, cache).
+    Local,
+    /// Information (e.g. "already done").
+    Info,
+}
+
+/// One line of the `--dry-run` plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanEntry {
+    /// Node name (or `local`).
+    pub node: String,
+    /// Phase path.
+    pub phase: String,
+    /// Kind of step.
+    pub kind: PlanKind,
+    /// The command or write, redacted.
+    pub text: String,
+}
+
+/// A phase's handle on one node.
+pub struct NodeCtx {
+    /// The node.
+    pub node: NodeInfo,
+    /// The phase being run (set by the engine).
+    pub phase: String,
+    /// How the run treats nodes.
+    pub mode: Mode,
+    transport: Option<Arc<dyn Transport>>,
+    reporter: Arc<dyn Reporter>,
+    secrets: Secrets,
+    /// Dry-run plan entries recorded so far.
+    pub plan: Vec<PlanEntry>,
+    /// Changes made (or planned) in the current phase.
+    pub changes: usize,
+}
+
+impl NodeCtx {
+    /// A context for `node`; `transport` is `None` offline (dry-run without `--probe`, or local steps).
+    pub fn new(
+        node: NodeInfo,
+        transport: Option<Arc<dyn Transport>>,
+        mode: Mode,
+        reporter: Arc<dyn Reporter>,
+        secrets: Secrets,
+    ) -> Self {
+        NodeCtx { node, phase: String::new(), mode, transport, reporter, secrets, plan: Vec::new(), changes: 0 }
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.node.name
+    }
+    /// The shared secrets list.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+    /// The transport, when the node is reachable in this run.
+    pub fn transport(&self) -> Option<&Arc<dyn Transport>> {
+        self.transport.as_ref()
+    }
+    /// The reporter.
+    pub fn reporter(&self) -> &Arc<dyn Reporter> {
+        &self.reporter
+    }
+    /// True when queries reach the node (not offline).
+    pub fn can_query(&self) -> bool {
+        self.transport.is_some() && (!self.mode.dry_run || self.mode.probe)
+    }
+
+    fn with_secrets(&self, mut cmd: Cmd) -> Cmd {
+        cmd.secrets.extend(self.secrets.all());
+        cmd.sudo = true;
+        cmd
+    }
+
+    fn record(&mut self, kind: PlanKind, text: &str) {
+        let text = self.secrets.redact(text);
+        self.plan.push(PlanEntry { node: self.node.name.clone(), phase: self.phase.clone(), kind, text });
+    }
+
+    /// Records an information line in the plan (shown in dry-run output).
+    pub fn info(&mut self, text: &str) {
+        self.record(PlanKind::Info, text);
+    }
+
+    fn transport_err(&self, what: &str, e: impl std::fmt::Display) -> PhaseError {
+        PhaseError::Transport {
+            phase: self.phase.clone(),
+            node: self.node.name.clone(),
+            command: self.secrets.redact(what),
+            reason: self.secrets.redact(&e.to_string()),
+        }
+    }
+
+    /// A [`PhaseError::Command`] for `cmd` that ended with `out`.
+    pub fn command_error(&self, cmd: &Cmd, out: &Output) -> PhaseError {
+        let cmd = self.with_secrets(cmd.clone());
+        let mut both = out.stderr.clone();
+        both.extend_from_slice(&out.stdout);
+        PhaseError::Command {
+            phase: self.phase.clone(),
+            node: self.node.name.clone(),
+            command: cmd.redact(&cmd.script),
+            status: out.status,
+            output_tail: cmd.redact(&tail(&both, 15)),
+        }
+    }
+
+    /// A [`PhaseError::Check`] listing `problems`.
+    pub fn check_error(&self, problems: Vec<String>) -> PhaseError {
+        PhaseError::Check { phase: self.phase.clone(), node: self.node.name.clone(), problems }
+    }
+
+    /// A [`PhaseError::Local`] with `reason`.
+    pub fn local_error(&self, reason: impl std::fmt::Display) -> PhaseError {
+        PhaseError::Local {
+            phase: self.phase.clone(),
+            node: self.node.name.clone(),
+            reason: self.secrets.redact(&reason.to_string()),
+        }
+    }
+
+    /// Runs a read-only command (as root). `Ok(None)` offline; a non-zero exit is returned, not an error.
+    /// Errors: the transport failed.
+    pub fn query(&mut self, cmd: Cmd) -> Result<Option<Output>, PhaseError> {
+        let cmd = self.with_secrets(cmd);
+        let shown = cmd.redact(&cmd.script);
+        let Some(t) = self.transport.clone().filter(|_| self.can_query()) else {
+            self.record(PlanKind::Check, &shown);
+            return Ok(None);
+        };
+        self.reporter.query(&self.phase, &self.node.name, &shown);
+        t.run(&cmd).map(Some).map_err(|e| self.transport_err(&shown, e))
+    }
+
+    /// Runs `script` read-only; `Some(true)` when it exits 0, `None` offline.
+    pub fn test(&mut self, script: &str) -> Result<Option<bool>, PhaseError> {
+        Ok(self.query(Cmd::new(script))?.map(|o| o.success()))
+    }
+
+    /// Runs `script` read-only and returns its trimmed stdout; `None` offline.
+    /// Errors: non-zero exit ([`PhaseError::Command`]) or transport failure.
+    pub fn read(&mut self, script: &str) -> Result<Option<String>, PhaseError> {
+        let cmd = Cmd::new(script);
+        match self.query(cmd.clone())? {
+            None => Ok(None),
+            Some(o) if o.success() => Ok(Some(o.stdout_str())),
+            Some(o) => Err(self.command_error(&cmd, &o)),
+        }
+    }
+
+    /// Reads a file as root: `Ok(None)` offline, `Ok(Some(None))` when it does not exist.
+    pub fn read_file(&mut self, path: &str) -> Result<Option<Option<Vec<u8>>>, PhaseError> {
+        let p = sh_quote(path);
+        let cmd = Cmd::new(format!("if [ -e {p} ]; then cat {p}; else exit 3; fi"));
+        match self.query(cmd.clone())? {
+            None => Ok(None),
+            Some(o) if o.success() => Ok(Some(Some(o.stdout))),
+            Some(o) if o.status == 3 => Ok(Some(None)),
+            Some(o) => Err(self.command_error(&cmd, &o)),
+        }
+    }
+
+    /// Runs a command that changes the node (as root). In dry-run it is only recorded (`Ok(None)`).
+    /// Errors: non-zero exit or transport failure, naming phase, node, command, status and output tail.
+    pub fn run(&mut self, cmd: Cmd) -> Result<Option<Output>, PhaseError> {
+        let cmd = self.with_secrets(cmd);
+        let shown = cmd.redact(&cmd.script);
+        self.changes += 1;
+        if self.mode.dry_run {
+            self.record(PlanKind::Run, &shown);
+            return Ok(None);
+        }
+        let Some(t) = self.transport.clone() else {
+            return Err(self.local_error(format!("no connection to run `{shown}`")));
+        };
+        self.reporter.change(&self.phase, &self.node.name, &format!("run: {shown}"));
+        let reporter = self.reporter.clone();
+        let node = self.node.name.clone();
+        let verbose = self.mode.verbose;
+        let out = t
+            .run_streaming(&cmd, &mut |chunk| {
+                if verbose {
+                    reporter.output(&node, chunk)
+                }
+            })
+            .map_err(|e| self.transport_err(&shown, e))?;
+        if !out.success() {
+            return Err(self.command_error(&cmd, &out));
+        }
+        Ok(Some(out))
+    }
+
+    /// Runs a mutating `script` (as root); see [`NodeCtx::run`].
+    pub fn run_script(&mut self, script: &str) -> Result<Option<Output>, PhaseError> {
+        self.run(Cmd::new(script))
+    }
+
+    /// The sha256 and octal mode of a file on the node: `Ok(None)` offline, `Ok(Some(None))` when absent.
+    pub fn file_digest(&mut self, path: &str) -> Result<Option<Option<(String, u32)>>, PhaseError> {
+        let p = sh_quote(path);
+        let script = format!(
+            "if [ -f {p} ]; then echo \"$(sha256sum < {p} | cut -d' ' -f1) $(stat -c %a {p})\"; else echo absent; fi"
+        );
+        let Some(line) = self.read(&script)? else { return Ok(None) };
+        let mut parts = line.split_whitespace();
+        match (parts.next(), parts.next()) {
+            (Some(sha), Some(mode)) if sha.len() == 64 => {
+                Ok(Some(Some((sha.to_string(), u32::from_str_radix(mode, 8).unwrap_or(0)))))
+            }
+            _ => Ok(Some(None)),
+        }
+    }
+
+    /// Places `data` at `path` with `mode` unless the node already has exactly that (sha256 and mode
+    /// compared first). Returns whether it wrote (or, in dry-run, would write). The content is never
+    /// shown; only path, size and mode.
+    pub fn put_file(&mut self, path: &str, mode: u32, data: &[u8]) -> Result<bool, PhaseError> {
+        let want = crate::util::sha256_hex(data);
+        if let Some(Some((sha, m))) = self.file_digest(path)? {
+            if sha == want && m == mode {
+                return Ok(false);
+            }
+        }
+        let what = format!("write {path} ({} bytes, mode {mode:04o})", data.len());
+        self.changes += 1;
+        if self.mode.dry_run {
+            self.record(PlanKind::Write, &what);
+            return Ok(true);
+        }
+        let Some(t) = self.transport.clone() else {
+            return Err(self.local_error(format!("no connection to {what}")));
+        };
+        self.reporter.change(&self.phase, &self.node.name, &what);
+        let spec = FileSpec { path: PathBuf::from(path), mode, owner: None };
+        t.upload(data, &spec).map_err(|e| self.transport_err(&what, e))?;
+        Ok(true)
+    }
+
+    /// Places a large local file (e.g. the clusterctl binary) at `path` with `mode`, streamed with byte
+    /// progress, unless the node's copy has the same sha256 and mode. Returns whether it wrote.
+    pub fn put_local_file(&mut self, local: &std::path::Path, path: &str, mode: u32) -> Result<bool, PhaseError> {
+        let data = std::fs::read(local).map_err(|e| self.local_error(format!("reading {}: {e}", local.display())))?;
+        let want = crate::util::sha256_hex(&data);
+        if let Some(Some((sha, m))) = self.file_digest(path)? {
+            if sha == want && m == mode {
+                return Ok(false);
+            }
+        }
+        let what = format!("write {path} ({} bytes, mode {mode:04o}, from {})", data.len(), local.display());
+        self.changes += 1;
+        if self.mode.dry_run {
+            self.record(PlanKind::Write, &what);
+            return Ok(true);
+        }
+        let Some(t) = self.transport.clone() else {
+            return Err(self.local_error(format!("no connection to {what}")));
+        };
+        self.reporter.change(&self.phase, &self.node.name, &what);
+        let spec = FileSpec { path: PathBuf::from(path), mode, owner: None };
+        let total = data.len() as u64;
+        let reporter = self.reporter.clone();
+        let node = self.node.name.clone();
+        let shown = path.to_string();
+        let mut reader = std::io::Cursor::new(data);
+        t.upload_stream(&mut reader, total, &spec, &mut |done| reporter.upload_progress(&node, &shown, done, total))
+            .map_err(|e| self.transport_err(&what, e))?;
+        Ok(true)
+    }
+
+    /// Writes a file on the local machine (mode `mode`, parents created) unless it already holds `data`.
+    /// In dry-run only recorded. Returns whether it wrote.
+    pub fn put_local(&mut self, path: &std::path::Path, mode: u32, data: &[u8]) -> Result<bool, PhaseError> {
+        if std::fs::read(path).ok().as_deref() == Some(data) {
+            return Ok(false);
+        }
+        let what = format!("write local {} ({} bytes, mode {mode:04o})", path.display(), data.len());
+        self.changes += 1;
+        if self.mode.dry_run {
+            self.record(PlanKind::Local, &what);
+            return Ok(true);
+        }
+        self.reporter.change(&self.phase, &self.node.name, &what);
+        crate::local::write_private(path, mode, data).map_err(|e| self.local_error(format!("{what}: {e}")))?;
+        Ok(true)
+    }
+}

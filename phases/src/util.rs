@@ -1,0 +1,92 @@
+//! Small helpers shared by the engine and the phases: sha256 digests, POSIX shell quoting, output tails,
+//! UTC clock formatting and random bytes from the local kernel.
+
+use sha2::{Digest, Sha256};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Lower-case hex sha256 of `data` (64 characters).
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+/// `s` quoted for a POSIX shell: bare when it holds only safe characters, otherwise in single quotes
+/// with embedded single quotes written as `'\''`.
+pub fn sh_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The last `lines` lines of `text` (lossy UTF-8), trimmed of trailing white space.
+pub fn tail(text: &[u8], lines: usize) -> String {
+    let s = String::from_utf8_lossy(text);
+    let all: Vec<&str> = s.trim_end().lines().collect();
+    let start = all.len().saturating_sub(lines);
+    all[start..].join("\n")
+}
+
+/// Seconds since the Unix epoch, local clock (0 if the clock is before 1970).
+pub fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// The UTC time of day `HH:MM:SS` for the local clock, for plain progress lines.
+pub fn clock() -> String {
+    let s = now_secs() % 86_400;
+    format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// `n` random bytes from the local kernel (`/dev/urandom`). Errors: the device cannot be read.
+pub fn random_bytes(n: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open("/dev/urandom")?;
+    let mut buf = vec![0u8; n];
+    f.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+/// `n` random characters from `[a-z0-9]` (the alphabet of kubeadm bootstrap tokens).
+pub fn random_token_chars(n: usize) -> std::io::Result<String> {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut out = String::with_capacity(n);
+    while out.len() < n {
+        for b in random_bytes(n * 2)? {
+            // 252 = 7 * 36: reject the top values so every character is equally likely.
+            if b < 252 && out.len() < n {
+                out.push(ALPHABET[(b % 36) as usize] as char);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_keeps_safe_words_and_quotes_the_rest() {
+        assert_eq!(sh_quote("/etc/kubernetes/admin.conf"), "/etc/kubernetes/admin.conf");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
+        assert_eq!(sh_quote(""), "''");
+    }
+
+    #[test]
+    fn tail_keeps_last_lines() {
+        assert_eq!(tail(b"1\n2\n3\n4\n", 2), "3\n4");
+        assert_eq!(tail(b"", 3), "");
+    }
+
+    #[test]
+    fn tokens_use_the_kubeadm_alphabet() {
+        let t = random_token_chars(16).unwrap_or_default();
+        assert_eq!(t.len(), 16);
+        assert!(t.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+        assert_ne!(t, random_token_chars(16).unwrap_or_default());
+    }
+}
