@@ -5,7 +5,9 @@
 pub mod local;
 pub mod raw;
 pub mod shell;
+pub mod ssh;
 pub mod transport;
 
 pub use local::LocalTransport;
+pub use ssh::{HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
 pub use transport::{Cmd, ExecError, FileSpec, Output, Transport};

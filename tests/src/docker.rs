@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use clusterctl_exec::{HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
 use sha2::{Digest, Sha256};
 
 /// The node image recipe (a POSIX shell script taking TAG SUITE MIRROR).
@@ -278,9 +279,40 @@ pub struct TestNode {
     pub port: u16,
     /// Private key accepted for `root` and `tester`.
     pub key_file: PathBuf,
+    /// A known_hosts file holding the ed25519 host key of every node of the cluster.
+    pub known_hosts: PathBuf,
 }
 
 impl TestNode {
+    /// Where to reach this node over SSH as `user` (`root` or `tester`).
+    pub fn ssh_target(&self, user: &str) -> SshTarget {
+        SshTarget {
+            node: self.name.clone(),
+            host: self.address.clone(),
+            port: self.port,
+            user: user.to_string(),
+        }
+    }
+
+    /// SSH options with the test key, the cluster's known_hosts file and the strict host-key policy.
+    pub fn ssh_options(&self) -> SshOptions {
+        let mut o = SshOptions::new(SshAuth::KeyFile {
+            path: self.key_file.clone(),
+            passphrase: None,
+        });
+        o.known_hosts = self.known_hosts.clone();
+        o.host_key_policy = HostKeyPolicy::Strict;
+        o
+    }
+
+    /// A connected SSH transport to this node as `root`, host key checked strictly.
+    pub fn transport(&self) -> Result<SshTransport> {
+        Ok(SshTransport::connect(
+            self.ssh_target("root"),
+            self.ssh_options(),
+        )?)
+    }
+
     /// Runs `script` with `sh -c` inside the container through `docker exec` (independent of the
     /// transports under test), feeding `stdin`. Returns (exit status, stdout, stderr).
     pub fn exec(&self, script: &str, stdin: &[u8]) -> Result<(i32, String, String)> {
@@ -376,6 +408,7 @@ pub struct TestCluster {
     /// The image the nodes run.
     pub image: NodeImage,
     containers: Vec<String>,
+    dir: tempfile::TempDir,
 }
 
 impl TestCluster {
@@ -394,6 +427,8 @@ impl TestCluster {
         remove_stale();
         let image = NodeImage::ensure()?;
         let key = Arc::new(TestKey::generate()?);
+        let dir = tempfile::tempdir()?;
+        let known_hosts = dir.path().join("known_hosts");
         let network = crate::unique_name(&opts.prefix);
         let pid = std::process::id().to_string();
         let label = format!("{TESTBED_LABEL}={pid}");
@@ -405,6 +440,7 @@ impl TestCluster {
             key: key.clone(),
             image: image.clone(),
             containers: Vec::new(),
+            dir,
         };
         cluster.gateway = docker(&[
             "network",
@@ -445,6 +481,7 @@ impl TestCluster {
                 address,
                 port: 22,
                 key_file: key.private.clone(),
+                known_hosts: known_hosts.clone(),
             });
         }
         let setup = "set -e; k=$(cat); for h in /root /home/tester; do mkdir -p $h/.ssh; chmod 700 $h/.ssh; \
@@ -480,7 +517,14 @@ impl TestCluster {
                 errors.join("; ")
             );
         }
+        let text = cluster.known_hosts()?;
+        std::fs::write(&known_hosts, text)?;
         Ok(cluster)
+    }
+
+    /// A directory removed with the cluster (holds its known_hosts file), for tests' own files.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// A known_hosts file text holding every node's ed25519 host key.

@@ -1,0 +1,509 @@
+//! `SshTransport`: a node reached over SSH with libssh2 (the `ssh2` crate). One TCP connection and SSH
+//! session per host, opened once and reused for every command and transfer (a `Mutex` serialises the
+//! channels); reopened once if it broke. Host keys are checked against a known_hosts file
+//! ([`known_hosts`]); authentication is by key file or by the ssh-agent. Commands run through the
+//! shell wrapper of [`crate::shell`] (`sudo -n` when the user is not root, secrets never on a command
+//! line), with a non-blocking loop that writes stdin, streams stdout/stderr and enforces the timeout.
+
+pub mod known_hosts;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::io::{AsRawFd, RawFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ssh2::{BlockDirections, ErrorCode, MethodType, Session};
+
+pub use known_hosts::HostKeyPolicy;
+
+use crate::raw::{self, Input, RawExec};
+use crate::shell;
+use crate::transport::{Cmd, ExecError, FileSpec, Output, Transport};
+
+/// libssh2's `LIBSSH2_ERROR_EAGAIN`: a non-blocking call would block.
+const EAGAIN: i32 = -37;
+
+/// Host-key algorithms in order of preference (those libssh2 does not know are ignored by it).
+const HOSTKEY_PREF: &str = "ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,rsa-sha2-512,rsa-sha2-256,ssh-rsa";
+
+/// Where a node is: its name in the cluster file, address, SSH port and login user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshTarget {
+    /// Node name (for messages).
+    pub node: String,
+    /// Host name or IP address.
+    pub host: String,
+    /// TCP port, normally 22.
+    pub port: u16,
+    /// Login user; commands with `sudo` use `sudo -n` unless this is `root`.
+    pub user: String,
+}
+
+/// How to authenticate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SshAuth {
+    /// A private key file (OpenSSH or PEM format; ed25519, ECDSA or RSA), optionally encrypted.
+    KeyFile {
+        /// Path of the private key.
+        path: PathBuf,
+        /// Passphrase of an encrypted key. Never logged.
+        passphrase: Option<String>,
+    },
+    /// The identities of the running ssh-agent (`SSH_AUTH_SOCK`).
+    Agent,
+}
+
+/// Connection options shared by every node of a cluster.
+#[derive(Debug, Clone)]
+pub struct SshOptions {
+    /// Authentication method.
+    pub auth: SshAuth,
+    /// The known_hosts file (OpenSSH format) to check host keys against and record into.
+    pub known_hosts: PathBuf,
+    /// What to do with unknown hosts. Changed keys are always refused.
+    pub host_key_policy: HostKeyPolicy,
+    /// Limit for the TCP connect, the SSH handshake and authentication, and any blocking step.
+    pub connect_timeout: Duration,
+}
+
+impl SshOptions {
+    /// Options with `auth`, `~/.ssh/known_hosts` (from `HOME`), the strict policy and a 15 s timeout.
+    pub fn new(auth: SshAuth) -> Self {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/root"));
+        SshOptions {
+            auth,
+            known_hosts: home.join(".ssh").join("known_hosts"),
+            host_key_policy: HostKeyPolicy::Strict,
+            connect_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+struct Conn {
+    sess: Session,
+    fd: RawFd,
+}
+
+/// A node reached over SSH. Create with [`SshTransport::connect`] (connects at once) or
+/// [`SshTransport::lazy`] (connects at the first call).
+pub struct SshTransport {
+    target: SshTarget,
+    options: SshOptions,
+    conn: Mutex<Option<Conn>>,
+    connects: AtomicUsize,
+}
+
+impl std::fmt::Debug for SshTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SshTransport")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SshTransport {
+    /// Connects, checks the host key and authenticates. Errors: [`ExecError::Connect`] (unreachable,
+    /// handshake or authentication failed), [`ExecError::HostKey`] (refused host key).
+    pub fn connect(target: SshTarget, options: SshOptions) -> Result<Self, ExecError> {
+        let t = Self::lazy(target, options);
+        {
+            let mut guard = t
+                .conn
+                .lock()
+                .map_err(|_| t.err("connection lock poisoned"))?;
+            *guard = Some(t.open()?);
+        }
+        Ok(t)
+    }
+
+    /// A transport that connects at its first call.
+    pub fn lazy(target: SshTarget, options: SshOptions) -> Self {
+        SshTransport {
+            target,
+            options,
+            conn: Mutex::new(None),
+            connects: AtomicUsize::new(0),
+        }
+    }
+
+    /// Where this transport connects to.
+    pub fn target(&self) -> &SshTarget {
+        &self.target
+    }
+
+    /// How many SSH connections this transport has opened so far (1 when every call reused one).
+    pub fn connections(&self) -> usize {
+        self.connects.load(Ordering::SeqCst)
+    }
+
+    fn err(&self, reason: impl Into<String>) -> ExecError {
+        ExecError::Connect {
+            node: self.target.node.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    fn open(&self) -> Result<Conn, ExecError> {
+        let t = &self.target;
+        let timeout = self.options.connect_timeout;
+        let addrs: Vec<_> = (t.host.as_str(), t.port)
+            .to_socket_addrs()
+            .map_err(|e| self.err(format!("resolving {}: {e}", t.host)))?
+            .collect();
+        let mut last = String::from("no address");
+        let mut tcp = None;
+        for a in addrs {
+            match TcpStream::connect_timeout(&a, timeout) {
+                Ok(s) => {
+                    tcp = Some(s);
+                    break;
+                }
+                Err(e) => last = format!("{a}: {e}"),
+            }
+        }
+        let tcp = tcp.ok_or_else(|| self.err(format!("connecting to port {}: {last}", t.port)))?;
+        let _ = tcp.set_nodelay(true);
+        let fd = tcp.as_raw_fd();
+        let mut sess = Session::new().map_err(|e| self.err(format!("libssh2: {e}")))?;
+        sess.set_tcp_stream(tcp);
+        sess.set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
+        let _ = sess.method_pref(MethodType::HostKey, HOSTKEY_PREF);
+        sess.handshake()
+            .map_err(|e| self.err(format!("SSH handshake: {e}")))?;
+        known_hosts::verify(
+            &sess,
+            &t.node,
+            &t.host,
+            t.port,
+            &self.options.known_hosts,
+            self.options.host_key_policy,
+        )?;
+        match &self.options.auth {
+            SshAuth::KeyFile { path, passphrase } => sess
+                .userauth_pubkey_file(&t.user, None, path, passphrase.as_deref())
+                .map_err(|e| {
+                    self.err(format!(
+                        "key authentication as {} with {}: {e}",
+                        t.user,
+                        path.display()
+                    ))
+                })?,
+            SshAuth::Agent => sess
+                .userauth_agent(&t.user)
+                .map_err(|e| self.err(format!("agent authentication as {}: {e}", t.user)))?,
+        }
+        if !sess.authenticated() {
+            return Err(self.err(format!("not authenticated as {}", t.user)));
+        }
+        self.connects.fetch_add(1, Ordering::SeqCst);
+        Ok(Conn { sess, fd })
+    }
+
+    fn is_root(&self) -> bool {
+        self.target.user == "root"
+    }
+
+    /// Runs one command on an open connection (see the module doc).
+    // One call carries one command's whole I/O: splitting the parameters would only hide that.
+    #[allow(clippy::too_many_arguments)]
+    fn exec_on(
+        &self,
+        conn: &Conn,
+        mut ch: ssh2::Channel,
+        cmd: &Cmd,
+        wrapped: &shell::Wrapped,
+        mut input: Option<Input<'_>>,
+        progress: &mut dyn FnMut(u64),
+        on_output: &mut dyn FnMut(&[u8]),
+    ) -> Result<Output, ExecError> {
+        let sess = &conn.sess;
+        let node = &self.target.node;
+        let broken = |what: &str, e: ssh2::Error| ExecError::Connect {
+            node: node.clone(),
+            reason: format!("{what}: {e}"),
+        };
+        sess.set_blocking(false);
+        let start = Instant::now();
+        // Backstop: the node's `timeout` kills the command; this closes the channel if even that hangs.
+        let deadline = cmd.timeout.map(|t| start + t + Duration::from_secs(5));
+        let pre = &wrapped.preamble;
+        let mut pre_off = 0usize;
+        let mut chunk = vec![0u8; 64 * 1024];
+        let (mut chunk_len, mut chunk_off) = (0usize, 0usize);
+        let mut input_done = input.is_none();
+        let mut sent = 0u64;
+        let mut eof_sent = false;
+        let (mut out_eof, mut err_eof) = (false, false);
+        let mut out = Output::default();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let mut moved = false;
+            // 1. Standard input: preamble, then the caller's input, then EOF.
+            if !eof_sent {
+                if pre_off < pre.len() {
+                    match ch.write(&pre[pre_off..]) {
+                        Ok(n) => {
+                            pre_off += n;
+                            moved |= n > 0;
+                        }
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                        Err(_) => eof_sent = true, // the command stopped reading: its status tells.
+                    }
+                } else if !input_done {
+                    if chunk_off == chunk_len {
+                        if let Some(inp) = input.as_mut() {
+                            match inp.reader.read(&mut chunk) {
+                                Ok(0) => input_done = true,
+                                Ok(n) => {
+                                    chunk_len = n;
+                                    chunk_off = 0;
+                                    moved = true;
+                                }
+                                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                                Err(e) => {
+                                    let _ = ch.close();
+                                    sess.set_blocking(true);
+                                    return Err(ExecError::Other(format!(
+                                        "reading upload input: {e}"
+                                    )));
+                                }
+                            }
+                        } else {
+                            input_done = true;
+                        }
+                    }
+                    if chunk_off < chunk_len {
+                        match ch.write(&chunk[chunk_off..chunk_len]) {
+                            Ok(n) => {
+                                chunk_off += n;
+                                sent += n as u64;
+                                if n > 0 {
+                                    moved = true;
+                                    progress(sent);
+                                }
+                            }
+                            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                            Err(_) => {
+                                input_done = true;
+                                eof_sent = true;
+                            }
+                        }
+                    }
+                } else {
+                    match ch.send_eof() {
+                        Ok(()) => {
+                            eof_sent = true;
+                            moved = true;
+                        }
+                        Err(e) if e.code() == ErrorCode::Session(EAGAIN) => {}
+                        Err(_) => eof_sent = true,
+                    }
+                }
+            }
+            // 2. Standard output and error.
+            for is_err in [false, true] {
+                if (is_err && err_eof) || (!is_err && out_eof) {
+                    continue;
+                }
+                loop {
+                    let r = if is_err {
+                        ch.stderr().read(&mut buf)
+                    } else {
+                        ch.read(&mut buf)
+                    };
+                    match r {
+                        Ok(0) => {
+                            if is_err {
+                                err_eof = true;
+                            } else {
+                                out_eof = true;
+                            }
+                            break;
+                        }
+                        Ok(n) => {
+                            moved = true;
+                            on_output(cmd.redact(&String::from_utf8_lossy(&buf[..n])).as_bytes());
+                            if is_err {
+                                out.stderr.extend_from_slice(&buf[..n]);
+                            } else {
+                                out.stdout.extend_from_slice(&buf[..n]);
+                            }
+                        }
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) => {
+                            sess.set_blocking(true);
+                            return Err(ExecError::Connect {
+                                node: node.clone(),
+                                reason: format!("reading command output: {e}"),
+                            });
+                        }
+                    }
+                }
+            }
+            if out_eof && err_eof {
+                break;
+            }
+            if let Some(d) = deadline {
+                if Instant::now() >= d {
+                    let _ = ch.close();
+                    sess.set_blocking(true);
+                    return Err(ExecError::Timeout {
+                        node: node.clone(),
+                        after: cmd.timeout.unwrap_or_default(),
+                    });
+                }
+            }
+            if !moved {
+                let mut wait = Duration::from_millis(100);
+                if let Some(d) = deadline {
+                    wait = wait.min(d.saturating_duration_since(Instant::now()));
+                }
+                wait_socket(conn, wait);
+            }
+        }
+        sess.set_blocking(true);
+        let _ = ch.wait_close();
+        let status = match ch.exit_status() {
+            Ok(s) => s,
+            Err(e) => return Err(broken("reading the exit status", e)),
+        };
+        // A command killed by a signal (no exit-status message) reports 0 from libssh2: use the signal.
+        let status = match ch.exit_signal() {
+            Ok(sig) if sig.exit_signal.is_some() => -1,
+            _ => status,
+        };
+        out.status = status;
+        if let Some(limit) = cmd.timeout {
+            if (status == shell::TIMEOUT_STATUS || status == 128 + 9) && start.elapsed() >= limit {
+                return Err(ExecError::Timeout {
+                    node: node.clone(),
+                    after: limit,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Opens a session channel and starts `command_line` on it (blocking mode).
+fn start_channel(conn: &Conn, command_line: &str) -> Result<ssh2::Channel, ssh2::Error> {
+    conn.sess.set_blocking(true);
+    let mut ch = conn.sess.channel_session()?;
+    ch.exec(command_line)?;
+    Ok(ch)
+}
+
+/// Waits until the session's socket can make progress in the direction libssh2 is blocked on, or
+/// `wait` passes.
+fn wait_socket(conn: &Conn, wait: Duration) {
+    let dirs = conn.sess.block_directions();
+    let mut events: libc::c_short = libc::POLLIN;
+    if matches!(dirs, BlockDirections::Outbound | BlockDirections::Both) {
+        events |= libc::POLLOUT;
+    }
+    let mut pfd = libc::pollfd {
+        fd: conn.fd,
+        events,
+        revents: 0,
+    };
+    let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX).max(1);
+    // SAFETY: one valid pollfd on the stack; the fd belongs to the live session.
+    unsafe {
+        libc::poll(&mut pfd, 1, ms);
+    }
+}
+
+impl RawExec for SshTransport {
+    fn raw_node(&self) -> &str {
+        &self.target.node
+    }
+
+    fn raw_exec(
+        &self,
+        cmd: &Cmd,
+        input: Option<Input<'_>>,
+        progress: &mut dyn FnMut(u64),
+        on_output: &mut dyn FnMut(&[u8]),
+    ) -> Result<Output, ExecError> {
+        let wrapped = shell::wrap(cmd, self.is_root()).map_err(ExecError::Other)?;
+        let mut guard = self
+            .conn
+            .lock()
+            .map_err(|_| self.err("connection lock poisoned"))?;
+        if guard.is_none() {
+            *guard = Some(self.open()?);
+        }
+        // A channel that cannot be opened or started means the session broke: reconnect once and
+        // retry (nothing ran yet). Any later failure is returned as is.
+        let ch = match guard
+            .as_ref()
+            .map(|c| start_channel(c, &wrapped.command_line))
+        {
+            Some(Ok(ch)) => ch,
+            _ => {
+                *guard = None;
+                let c = self.open()?;
+                let ch = start_channel(&c, &wrapped.command_line)
+                    .map_err(|e| self.err(format!("starting the command: {e}")))?;
+                *guard = Some(c);
+                ch
+            }
+        };
+        let conn = guard.as_ref().ok_or_else(|| self.err("no connection"))?;
+        let result = self.exec_on(conn, ch, cmd, &wrapped, input, progress, on_output);
+        if matches!(result, Err(ExecError::Connect { .. })) {
+            *guard = None;
+        }
+        result
+    }
+}
+
+impl Transport for SshTransport {
+    fn node(&self) -> &str {
+        &self.target.node
+    }
+
+    fn run_streaming(
+        &self,
+        cmd: &Cmd,
+        on_output: &mut dyn FnMut(&[u8]),
+    ) -> Result<Output, ExecError> {
+        raw::run(self, cmd, on_output)
+    }
+
+    fn upload(&self, data: &[u8], file: &FileSpec) -> Result<(), ExecError> {
+        let mut r: &[u8] = data;
+        raw::upload_stream(self, &mut r, data.len() as u64, file, &mut |_| {})
+    }
+
+    fn upload_stream(
+        &self,
+        reader: &mut dyn Read,
+        size: u64,
+        file: &FileSpec,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), ExecError> {
+        raw::upload_stream(self, reader, size, file, progress)
+    }
+
+    fn download(&self, path: &str) -> Result<Option<Vec<u8>>, ExecError> {
+        raw::download(self, path)
+    }
+}
+
+impl Drop for SshTransport {
+    fn drop(&mut self) {
+        if let Ok(mut g) = self.conn.lock() {
+            if let Some(c) = g.take() {
+                c.sess.set_blocking(true);
+                c.sess.set_timeout(1000);
+                let _ = c.sess.disconnect(None, "clusterctl done", None);
+            }
+        }
+    }
+}

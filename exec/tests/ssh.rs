@@ -1,0 +1,273 @@
+//! `SshTransport` against systemd node containers over real SSH (tests/src/docker.rs): commands with
+//! env, stdin, exit codes, timeouts and streamed output on one reused connection; uploads and downloads
+//! with mode and owner, a large streamed upload with byte progress; sudo as a non-root user; host keys
+//! refused when unknown (strict) or changed (always), recorded then pinned on first use.
+
+use std::time::{Duration, Instant};
+
+use clusterctl_exec::{Cmd, ExecError, FileSpec, HostKeyPolicy, SshTransport, Transport};
+use clusterctl_testbed::docker::{docker_available, TestCluster, TestKey};
+use clusterctl_testbed::{is_root, require};
+
+fn cluster(prefix: &str) -> Option<TestCluster> {
+    if !require(
+        "root and a Docker engine (scripts/services/docker.sh)",
+        is_root() && docker_available(),
+    ) {
+        return None;
+    }
+    Some(TestCluster::start(prefix, 1).expect("test cluster"))
+}
+
+#[test]
+fn runs_commands_on_one_reused_connection() {
+    let Some(c) = cluster("sshr") else { return };
+    let node = &c.nodes[0];
+    let t = node.transport().unwrap();
+
+    // Exit codes, stdout and stderr.
+    let out = t.run(&Cmd::new("echo out; echo err >&2; exit 3")).unwrap();
+    assert_eq!((out.status, out.stdout_str().as_str()), (3, "out"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+    assert_eq!(
+        t.run(&Cmd::new("hostname")).unwrap().stdout_str(),
+        node.name
+    );
+
+    // Env and stdin; neither the secret nor the script appear on any command line on the node.
+    let mut cmd = Cmd::new(
+        "read a; echo \"$TOKEN:$a\"; cat /proc/$$/cmdline | tr '\\0' ' '; echo; ps -eo args",
+    );
+    cmd.env.push(("TOKEN".into(), "tok'en secret".into()));
+    cmd.stdin = Some(b"line one\nrest".to_vec());
+    cmd.secrets.push("tok'en secret".into());
+    let out = t.run(&cmd).unwrap();
+    let text = out.stdout_str();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("tok'en secret:line one"));
+    let rest: Vec<&str> = lines.collect();
+    assert!(
+        !rest.iter().any(|l| l.contains("secret")),
+        "secret visible in a command line: {rest:?}"
+    );
+    assert!(rest[0].starts_with("sh -c eval"), "{}", rest[0]);
+
+    // Timeout: the command and its children are killed on the node.
+    let mut slow = Cmd::new("sleep 60 & sleep 60");
+    slow.timeout = Some(Duration::from_secs(1));
+    let start = Instant::now();
+    let err = t.run(&slow).unwrap_err();
+    assert!(matches!(err, ExecError::Timeout { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        start.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let left = node.sh("pgrep -c -x sleep || true").unwrap();
+    assert_eq!(left, "0", "sleep processes left after the timeout");
+
+    // Streamed, redacted output: chunks arrive while the command runs.
+    let mut s = Cmd::new("echo key=K3Y; sleep 0.5; echo done");
+    s.secrets.push("K3Y".into());
+    let mut chunks: Vec<(Instant, String)> = Vec::new();
+    t.run_streaming(&s, &mut |b| {
+        chunks.push((Instant::now(), String::from_utf8_lossy(b).into_owned()))
+    })
+    .unwrap();
+    let all: String = chunks.iter().map(|(_, s)| s.as_str()).collect();
+    assert_eq!(all, "key=<redacted>\ndone\n");
+    assert!(
+        chunks.len() >= 2 && chunks[chunks.len() - 1].0 - chunks[0].0 >= Duration::from_millis(300)
+    );
+
+    // Every call above used one TCP connection: same source port, one connect.
+    let p1 = t
+        .run(&Cmd::new("echo $SSH_CONNECTION"))
+        .unwrap()
+        .stdout_str();
+    let p2 = t
+        .run(&Cmd::new("echo $SSH_CONNECTION"))
+        .unwrap()
+        .stdout_str();
+    assert!(!p1.is_empty());
+    assert_eq!(p1, p2);
+    assert_eq!(t.connections(), 1);
+    let sessions = node
+        .sh("ss -tn state established '( sport = :22 )' | tail -n +2 | wc -l")
+        .unwrap();
+    assert_eq!(sessions, "1", "one SSH connection expected on the node");
+}
+
+#[test]
+fn uploads_and_downloads_with_mode_owner_and_progress() {
+    let Some(c) = cluster("sshu") else { return };
+    let node = &c.nodes[0];
+    let t = node.transport().unwrap();
+    let spec = FileSpec {
+        path: "/etc/clusterctl/test/a.conf".into(),
+        mode: 0o640,
+        owner: Some("tester:tester".into()),
+    };
+    t.upload(b"one\n", &spec).unwrap();
+    t.upload(b"two\n", &spec).unwrap();
+    assert_eq!(
+        node.sh(
+            "stat -c '%a %U:%G %s' /etc/clusterctl/test/a.conf; cat /etc/clusterctl/test/a.conf"
+        )
+        .unwrap(),
+        "640 tester:tester 4\ntwo"
+    );
+    assert_eq!(
+        node.sh("ls -A /etc/clusterctl/test").unwrap(),
+        "a.conf",
+        "temp files left"
+    );
+    assert_eq!(
+        t.download("/etc/clusterctl/test/a.conf")
+            .unwrap()
+            .as_deref(),
+        Some(&b"two\n"[..])
+    );
+    assert_eq!(t.download("/etc/clusterctl/none").unwrap(), None);
+
+    // A 24 MiB stream with byte progress, checked on the node by sha256.
+    let size = 24 * 1024 * 1024usize;
+    let data: Vec<u8> = (0..size)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let mut seen: Vec<u64> = Vec::new();
+    let big = FileSpec {
+        path: "/var/tmp/big.bin".into(),
+        mode: 0o600,
+        owner: None,
+    };
+    t.upload_stream(&mut &data[..], size as u64, &big, &mut |n| seen.push(n))
+        .unwrap();
+    assert!(seen.len() > 10 && seen.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(seen.last().copied(), Some(size as u64));
+    let local = {
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&data).unwrap();
+        let o = std::process::Command::new("sha256sum")
+            .arg(f.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(
+        node.sh("sha256sum /var/tmp/big.bin | cut -d' ' -f1; stat -c %a /var/tmp/big.bin")
+            .unwrap(),
+        format!("{local}\n600")
+    );
+    assert_eq!(
+        t.download("/var/tmp/big.bin").unwrap().map(|d| d.len()),
+        Some(size)
+    );
+}
+
+#[test]
+fn sudo_as_a_non_root_user() {
+    let Some(c) = cluster("sshs") else { return };
+    let node = &c.nodes[0];
+    let t = SshTransport::connect(node.ssh_target("tester"), node.ssh_options()).unwrap();
+    assert_eq!(t.run(&Cmd::new("id -un")).unwrap().stdout_str(), "tester");
+    let mut cmd = Cmd::new("id -un; echo $V").sudo();
+    cmd.env.push(("V".into(), "kept".into()));
+    assert_eq!(t.run(&cmd).unwrap().stdout_str(), "root\nkept");
+    // Uploads go through sudo: a root-owned file where tester cannot write.
+    let spec = FileSpec {
+        path: "/etc/kubernetes/manifests/x.yaml".into(),
+        mode: 0o600,
+        owner: None,
+    };
+    t.upload(b"kind: Pod\n", &spec).unwrap();
+    assert_eq!(
+        node.sh("stat -c '%a %U' /etc/kubernetes/manifests/x.yaml")
+            .unwrap(),
+        "600 root"
+    );
+    assert_eq!(
+        t.download("/etc/kubernetes/manifests/x.yaml")
+            .unwrap()
+            .as_deref(),
+        Some(&b"kind: Pod\n"[..])
+    );
+    // Without sudo the same read is refused by the node.
+    let out = t
+        .run(&Cmd::new("cat /etc/kubernetes/manifests/x.yaml"))
+        .unwrap();
+    assert_ne!(out.status, 0);
+}
+
+#[test]
+fn host_keys_strict_tofu_and_changed() {
+    let Some(c) = cluster("sshk") else { return };
+    let node = &c.nodes[0];
+    let kh = c.dir().join("tofu_known_hosts");
+    let mut opts = node.ssh_options();
+    opts.known_hosts = kh.clone();
+
+    // Strict, unknown host: refused.
+    let err = SshTransport::connect(node.ssh_target("root"), opts.clone()).unwrap_err();
+    assert!(matches!(err, ExecError::HostKey { .. }), "{err}");
+    assert!(!kh.exists());
+
+    // Trust on first use: recorded (0600), then pinned even under the strict policy.
+    opts.host_key_policy = HostKeyPolicy::TrustOnFirstUse;
+    let t = SshTransport::connect(node.ssh_target("root"), opts.clone()).unwrap();
+    assert_eq!(t.run(&Cmd::new("true")).unwrap().status, 0);
+    drop(t);
+    let recorded = std::fs::read_to_string(&kh).unwrap();
+    assert_eq!(recorded.trim(), node.known_hosts_line("ed25519").unwrap());
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&kh).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    opts.host_key_policy = HostKeyPolicy::Strict;
+    SshTransport::connect(node.ssh_target("root"), opts.clone()).unwrap();
+
+    // A different key recorded for this address: refused under both policies, file unchanged.
+    let other = TestKey::generate().unwrap();
+    let fake_kh = c.dir().join("wrong_known_hosts");
+    let mut w = other.public.split_whitespace();
+    std::fs::write(
+        &fake_kh,
+        format!(
+            "{} {} {}\n",
+            node.address,
+            w.next().unwrap(),
+            w.next().unwrap()
+        ),
+    )
+    .unwrap();
+    for policy in [HostKeyPolicy::Strict, HostKeyPolicy::TrustOnFirstUse] {
+        let mut o = opts.clone();
+        o.known_hosts = fake_kh.clone();
+        o.host_key_policy = policy;
+        let err = SshTransport::connect(node.ssh_target("root"), o).unwrap_err();
+        match &err {
+            ExecError::HostKey { reason, .. } => assert!(reason.contains("differs"), "{reason}"),
+            e => panic!("expected a host key error, got {e}"),
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(&fake_kh).unwrap().lines().count(),
+        1
+    );
+
+    // The node's key really changes (re-installed host): the pinned entry now refuses it.
+    node.sh("rm -f /etc/ssh/ssh_host_*; ssh-keygen -A >/dev/null; systemctl restart ssh")
+        .unwrap();
+    opts.host_key_policy = HostKeyPolicy::TrustOnFirstUse;
+    let err = SshTransport::connect(node.ssh_target("root"), opts).unwrap_err();
+    assert!(matches!(err, ExecError::HostKey { .. }), "{err}");
+}
