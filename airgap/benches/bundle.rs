@@ -1,0 +1,2 @@
+//! Bundle benchmark (filled in below as the bundle writer lands).
+fn main() {}

@@ -1,0 +1,531 @@
+//! A blocking OCI distribution-spec v1.1 client built on `reqwest` with rustls (ring provider).
+//! Endpoints used: `GET/HEAD /v2/<name>/manifests/<ref>`, `PUT /v2/<name>/manifests/<ref>`,
+//! `GET/HEAD /v2/<name>/blobs/<digest>`, `POST /v2/<name>/blobs/uploads/` (optionally with
+//! `mount=&from=`), `PATCH`/`PUT` on the upload location. One client is shared by worker threads.
+
+use super::auth::{parse_challenge, Challenge, EnvCredentials};
+use crate::digest::{Digest, Hashing};
+use crate::error::{AirgapError, Result};
+use crate::oci::{sniff_media_type, MANIFEST_ACCEPT};
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
+use reqwest::{Method, StatusCode, Url};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How to reach registries.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// A PEM file of extra CA certificates trusted besides the system roots (e.g. a Harbor CA).
+    pub ca_file: Option<PathBuf>,
+    /// Registries (host[:port]) spoken to over plain HTTP. Loopback hosts always are.
+    pub plain_http: Vec<String>,
+    /// Basic credentials per registry, read from environment variables.
+    pub credentials: Vec<EnvCredentials>,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    /// Uploads larger than this many bytes go in chunks (`PATCH` with `Content-Range`) of this size.
+    pub chunk_size: u64,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            ca_file: None,
+            plain_http: Vec::new(),
+            credentials: Vec::new(),
+            timeout: Duration::from_secs(600),
+            chunk_size: 64 << 20,
+        }
+    }
+}
+
+/// A manifest as fetched: its exact bytes (never re-serialised), media type and digest.
+#[derive(Debug, Clone)]
+pub struct FetchedManifest {
+    /// The manifest bytes as the registry sent them.
+    pub bytes: Vec<u8>,
+    /// `Content-Type`, or the document's own `mediaType`.
+    pub media_type: String,
+    /// sha256 of `bytes`.
+    pub digest: Digest,
+}
+
+/// A registry client. Cheap to share across threads (`&RegistryClient` is `Sync`).
+pub struct RegistryClient {
+    http: Client,
+    opts: ClientOptions,
+    /// Bearer tokens by "registry/repository".
+    tokens: Mutex<HashMap<String, String>>,
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host);
+    h == "localhost" || h.starts_with("127.") || h == "[::1]"
+}
+
+fn transport_err(url: &str, e: impl std::fmt::Display) -> AirgapError {
+    AirgapError::Transport {
+        url: url.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+fn status_err(method: &str, url: &str, resp: Response) -> AirgapError {
+    let status = resp.status().as_u16();
+    let mut body = String::new();
+    let _ = resp.take(512).read_to_string(&mut body);
+    AirgapError::Http {
+        method: method.to_string(),
+        url: url.to_string(),
+        status,
+        body: body.trim().to_string(),
+    }
+}
+
+impl RegistryClient {
+    /// Builds a client. Errors: the CA file cannot be read or parsed, or TLS cannot be set up.
+    pub fn new(opts: ClientOptions) -> Result<Self> {
+        // rustls needs one process-wide crypto provider; a second install is a harmless no-op.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut b = Client::builder()
+            .timeout(opts.timeout)
+            .connect_timeout(Duration::from_secs(20));
+        if let Some(ca) = &opts.ca_file {
+            let pem = std::fs::read(ca).map_err(|e| AirgapError::io(ca, e))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                AirgapError::Transport {
+                    url: ca.display().to_string(),
+                    reason: format!("CA file: {e}"),
+                }
+            })?;
+            b = b.tls_certs_merge(certs);
+        }
+        let http = b.build().map_err(|e| transport_err("client", e))?;
+        Ok(RegistryClient {
+            http,
+            opts,
+            tokens: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The options this client was built with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.opts
+    }
+
+    fn base(&self, registry: &str) -> String {
+        let api = if registry == "docker.io" {
+            "registry-1.docker.io"
+        } else {
+            registry
+        };
+        let plain = is_loopback(api)
+            || self
+                .opts
+                .plain_http
+                .iter()
+                .any(|p| p == registry || p == api);
+        format!("{}://{api}", if plain { "http" } else { "https" })
+    }
+
+    fn url(&self, registry: &str, repo: &str, tail: &str) -> String {
+        format!("{}/v2/{repo}/{tail}", self.base(registry))
+    }
+
+    fn creds(&self, registry: &str) -> Option<(String, String)> {
+        self.opts
+            .credentials
+            .iter()
+            .find(|c| c.registry == registry)
+            .and_then(EnvCredentials::resolve)
+    }
+
+    /// Sends a request built by `make`, answering one auth challenge if the registry asks.
+    fn send(
+        &self,
+        registry: &str,
+        repo: &str,
+        make: &dyn Fn() -> Result<RequestBuilder>,
+    ) -> Result<Response> {
+        let key = format!("{registry}/{repo}");
+        let token = self.tokens.lock().ok().and_then(|t| t.get(&key).cloned());
+        let mut req = make()?;
+        if let Some(t) = &token {
+            req = req.bearer_auth(t);
+        } else if let Some((u, p)) = self.creds(registry) {
+            req = req.basic_auth(u, Some(p));
+        }
+        let resp = req.send().map_err(|e| transport_err(&key, e))?;
+        if resp.status() != StatusCode::UNAUTHORIZED {
+            return Ok(resp);
+        }
+        let challenge = resp
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_challenge)
+            .ok_or_else(|| AirgapError::Auth {
+                registry: registry.to_string(),
+                reason: "401 without a usable challenge".into(),
+            })?;
+        let req = match challenge {
+            Challenge::Basic => {
+                let (u, p) = self.creds(registry).ok_or_else(|| AirgapError::Auth {
+                    registry: registry.to_string(),
+                    reason: "basic auth asked, no credentials configured".into(),
+                })?;
+                make()?.basic_auth(u, Some(p))
+            }
+            Challenge::Bearer {
+                realm,
+                service,
+                scope,
+            } => {
+                let t = self.fetch_token(registry, &realm, service.as_deref(), scope.as_deref())?;
+                if let Ok(mut map) = self.tokens.lock() {
+                    map.insert(key.clone(), t.clone());
+                }
+                make()?.bearer_auth(t)
+            }
+        };
+        let resp = req.send().map_err(|e| transport_err(&key, e))?;
+        if resp.status() == StatusCode::UNAUTHORIZED {
+            return Err(AirgapError::Auth {
+                registry: registry.to_string(),
+                reason: "credentials refused".into(),
+            });
+        }
+        Ok(resp)
+    }
+
+    fn fetch_token(
+        &self,
+        registry: &str,
+        realm: &str,
+        service: Option<&str>,
+        scope: Option<&str>,
+    ) -> Result<String> {
+        let mut url = Url::parse(realm).map_err(|e| AirgapError::Auth {
+            registry: registry.into(),
+            reason: format!("bad realm: {e}"),
+        })?;
+        {
+            let mut q = url.query_pairs_mut();
+            if let Some(s) = service {
+                q.append_pair("service", s);
+            }
+            if let Some(s) = scope {
+                q.append_pair("scope", s);
+            }
+        }
+        let mut req = self.http.get(url.clone());
+        if let Some((u, p)) = self.creds(registry) {
+            req = req.basic_auth(u, Some(p));
+        }
+        let resp = req.send().map_err(|e| transport_err(realm, e))?;
+        if !resp.status().is_success() {
+            return Err(AirgapError::Auth {
+                registry: registry.into(),
+                reason: format!("token endpoint answered {}", resp.status()),
+            });
+        }
+        let v: serde_json::Value = resp.json_value().map_err(|e| AirgapError::Auth {
+            registry: registry.into(),
+            reason: format!("token response: {e}"),
+        })?;
+        v.get("token")
+            .or_else(|| v.get("access_token"))
+            .and_then(|t| t.as_str())
+            .map(str::to_string)
+            .ok_or_else(|| AirgapError::Auth {
+                registry: registry.into(),
+                reason: "token response without token".into(),
+            })
+    }
+
+    /// Fetches a manifest or index by tag or digest, with every supported media type accepted.
+    /// The bytes are verified against `reference` when it is a digest, and against the registry's
+    /// `Docker-Content-Digest` header when given. Errors: HTTP status, digest mismatch, transport.
+    pub fn get_manifest(
+        &self,
+        registry: &str,
+        repo: &str,
+        reference: &str,
+    ) -> Result<FetchedManifest> {
+        let url = self.url(registry, repo, &format!("manifests/{reference}"));
+        let resp = self.send(registry, repo, &|| {
+            Ok(self.http.get(&url).header(ACCEPT, MANIFEST_ACCEPT))
+        })?;
+        if !resp.status().is_success() {
+            return Err(status_err("GET", &url, resp));
+        }
+        let header_digest = resp
+            .headers()
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let ct = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.split(';').next().unwrap_or("").trim().to_string());
+        let bytes = resp.bytes().map_err(|e| transport_err(&url, e))?.to_vec();
+        let digest = Digest::of(&bytes);
+        let what = format!("{registry}/{repo}@{reference}");
+        if let Ok(want) = Digest::parse(reference) {
+            want.verify(&bytes, &what)?;
+        }
+        if let Some(h) = header_digest.and_then(|h| Digest::parse(&h).ok()) {
+            h.verify(&bytes, &what)?;
+        }
+        let media_type = sniff_media_type(&bytes)
+            .or(ct.filter(|c| !c.is_empty() && c != "application/json"))
+            .ok_or_else(|| AirgapError::Manifest {
+                what: what.clone(),
+                reason: "no media type".into(),
+            })?;
+        Ok(FetchedManifest {
+            bytes,
+            media_type,
+            digest,
+        })
+    }
+
+    /// The digest a manifest tag or digest resolves to, or `None` when the registry does not have it.
+    pub fn head_manifest(
+        &self,
+        registry: &str,
+        repo: &str,
+        reference: &str,
+    ) -> Result<Option<Digest>> {
+        let url = self.url(registry, repo, &format!("manifests/{reference}"));
+        let resp = self.send(registry, repo, &|| {
+            Ok(self.http.head(&url).header(ACCEPT, MANIFEST_ACCEPT))
+        })?;
+        if resp.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !resp.status().is_success() {
+            return Err(status_err("HEAD", &url, resp));
+        }
+        Ok(resp
+            .headers()
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|h| Digest::parse(h).ok()))
+    }
+
+    /// Streams blob `digest` into `dest` (a temp file next to it, renamed once the sha256 and
+    /// `size` match, so `dest` never holds partial or wrong content). Returns the byte count.
+    /// `progress` receives each chunk's length. Errors: HTTP status, mismatch, I/O.
+    pub fn get_blob_to_file(
+        &self,
+        registry: &str,
+        repo: &str,
+        digest: &Digest,
+        size: Option<u64>,
+        dest: &Path,
+        progress: &dyn Fn(u64),
+    ) -> Result<u64> {
+        let url = self.url(registry, repo, &format!("blobs/{digest}"));
+        let resp = self.send(registry, repo, &|| Ok(self.http.get(&url)))?;
+        if !resp.status().is_success() {
+            return Err(status_err("GET", &url, resp));
+        }
+        let dir = dest.parent().unwrap_or(Path::new("."));
+        let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| AirgapError::io(dir, e))?;
+        let mut w = Hashing::new(std::io::BufWriter::new(tmp));
+        let mut resp = resp;
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            let n = resp.read(&mut buf).map_err(|e| transport_err(&url, e))?;
+            if n == 0 {
+                break;
+            }
+            w.write_all(&buf[..n])
+                .map_err(|e| AirgapError::io(dest, e))?;
+            progress(n as u64);
+        }
+        let (got, count, bw) = w.finish();
+        if &got != digest || size.is_some_and(|s| s != count) {
+            return Err(AirgapError::DigestMismatch {
+                what: format!("blob from {registry}/{repo}"),
+                expected: digest.to_string(),
+                actual: got.to_string(),
+            });
+        }
+        let tmp = bw
+            .into_inner()
+            .map_err(|e| AirgapError::io(dest, e.into_error()))?;
+        tmp.persist(dest)
+            .map_err(|e| AirgapError::io(dest, e.error))?;
+        Ok(count)
+    }
+
+    /// True when the registry has blob `digest` in `repo` (`HEAD /v2/<repo>/blobs/<digest>`).
+    pub fn head_blob(&self, registry: &str, repo: &str, digest: &Digest) -> Result<bool> {
+        let url = self.url(registry, repo, &format!("blobs/{digest}"));
+        let resp = self.send(registry, repo, &|| Ok(self.http.head(&url)))?;
+        match resp.status() {
+            s if s.is_success() => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => Err(status_err("HEAD", &url, resp)),
+        }
+    }
+
+    /// Asks the registry to mount `digest` from repository `from` into `repo`. `Ok(true)` when it
+    /// did (201); `Ok(false)` when it declined (it then opened an upload session, which is left to expire).
+    pub fn mount_blob(
+        &self,
+        registry: &str,
+        repo: &str,
+        digest: &Digest,
+        from: &str,
+    ) -> Result<bool> {
+        let url = self.url(
+            registry,
+            repo,
+            &format!("blobs/uploads/?mount={digest}&from={from}"),
+        );
+        let resp = self.send(registry, repo, &|| {
+            Ok(self.http.post(&url).header(CONTENT_LENGTH, 0))
+        })?;
+        match resp.status() {
+            StatusCode::CREATED => Ok(true),
+            StatusCode::ACCEPTED => Ok(false),
+            _ => Err(status_err("POST", &url, resp)),
+        }
+    }
+
+    fn resolve_location(&self, registry: &str, url: &str, resp: &Response) -> Result<Url> {
+        let loc = resp
+            .headers()
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| AirgapError::Http {
+                method: "POST".into(),
+                url: url.into(),
+                status: resp.status().as_u16(),
+                body: "no Location".into(),
+            })?;
+        let base =
+            Url::parse(&format!("{}/", self.base(registry))).map_err(|e| transport_err(url, e))?;
+        base.join(loc).map_err(|e| transport_err(url, e))
+    }
+
+    fn with_digest(mut loc: Url, digest: &Digest) -> Url {
+        loc.query_pairs_mut()
+            .append_pair("digest", &digest.to_string());
+        loc
+    }
+
+    /// Uploads `size` bytes from `open()` (called once per attempt; the reader must yield exactly the
+    /// blob) as blob `digest` into `repo`: monolithic (`POST` then one `PUT`) up to the chunk size,
+    /// chunked (`PATCH` with `Content-Range`, then `PUT`) above it. The registry checks the digest.
+    pub fn upload_blob(
+        &self,
+        registry: &str,
+        repo: &str,
+        digest: &Digest,
+        size: u64,
+        open: &dyn Fn() -> Result<Box<dyn Read + Send>>,
+    ) -> Result<()> {
+        let start = self.url(registry, repo, "blobs/uploads/");
+        let resp = self.send(registry, repo, &|| {
+            Ok(self.http.post(&start).header(CONTENT_LENGTH, 0))
+        })?;
+        if resp.status() != StatusCode::ACCEPTED {
+            return Err(status_err("POST", &start, resp));
+        }
+        let mut loc = self.resolve_location(registry, &start, &resp)?;
+        let chunk = self.opts.chunk_size.max(1);
+        if size <= chunk {
+            let put = Self::with_digest(loc, digest);
+            let resp = self.send(registry, repo, &|| {
+                let r = open()?;
+                Ok(self
+                    .http
+                    .put(put.clone())
+                    .header(CONTENT_TYPE, "application/octet-stream")
+                    .body(reqwest::blocking::Body::sized(r, size)))
+            })?;
+            if resp.status() != StatusCode::CREATED {
+                return Err(status_err("PUT", put.as_str(), resp));
+            }
+            return Ok(());
+        }
+        let reader = std::sync::Arc::new(Mutex::new(open()?));
+        let mut sent = 0u64;
+        while sent < size {
+            let n = chunk.min(size - sent);
+            let mut data = vec![0u8; n as usize];
+            reader
+                .lock()
+                .map_err(|_| transport_err(loc.as_str(), "reader poisoned"))?
+                .read_exact(&mut data)
+                .map_err(|e| AirgapError::io(format!("blob {digest}"), e))?;
+            let range = format!("{}-{}", sent, sent + n - 1);
+            let here = loc.clone();
+            let resp = self.send(registry, repo, &|| {
+                Ok(self
+                    .http
+                    .request(Method::PATCH, here.clone())
+                    .header(CONTENT_TYPE, "application/octet-stream")
+                    .header("Content-Range", range.clone())
+                    .body(data.clone()))
+            })?;
+            if resp.status() != StatusCode::ACCEPTED {
+                return Err(status_err("PATCH", loc.as_str(), resp));
+            }
+            loc = self.resolve_location(registry, loc.as_str(), &resp)?;
+            sent += n;
+        }
+        let put = Self::with_digest(loc, digest);
+        let resp = self.send(registry, repo, &|| {
+            Ok(self.http.put(put.clone()).header(CONTENT_LENGTH, 0))
+        })?;
+        if resp.status() != StatusCode::CREATED {
+            return Err(status_err("PUT", put.as_str(), resp));
+        }
+        Ok(())
+    }
+
+    /// Pushes manifest `bytes` of `media_type` under `reference` (a tag or its digest).
+    pub fn put_manifest(
+        &self,
+        registry: &str,
+        repo: &str,
+        reference: &str,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> Result<()> {
+        let url = self.url(registry, repo, &format!("manifests/{reference}"));
+        let resp = self.send(registry, repo, &|| {
+            Ok(self
+                .http
+                .put(&url)
+                .header(CONTENT_TYPE, media_type)
+                .body(bytes.to_vec()))
+        })?;
+        if resp.status() != StatusCode::CREATED {
+            return Err(status_err("PUT", &url, resp));
+        }
+        Ok(())
+    }
+}
+
+/// Reads a response body as JSON without needing reqwest's `json` feature.
+trait JsonValue {
+    fn json_value(self) -> std::result::Result<serde_json::Value, String>;
+}
+
+impl JsonValue for Response {
+    fn json_value(self) -> std::result::Result<serde_json::Value, String> {
+        let b = self.bytes().map_err(|e| e.to_string())?;
+        serde_json::from_slice(&b).map_err(|e| e.to_string())
+    }
+}
