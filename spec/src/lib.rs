@@ -1,3 +1,29 @@
 //! The cluster file: parse, default and validate `cluster.yaml` (`apiVersion: clusterctl.io/v1alpha1`,
-//! `kind: Cluster`) into a `ValidCluster`. No I/O beyond the bytes given (files the spec references are
-//! read by the loader before validation); every error names its field and points at file:line:column.
+//! `kind: Cluster`) into a [`ValidCluster`]. No I/O beyond [`load`] (which reads the file and the files it
+//! references, relative to it); every problem is reported at once, each pointing at file:line:column.
+//!
+//! ```no_run
+//! let loaded = clusterctl_spec::load(std::path::Path::new("cluster.yaml")).map_err(|d| d.to_string())?;
+//! let v = clusterctl_spec::validate(&loaded).map_err(|d| d.to_string())?;
+//! println!("{} runs Kubernetes {}", v.cluster.name(), v.cluster.kubernetes_version());
+//! # Ok::<(), String>(())
+//! ```
+
+pub mod audit;
+pub mod diag;
+pub mod load;
+pub mod mirror;
+pub mod model;
+pub mod position;
+pub mod profiles;
+pub mod syntax;
+pub mod valid;
+pub mod validate;
+pub mod versions;
+
+pub use diag::{Diagnostic, Diagnostics, Severity};
+pub use load::{load, Loaded, Referenced};
+pub use profiles::{from_profile, profiles, DEFAULT_PROFILE};
+pub use valid::{Endpoint, Mirror, SshTarget, ValidCluster, ValidNode};
+pub use validate::{validate, Validated};
+pub use versions::{KubeadmApi, VersionInfo};

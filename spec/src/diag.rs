@@ -1,0 +1,325 @@
+//! Diagnostics: what validation says about a cluster file. A [`Diagnostic`] has a severity, a message, a
+//! help line and a labelled span (byte offset and length) into the source, with its 1-based line and
+//! column; [`Diagnostics`] is the report of all of them, rendered by miette's graphical handler (each
+//! diagnostic is a `related` entry carrying the source) and by `Display` as `file:line:column: …` lines.
+
+use std::fmt;
+use std::sync::Arc;
+
+use miette::{LabeledSpan, SourceSpan};
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The file is refused.
+    Error,
+    /// The file is accepted, but probably not what was meant.
+    Warning,
+}
+
+/// The source a diagnostic points into: a display name (the path as given) and the full text.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Display name, e.g. `cluster.yaml` or `profiles/lab.yaml`.
+    pub name: String,
+    /// The whole text.
+    pub text: Arc<String>,
+}
+
+/// One finding, pointing at a value of the source.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// A stable short code, e.g. `spec::cidr-overlap`.
+    pub code: &'static str,
+    /// What is wrong, naming the values (e.g. both overlapping ranges).
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+    /// The field path, e.g. `spec.nodes[1].address` (empty for the whole document).
+    pub path: String,
+    /// Label text shown under the span.
+    pub label: String,
+    /// Byte offset and length into the source; `None` when no position is known.
+    pub span: Option<SourceSpan>,
+    /// 1-based line of the span start (0 when unknown).
+    pub line: usize,
+    /// 1-based column (in characters) of the span start (0 when unknown).
+    pub column: usize,
+    /// The source, for rendering.
+    pub source: Option<Arc<Source>>,
+}
+
+impl Diagnostic {
+    /// A new error with no position yet (see [`Diagnostic::at`]).
+    pub fn error(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(Severity::Error, code, message)
+    }
+
+    /// A new warning with no position yet.
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(Severity::Warning, code, message)
+    }
+
+    fn new(severity: Severity, code: &'static str, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity,
+            code,
+            message: message.into(),
+            help: None,
+            path: String::new(),
+            label: String::new(),
+            span: None,
+            line: 0,
+            column: 0,
+            source: None,
+        }
+    }
+
+    /// Sets the help line.
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Sets the label text.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    /// Sets the field path (the position is filled in by validation from the path index).
+    pub fn at(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// `file:line:column` (or just `file` when no position is known).
+    pub fn location(&self) -> String {
+        let name = self
+            .source
+            .as_ref()
+            .map(|s| s.name.as_str())
+            .unwrap_or("<input>");
+        if self.line > 0 {
+            format!("{name}:{}:{}", self.line, self.column)
+        } else {
+            name.to_string()
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{}: {sev}: {}", self.location(), self.message)?;
+        if let Some(h) = &self.help {
+            write!(f, " (help: {h})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+impl miette::Diagnostic for Diagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source
+            .as_ref()
+            .map(|s| s.as_ref() as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let span = self.span?;
+        let label = if self.label.is_empty() {
+            None
+        } else {
+            Some(self.label.clone())
+        };
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            label, span,
+        ))))
+    }
+}
+
+impl miette::SourceCode for Source {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let inner =
+            self.text
+                .as_str()
+                .read_span(span, context_lines_before, context_lines_after)?;
+        Ok(Box::new(miette::MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            *inner.span(),
+            inner.line(),
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
+}
+
+/// All findings about one file, errors first, each in source order.
+#[derive(Debug, Clone)]
+pub struct Diagnostics {
+    /// The source the diagnostics point into.
+    pub source: Arc<Source>,
+    /// The findings.
+    pub items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    /// An empty report about `source`.
+    pub fn new(source: Arc<Source>) -> Self {
+        Diagnostics {
+            source,
+            items: Vec::new(),
+        }
+    }
+
+    /// A report holding one diagnostic.
+    pub fn single(source: Arc<Source>, d: Diagnostic) -> Self {
+        let mut ds = Self::new(source);
+        ds.push(d);
+        ds
+    }
+
+    /// Adds a diagnostic, attaching the source.
+    pub fn push(&mut self, mut d: Diagnostic) {
+        d.source = Some(self.source.clone());
+        self.items.push(d);
+    }
+
+    /// Number of errors.
+    pub fn error_count(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
+    }
+
+    /// Number of warnings.
+    pub fn warning_count(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .count()
+    }
+
+    /// True when any error is present.
+    pub fn has_errors(&self) -> bool {
+        self.error_count() > 0
+    }
+
+    /// The warnings only.
+    pub fn warnings(&self) -> Vec<Diagnostic> {
+        self.items
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .cloned()
+            .collect()
+    }
+
+    /// Sorts errors before warnings, then by position (stable).
+    pub fn sort(&mut self) {
+        self.items
+            .sort_by_key(|d| (d.severity, d.line == 0, d.line, d.column));
+    }
+
+    /// One-line summary, e.g. `cluster.yaml: 3 errors, 1 warning`.
+    pub fn summary(&self) -> String {
+        let e = self.error_count();
+        let w = self.warning_count();
+        format!(
+            "{}: {e} error{}, {w} warning{}",
+            self.source.name,
+            if e == 1 { "" } else { "s" },
+            if w == 1 { "" } else { "s" }
+        )
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.items {
+            writeln!(f, "{d}")?;
+        }
+        write!(f, "{}", self.summary())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+impl miette::Diagnostic for Diagnostics {
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(if self.has_errors() {
+            miette::Severity::Error
+        } else {
+            miette::Severity::Warning
+        })
+    }
+
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        Some(Box::new(
+            self.items.iter().map(|d| d as &dyn miette::Diagnostic),
+        ))
+    }
+}
+
+/// Converts a byte offset into 1-based (line, column-in-characters). Offsets past the end clamp to it.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut off = offset.min(text.len());
+    while off > 0 && !text.is_char_boundary(off) {
+        off -= 1;
+    }
+    let before = &text[..off];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let column = text[line_start..off].chars().count() + 1;
+    (line, column)
+}
+
+/// Converts a 1-based (line, column-in-characters) into a byte offset; clamps to the text.
+pub fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let mut start = 0usize;
+    for _ in 1..line.max(1) {
+        match text[start..].find('\n') {
+            Some(i) => start += i + 1,
+            None => return text.len(),
+        }
+    }
+    let rest = &text[start..];
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    rest[..line_end]
+        .char_indices()
+        .nth(column.saturating_sub(1))
+        .map(|(i, _)| start + i)
+        .unwrap_or(start + line_end)
+}

@@ -1,0 +1,785 @@
+//! The serde model of the cluster file (`apiVersion: clusterctl.io/v1alpha1`, `kind: Cluster`), exactly as
+//! written by the user: camelCase keys, unknown fields rejected, defaults applied by serde where a default
+//! is a constant. Values whose checking needs context (CIDRs, addresses, versions) stay strings here and are
+//! parsed by validation, so that every bad value is reported with its position in one run; the parsed
+//! forms live in [`crate::ValidCluster`]. Each field's doc names the upstream setting it becomes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The only accepted `apiVersion`.
+pub const API_VERSION: &str = "clusterctl.io/v1alpha1";
+/// The only accepted `kind`.
+pub const KIND: &str = "Cluster";
+
+/// The whole cluster file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClusterFile {
+    /// Must be `clusterctl.io/v1alpha1` ([`API_VERSION`]).
+    pub api_version: String,
+    /// Must be `Cluster` ([`KIND`]).
+    pub kind: String,
+    /// The cluster's identity.
+    pub metadata: Metadata,
+    /// The desired cluster.
+    pub spec: ClusterSpec,
+}
+
+/// `metadata`: the cluster's identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Metadata {
+    /// Cluster name, a DNS-1123 label. Becomes kubeadm `ClusterConfiguration.clusterName`, the kind
+    /// `Cluster.name`, and the prefix of docker node container names.
+    pub name: String,
+}
+
+/// `spec`: everything about the cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClusterSpec {
+    /// Exact Kubernetes patch version, e.g. `v1.34.1` (the leading `v` optional). Must be in
+    /// [`crate::versions::SUPPORTED`]. Becomes kubeadm `ClusterConfiguration.kubernetesVersion` and the
+    /// kind node image tag.
+    pub kubernetes_version: String,
+    /// Where nodes come from: `ssh` (existing hosts) or `docker` (kind-style node containers).
+    pub provider: Provider,
+    /// Control-plane endpoint and kube-vip VIP.
+    #[serde(default)]
+    pub control_plane: ControlPlane,
+    /// Pod and service networking, kube-proxy and the CNI.
+    #[serde(default)]
+    pub networking: Networking,
+    /// The container runtime on every node.
+    #[serde(default)]
+    pub runtime: Runtime,
+    /// A registry mirror under which every image is stored (rewrite prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<Registry>,
+    /// kube-apiserver settings: certSANs, extra args, OIDC, audit.
+    #[serde(default)]
+    pub api_server: ApiServer,
+    /// Kubelet settings (kubelet `KubeletConfiguration`, `kubelet.config.k8s.io/v1beta1`).
+    #[serde(default)]
+    pub kubelet: Kubelet,
+    /// SSH defaults for the `ssh` provider; nodes may override them.
+    #[serde(default)]
+    pub ssh: SshDefaults,
+    /// Settings of the `docker` provider.
+    #[serde(default)]
+    pub docker: DockerProvider,
+    /// The nodes, in order; the first control plane runs `kubeadm init`.
+    pub nodes: Vec<Node>,
+    /// Images to make available on every node after creation.
+    #[serde(default)]
+    pub images: Images,
+    /// Air-gap bundle settings (used by `clusterctl airgap`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub airgap: Option<Airgap>,
+}
+
+/// `spec.provider`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Existing hosts reached over SSH.
+    Ssh,
+    /// Node containers on the local Docker daemon (as kind does).
+    Docker,
+}
+
+/// `spec.controlPlane`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControlPlane {
+    /// `host:port` or `host` (port 6443). Default: the VIP address with port 6443, else the first control
+    /// plane's address. Becomes kubeadm `ClusterConfiguration.controlPlaneEndpoint` and is added to the
+    /// apiserver certSANs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The kube-vip virtual IP for the control plane (and optionally LoadBalancer services).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vip: Option<Vip>,
+}
+
+/// `spec.controlPlane.vip`: kube-vip settings (the kube-vip static pod's env: `address`, `vip_interface`,
+/// `vip_arp`/`bgp_enable`, `svc_enable`, `vip_subnet`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Vip {
+    /// The VIP, an IPv4/IPv6 address (kube-vip `address`).
+    pub address: String,
+    /// Default network interface carrying the VIP (kube-vip `vip_interface`); nodes may override it with
+    /// `vipInterface`. Required in ARP mode unless every control plane sets `vipInterface`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// `arp` (layer 2, default) or `bgp` (kube-vip `vip_arp` / `bgp_enable`).
+    #[serde(default)]
+    pub mode: VipMode,
+    /// The control planes' subnet as a CIDR, e.g. `172.20.6.0/24`; used to check the VIP lies in it when
+    /// node addresses carry no prefix length. (Not kube-vip's `vip_subnet`, which stays `/32`.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<String>,
+    /// Also serve LoadBalancer Services (kube-vip `svc_enable`). Default false.
+    #[serde(default)]
+    pub load_balancer_services: bool,
+    /// kube-vip image. Default `ghcr.io/kube-vip/kube-vip:v0.8.9`; rewritten under the registry mirror.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// BGP settings, required when `mode: bgp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bgp: Option<Bgp>,
+}
+
+/// `spec.controlPlane.vip.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VipMode {
+    /// Gratuitous ARP on the elected leader (kube-vip `vip_arp: true`).
+    #[default]
+    Arp,
+    /// BGP advertisement (kube-vip `bgp_enable: true`).
+    Bgp,
+}
+
+/// `spec.controlPlane.vip.bgp`: kube-vip BGP settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Bgp {
+    /// Local AS number (kube-vip `bgp_as`).
+    #[serde(rename = "as")]
+    pub local_as: u32,
+    /// Router ID (kube-vip `bgp_routerid`); default: each node's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_id: Option<String>,
+    /// Peers (kube-vip `bgp_peers` as `address:as`).
+    #[serde(default)]
+    pub peers: Vec<BgpPeer>,
+}
+
+/// One BGP peer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BgpPeer {
+    /// Peer address.
+    pub address: String,
+    /// Peer AS number.
+    #[serde(rename = "as")]
+    pub peer_as: u32,
+}
+
+/// `spec.networking`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Networking {
+    /// Pod network CIDR. Default `10.244.0.0/16`. Becomes kubeadm `networking.podSubnet` (and the
+    /// controller manager's `--cluster-cidr`), kind `networking.podSubnet`, and the CNI's pool (Calico
+    /// `ipPools[].cidr`, Cilium `ipv4NativeRoutingCIDR`, flannel `Network`, builtin pool).
+    #[serde(default = "default_pod_subnet")]
+    pub pod_subnet: String,
+    /// Service CIDR. Default `10.96.0.0/16`. Becomes kubeadm `networking.serviceSubnet`, kind
+    /// `networking.serviceSubnet`.
+    #[serde(default = "default_service_subnet")]
+    pub service_subnet: String,
+    /// Cluster DNS domain. Default `cluster.local`. Becomes kubeadm `networking.dnsDomain` and kubelet
+    /// `clusterDomain`.
+    #[serde(default = "default_dns_domain")]
+    pub dns_domain: String,
+    /// Size of each node's podCIDR. Default 24 for IPv4, 64 for IPv6. Becomes the controller manager's
+    /// `--node-cidr-mask-size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_cidr_mask_size: Option<u8>,
+    /// kube-proxy mode: `iptables` (default), `ipvs`, `nftables`, or `disabled` (no kube-proxy; needs a CNI
+    /// that replaces it). Becomes `KubeProxyConfiguration.mode`, kubeadm `proxy.disabled` (v1beta4) or
+    /// `--skip-phases=addon/kube-proxy` (v1beta3), kind `networking.kubeProxyMode: none`.
+    #[serde(default)]
+    pub kube_proxy: KubeProxyMode,
+    /// The CNI.
+    #[serde(default)]
+    pub cni: Cni,
+}
+
+impl Default for Networking {
+    fn default() -> Self {
+        Networking {
+            pod_subnet: default_pod_subnet(),
+            service_subnet: default_service_subnet(),
+            dns_domain: default_dns_domain(),
+            node_cidr_mask_size: None,
+            kube_proxy: KubeProxyMode::default(),
+            cni: Cni::default(),
+        }
+    }
+}
+
+/// Default `podSubnet`.
+pub fn default_pod_subnet() -> String {
+    "10.244.0.0/16".to_string()
+}
+/// Default `serviceSubnet`.
+pub fn default_service_subnet() -> String {
+    "10.96.0.0/16".to_string()
+}
+/// Default `dnsDomain`.
+pub fn default_dns_domain() -> String {
+    "cluster.local".to_string()
+}
+
+/// `spec.networking.kubeProxy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KubeProxyMode {
+    /// iptables proxier (default).
+    #[default]
+    Iptables,
+    /// IPVS proxier.
+    Ipvs,
+    /// nftables proxier (GA in Kubernetes 1.33).
+    Nftables,
+    /// No kube-proxy at all.
+    Disabled,
+}
+
+/// `spec.networking.cni`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Cni {
+    /// Which CNI: `builtin` (default, clusterctl's own), `calico`, `cilium`, `flannel`, `kindnet` (docker
+    /// provider only: kind's default CNI, `disableDefaultCNI: false`) or `none` (install your own).
+    #[serde(default)]
+    pub plugin: CniPlugin,
+    /// Version of the CNI (Helm chart / manifest version), e.g. `v3.29.1`; default per plugin in render.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Cilium only: replace kube-proxy (Cilium Helm value `kubeProxyReplacement: true`). Default false.
+    #[serde(default)]
+    pub kube_proxy_replacement: bool,
+    /// Pod interface MTU; default: derived by the CNI (builtin: underlay MTU − 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// Pass-through values merged into the CNI's own settings (Helm values for Calico/Cilium, net-conf for
+    /// flannel). The pool CIDR is always taken from `podSubnet` and may not be set here.
+    #[serde(default, skip_serializing_if = "serde_yaml::Mapping::is_empty")]
+    pub values: serde_yaml::Mapping,
+}
+
+impl Default for Cni {
+    fn default() -> Self {
+        Cni {
+            plugin: CniPlugin::Builtin,
+            version: None,
+            kube_proxy_replacement: false,
+            mtu: None,
+            values: serde_yaml::Mapping::new(),
+        }
+    }
+}
+
+/// `spec.networking.cni.plugin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CniPlugin {
+    /// clusterctl's embedded CNI (veth + VXLAN overlay); does not replace kube-proxy.
+    #[default]
+    Builtin,
+    /// Project Calico (tigera-operator `Installation`).
+    Calico,
+    /// Cilium (Helm values).
+    Cilium,
+    /// flannel (`net-conf.json`).
+    Flannel,
+    /// kind's kindnet; docker provider only.
+    Kindnet,
+    /// No CNI installed by clusterctl.
+    None,
+}
+
+/// `spec.runtime`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Runtime {
+    /// `containerd` (default) or `crio`. Decides kubeadm `nodeRegistration.criSocket`
+    /// (`unix:///run/containerd/containerd.sock` / `unix:///var/run/crio/crio.sock`).
+    #[serde(default)]
+    pub kind: RuntimeKind,
+    /// cgroup driver: `systemd` (default) or `cgroupfs`. Becomes kubelet `cgroupDriver`, containerd
+    /// `SystemdCgroup`, CRI-O `cgroup_manager`.
+    #[serde(default)]
+    pub cgroup_driver: CgroupDriver,
+    /// The hosts' cgroup version (`v1` or `v2`) when known; used to warn about Kubernetes ≥ 1.35 on cgroup
+    /// v1 (kubelet `failCgroupV1`). Unset: unknown (the docker provider inherits the host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cgroup_version: Option<CgroupVersion>,
+}
+
+/// `spec.runtime.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// containerd.
+    #[default]
+    Containerd,
+    /// CRI-O.
+    Crio,
+}
+
+/// `spec.runtime.cgroupDriver`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupDriver {
+    /// systemd (kubeadm's default since 1.22).
+    #[default]
+    Systemd,
+    /// cgroupfs.
+    Cgroupfs,
+}
+
+/// `spec.runtime.hostCgroupVersion`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersion {
+    /// cgroup v1 (legacy hierarchy).
+    V1,
+    /// cgroup v2 (unified hierarchy).
+    V2,
+}
+
+/// `spec.registry`: a registry mirror used as a rewrite prefix. An image `registry.k8s.io/kube-apiserver:v1.34.1`
+/// is pulled as `<mirror>/kube-apiserver:v1.34.1`; `registry.k8s.io/coredns/coredns:v1.12.1` as
+/// `<mirror>/coredns/coredns:v1.12.1` (the path minus the source host).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Registry {
+    /// `host[:port]/path`, e.g. `harbor.example.com/library`. Becomes kubeadm `imageRepository`, containerd
+    /// `hosts.toml` / CRI-O `registries.conf` mirror entries and the sandbox image.
+    pub mirror: String,
+    /// PEM CA of the mirror, relative to the cluster file. Installed for containerd (`hosts.toml` `ca`) and
+    /// CRI-O (`/etc/containers/certs.d/<host>/ca.crt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Name of the environment variable holding the registry user name (never the value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username_env: Option<String>,
+    /// Name of the environment variable holding the registry password (never the value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+    /// Accepted only to reject it with a helpful error: credentials are never written inline.
+    #[serde(default, skip_serializing)]
+    pub username: Option<serde_yaml::Value>,
+    /// Accepted only to reject it with a helpful error: credentials are never written inline.
+    #[serde(default, skip_serializing)]
+    pub password: Option<serde_yaml::Value>,
+}
+
+/// `spec.apiServer`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiServer {
+    /// Extra SANs for the apiserver certificate (IPs or DNS names). The endpoint host and the VIP are
+    /// added automatically. Becomes kubeadm `apiServer.certSANs`.
+    #[serde(default, rename = "certSANs")]
+    pub cert_sans: Vec<String>,
+    /// Extra kube-apiserver flags without the leading `--`. Becomes kubeadm `apiServer.extraArgs`
+    /// (v1beta4: list of name/value; v1beta3: map).
+    #[serde(default)]
+    pub extra_args: BTreeMap<String, String>,
+    /// OpenID Connect authentication.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<Oidc>,
+    /// Audit logging.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<Audit>,
+}
+
+/// `spec.apiServer.oidc`: becomes the legacy `--oidc-*` flags or a structured `AuthenticationConfiguration`
+/// (`apiserver.config.k8s.io/v1beta1` for 1.30–1.33, `v1` from 1.34) passed with `--authentication-config`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Oidc {
+    /// Issuer URL, must be `https://` (`--oidc-issuer-url` / `jwt[].issuer.url`).
+    #[serde(rename = "issuerURL")]
+    pub issuer_url: String,
+    /// Client ID (`--oidc-client-id` / `jwt[].issuer.audiences`).
+    #[serde(rename = "clientID")]
+    pub client_id: String,
+    /// Claim used as user name. Default `sub` (`--oidc-username-claim` / `claimMappings.username.claim`).
+    #[serde(default = "default_username_claim")]
+    pub username_claim: String,
+    /// Prefix for user names. Default: none given, i.e. the issuer URL followed by `#` for claims other
+    /// than `email` — the same default in both modes (`--oidc-username-prefix` / `claimMappings.username.prefix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username_prefix: Option<String>,
+    /// Claim holding group names (`--oidc-groups-claim` / `claimMappings.groups.claim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups_claim: Option<String>,
+    /// Prefix for group names (`--oidc-groups-prefix` / `claimMappings.groups.prefix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups_prefix: Option<String>,
+    /// PEM CA that signed the issuer's certificate, relative to the cluster file (`--oidc-ca-file`, or
+    /// inline `jwt[].issuer.certificateAuthority`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// `flags` (default, legacy `--oidc-*`) or `structured` (`--authentication-config`, Kubernetes ≥ 1.30).
+    #[serde(default)]
+    pub mode: OidcMode,
+}
+
+/// Default OIDC username claim.
+pub fn default_username_claim() -> String {
+    "sub".to_string()
+}
+
+/// `spec.apiServer.oidc.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OidcMode {
+    /// Legacy `--oidc-*` apiserver flags.
+    #[default]
+    Flags,
+    /// Structured `AuthenticationConfiguration` file.
+    Structured,
+}
+
+/// `spec.apiServer.audit`: becomes `--audit-policy-file`, `--audit-log-path`, `--audit-log-maxage`,
+/// `--audit-log-maxbackup`, `--audit-log-maxsize` and hostPath mounts for the policy and the log directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Audit {
+    /// `default` (clusterctl's built-in policy) or a path, relative to the cluster file, of an
+    /// `audit.k8s.io/v1` `Policy`. Installed as `/etc/kubernetes/audit/policy.yaml`.
+    #[serde(default = "default_audit_policy")]
+    pub policy: String,
+    /// Absolute log path on control planes. Default `/var/log/kubernetes/audit/audit.log`.
+    #[serde(default = "default_audit_log_path")]
+    pub log_path: String,
+    /// Days to keep old logs (`--audit-log-maxage`). Default 30.
+    #[serde(default = "default_audit_max_age")]
+    pub max_age: u32,
+    /// Old log files to keep (`--audit-log-maxbackup`). Default 10.
+    #[serde(default = "default_audit_max_backup")]
+    pub max_backup: u32,
+    /// Megabytes before rotation (`--audit-log-maxsize`). Default 100.
+    #[serde(default = "default_audit_max_size")]
+    pub max_size: u32,
+}
+
+impl Default for Audit {
+    fn default() -> Self {
+        Audit {
+            policy: default_audit_policy(),
+            log_path: default_audit_log_path(),
+            max_age: default_audit_max_age(),
+            max_backup: default_audit_max_backup(),
+            max_size: default_audit_max_size(),
+        }
+    }
+}
+
+/// Default audit policy selector: the built-in policy.
+pub fn default_audit_policy() -> String {
+    "default".to_string()
+}
+/// Default audit log path.
+pub fn default_audit_log_path() -> String {
+    "/var/log/kubernetes/audit/audit.log".to_string()
+}
+fn default_audit_max_age() -> u32 {
+    30
+}
+fn default_audit_max_backup() -> u32 {
+    10
+}
+fn default_audit_max_size() -> u32 {
+    100
+}
+
+/// `spec.kubelet`: fields of the kubelet `KubeletConfiguration` (`kubelet.config.k8s.io/v1beta1`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Kubelet {
+    /// `maxPods`. Default: kubelet's (110).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pods: Option<u32>,
+    /// `systemReserved`, e.g. `{cpu: 500m, memory: 1Gi}`.
+    #[serde(default)]
+    pub system_reserved: BTreeMap<String, String>,
+    /// `kubeReserved`, e.g. `{cpu: 500m, memory: 2Gi}`.
+    #[serde(default)]
+    pub kube_reserved: BTreeMap<String, String>,
+    /// `evictionHard`, e.g. `{memory.available: 500Mi}`.
+    #[serde(default)]
+    pub eviction_hard: BTreeMap<String, String>,
+    /// `shutdownGracePeriod` as a Go duration (`30s`, `1m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_grace_period: Option<String>,
+    /// `shutdownGracePeriodCriticalPods` as a Go duration; must not exceed `shutdownGracePeriod`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_grace_period_critical_pods: Option<String>,
+    /// `imageMinimumGCAge` as a Go duration.
+    #[serde(
+        default,
+        rename = "imageMinimumGCAge",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub image_minimum_gc_age: Option<String>,
+    /// `imageMaximumGCAge` as a Go duration (0 = off).
+    #[serde(
+        default,
+        rename = "imageMaximumGCAge",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub image_maximum_gc_age: Option<String>,
+    /// `failCgroupV1`: set `false` to run Kubernetes ≥ 1.35 on cgroup v1 hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_cgroup_v1: Option<bool>,
+}
+
+/// `spec.ssh`: defaults for every node of the `ssh` provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SshDefaults {
+    /// Login user. Default `root`.
+    #[serde(default = "default_ssh_user")]
+    pub user: String,
+    /// Private key file (`~` expanded by the transport). Default: the SSH agent, then `~/.ssh/id_ed25519`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
+    /// Port. Default 22.
+    #[serde(default = "default_ssh_port")]
+    pub port: u16,
+    /// Host-key policy: `strict` (known_hosts must match), `accept-new` (default, as OpenSSH
+    /// `StrictHostKeyChecking=accept-new`) or `insecure` (no check; labs only).
+    #[serde(default)]
+    pub host_key_policy: HostKeyPolicy,
+}
+
+impl Default for SshDefaults {
+    fn default() -> Self {
+        SshDefaults {
+            user: default_ssh_user(),
+            key_file: None,
+            port: default_ssh_port(),
+            host_key_policy: HostKeyPolicy::default(),
+        }
+    }
+}
+
+fn default_ssh_user() -> String {
+    "root".to_string()
+}
+fn default_ssh_port() -> u16 {
+    22
+}
+
+/// `spec.ssh.hostKeyPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKeyPolicy {
+    /// The key must already be in known_hosts.
+    Strict,
+    /// Unknown hosts are added; changed keys are refused.
+    #[default]
+    AcceptNew,
+    /// No check at all.
+    Insecure,
+}
+
+/// Per-node SSH overrides (`nodes[].ssh`): each unset field falls back to `spec.ssh`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SshOverride {
+    /// Login user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Private key file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
+    /// Port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// Host-key policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key_policy: Option<HostKeyPolicy>,
+}
+
+/// `spec.docker`: the docker provider (kind-style node containers).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DockerProvider {
+    /// Node image. Default `kindest/node:<kubernetesVersion>`. Becomes kind `nodes[].image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_image: Option<String>,
+    /// Docker network for the node containers. Default `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// Extra `docker run` options for every node container.
+    #[serde(default)]
+    pub run_options: DockerRunOptions,
+}
+
+/// `spec.docker.runOptions`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DockerRunOptions {
+    /// Memory limit (`docker run --memory`), e.g. `4g`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    /// CPU limit (`docker run --cpus`), e.g. `2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Bind mounts (kind `nodes[].extraMounts`).
+    #[serde(default)]
+    pub extra_mounts: Vec<Mount>,
+    /// Extra environment variables of the node containers.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A bind mount (kind `Mount`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Mount {
+    /// Path on the host.
+    pub host_path: String,
+    /// Path in the node container.
+    pub container_path: String,
+    /// Read-only. Default false.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// A port mapping of a docker node (kind `nodes[].extraPortMappings`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PortMapping {
+    /// Port inside the node container.
+    pub container_port: u16,
+    /// Port on the host.
+    pub host_port: u16,
+    /// Host address to listen on. Default `127.0.0.1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen_address: Option<String>,
+    /// `TCP` (default), `UDP` or `SCTP`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+}
+
+/// `spec.nodes[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Node {
+    /// Node name, a DNS-1123 label, unique. Becomes kubeadm `nodeRegistration.name` (the Node object's
+    /// name) and, for docker, the container name suffix.
+    pub name: String,
+    /// `control-plane` or `worker`.
+    pub role: Role,
+    /// IP address, optionally with a prefix length (`172.20.6.111/24`) giving the node's subnet. Required
+    /// for `ssh`; for `docker` assigned by Docker when unset. Becomes kubeadm
+    /// `localAPIEndpoint.advertiseAddress` and kubelet `--node-ip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// SSH overrides for this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh: Option<SshOverride>,
+    /// This control plane's interface for the VIP (kube-vip `vip_interface`), overriding `vip.interface`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vip_interface: Option<String>,
+    /// Node labels (Kubernetes label syntax). Applied after join; kind `nodes[].labels`.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Node taints. Becomes kubeadm `nodeRegistration.taints`.
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+    /// Docker provider: host port mappings (kind `extraPortMappings`).
+    #[serde(default)]
+    pub port_mappings: Vec<PortMapping>,
+}
+
+/// `spec.nodes[].role`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Runs the control plane (stacked etcd).
+    ControlPlane,
+    /// Runs workloads only.
+    Worker,
+}
+
+/// A node taint (Kubernetes `core/v1` `Taint`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Taint {
+    /// Key, label-key syntax.
+    pub key: String,
+    /// Value, label-value syntax; may be empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: TaintEffect,
+}
+
+/// `core/v1` `TaintEffect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaintEffect {
+    /// Do not schedule new pods.
+    NoSchedule,
+    /// Avoid scheduling new pods.
+    PreferNoSchedule,
+    /// Evict running pods.
+    NoExecute,
+}
+
+/// `spec.images`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Images {
+    /// Image references to load onto every node after creation (as `kind load docker-image`); the tag must
+    /// match what the workloads ask for exactly.
+    #[serde(default)]
+    pub preload: Vec<String>,
+}
+
+/// `spec.airgap`: what `clusterctl airgap bundle` puts in a bundle and `import` expects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Airgap {
+    /// Bundle path, relative to the cluster file (written by `bundle`, read by `import`).
+    pub bundle: String,
+    /// OCI platforms to include, `os/arch[/variant]`. Default `[linux/amd64]`.
+    #[serde(default = "default_platforms")]
+    pub platforms: Vec<String>,
+    /// OS packages and binaries to carry.
+    #[serde(default)]
+    pub packages: Vec<AirgapPackage>,
+    /// Further Kubernetes versions whose images to include (e.g. the upgrade target).
+    #[serde(default)]
+    pub extra_versions: Vec<String>,
+}
+
+/// Default air-gap platforms.
+pub fn default_platforms() -> Vec<String> {
+    vec!["linux/amd64".to_string()]
+}
+
+/// `spec.airgap.packages[]`: a local file (`path`) or a download (`url` + `sha256`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AirgapPackage {
+    /// Package name, e.g. `kubeadm`.
+    pub name: String,
+    /// OS family it installs on: `debian`, `rhel` or `any` (static binaries).
+    pub os_family: String,
+    /// Architecture, e.g. `amd64`, `arm64`.
+    pub arch: String,
+    /// Local file, relative to the cluster file. Exclusive with `url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Download URL. Requires `sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Lower-case hex SHA-256 of the download.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}

@@ -1,0 +1,417 @@
+//! Structural checks: YAML syntax, empty files, several documents, duplicate keys, `apiVersion`/`kind`, and
+//! the typed model. serde stops at its first error, so after each schema error the offending entry is
+//! removed from a copy of the document and decoding is retried (at most [`MAX_SCHEMA_ERRORS`] times);
+//! positions in the retried copy are mapped back to the original through field paths.
+
+use serde_yaml::Value;
+
+use super::Ctx;
+use crate::diag::Diagnostic;
+use crate::model::{ClusterFile, API_VERSION, KIND};
+use crate::position::{join_key, PathIndex};
+
+/// Most schema errors reported in one run.
+pub const MAX_SCHEMA_ERRORS: usize = 50;
+
+/// Returns the typed file when it decodes; all structural problems are pushed to `ctx`.
+pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {
+    let text = ctx.loaded.source_text.as_str();
+    if text.trim().is_empty()
+        || text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        ctx.push(
+            Diagnostic::error("spec::empty", "the cluster file is empty")
+                .help(format!("start from a profile: `clusterctl validate --list-profiles`; a file begins with `apiVersion: {API_VERSION}` and `kind: {KIND}`")),
+        );
+        return None;
+    }
+    if let Some((msg, pos)) = ctx.index.parse_error.clone() {
+        let mut d = Diagnostic::error("spec::yaml", format!("not valid YAML: {msg}"))
+            .help("fix the YAML syntax at this position (indentation, an unclosed bracket or quote, a tab)")
+            .label("YAML syntax error");
+        d.span = Some(
+            (
+                pos.offset,
+                pos.len.max(1).min(text.len().saturating_sub(pos.offset)),
+            )
+                .into(),
+        );
+        d.line = pos.line;
+        d.column = pos.column;
+        ctx.push(d);
+        return None;
+    }
+    let value: Value = match serde_yaml::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let msg = strip_location(&e.to_string());
+            let help = if msg.contains("more than one document") {
+                "keep one document (one `apiVersion: clusterctl.io/v1alpha1` Cluster) per file; remove the `---` separators"
+            } else {
+                "fix the YAML at this position"
+            };
+            push_at_location(
+                ctx,
+                Diagnostic::error("spec::yaml", format!("cannot read the file: {msg}")).help(help),
+                &e,
+            );
+            return None;
+        }
+    };
+    for dup in ctx.index.duplicates.clone() {
+        let mut d = Diagnostic::error(
+            "spec::duplicate-key",
+            format!("duplicate key `{}`", last_key(&dup.path)),
+        )
+        .help("each key may appear once in a mapping; merge the two entries")
+        .label("second occurrence");
+        d.path = dup.path.clone();
+        d.span = Some((dup.pos.offset, dup.pos.len).into());
+        d.line = dup.pos.line;
+        d.column = dup.pos.column;
+        ctx.push(d);
+    }
+    let Value::Mapping(top) = &value else {
+        ctx.push(
+            Diagnostic::error("spec::not-a-mapping", format!("the cluster file must be a mapping, not {}", kind_of(&value)))
+                .help(format!("a cluster file starts with `apiVersion: {API_VERSION}`, `kind: {KIND}`, `metadata` and `spec`")),
+        );
+        return None;
+    };
+    let mut header_ok = true;
+    match top.get("apiVersion") {
+        Some(Value::String(s)) if s == API_VERSION => {}
+        Some(v) => {
+            header_ok = false;
+            ctx.push(
+                Diagnostic::error(
+                    "spec::api-version",
+                    format!("apiVersion is {}, expected {API_VERSION}", show(v)),
+                )
+                .help(format!(
+                    "set `apiVersion: {API_VERSION}` (this is not a kubeadm or kind config)"
+                ))
+                .at("apiVersion"),
+            );
+        }
+        None => {
+            header_ok = false;
+            ctx.push(
+                Diagnostic::error("spec::api-version", "apiVersion is missing")
+                    .help(format!("add `apiVersion: {API_VERSION}` as the first line")),
+            );
+        }
+    }
+    match top.get("kind") {
+        Some(Value::String(s)) if s == KIND => {}
+        Some(v) => {
+            header_ok = false;
+            ctx.push(
+                Diagnostic::error(
+                    "spec::kind",
+                    format!("kind is {}, expected {KIND}", show(v)),
+                )
+                .help(format!("set `kind: {KIND}`"))
+                .at("kind"),
+            );
+        }
+        None => {
+            header_ok = false;
+            ctx.push(
+                Diagnostic::error("spec::kind", "kind is missing")
+                    .help(format!("add `kind: {KIND}` after apiVersion")),
+            );
+        }
+    }
+    if !header_ok {
+        return None;
+    }
+    decode_with_recovery(ctx, value)
+}
+
+/// Decodes the typed model; after each schema error removes the offending entry and retries.
+fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFile> {
+    // Paths removed from the pruned copy, and list elements removed (list path, index) for mapping later
+    // paths back to the original.
+    let mut removed: Vec<String> = Vec::new();
+    let mut removed_elems: Vec<(String, usize)> = Vec::new();
+    let mut reported = false;
+    for pass in 0..MAX_SCHEMA_ERRORS {
+        // The first pass decodes the original text, so positions are exact; later passes re-serialise the
+        // pruned copy and map positions back through paths.
+        let text = if pass == 0 {
+            ctx.loaded.source_text.clone()
+        } else {
+            serde_yaml::to_string(&value).ok()?
+        };
+        let err = match serde_yaml::from_str::<ClusterFile>(&text) {
+            Ok(file) => return if reported { None } else { Some(file) },
+            Err(e) => e,
+        };
+        let msg = strip_location(&err.to_string());
+        let prefer_key = msg.starts_with("unknown field") || msg.starts_with("duplicate field");
+        let pruned_path = err.location().and_then(|loc| {
+            if pass == 0 {
+                ctx.index.path_at(loc.line(), loc.column(), prefer_key)
+            } else {
+                PathIndex::build(&text).path_at(loc.line(), loc.column(), prefer_key)
+            }
+        });
+        if msg.starts_with("duplicate field")
+            && ctx.diags.iter().any(|d| d.code == "spec::duplicate-key")
+        {
+            return None;
+        }
+        if let Some(field) = missing_field(&msg) {
+            let parent = pruned_path.clone().unwrap_or_default();
+            let candidate = join_key(&parent, field);
+            if removed.contains(&candidate) {
+                // Missing only because a bad value was removed (already reported): drop the whole entry
+                // holding it instead, and go on.
+                removed.push(parent.clone());
+                if let Some((list, i)) = split_index(&parent) {
+                    removed_elems.push((list, i));
+                }
+                if parent.is_empty() || !remove_path(&mut value, &parent) {
+                    return None;
+                }
+                continue;
+            }
+        }
+        let (message, help) = explain(&msg);
+        let mut d = Diagnostic::error("spec::schema", message).help(help);
+        let original = pruned_path
+            .as_deref()
+            .map(|p| unshift(p, &removed_elems))
+            .unwrap_or_default();
+        d.path = if prefer_key {
+            format!("{original}#key")
+        } else {
+            original
+        };
+        ctx.push(d);
+        reported = true;
+        let Some(p) = pruned_path else { return None };
+        if p.is_empty() || !remove_path(&mut value, &p) {
+            return None;
+        }
+        if let Some((list, i)) = split_index(&p) {
+            removed_elems.push((list, i));
+        }
+        removed.push(p);
+    }
+    None
+}
+
+/// `a.b[3]` → (`a.b`, 3) when the path ends in a list index.
+fn split_index(path: &str) -> Option<(String, usize)> {
+    let stripped = path.strip_suffix(']')?;
+    let open = stripped.rfind('[')?;
+    let i = stripped[open + 1..].parse().ok()?;
+    Some((stripped[..open].to_string(), i))
+}
+
+/// Maps a path of the pruned copy back to the original by re-inserting removed list elements.
+fn unshift(path: &str, removed_elems: &[(String, usize)]) -> String {
+    let mut p = path.to_string();
+    for (list, i) in removed_elems.iter().rev() {
+        let prefix = format!("{list}[");
+        if let Some(rest) = p.strip_prefix(&prefix) {
+            if let Some(close) = rest.find(']') {
+                if let Ok(j) = rest[..close].parse::<usize>() {
+                    if j >= *i {
+                        p = format!("{prefix}{}{}", j + 1, &rest[close..]);
+                    }
+                }
+            }
+        }
+    }
+    p
+}
+
+fn push_at_location(ctx: &mut Ctx<'_>, mut d: Diagnostic, e: &serde_yaml::Error) {
+    if let Some(loc) = e.location() {
+        let text = ctx.loaded.source_text.as_str();
+        let off = crate::diag::offset_of(text, loc.line(), loc.column());
+        d.span = Some((off, usize::from(off < text.len())).into());
+        d.line = loc.line();
+        d.column = loc.column();
+    }
+    ctx.push(d);
+}
+
+/// Turns a serde message into (message, help).
+fn explain(msg: &str) -> (String, String) {
+    if let Some(rest) = msg.strip_prefix("unknown field ") {
+        let (field, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        let help = if expected.is_empty() {
+            "remove this field; see docs/spec.md for the fields of this section".to_string()
+        } else {
+            format!(
+                "remove or rename this field; allowed here: {}",
+                expected.trim_start_matches("one of ")
+            )
+        };
+        return (format!("unknown field {field}"), help);
+    }
+    if let Some(rest) = msg.strip_prefix("unknown variant ") {
+        let (variant, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        return (
+            format!("unknown value {variant}"),
+            format!("use {}", expected.trim_start_matches("one of ")),
+        );
+    }
+    if let Some(field) = missing_field(msg) {
+        return (
+            format!("missing field `{field}`"),
+            format!("add `{field}`; see docs/spec.md"),
+        );
+    }
+    if msg.starts_with("invalid type") {
+        return (
+            msg.to_string(),
+            "give a value of the expected type (quote strings that look like numbers)".to_string(),
+        );
+    }
+    if msg.starts_with("invalid value") {
+        return (
+            msg.to_string(),
+            "give a value in the allowed range".to_string(),
+        );
+    }
+    (
+        msg.to_string(),
+        "fix this value; see docs/spec.md".to_string(),
+    )
+}
+
+fn missing_field(msg: &str) -> Option<&str> {
+    let rest = msg.strip_prefix("missing field `")?;
+    rest.split_once('`').map(|(f, _)| f)
+}
+
+/// serde_yaml messages end with ` at line N column M` and may start with `path: `; keep the message.
+fn strip_location(msg: &str) -> String {
+    let m = match msg.rfind(" at line ") {
+        Some(i) => &msg[..i],
+        None => msg,
+    };
+    // Drop a leading `a.b[0].c: ` path prefix (we report our own path).
+    match m.split_once(": ") {
+        Some((p, rest)) if !p.contains(' ') && (p.contains('.') || p.contains('[')) => {
+            rest.to_string()
+        }
+        _ => m.to_string(),
+    }
+}
+
+fn last_key(path: &str) -> String {
+    match path.rsplit_once('.') {
+        Some((_, k)) => k.to_string(),
+        None => path.to_string(),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "empty",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        other => kind_of(other).to_string(),
+    }
+}
+
+/// Path segments: `a.b[1]["x.y"]` → [Key a, Key b, Index 1, Key x.y].
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+fn segments(path: &str) -> Option<Vec<Seg>> {
+    let mut out = Vec::new();
+    let b = path.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'.' => i += 1,
+            b'[' => {
+                if b.get(i + 1) == Some(&b'"') {
+                    // A Debug-quoted key: find the closing `"]` honouring backslash escapes.
+                    let mut j = i + 2;
+                    let mut esc = false;
+                    while j < b.len() {
+                        if esc {
+                            esc = false;
+                        } else if b[j] == b'\\' {
+                            esc = true;
+                        } else if b[j] == b'"' {
+                            break;
+                        }
+                        j += 1;
+                    }
+                    let quoted = path.get(i + 1..=j)?;
+                    let key: String = serde_json::from_str(quoted).ok()?;
+                    out.push(Seg::Key(key));
+                    i = j + 2;
+                } else {
+                    let end = path[i..].find(']')? + i;
+                    out.push(Seg::Index(path[i + 1..end].parse().ok()?));
+                    i = end + 1;
+                }
+            }
+            _ => {
+                let end = path[i..]
+                    .find(['.', '['])
+                    .map(|e| e + i)
+                    .unwrap_or(path.len());
+                out.push(Seg::Key(path[i..end].to_string()));
+                i = end;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Removes the entry at `path` from `v`. Returns false when it is not there.
+fn remove_path(v: &mut Value, path: &str) -> bool {
+    let Some(segs) = segments(path) else {
+        return false;
+    };
+    let Some((last, init)) = segs.split_last() else {
+        return false;
+    };
+    let mut cur = v;
+    for s in init {
+        let next = match (s, cur) {
+            (Seg::Key(k), Value::Mapping(m)) => m.get_mut(k.as_str()),
+            (Seg::Index(i), Value::Sequence(q)) => q.get_mut(*i),
+            _ => None,
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return false,
+        }
+    }
+    match (last, cur) {
+        (Seg::Key(k), Value::Mapping(m)) => m.remove(k.as_str()).is_some(),
+        (Seg::Index(i), Value::Sequence(q)) if *i < q.len() => {
+            // Keep indices stable for later path mapping: replace by an empty mapping is not type-safe, so
+            // remove the element; later errors in this list may then be attributed one index early.
+            q.remove(*i);
+            true
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,397 @@
+//! Rules on networking: podSubnet and serviceSubnet parse, are network addresses of one family and do not
+//! overlap each other, the node addresses, their subnets or the VIP; podSubnet has room for one node CIDR
+//! per node; serviceSubnet is not larger than the apiserver allows; kube-proxy may be disabled only with a
+//! CNI that replaces it; `kindnet` only with the docker provider; the CNI pool is never typed twice.
+
+use std::net::IpAddr;
+use std::str::FromStr;
+
+use ipnet::IpNet;
+
+use super::Ctx;
+use crate::diag::Diagnostic;
+use crate::model::{ClusterFile, CniPlugin, KubeProxyMode, Provider};
+use crate::syntax;
+use crate::valid::ValidNode;
+
+/// Parsed networking facts.
+pub(crate) struct Net {
+    pub(crate) pod_subnet: IpNet,
+    pub(crate) service_subnet: IpNet,
+    pub(crate) node_cidr_mask_size: u8,
+}
+
+/// Parses a CIDR that must be a network address. Pushes an error at `path` otherwise.
+pub(crate) fn cidr_at(ctx: &mut Ctx<'_>, text: &str, path: &str, what: &str) -> Option<IpNet> {
+    let net = match IpNet::from_str(text.trim()) {
+        Ok(n) => n,
+        Err(_) => {
+            let help = if IpAddr::from_str(text.trim()).is_ok() {
+                format!("add the prefix length, e.g. `{}/16`", text.trim())
+            } else {
+                "write a CIDR such as `10.244.0.0/16` or `fd00:10:244::/56`".to_string()
+            };
+            ctx.push(
+                Diagnostic::error("spec::cidr", format!("{what} {text:?} is not a CIDR"))
+                    .help(help)
+                    .at(path),
+            );
+            return None;
+        }
+    };
+    if net.trunc() != net {
+        ctx.push(
+            Diagnostic::error("spec::cidr", format!("{what} {net} has host bits set"))
+                .help(format!("use the network address: `{}`", net.trunc()))
+                .at(path),
+        );
+        return None;
+    }
+    Some(net)
+}
+
+pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Option<Net> {
+    let n = &file.spec.networking;
+    let pod = cidr_at(ctx, &n.pod_subnet, "spec.networking.podSubnet", "podSubnet");
+    let svc = cidr_at(
+        ctx,
+        &n.service_subnet,
+        "spec.networking.serviceSubnet",
+        "serviceSubnet",
+    );
+    if let Err(why) = syntax::dns1123_subdomain(&n.dns_domain) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::dns-domain",
+                format!("dnsDomain {:?} {why}", n.dns_domain),
+            )
+            .help("use a DNS subdomain such as `cluster.local`")
+            .at("spec.networking.dnsDomain"),
+        );
+    }
+    check_cni(ctx, file);
+
+    let (pod, svc) = (pod?, svc?);
+    let mut ok = true;
+    if matches!(pod, IpNet::V4(_)) != matches!(svc, IpNet::V4(_)) {
+        ok = false;
+        ctx.push(
+            Diagnostic::error(
+                "spec::cidr-family",
+                format!("serviceSubnet {svc} and podSubnet {pod} are of different IP families"),
+            )
+            .help("use IPv4 for both or IPv6 for both (dual-stack is not supported yet)")
+            .at("spec.networking.serviceSubnet"),
+        );
+    }
+    if pod.contains(&svc.network()) || svc.contains(&pod.network()) {
+        ok = false;
+        ctx.push(
+            Diagnostic::error("spec::cidr-overlap", format!("serviceSubnet {svc} overlaps podSubnet {pod}"))
+                .help("choose disjoint ranges, e.g. podSubnet 10.244.0.0/16 and serviceSubnet 10.96.0.0/16")
+                .at("spec.networking.serviceSubnet"),
+        );
+    }
+    // kube-apiserver refuses service ranges with more than 2^20 addresses (IPv4 prefix < 12, IPv6 < 108).
+    let svc_min = if matches!(svc, IpNet::V4(_)) { 12 } else { 108 };
+    if svc.prefix_len() < svc_min {
+        ok = false;
+        ctx.push(
+            Diagnostic::error(
+                "spec::service-subnet-size",
+                format!(
+                    "serviceSubnet {svc} is larger than kube-apiserver allows (at most /{svc_min})"
+                ),
+            )
+            .help(format!(
+                "use a prefix of /{svc_min} or longer, e.g. /16 for IPv4"
+            ))
+            .at("spec.networking.serviceSubnet"),
+        );
+    }
+    let max_bits = pod.max_prefix_len();
+    let mask = n
+        .node_cidr_mask_size
+        .unwrap_or(if matches!(pod, IpNet::V4(_)) { 24 } else { 64 });
+    let mask_path = if n.node_cidr_mask_size.is_some() {
+        "spec.networking.nodeCidrMaskSize"
+    } else {
+        "spec.networking.podSubnet"
+    };
+    if mask < pod.prefix_len() || mask > max_bits.saturating_sub(2) {
+        ok = false;
+        ctx.push(
+            Diagnostic::error(
+                "spec::node-cidr-mask",
+                format!("nodeCidrMaskSize /{mask} does not fit podSubnet {pod}: it must be between /{} and /{}", pod.prefix_len(), max_bits.saturating_sub(2)),
+            )
+            .help("use a node CIDR mask at least as long as the podSubnet prefix, e.g. 24 for a /16 podSubnet")
+            .at(mask_path),
+        );
+    } else if mask - pod.prefix_len() > 16 {
+        ok = false;
+        ctx.push(
+            Diagnostic::error(
+                "spec::node-cidr-mask",
+                format!("nodeCidrMaskSize /{mask} is more than 16 bits longer than podSubnet {pod} (kube-controller-manager limit)"),
+            )
+            .help(format!("use a mask of at most /{}", pod.prefix_len() + 16))
+            .at(mask_path),
+        );
+    } else {
+        let room: u128 = 1u128 << (mask - pod.prefix_len());
+        let count = file.spec.nodes.len() as u128;
+        if room < count {
+            ok = false;
+            ctx.push(
+                Diagnostic::error(
+                    "spec::pod-subnet-room",
+                    format!("podSubnet {pod} has room for {room} node CIDR{} of /{mask}, but the file has {count} nodes", if room == 1 { "" } else { "s" }),
+                )
+                .help("use a larger podSubnet (shorter prefix) or a longer nodeCidrMaskSize")
+                .at("spec.networking.podSubnet"),
+            );
+        }
+        let per_node: u128 = (1u128 << (max_bits - mask).min(127)).saturating_sub(2);
+        let max_pods = u128::from(file.spec.kubelet.max_pods.unwrap_or(110));
+        if per_node < max_pods {
+            ctx.push(
+                Diagnostic::warning(
+                    "spec::node-cidr-small",
+                    format!("a /{mask} node CIDR holds {per_node} pod addresses, fewer than maxPods {max_pods}"),
+                )
+                .help("shorten nodeCidrMaskSize or lower kubelet.maxPods")
+                .at(mask_path),
+            );
+        }
+    }
+    ok.then_some(Net {
+        pod_subnet: pod,
+        service_subnet: svc,
+        node_cidr_mask_size: mask,
+    })
+}
+
+/// The CNI choice and kube-proxy mode.
+fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
+    let n = &file.spec.networking;
+    let cni = &n.cni;
+    if cni.plugin == CniPlugin::Kindnet && file.spec.provider != Provider::Docker {
+        ctx.push(
+            Diagnostic::error(
+                "spec::cni-kindnet",
+                "the kindnet CNI is only available with the docker provider",
+            )
+            .help("choose `builtin`, `calico`, `cilium` or `flannel` for ssh hosts")
+            .at("spec.networking.cni.plugin"),
+        );
+    }
+    if cni.kube_proxy_replacement && cni.plugin != CniPlugin::Cilium {
+        ctx.push(
+            Diagnostic::error(
+                "spec::kube-proxy-replacement",
+                format!(
+                    "kubeProxyReplacement is a Cilium setting, but the CNI is {}",
+                    plugin_name(cni.plugin)
+                ),
+            )
+            .help("remove kubeProxyReplacement, or use `plugin: cilium`")
+            .at("spec.networking.cni.kubeProxyReplacement"),
+        );
+    }
+    if n.kube_proxy == KubeProxyMode::Disabled
+        && !(cni.plugin == CniPlugin::Cilium && cni.kube_proxy_replacement)
+    {
+        let why = match cni.plugin {
+            CniPlugin::Cilium => {
+                "Cilium without kubeProxyReplacement does not replace it".to_string()
+            }
+            p => format!("the {} CNI does not replace it", plugin_name(p)),
+        };
+        ctx.push(
+            Diagnostic::error("spec::kube-proxy-disabled", format!("kubeProxy is disabled, but {why}: Services would not work"))
+                .help("use `cni: {plugin: cilium, kubeProxyReplacement: true}`, or set kubeProxy to iptables, ipvs or nftables")
+                .at("spec.networking.kubeProxy"),
+        );
+    }
+    if cni.plugin == CniPlugin::Cilium
+        && cni.kube_proxy_replacement
+        && n.kube_proxy != KubeProxyMode::Disabled
+    {
+        ctx.push(
+            Diagnostic::warning(
+                "spec::kube-proxy-redundant",
+                "Cilium replaces kube-proxy, but kube-proxy is still installed",
+            )
+            .help("set `networking.kubeProxy: disabled`")
+            .at("spec.networking.kubeProxy"),
+        );
+    }
+    if let Some(mtu) = cni.mtu {
+        if !(576..=9216).contains(&mtu) {
+            ctx.push(
+                Diagnostic::error("spec::mtu", format!("mtu {mtu} is out of range"))
+                    .help("use a value between 576 and 9216 (typically the underlay MTU minus 50 for VXLAN)")
+                    .at("spec.networking.cni.mtu"),
+            );
+        }
+    }
+    if let Some(v) = &cni.version {
+        if crate::versions::parse_version(v).is_none() {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::cni-version",
+                    format!("CNI version {v:?} is not a version"),
+                )
+                .help("write MAJOR.MINOR.PATCH, e.g. `v3.29.1`")
+                .at("spec.networking.cni.version"),
+            );
+        }
+        if matches!(
+            cni.plugin,
+            CniPlugin::Builtin | CniPlugin::Kindnet | CniPlugin::None
+        ) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::cni-version",
+                    format!("the {} CNI takes no version", plugin_name(cni.plugin)),
+                )
+                .help("remove `version`")
+                .at("spec.networking.cni.version"),
+            );
+        }
+    }
+    if !cni.values.is_empty()
+        && matches!(
+            cni.plugin,
+            CniPlugin::Builtin | CniPlugin::Kindnet | CniPlugin::None
+        )
+    {
+        ctx.push(
+            Diagnostic::error(
+                "spec::cni-values",
+                format!(
+                    "the {} CNI takes no pass-through values",
+                    plugin_name(cni.plugin)
+                ),
+            )
+            .help("remove `values` (they are for calico, cilium and flannel)")
+            .at("spec.networking.cni.values"),
+        );
+    }
+    // Settings clusterctl derives itself; typing them again is how the seed's pool mismatch happened.
+    let owned: &[(&str, &str)] = match cni.plugin {
+        CniPlugin::Calico => &[
+            ("ipPools", "the pool CIDR comes from podSubnet"),
+            ("cidr", "the pool CIDR comes from podSubnet"),
+            ("calicoNetwork", "the pool CIDR comes from podSubnet"),
+        ],
+        CniPlugin::Cilium => &[
+            ("ipv4NativeRoutingCIDR", "it is set to podSubnet"),
+            ("ipv6NativeRoutingCIDR", "it is set to podSubnet"),
+            (
+                "clusterPoolIPv4PodCIDRList",
+                "pod CIDRs come from podSubnet",
+            ),
+            ("k8sServiceHost", "it is set to the control-plane endpoint"),
+            ("k8sServicePort", "it is set to the control-plane endpoint"),
+            (
+                "kubeProxyReplacement",
+                "use networking.cni.kubeProxyReplacement",
+            ),
+        ],
+        CniPlugin::Flannel => &[
+            ("Network", "it is set to podSubnet"),
+            ("network", "it is set to podSubnet"),
+        ],
+        _ => &[],
+    };
+    for k in cni.values.keys() {
+        let Some(key) = k.as_str() else { continue };
+        if let Some((_, why)) = owned.iter().find(|(o, _)| *o == key) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::cni-pool-twice",
+                    format!("`{key}` may not be set in the CNI values: {why}"),
+                )
+                .help(format!(
+                    "remove `{key}`; clusterctl sets it from spec.networking (podSubnet {})",
+                    n.pod_subnet
+                ))
+                .at(format!("spec.networking.cni.values.{key}#key")),
+            );
+        }
+    }
+}
+
+/// Checks involving node addresses and the VIP: none may lie in podSubnet or serviceSubnet, and node
+/// subnets must not overlap them (the seed's LAN clash).
+pub(crate) fn check_with_nodes(
+    ctx: &mut Ctx<'_>,
+    _file: &ClusterFile,
+    net: &Net,
+    nodes: &[ValidNode],
+    vip: Option<IpAddr>,
+) {
+    let ranges = [
+        ("podSubnet", net.pod_subnet),
+        ("serviceSubnet", net.service_subnet),
+    ];
+    for node in nodes {
+        let path = format!("spec.nodes[{}].address", node.index);
+        if let Some(subnet) = node.subnet {
+            if let Some((name, r)) = ranges.iter().find(|(_, r)| overlaps(r, &subnet)) {
+                ctx.push(
+                    Diagnostic::error("spec::cidr-overlap", format!("{name} {r} overlaps the network {subnet} of node {}", node.name))
+                        .help(format!("choose a {name} outside the hosts' network (e.g. 10.244.0.0/16 for pods, 10.96.0.0/16 for services)"))
+                        .at(path),
+                );
+                continue;
+            }
+        }
+        if let Some(addr) = node.address {
+            if let Some((name, r)) = ranges.iter().find(|(_, r)| r.contains(&addr)) {
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::cidr-overlap",
+                        format!("node {} address {addr} lies in {name} {r}", node.name),
+                    )
+                    .help(format!(
+                        "choose a {name} that does not contain the hosts' addresses"
+                    ))
+                    .at(path),
+                );
+            }
+        }
+    }
+    if let Some(v) = vip {
+        if let Some((name, r)) = ranges.iter().find(|(_, r)| r.contains(&v)) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::cidr-overlap",
+                    format!("the VIP {v} lies in {name} {r}"),
+                )
+                .help(format!(
+                    "choose a VIP on the control planes' network, outside {name}"
+                ))
+                .at("spec.controlPlane.vip.address"),
+            );
+        }
+    }
+}
+
+fn overlaps(a: &IpNet, b: &IpNet) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}
+
+/// The plugin's name as written in the file.
+pub(crate) fn plugin_name(p: CniPlugin) -> &'static str {
+    match p {
+        CniPlugin::Builtin => "builtin",
+        CniPlugin::Calico => "calico",
+        CniPlugin::Cilium => "cilium",
+        CniPlugin::Flannel => "flannel",
+        CniPlugin::Kindnet => "kindnet",
+        CniPlugin::None => "none",
+    }
+}

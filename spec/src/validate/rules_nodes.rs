@@ -1,0 +1,385 @@
+//! Rules on nodes: at least one control plane; names are unique DNS-1123 labels; addresses parse (with an
+//! optional prefix length), are unique and usable; ssh nodes have an address; labels and taints follow
+//! Kubernetes syntax; an even number of stacked-etcd control planes is warned about; provider-specific
+//! fields (port mappings for docker, SSH overrides for ssh) are used with the right provider.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::str::FromStr;
+
+use ipnet::IpNet;
+
+use super::Ctx;
+use crate::diag::Diagnostic;
+use crate::model::{ClusterFile, Node, Provider, Role};
+use crate::syntax;
+use crate::valid::{SshTarget, ValidNode};
+
+/// Parses `ip` or `ip/prefix` into (address, subnet). Errors: a reason.
+pub(crate) fn parse_address(text: &str) -> Result<(IpAddr, Option<IpNet>), String> {
+    let t = text.trim();
+    if let Some((a, _)) = t.split_once('/') {
+        let addr = IpAddr::from_str(a).map_err(|_| format!("{a:?} is not an IP address"))?;
+        let net = IpNet::from_str(t).map_err(|_| "the prefix length is not valid".to_string())?;
+        Ok((addr, Some(net.trunc())))
+    } else {
+        IpAddr::from_str(t)
+            .map(|a| (a, None))
+            .map_err(|_| format!("{t:?} is not an IP address"))
+    }
+}
+
+/// Rejects addresses no node can have.
+pub(crate) fn unusable(addr: &IpAddr) -> Option<&'static str> {
+    if addr.is_unspecified() {
+        Some("the unspecified address")
+    } else if addr.is_loopback() {
+        Some("a loopback address")
+    } else if addr.is_multicast() {
+        Some("a multicast address")
+    } else if matches!(addr, IpAddr::V4(v4) if v4.is_broadcast()) {
+        Some("the broadcast address")
+    } else {
+        None
+    }
+}
+
+/// A Linux interface name: 1–15 characters, no '/', no whitespace, not `.`/`..`.
+pub(crate) fn interface_name(s: &str) -> Result<(), String> {
+    if s.is_empty() || s.len() > 15 {
+        return Err("must be 1 to 15 characters".into());
+    }
+    if s == "."
+        || s == ".."
+        || s.chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
+    {
+        return Err("may not contain '/', ':' or spaces".into());
+    }
+    Ok(())
+}
+
+pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Vec<ValidNode> {
+    let spec = &file.spec;
+    if spec.nodes.is_empty() {
+        ctx.push(
+            Diagnostic::error("spec::no-nodes", "the cluster has no nodes")
+                .help("add at least one node with `role: control-plane` under spec.nodes")
+                .at("spec.nodes"),
+        );
+        return Vec::new();
+    }
+    let cps = spec
+        .nodes
+        .iter()
+        .filter(|n| n.role == Role::ControlPlane)
+        .count();
+    if cps == 0 {
+        ctx.push(
+            Diagnostic::error(
+                "spec::no-control-plane",
+                "no node has `role: control-plane`",
+            )
+            .help("make the first node `role: control-plane`")
+            .at("spec.nodes"),
+        );
+    } else if cps % 2 == 0 {
+        let second = spec
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.role == Role::ControlPlane)
+            .map(|(i, _)| i)
+            .last()
+            .unwrap_or(0);
+        ctx.push(
+            Diagnostic::warning("spec::even-control-planes", format!("{cps} control planes with stacked etcd: an even count tolerates no more failures than {}", cps - 1))
+                .help(format!("use an odd number of control planes ({} or {})", cps - 1, cps + 1))
+                .at(format!("spec.nodes[{second}].role")),
+        );
+    }
+
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut addrs: BTreeMap<IpAddr, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, node) in spec.nodes.iter().enumerate() {
+        let p = format!("spec.nodes[{i}]");
+        if let Err(why) = syntax::dns1123_label(&node.name) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::node-name",
+                    format!("node name {:?} {why}", node.name),
+                )
+                .help("use a DNS-1123 label: lower-case letters, digits and '-', e.g. `worker-1`")
+                .at(format!("{p}.name")),
+            );
+        } else if let Some(first) = names.insert(&node.name, i) {
+            names.insert(&node.name, first);
+            ctx.push(
+                Diagnostic::error(
+                    "spec::node-name-duplicate",
+                    format!(
+                        "node name {:?} is already used by spec.nodes[{first}]",
+                        node.name
+                    ),
+                )
+                .help("give every node a unique name")
+                .at(format!("{p}.name")),
+            );
+        }
+        let mut address = None;
+        let mut subnet = None;
+        match (&node.address, spec.provider) {
+            (None, Provider::Ssh) => ctx.push(
+                Diagnostic::error("spec::node-address", format!("node {:?} has no address", node.name))
+                    .help("add `address: <IP>` (optionally with the prefix length, e.g. 172.20.6.111/24); the ssh provider connects to it")
+                    .at(p.clone()),
+            ),
+            (None, Provider::Docker) => {}
+            (Some(a), provider) => match parse_address(a) {
+                Err(why) => ctx.push(
+                    Diagnostic::error("spec::node-address", format!("node address {why}"))
+                        .help("write an IP address, optionally with the prefix length, e.g. `172.20.6.111/24`")
+                        .at(format!("{p}.address")),
+                ),
+                Ok((addr, net)) => {
+                    if let Some(what) = unusable(&addr) {
+                        ctx.push(
+                            Diagnostic::error("spec::node-address", format!("node address {addr} is {what}"))
+                                .help("use the address other nodes reach this node at")
+                                .at(format!("{p}.address")),
+                        );
+                    } else if let Some(first) = addrs.get(&addr) {
+                        ctx.push(
+                            Diagnostic::error("spec::node-address-duplicate", format!("address {addr} is already used by spec.nodes[{first}]"))
+                                .help("give every node its own address")
+                                .at(format!("{p}.address")),
+                        );
+                    } else {
+                        addrs.insert(addr, i);
+                    }
+                    if provider == Provider::Docker {
+                        ctx.push(
+                            Diagnostic::warning("spec::docker-address", "the docker provider assigns node addresses; this one is ignored")
+                                .help("remove `address` for docker nodes")
+                                .at(format!("{p}.address")),
+                        );
+                    }
+                    address = Some(addr);
+                    subnet = net;
+                }
+            },
+        }
+        check_labels_taints(ctx, node, &p);
+        check_node_provider(ctx, file, node, &p);
+        let ssh = ssh_target(file, node);
+        out.push(ValidNode {
+            index: i,
+            name: node.name.clone(),
+            role: node.role,
+            address,
+            subnet,
+            ssh,
+            vip_interface: node.vip_interface.clone().or_else(|| {
+                if node.role == Role::ControlPlane {
+                    spec.control_plane
+                        .vip
+                        .as_ref()
+                        .and_then(|v| v.interface.clone())
+                } else {
+                    None
+                }
+            }),
+            labels: node.labels.clone(),
+            taints: node.taints.clone(),
+            port_mappings: node.port_mappings.clone(),
+        });
+    }
+    out
+}
+
+fn ssh_target(file: &ClusterFile, node: &Node) -> SshTarget {
+    let d = &file.spec.ssh;
+    let o = node.ssh.clone().unwrap_or_default();
+    SshTarget {
+        user: o.user.unwrap_or_else(|| d.user.clone()),
+        key_file: o.key_file.or_else(|| d.key_file.clone()),
+        port: o.port.unwrap_or(d.port),
+        host_key_policy: o.host_key_policy.unwrap_or(d.host_key_policy),
+    }
+}
+
+fn check_labels_taints(ctx: &mut Ctx<'_>, node: &Node, p: &str) {
+    for (k, v) in &node.labels {
+        let kp = crate::position::join_key(&format!("{p}.labels"), k);
+        if let Err(why) = syntax::label_key(k) {
+            ctx.push(
+                Diagnostic::error("spec::label", format!("label key {k:?} {why}"))
+                    .help("a label key is `[prefix/]name`: name up to 63 letters, digits, '-', '_', '.', prefix a DNS subdomain")
+                    .at(format!("{kp}#key")),
+            );
+        }
+        if let Err(why) = syntax::label_value(v) {
+            ctx.push(
+                Diagnostic::error("spec::label", format!("label value {v:?} {why}"))
+                    .help("a label value is empty or up to 63 letters, digits, '-', '_', '.', starting and ending alphanumeric")
+                    .at(kp),
+            );
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (j, t) in node.taints.iter().enumerate() {
+        let tp = format!("{p}.taints[{j}]");
+        if let Err(why) = syntax::label_key(&t.key) {
+            ctx.push(
+                Diagnostic::error("spec::taint", format!("taint key {:?} {why}", t.key))
+                    .help("a taint key follows label-key syntax, e.g. `dedicated` or `example.com/gpu`")
+                    .at(format!("{tp}.key")),
+            );
+        }
+        if let Some(v) = &t.value {
+            if let Err(why) = syntax::label_value(v) {
+                ctx.push(
+                    Diagnostic::error("spec::taint", format!("taint value {v:?} {why}"))
+                        .help("a taint value follows label-value syntax")
+                        .at(format!("{tp}.value")),
+                );
+            }
+        }
+        if !seen.insert((t.key.clone(), format!("{:?}", t.effect))) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::taint",
+                    format!("taint {}:{:?} is given twice", t.key, t.effect),
+                )
+                .help("a node has at most one taint per key and effect")
+                .at(tp),
+            );
+        }
+    }
+}
+
+fn check_node_provider(ctx: &mut Ctx<'_>, file: &ClusterFile, node: &Node, p: &str) {
+    let provider = file.spec.provider;
+    if provider == Provider::Ssh && !node.port_mappings.is_empty() {
+        ctx.push(
+            Diagnostic::error(
+                "spec::port-mappings",
+                "portMappings are a docker-provider setting",
+            )
+            .help("remove portMappings for ssh hosts")
+            .at(format!("{p}.portMappings")),
+        );
+    }
+    if provider == Provider::Docker && node.ssh.is_some() {
+        ctx.push(
+            Diagnostic::warning(
+                "spec::node-ssh",
+                "ssh settings are ignored by the docker provider",
+            )
+            .help("remove `ssh` from docker nodes")
+            .at(format!("{p}.ssh")),
+        );
+    }
+    if let Some(s) = &node.ssh {
+        if s.user.as_deref().is_some_and(|u| u.trim().is_empty()) {
+            ctx.push(
+                Diagnostic::error("spec::ssh", "ssh user is empty")
+                    .help("give a login user or remove the field")
+                    .at(format!("{p}.ssh.user")),
+            );
+        }
+        if s.port == Some(0) {
+            ctx.push(
+                Diagnostic::error("spec::ssh", "ssh port 0 is not valid")
+                    .help("use 1–65535 (usually 22)")
+                    .at(format!("{p}.ssh.port")),
+            );
+        }
+        if s.key_file.as_deref().is_some_and(|k| k.trim().is_empty()) {
+            ctx.push(
+                Diagnostic::error("spec::ssh", "ssh keyFile is empty")
+                    .help("give a key file path or remove the field")
+                    .at(format!("{p}.ssh.keyFile")),
+            );
+        }
+    }
+    if let Some(ifname) = &node.vip_interface {
+        if node.role != Role::ControlPlane {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::vip-interface",
+                    format!(
+                        "node {:?} is a worker; only control planes carry the VIP",
+                        node.name
+                    ),
+                )
+                .help("remove vipInterface from workers")
+                .at(format!("{p}.vipInterface")),
+            );
+        } else if file.spec.control_plane.vip.is_none() {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::vip-interface",
+                    "vipInterface is set but no VIP is configured",
+                )
+                .help("add spec.controlPlane.vip, or remove vipInterface")
+                .at(format!("{p}.vipInterface")),
+            );
+        }
+        if let Err(why) = interface_name(ifname) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::vip-interface",
+                    format!("interface name {ifname:?} {why}"),
+                )
+                .help("give the Linux interface name, e.g. `ens18`")
+                .at(format!("{p}.vipInterface")),
+            );
+        }
+    }
+    let mut host_ports = BTreeSet::new();
+    for (j, m) in node.port_mappings.iter().enumerate() {
+        let mp = format!("{p}.portMappings[{j}]");
+        if m.container_port == 0 || m.host_port == 0 {
+            ctx.push(
+                Diagnostic::error("spec::port-mappings", "port 0 is not valid")
+                    .help("use ports 1–65535")
+                    .at(mp.clone()),
+            );
+        }
+        if let Some(l) = &m.listen_address {
+            if IpAddr::from_str(l).is_err() {
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::port-mappings",
+                        format!("listenAddress {l:?} is not an IP address"),
+                    )
+                    .help("use e.g. 127.0.0.1 or 0.0.0.0")
+                    .at(format!("{mp}.listenAddress")),
+                );
+            }
+        }
+        let proto = m.protocol.clone().unwrap_or_else(|| "TCP".into());
+        if !matches!(proto.as_str(), "TCP" | "UDP" | "SCTP") {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::port-mappings",
+                    format!("protocol {proto:?} is not TCP, UDP or SCTP"),
+                )
+                .help("use TCP, UDP or SCTP (upper case, as kind)")
+                .at(format!("{mp}.protocol")),
+            );
+        }
+        if !host_ports.insert((m.listen_address.clone(), m.host_port, proto)) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::port-mappings",
+                    format!("host port {} is mapped twice", m.host_port),
+                )
+                .help("map each host port once")
+                .at(format!("{mp}.hostPort")),
+            );
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! Rules on the runtime, kubelet, SSH, docker and air-gap settings: CRI-O only on ssh hosts; kubelet
+//! reservations and eviction thresholds are quantities, durations are Go durations and consistent;
+//! Kubernetes ≥ 1.35 on cgroup v1 hosts needs `failCgroupV1: false` (a warning says so); SSH defaults are
+//! usable; docker settings are used with the docker provider; air-gap packages name a file or a URL with
+//! its sha256.
+
+use std::collections::BTreeSet;
+
+use super::Ctx;
+use crate::diag::Diagnostic;
+use crate::mirror::ImageRef;
+use crate::model::{CgroupVersion, ClusterFile, DockerProvider, Provider, RuntimeKind};
+use crate::syntax;
+use crate::versions::VersionInfo;
+
+pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&VersionInfo>) {
+    let spec = &file.spec;
+    if spec.runtime.kind == RuntimeKind::Crio && spec.provider == Provider::Docker {
+        ctx.push(
+            Diagnostic::error("spec::runtime", "the docker provider's node image runs containerd, not CRI-O")
+                .help("use `runtime: {kind: containerd}` with the docker provider, or ssh hosts for CRI-O")
+                .at("spec.runtime.kind"),
+        );
+    }
+    check_kubelet(ctx, file, version);
+    check_ssh(ctx, file);
+    check_docker(ctx, file);
+    check_airgap(ctx, file);
+}
+
+fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&VersionInfo>) {
+    let k = &file.spec.kubelet;
+    if let Some(m) = k.max_pods {
+        if m == 0 || m > 5000 {
+            ctx.push(
+                Diagnostic::error("spec::kubelet", format!("maxPods {m} is out of range"))
+                    .help("use 1–5000 (kubelet's default is 110)")
+                    .at("spec.kubelet.maxPods"),
+            );
+        }
+    }
+    for (field, map) in [
+        ("systemReserved", &k.system_reserved),
+        ("kubeReserved", &k.kube_reserved),
+    ] {
+        for (res, q) in map {
+            let p = crate::position::join_key(&format!("spec.kubelet.{field}"), res);
+            if !matches!(res.as_str(), "cpu" | "memory" | "ephemeral-storage" | "pid") {
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::kubelet",
+                        format!("{field} resource {res:?} is not reservable"),
+                    )
+                    .help("reserve cpu, memory, ephemeral-storage or pid")
+                    .at(format!("{p}#key")),
+                );
+            }
+            if let Err(why) = syntax::quantity(q) {
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::quantity",
+                        format!("{field}.{res} {q:?} is not a quantity: {why}"),
+                    )
+                    .help("write a Kubernetes quantity such as 500m (CPU) or 1Gi (memory)")
+                    .at(p),
+                );
+            }
+        }
+    }
+    for (signal, v) in &k.eviction_hard {
+        let p = crate::position::join_key("spec.kubelet.evictionHard", signal);
+        const SIGNALS: &[&str] = &[
+            "memory.available",
+            "nodefs.available",
+            "nodefs.inodesFree",
+            "imagefs.available",
+            "imagefs.inodesFree",
+            "containerfs.available",
+            "containerfs.inodesFree",
+            "pid.available",
+        ];
+        if !SIGNALS.contains(&signal.as_str()) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::kubelet",
+                    format!("evictionHard signal {signal:?} is not known"),
+                )
+                .help(format!("use one of {}", SIGNALS.join(", ")))
+                .at(format!("{p}#key")),
+            );
+        }
+        let pct_ok = v
+            .strip_suffix('%')
+            .is_some_and(|n| n.parse::<f64>().is_ok_and(|x| (0.0..=100.0).contains(&x)));
+        if !pct_ok && syntax::quantity(v).is_err() {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::quantity",
+                    format!("evictionHard {signal} {v:?} is neither a percentage nor a quantity"),
+                )
+                .help("write e.g. `10%` or `500Mi`")
+                .at(p),
+            );
+        }
+    }
+    let mut durations = std::collections::BTreeMap::new();
+    for (field, v) in [
+        ("shutdownGracePeriod", &k.shutdown_grace_period),
+        (
+            "shutdownGracePeriodCriticalPods",
+            &k.shutdown_grace_period_critical_pods,
+        ),
+        ("imageMinimumGCAge", &k.image_minimum_gc_age),
+        ("imageMaximumGCAge", &k.image_maximum_gc_age),
+    ] {
+        if let Some(text) = v {
+            match syntax::go_duration(text) {
+                Ok(ns) => {
+                    durations.insert(field, ns);
+                }
+                Err(why) => ctx.push(
+                    Diagnostic::error(
+                        "spec::duration",
+                        format!("{field} {text:?} is not a duration: {why}"),
+                    )
+                    .help("write a Go duration such as 30s, 5m or 1h30m")
+                    .at(format!("spec.kubelet.{field}")),
+                ),
+            }
+        }
+    }
+    if let (Some(crit), Some(total)) = (
+        durations.get("shutdownGracePeriodCriticalPods"),
+        durations.get("shutdownGracePeriod"),
+    ) {
+        if crit > total {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::kubelet",
+                    "shutdownGracePeriodCriticalPods is longer than shutdownGracePeriod",
+                )
+                .help(
+                    "the critical-pod period is part of the whole period: make it shorter or equal",
+                )
+                .at("spec.kubelet.shutdownGracePeriodCriticalPods"),
+            );
+        }
+    } else if durations.contains_key("shutdownGracePeriodCriticalPods") {
+        ctx.push(
+            Diagnostic::error("spec::kubelet", "shutdownGracePeriodCriticalPods needs shutdownGracePeriod")
+                .help("set shutdownGracePeriod too (e.g. 30s), of which the critical-pod period is a part")
+                .at("spec.kubelet.shutdownGracePeriodCriticalPods"),
+        );
+    }
+    if let (Some(min), Some(max)) = (
+        durations.get("imageMinimumGCAge"),
+        durations.get("imageMaximumGCAge"),
+    ) {
+        if *max != 0 && max < min {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::kubelet",
+                    "imageMaximumGCAge is shorter than imageMinimumGCAge",
+                )
+                .help("make imageMaximumGCAge longer than imageMinimumGCAge, or 0 to turn it off")
+                .at("spec.kubelet.imageMaximumGCAge"),
+            );
+        }
+    }
+    // Kubernetes 1.35 kubelets refuse cgroup v1 hosts unless failCgroupV1 is false.
+    if let Some(v) = version {
+        if v.version.minor >= 35 && k.fail_cgroup_v1 != Some(false) {
+            let target = match (spec_cgroup(file), file.spec.provider) {
+                (Some(CgroupVersion::V1), _) => Some("runtime.hostCgroupVersion says the hosts use cgroup v1"),
+                (None, Provider::Docker) => Some("docker-provider nodes inherit the host's cgroup version, and many Docker hosts still use cgroup v1"),
+                _ => None,
+            };
+            if let Some(why) = target {
+                let at = if k.fail_cgroup_v1.is_some() {
+                    "spec.kubelet.failCgroupV1"
+                } else {
+                    "spec.kubernetesVersion"
+                };
+                ctx.push(
+                    Diagnostic::warning("spec::cgroup-v1", format!("Kubernetes v{} kubelets refuse to start on cgroup v1 hosts unless failCgroupV1 is false; {why}", v.version))
+                        .help("set `kubelet: {failCgroupV1: false}` (or move the hosts to cgroup v2)")
+                        .at(at),
+                );
+            }
+        }
+    }
+}
+
+fn spec_cgroup(file: &ClusterFile) -> Option<CgroupVersion> {
+    file.spec.runtime.host_cgroup_version
+}
+
+fn check_ssh(ctx: &mut Ctx<'_>, file: &ClusterFile) {
+    let s = &file.spec.ssh;
+    if s.user.trim().is_empty() {
+        ctx.push(
+            Diagnostic::error("spec::ssh", "ssh user is empty")
+                .help("give a login user, e.g. `root`")
+                .at("spec.ssh.user"),
+        );
+    }
+    if s.port == 0 {
+        ctx.push(
+            Diagnostic::error("spec::ssh", "ssh port 0 is not valid")
+                .help("use 1–65535 (usually 22)")
+                .at("spec.ssh.port"),
+        );
+    }
+    if s.key_file.as_deref().is_some_and(|k| k.trim().is_empty()) {
+        ctx.push(
+            Diagnostic::error("spec::ssh", "ssh keyFile is empty")
+                .help("give a key file path or remove the field")
+                .at("spec.ssh.keyFile"),
+        );
+    }
+}
+
+fn check_docker(ctx: &mut Ctx<'_>, file: &ClusterFile) {
+    let d = &file.spec.docker;
+    if file.spec.provider == Provider::Ssh && *d != DockerProvider::default() {
+        ctx.push(
+            Diagnostic::warning(
+                "spec::docker-ignored",
+                "docker settings are ignored by the ssh provider",
+            )
+            .help("remove spec.docker, or use `provider: docker`")
+            .at("spec.docker#key"),
+        );
+    }
+    if let Some(img) = &d.node_image {
+        if ImageRef::parse(img).is_none() {
+            ctx.push(
+                Diagnostic::error("spec::image", format!("{img:?} is not an image reference"))
+                    .help("write e.g. `kindest/node:v1.34.0`")
+                    .at("spec.docker.nodeImage"),
+            );
+        }
+    }
+    if let Some(net) = &d.network {
+        if net.is_empty()
+            || !net
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::docker",
+                    format!("docker network name {net:?} is not valid"),
+                )
+                .help("use letters, digits, '-', '_' and '.', e.g. `kind`")
+                .at("spec.docker.network"),
+            );
+        }
+    }
+    if let Some(m) = &d.run_options.memory {
+        let ok = m
+            .trim_end_matches(['b', 'k', 'm', 'g', 'B', 'K', 'M', 'G'])
+            .parse::<u64>()
+            .is_ok_and(|n| n > 0);
+        if !ok {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::docker",
+                    format!("memory {m:?} is not a docker memory size"),
+                )
+                .help("write e.g. `4g` or `512m`")
+                .at("spec.docker.runOptions.memory"),
+            );
+        }
+    }
+    if let Some(c) = &d.run_options.cpus {
+        if !c.parse::<f64>().is_ok_and(|n| n > 0.0) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::docker",
+                    format!("cpus {c:?} is not a positive number"),
+                )
+                .help("write e.g. `2` or `1.5`")
+                .at("spec.docker.runOptions.cpus"),
+            );
+        }
+    }
+    for (i, m) in d.run_options.extra_mounts.iter().enumerate() {
+        for (field, v) in [
+            ("hostPath", &m.host_path),
+            ("containerPath", &m.container_path),
+        ] {
+            if !v.starts_with('/') {
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::docker",
+                        format!("{field} {v:?} is not an absolute path"),
+                    )
+                    .help("mount paths must be absolute")
+                    .at(format!("spec.docker.runOptions.extraMounts[{i}].{field}")),
+                );
+            }
+        }
+    }
+}
+
+fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
+    let Some(a) = &file.spec.airgap else { return };
+    if a.bundle.trim().is_empty() {
+        ctx.push(
+            Diagnostic::error("spec::airgap", "airgap bundle path is empty")
+                .help("give a file name such as `site.tar`")
+                .at("spec.airgap.bundle"),
+        );
+    }
+    if a.platforms.is_empty() {
+        ctx.push(
+            Diagnostic::error("spec::airgap", "airgap platforms is empty")
+                .help("list at least one platform, e.g. `linux/amd64`")
+                .at("spec.airgap.platforms"),
+        );
+    }
+    for (i, p) in a.platforms.iter().enumerate() {
+        let parts: Vec<&str> = p.split('/').collect();
+        let ok = (2..=3).contains(&parts.len())
+            && parts[0] == "linux"
+            && ARCHES.contains(&parts[1])
+            && parts.iter().all(|s| !s.is_empty());
+        if !ok {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::airgap-platform",
+                    format!("platform {p:?} is not `linux/<arch>[/<variant>]`"),
+                )
+                .help(format!(
+                    "use e.g. linux/amd64 or linux/arm64 (architectures: {})",
+                    ARCHES.join(", ")
+                ))
+                .at(format!("spec.airgap.platforms[{i}]")),
+            );
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (i, pkg) in a.packages.iter().enumerate() {
+        let p = format!("spec.airgap.packages[{i}]");
+        if pkg.name.trim().is_empty() {
+            ctx.push(
+                Diagnostic::error("spec::airgap-package", "package name is empty")
+                    .help("give the package name, e.g. `kubeadm`")
+                    .at(format!("{p}.name")),
+            );
+        }
+        if !matches!(pkg.os_family.as_str(), "debian" | "rhel" | "any") {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::airgap-package",
+                    format!("osFamily {:?} is not known", pkg.os_family),
+                )
+                .help("use `debian` (.deb), `rhel` (.rpm) or `any` (static binaries)")
+                .at(format!("{p}.osFamily")),
+            );
+        }
+        if !ARCHES.contains(&pkg.arch.as_str()) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::airgap-package",
+                    format!("arch {:?} is not known", pkg.arch),
+                )
+                .help(format!("use one of {}", ARCHES.join(", ")))
+                .at(format!("{p}.arch")),
+            );
+        }
+        match (&pkg.path, &pkg.url) {
+            (Some(_), Some(_)) => ctx.push(
+                Diagnostic::error(
+                    "spec::airgap-package",
+                    "a package has both `path` and `url`",
+                )
+                .help("give either a local `path`, or a `url` with its `sha256`")
+                .at(format!("{p}.url")),
+            ),
+            (None, None) => ctx.push(
+                Diagnostic::error(
+                    "spec::airgap-package",
+                    format!("package {:?} has neither `path` nor `url`", pkg.name),
+                )
+                .help("give a local `path`, or a `url` with its `sha256`")
+                .at(p.clone()),
+            ),
+            (Some(path), None) => {
+                if path.trim().is_empty() {
+                    ctx.push(
+                        Diagnostic::error("spec::airgap-package", "package path is empty")
+                            .help("give the file's path, relative to the cluster file")
+                            .at(format!("{p}.path")),
+                    );
+                }
+            }
+            (None, Some(url)) => {
+                if !(url.starts_with("https://") || url.starts_with("http://"))
+                    || url.contains(char::is_whitespace)
+                {
+                    ctx.push(
+                        Diagnostic::error("spec::airgap-package", format!("url {url:?} is not an http(s) URL"))
+                            .help("write e.g. `https://dl.k8s.io/release/v1.34.1/bin/linux/amd64/kubeadm`")
+                            .at(format!("{p}.url")),
+                    );
+                }
+                if pkg.sha256.is_none() {
+                    ctx.push(
+                        Diagnostic::error(
+                            "spec::airgap-package",
+                            format!("package {:?} is downloaded but has no sha256", pkg.name),
+                        )
+                        .help("add `sha256: <64 hex digits>` so the bundle can be verified")
+                        .at(format!("{p}.url")),
+                    );
+                }
+            }
+        }
+        if let Some(h) = &pkg.sha256 {
+            if h.len() != 64
+                || !h
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+            {
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::airgap-package",
+                        format!("sha256 {h:?} is not 64 lower-case hex digits"),
+                    )
+                    .help("paste the output of `sha256sum FILE`")
+                    .at(format!("{p}.sha256")),
+                );
+            }
+        }
+        if !seen.insert((pkg.name.clone(), pkg.os_family.clone(), pkg.arch.clone())) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::airgap-package",
+                    format!(
+                        "package {:?} for {}/{} is listed twice",
+                        pkg.name, pkg.os_family, pkg.arch
+                    ),
+                )
+                .help("list each package once per OS family and architecture")
+                .at(format!("{p}.name")),
+            );
+        }
+    }
+}
+
+/// Architectures accepted for platforms and packages (OCI `architecture` names).
+const ARCHES: &[&str] = &["amd64", "arm64", "arm", "ppc64le", "s390x", "riscv64"];
