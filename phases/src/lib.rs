@@ -7,11 +7,13 @@ pub mod ctx;
 pub mod engine;
 pub mod error;
 pub mod fake;
+pub mod kubeadm;
 pub mod local;
 pub mod model;
 pub mod progress;
 pub mod report;
 pub mod state;
+pub mod up;
 pub mod util;
 
 pub use ctx::{Mode, NodeCtx, PlanEntry, PlanKind, Secrets};

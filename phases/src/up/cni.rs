@@ -1,0 +1,77 @@
+//! `cni`: the builtin dataplane — the clusterctl binary installed as `/opt/cni/bin/clusterctl-cni` (the
+//! multi-call name that makes it the CNI plugin), the agent's rendered unit and configuration placed,
+//! and the agent unit `clusterctl-cni-agent.service` enabled and (re)started when something changed —
+//! on every node; or, for calico/cilium/flannel/kindnet, the rendered manifests applied with `kubectl
+//! apply` on the first control plane.
+
+use super::{UpData, KUBECTL};
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::model::{FilePurpose, NodeInfo};
+use crate::util::sh_quote;
+
+/// Where the builtin plugin binary is installed (CNI `binDir`).
+pub const PLUGIN_PATH: &str = "/opt/cni/bin/clusterctl-cni";
+/// The agent's systemd unit name.
+pub const AGENT_UNIT: &str = "clusterctl-cni-agent.service";
+/// The unit used when the renderer provides none: the installed binary run under the name
+/// `clusterctl` (systemd's `@` prefix sets argv\[0\]) as `clusterctl cni agent`.
+pub const DEFAULT_UNIT: &str = "[Unit]\nDescription=clusterctl CNI overlay agent\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=@/opt/cni/bin/clusterctl-cni clusterctl cni agent\nRestart=always\nRestartSec=5\n\n[Install]\nWantedBy=multi-user.target\n";
+
+/// Digest material: the CNI files of the node, and the binary's size and modification time.
+pub fn inputs(data: &UpData, node: &NodeInfo) -> String {
+    let mut s = String::new();
+    for f in data.files_of(&node.name, FilePurpose::Cni) {
+        s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
+    }
+    if let Some(b) = &data.spec.binary {
+        if let Ok(m) = std::fs::metadata(b) {
+            let t = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_secs()).unwrap_or(0);
+            s.push_str(&format!("binary {} {t}\n", m.len()));
+        }
+    }
+    s
+}
+
+/// The builtin CNI phase (every node).
+pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let mut changed = false;
+    match &data.spec.binary {
+        Some(b) => changed |= ctx.put_local_file(b, PLUGIN_PATH, 0o755)?,
+        None => return Err(ctx.local_error("the path of the clusterctl binary to install as the CNI plugin is unknown")),
+    }
+    let files = data.files_of(ctx.name(), FilePurpose::Cni);
+    let unit_path = format!("/etc/systemd/system/{AGENT_UNIT}");
+    let has_unit = files.iter().any(|f| f.path == unit_path);
+    let mut unit_changed = false;
+    for f in &files {
+        let c = ctx.put_file(&f.path, f.mode, &f.content)?;
+        changed |= c;
+        unit_changed |= c && f.path == unit_path;
+    }
+    if !has_unit {
+        let c = ctx.put_file(&unit_path, 0o644, DEFAULT_UNIT.as_bytes())?;
+        changed |= c;
+        unit_changed |= c;
+    }
+    if unit_changed {
+        ctx.run_script("systemctl daemon-reload")?;
+    }
+    if changed {
+        ctx.run_script(&format!("systemctl enable {AGENT_UNIT} && systemctl restart {AGENT_UNIT}"))?;
+    } else if ctx.test(&format!("systemctl is-active --quiet {AGENT_UNIT}"))? != Some(true) {
+        ctx.run_script(&format!("systemctl enable --now {AGENT_UNIT}"))?;
+    }
+    Ok(())
+}
+
+/// The manifest CNI phase (first control plane): places the manifests and applies them (server-side
+/// idempotent; the phase runs only when not recorded done with the same manifests).
+pub fn run_manifests(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let files = data.files_of(ctx.name(), FilePurpose::Cni);
+    super::files::place(ctx, &files)?;
+    for f in files.iter().filter(|f| f.path.ends_with(".yaml") || f.path.ends_with(".yml") || f.path.ends_with(".json")) {
+        ctx.run_script(&format!("{KUBECTL} apply -f {}", sh_quote(&f.path)))?;
+    }
+    Ok(())
+}

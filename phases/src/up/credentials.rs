@@ -1,0 +1,130 @@
+//! The join credentials, fetched by the first join that needs them through the first control plane:
+//! read from `/var/lib/clusterctl/join.json` (0600); a fresh bootstrap token (`kubeadm token create`)
+//! when the 24-hour one is about to expire, a fresh certificate key (`kubeadm init phase upload-certs
+//! --upload-certs` with a new `certificateKey` in the init configuration) when the 2-hour upload is,
+//! and the CA cert hash computed as kubeadm documents it (sha256 of the CA's DER public key). Every
+//! secret is registered for redaction before anything that could print it runs.
+
+use super::init::{init_config, JOIN_SECRETS_PATH};
+use super::UpData;
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::kubeadm::{new_certificate_key, patch_init, JoinSecrets};
+use crate::util::{now_secs, sh_quote};
+use clusterctl_exec::Cmd;
+
+/// Placeholder secrets shown in an offline dry-run.
+pub fn placeholders() -> JoinSecrets {
+    JoinSecrets {
+        token: "<bootstrap-token>".into(),
+        token_created: 0,
+        certificate_key: "<certificate-key>".into(),
+        key_uploaded: 0,
+        ca_cert_hash: "sha256:<ca-cert-hash>".into(),
+    }
+}
+
+/// The script printing `sha256:<hex>` of the cluster CA's public key (kubeadm's `--discovery-token-ca-cert-hash`).
+pub const CA_HASH_SCRIPT: &str = "openssl x509 -pubkey -noout -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1";
+
+/// Secrets valid for a join (`control_plane`: the certificate key must be valid too), creating fresh
+/// ones on the first control plane when needed. `joining` receives the plan entries of the steps run on
+/// the first control plane. `Ok(None)` offline.
+pub fn get(joining: &mut NodeCtx, data: &UpData, control_plane: bool) -> Result<Option<JoinSecrets>, PhaseError> {
+    let Ok(mut slot) = data.join.lock() else {
+        return Err(joining.local_error("internal lock poisoned"));
+    };
+    let now = now_secs();
+    if let Some(s) = slot.as_ref() {
+        if s.token_fresh(now) && (!control_plane || s.key_fresh(now)) && !s.ca_cert_hash.is_empty() {
+            return Ok(Some(s.clone()));
+        }
+    }
+    let Some(first) = data.first_cp().cloned() else {
+        return Err(joining.local_error("the cluster has no control-plane node"));
+    };
+    let mut cp = NodeCtx::new(first.clone(), data.first_cp_transport.clone(), data.mode, data.reporter.clone(), data.secrets.clone());
+    cp.phase = format!("{}/credentials", joining.phase);
+    let result = refresh(&mut cp, data, slot.clone(), control_plane, now);
+    for mut e in cp.plan.drain(..) {
+        e.text = format!("on {}: {}", first.name, e.text);
+        e.node = joining.node.name.clone();
+        joining.plan.push(e);
+    }
+    joining.changes += cp.changes;
+    let fresh = result?;
+    *slot = fresh.clone();
+    Ok(fresh)
+}
+
+fn refresh(cp: &mut NodeCtx, data: &UpData, known: Option<JoinSecrets>, control_plane: bool, now: u64) -> Result<Option<JoinSecrets>, PhaseError> {
+    let stored = match known {
+        Some(s) => Some(s),
+        None => match cp.read_file(JOIN_SECRETS_PATH)? {
+            None => return offline(cp, control_plane),
+            Some(bytes) => bytes.and_then(|b| serde_json::from_slice::<JoinSecrets>(&b).ok()),
+        },
+    };
+    let mut s = stored.unwrap_or(JoinSecrets {
+        token: String::new(),
+        token_created: 0,
+        certificate_key: String::new(),
+        key_uploaded: 0,
+        ca_cert_hash: String::new(),
+    });
+    cp.secrets().add(&s.token);
+    cp.secrets().add(&s.certificate_key);
+    let mut changed = false;
+    if !s.token_fresh(now) {
+        let out = cp.run(Cmd::new("kubeadm token create --ttl 24h0m0s 2>/dev/null | tail -n 1"))?;
+        let token = match out {
+            Some(o) => o.stdout_str(),
+            None => "<new-bootstrap-token>".into(), // dry-run with --probe
+        };
+        if out_is_real(&token) && (token.len() != 23 || !token.contains('.')) {
+            return Err(cp.local_error("`kubeadm token create` did not print a bootstrap token"));
+        }
+        cp.secrets().add(&token);
+        s.token = token;
+        s.token_created = now;
+        changed = true;
+    }
+    if control_plane && !s.key_fresh(now) {
+        let Some(cfg) = init_config(data, &cp.node.name) else {
+            return Err(cp.local_error("no kubeadm init configuration was rendered for the first control plane"));
+        };
+        let key = new_certificate_key().map_err(|e| cp.local_error(format!("generating a certificate key: {e}")))?;
+        cp.secrets().add(&key);
+        let text = patch_init(&String::from_utf8_lossy(&cfg.content), &s.token, &key).map_err(|e| cp.local_error(e))?;
+        cp.put_file(&cfg.path, 0o600, text.as_bytes())?;
+        cp.run(Cmd::new(format!("kubeadm init phase upload-certs --upload-certs --config {}", sh_quote(&cfg.path))))?;
+        s.certificate_key = key;
+        s.key_uploaded = now;
+        changed = true;
+    }
+    if s.ca_cert_hash.is_empty() {
+        let hash = cp.read(CA_HASH_SCRIPT)?.unwrap_or_default();
+        if hash.len() != 64 {
+            return Err(cp.local_error("could not compute the CA cert hash from /etc/kubernetes/pki/ca.crt"));
+        }
+        s.ca_cert_hash = format!("sha256:{hash}");
+        changed = true;
+    }
+    if changed {
+        let json = serde_json::to_vec(&s).map_err(|e| cp.local_error(e))?;
+        cp.put_file(JOIN_SECRETS_PATH, 0o600, &json)?;
+    }
+    Ok(Some(s))
+}
+
+fn out_is_real(s: &str) -> bool {
+    !s.starts_with('<')
+}
+
+fn offline(cp: &mut NodeCtx, control_plane: bool) -> Result<Option<JoinSecrets>, PhaseError> {
+    cp.info("read the join credentials; create a fresh bootstrap token when it expires within the hour (kubeadm token create)");
+    if control_plane {
+        cp.info("upload the certificates with a fresh certificate key when the last upload is older than 1h50m (kubeadm init phase upload-certs --upload-certs)");
+    }
+    Ok(None)
+}

@@ -1,0 +1,54 @@
+//! `render` (local: the rendered files per node, from the facts) and `files`: places the host files
+//! (`/etc/modules-load.d`, `/etc/sysctl.d`) and the other files the control plane or kubelet reads
+//! (audit policy, authentication configuration, CA files) before `init`/`join`. A file is written only
+//! when its sha256 or mode differ; changed module and sysctl files are applied.
+
+use super::UpData;
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::model::{FilePurpose, NodeFile};
+
+/// The `render` phase (runs once, locally): renders every node's files from the facts.
+/// Errors: the renderer's message.
+pub fn render(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let facts = data.facts.lock().map(|f| f.clone()).unwrap_or_default();
+    let files = data.renderer.render(&facts).map_err(|e| ctx.local_error(format!("rendering: {e}")))?;
+    let count: usize = files.values().map(Vec::len).sum();
+    ctx.info(&format!("{count} files rendered for {} nodes", files.len()));
+    if let Ok(mut slot) = data.files.write() {
+        *slot = files;
+    }
+    Ok(())
+}
+
+/// Places `files` on the node; returns the paths that changed.
+pub fn place(ctx: &mut NodeCtx, files: &[NodeFile]) -> Result<Vec<String>, PhaseError> {
+    let mut changed = Vec::new();
+    for f in files {
+        if ctx.put_file(&f.path, f.mode, &f.content)? {
+            changed.push(f.path.clone());
+        }
+    }
+    Ok(changed)
+}
+
+/// The `files` phase.
+pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let host = data.files_of(ctx.name(), FilePurpose::Host);
+    let other = data.files_of(ctx.name(), FilePurpose::Other);
+    let changed = place(ctx, &host)?;
+    place(ctx, &other)?;
+    for path in &changed {
+        if path.starts_with("/etc/modules-load.d/") {
+            let f = host.iter().find(|f| &f.path == path);
+            let text = f.map(|f| String::from_utf8_lossy(&f.content).into_owned()).unwrap_or_default();
+            for m in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+                let m = crate::util::sh_quote(m);
+                ctx.run_script(&format!("[ -d /sys/module/{m} ] || modprobe {m}"))?;
+            }
+        } else if path.starts_with("/etc/sysctl.d/") {
+            ctx.run_script(&format!("sysctl -p {}", crate::util::sh_quote(path)))?;
+        }
+    }
+    Ok(())
+}

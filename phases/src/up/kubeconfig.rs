@@ -1,0 +1,117 @@
+//! `kubeconfig`: the admin kubeconfig read from the first control plane (read-only), its server set to
+//! the control-plane endpoint (the VIP), and merged into the user's kubeconfig under a cluster, user and
+//! context named after the cluster (`<name>`, `<name>-admin`, `<name>`); entries of other clusters are
+//! kept, `current-context` is set only when there was none. Written 0600, only when it changes.
+//! Format: the kubeconfig `v1.Config` (clusters/users/contexts as named lists).
+
+use super::{UpData, ADMIN_CONF};
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use serde_yaml::{Mapping, Value};
+use std::path::PathBuf;
+
+/// The user's kubeconfig path: `explicit`, else the first entry of `$KUBECONFIG`, else `~/.kube/config`.
+pub fn target(explicit: Option<&PathBuf>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.clone());
+    }
+    if let Some(k) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        return std::env::split_paths(&k).next();
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config"))
+}
+
+fn named(name: &str, key: &str, inner: Value) -> Value {
+    let mut m = Mapping::new();
+    m.insert("name".into(), name.into());
+    m.insert(key.into(), inner);
+    Value::Mapping(m)
+}
+
+fn upsert(root: &mut Mapping, list: &str, entry: Value) {
+    let name = entry.get("name").cloned();
+    let v = root.entry(list.into()).or_insert_with(|| Value::Sequence(Vec::new()));
+    if !v.is_sequence() {
+        *v = Value::Sequence(Vec::new());
+    }
+    if let Some(seq) = v.as_sequence_mut() {
+        seq.retain(|e| e.get("name") != name.as_ref());
+        seq.push(entry);
+    }
+}
+
+/// Merges the admin kubeconfig `admin` into `existing` (empty: a new file) for `cluster` with `server`
+/// (`https://host:port`). Errors: `admin` is not a kubeconfig with a cluster and a user.
+pub fn merge(existing: &str, admin: &str, cluster: &str, server: &str) -> Result<String, String> {
+    let a: Value = serde_yaml::from_str(admin).map_err(|e| format!("admin kubeconfig: {e}"))?;
+    let mut c = a["clusters"][0]["cluster"].as_mapping().cloned().ok_or("admin kubeconfig has no cluster")?;
+    let u = a["users"][0]["user"].as_mapping().cloned().ok_or("admin kubeconfig has no user")?;
+    c.insert("server".into(), server.into());
+    let mut root = match serde_yaml::from_str::<Value>(existing) {
+        Ok(Value::Mapping(m)) => m,
+        _ => Mapping::new(),
+    };
+    root.entry("apiVersion".into()).or_insert_with(|| "v1".into());
+    root.entry("kind".into()).or_insert_with(|| "Config".into());
+    let user = format!("{cluster}-admin");
+    upsert(&mut root, "clusters", named(cluster, "cluster", Value::Mapping(c)));
+    upsert(&mut root, "users", named(&user, "user", Value::Mapping(u)));
+    let mut ctxm = Mapping::new();
+    ctxm.insert("cluster".into(), cluster.into());
+    ctxm.insert("user".into(), user.as_str().into());
+    upsert(&mut root, "contexts", named(cluster, "context", Value::Mapping(ctxm)));
+    let cur = root.get("current-context").and_then(Value::as_str).unwrap_or_default().to_string();
+    if cur.is_empty() {
+        root.insert("current-context".into(), cluster.into());
+    }
+    serde_yaml::to_string(&Value::Mapping(root)).map_err(|e| e.to_string())
+}
+
+/// The `kubeconfig` phase (first control plane; writes on this machine).
+pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let Some(path) = target(data.spec.kubeconfig.as_ref()) else {
+        return Err(ctx.local_error("no kubeconfig path: set KUBECONFIG or HOME"));
+    };
+    let server = format!("https://{}", data.spec.endpoint);
+    let admin = match ctx.read_file(ADMIN_CONF)? {
+        None => {
+            ctx.plan.push(crate::ctx::PlanEntry {
+                node: ctx.name().to_string(),
+                phase: ctx.phase.clone(),
+                kind: crate::ctx::PlanKind::Local,
+                text: format!("merge {ADMIN_CONF} into {} as context `{}` with server {server} (mode 0600)", path.display(), data.spec.cluster),
+            });
+            return Ok(());
+        }
+        Some(None) => return Err(ctx.local_error(format!("{ADMIN_CONF} does not exist on the first control plane"))),
+        Some(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+    };
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    let merged = merge(&existing, &admin, &data.spec.cluster, &server).map_err(|e| ctx.local_error(e))?;
+    ctx.put_local(&path, 0o600, merged.as_bytes())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ADMIN: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: kubernetes\n  cluster:\n    server: https://10.0.0.11:6443\n    certificate-authority-data: Q0E=\nusers:\n- name: kubernetes-admin\n  user:\n    client-certificate-data: Q0VSVA==\n    client-key-data: S0VZ\ncontexts:\n- name: kubernetes-admin@kubernetes\n  context: {cluster: kubernetes, user: kubernetes-admin}\ncurrent-context: kubernetes-admin@kubernetes\n";
+
+    #[test]
+    fn merges_under_the_cluster_name_with_the_vip() {
+        let existing = "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster: {server: https://1.2.3.4:6443}\ncontexts: []\nusers: []\ncurrent-context: other\n";
+        let out = merge(existing, ADMIN, "topgun", "https://10.0.0.10:6443").expect("merge");
+        let v: Value = serde_yaml::from_str(&out).expect("yaml");
+        assert_eq!(v["current-context"], Value::from("other"));
+        let clusters = v["clusters"].as_sequence().expect("clusters");
+        assert_eq!(clusters.len(), 2);
+        assert_eq!(clusters[1]["name"], Value::from("topgun"));
+        assert_eq!(clusters[1]["cluster"]["server"], Value::from("https://10.0.0.10:6443"));
+        assert_eq!(v["contexts"][0]["context"]["user"], Value::from("topgun-admin"));
+        // Merging again gives the same file.
+        assert_eq!(merge(&out, ADMIN, "topgun", "https://10.0.0.10:6443").expect("merge"), out);
+        let fresh: Value = serde_yaml::from_str(&merge("", ADMIN, "lab", "https://x:6443").expect("merge")).expect("yaml");
+        assert_eq!(fresh["current-context"], Value::from("lab"));
+    }
+}

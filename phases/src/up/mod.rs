@@ -1,0 +1,250 @@
+//! The phases of `clusterctl up`, in order: `facts` → `render` → `preflight` → `files` →
+//! `runtime/<kind>` → `control-plane/kube-vip` → `init` → `control-plane/kube-vip-admin` → `cni` →
+//! `join/control-plane` (one at a time) → `join/worker` (in parallel) → `labels` → `images` →
+//! `wait-ready` → `kubeconfig`. [`phases`] builds the list for a cluster (kube-vip phases only with a
+//! VIP, the CNI phase shaped by the CNI choice); [`UpData`] is what they share.
+
+pub mod cni;
+pub mod credentials;
+pub mod facts;
+pub mod files;
+pub mod images;
+pub mod init;
+pub mod join;
+pub mod kubeconfig;
+pub mod kubevip;
+pub mod labels;
+pub mod preflight;
+pub mod ready;
+pub mod runtime;
+
+use crate::ctx::{Mode, Secrets};
+use crate::engine::{Phase, Targets};
+use crate::kubeadm::JoinSecrets;
+use crate::model::{CniChoice, FilePurpose, NodeFile, NodeInfo, RuntimeKind};
+use crate::report::Reporter;
+use clusterctl_exec::Transport;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+pub use facts::NodeFacts;
+
+/// Where `kubeadm` writes the admin kubeconfig; its presence means the control plane is initialised.
+pub const ADMIN_CONF: &str = "/etc/kubernetes/admin.conf";
+/// The kubeconfig with `system:masters` rights that kubeadm ≥ 1.29 writes on the first control plane
+/// only; kube-vip uses it until `init` finished (RBAC for admin.conf does not exist before).
+pub const SUPER_ADMIN_CONF: &str = "/etc/kubernetes/super-admin.conf";
+/// The kubelet's kubeconfig; its presence means the node has joined (or was initialised).
+pub const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
+/// `kubectl` with the admin kubeconfig, as run on the first control plane.
+pub const KUBECTL: &str = "kubectl --kubeconfig /etc/kubernetes/admin.conf";
+
+/// The cluster as the phases of `up` need it (built by the CLI from the validated cluster file).
+#[derive(Debug, Clone)]
+pub struct UpSpec {
+    /// `metadata.name`: kubeconfig context name, state and cache key.
+    pub cluster: String,
+    /// `spec.kubernetesVersion`, e.g. `1.34.1` (a leading `v` is accepted).
+    pub kubernetes_version: String,
+    /// Nodes in file order; the first control plane runs `kubeadm init`.
+    pub nodes: Vec<NodeInfo>,
+    /// `controlPlaneEndpoint` as `host:port` (the VIP's when there is one).
+    pub endpoint: String,
+    /// The kube-vip address, when the control plane has a VIP.
+    pub vip: Option<String>,
+    /// Container runtime.
+    pub runtime: RuntimeKind,
+    /// CNI choice.
+    pub cni: CniChoice,
+    /// Images to put into every node's runtime (`images.preload`), as local image references.
+    pub preload_images: Vec<String>,
+    /// The user's kubeconfig to merge the admin context into; `None`: `$KUBECONFIG`'s first entry or
+    /// `~/.kube/config`.
+    pub kubeconfig: Option<PathBuf>,
+    /// The clusterctl binary installed as `/opt/cni/bin/clusterctl-cni` for the builtin CNI.
+    pub binary: Option<PathBuf>,
+    /// How long `wait-ready` waits for every node to be Ready.
+    pub ready_timeout: Duration,
+    /// Preflight check ids whose failure is reported but does not stop `up` (e.g. `time-sync`).
+    pub ignore_preflight: Vec<String>,
+}
+
+/// Renders every node's files from the gathered facts (the CLI wraps `clusterctl_render::render`).
+pub trait Renderer: Send + Sync {
+    /// Files per node name. Errors: a message naming what could not be rendered.
+    fn render(&self, facts: &BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String>;
+}
+
+impl<F> Renderer for F
+where
+    F: Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String> + Send + Sync,
+{
+    fn render(&self, facts: &BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String> {
+        self(facts)
+    }
+}
+
+/// What the phases of one `up` share.
+pub struct UpData {
+    /// The cluster.
+    pub spec: UpSpec,
+    /// Renders files once facts are known.
+    pub renderer: Box<dyn Renderer>,
+    /// Facts per node (filled by `facts`).
+    pub facts: Mutex<BTreeMap<String, NodeFacts>>,
+    /// Rendered files per node (filled by `render`).
+    pub files: RwLock<BTreeMap<String, Vec<NodeFile>>>,
+    /// Join secrets, once read or created (by the first join that needs them).
+    pub join: Mutex<Option<JoinSecrets>>,
+    /// The first control plane's transport (joins fetch credentials through it), when reachable.
+    pub first_cp_transport: Option<Arc<dyn Transport>>,
+    /// The run's mode, reporter and secrets (for the credential steps run on the first control plane).
+    pub mode: Mode,
+    /// Reporter.
+    pub reporter: Arc<dyn Reporter>,
+    /// Redaction list.
+    pub secrets: Secrets,
+}
+
+impl UpData {
+    /// The first control-plane node.
+    pub fn first_cp(&self) -> Option<&NodeInfo> {
+        self.spec.nodes.iter().find(|n| n.is_control_plane())
+    }
+    /// The rendered files of `node` with `purpose`.
+    pub fn files_of(&self, node: &str, purpose: FilePurpose) -> Vec<NodeFile> {
+        self.files
+            .read()
+            .map(|f| f.get(node).map(|v| v.iter().filter(|x| x.purpose == purpose).cloned().collect()).unwrap_or_default())
+            .unwrap_or_default()
+    }
+    /// The facts of `node` (default when unknown, e.g. offline).
+    pub fn facts_of(&self, node: &str) -> NodeFacts {
+        self.facts.lock().ok().and_then(|f| f.get(node).cloned()).unwrap_or_default()
+    }
+}
+
+/// Digest material: the purpose-filtered files of the node (path, mode, sha256).
+fn files_inputs(data: &UpData, node: &NodeInfo, purposes: &[FilePurpose]) -> String {
+    let mut s = String::new();
+    for p in purposes {
+        for f in data.files_of(&node.name, *p) {
+            s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
+        }
+    }
+    s
+}
+
+fn no_inputs(_: &UpData, _: &NodeInfo) -> String {
+    String::new()
+}
+
+/// The phases of `up` for `spec`, in order.
+pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
+    let mut v = vec![
+        Phase { name: "facts", targets: Targets::All, serial: false, record: false, required: true, inputs: no_inputs, run: facts::run },
+        Phase { name: "render", targets: Targets::Local, serial: false, record: false, required: true, inputs: no_inputs, run: files::render },
+        Phase { name: "preflight", targets: Targets::All, serial: false, record: false, required: false, inputs: no_inputs, run: preflight::run },
+        Phase {
+            name: "files",
+            targets: Targets::All,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: |d, n| files_inputs(d, n, &[FilePurpose::Host, FilePurpose::Other]),
+            run: files::run,
+        },
+    ];
+    let runtime_name = match spec.runtime {
+        RuntimeKind::Containerd => "runtime/containerd",
+        RuntimeKind::Crio => "runtime/crio",
+    };
+    v.push(Phase {
+        name: runtime_name,
+        targets: Targets::All,
+        serial: false,
+        record: true,
+        required: false,
+        inputs: |d, n| files_inputs(d, n, &[FilePurpose::Runtime]),
+        run: runtime::run,
+    });
+    if spec.vip.is_some() {
+        v.push(Phase {
+            name: "control-plane/kube-vip",
+            targets: Targets::ControlPlanes,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeVip]),
+            run: kubevip::run,
+        });
+    }
+    v.push(Phase {
+        name: "init",
+        targets: Targets::FirstControlPlane,
+        serial: false,
+        record: true,
+        required: false,
+        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmInit]),
+        run: init::run,
+    });
+    if spec.vip.is_some() {
+        v.push(Phase {
+            name: "control-plane/kube-vip-admin",
+            targets: Targets::FirstControlPlane,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeVip]),
+            run: kubevip::switch_to_admin,
+        });
+    }
+    match spec.cni {
+        CniChoice::Builtin => v.push(Phase {
+            name: "cni",
+            targets: Targets::All,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: cni::inputs,
+            run: cni::run_builtin,
+        }),
+        CniChoice::Manifests(_) => v.push(Phase {
+            name: "cni",
+            targets: Targets::FirstControlPlane,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: cni::inputs,
+            run: cni::run_manifests,
+        }),
+        CniChoice::None => {}
+    }
+    v.push(Phase {
+        name: "join/control-plane",
+        targets: Targets::OtherControlPlanes,
+        serial: true,
+        record: true,
+        required: false,
+        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmJoin]),
+        run: join::run,
+    });
+    v.push(Phase {
+        name: "join/worker",
+        targets: Targets::Workers,
+        serial: false,
+        record: true,
+        required: false,
+        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmJoin]),
+        run: join::run,
+    });
+    v.push(Phase { name: "labels", targets: Targets::FirstControlPlane, serial: false, record: true, required: false, inputs: labels::inputs, run: labels::run });
+    if !spec.preload_images.is_empty() {
+        v.push(Phase { name: "images", targets: Targets::All, serial: false, record: true, required: false, inputs: images::inputs, run: images::run });
+    }
+    v.push(Phase { name: "wait-ready", targets: Targets::FirstControlPlane, serial: false, record: false, required: false, inputs: no_inputs, run: ready::run });
+    v.push(Phase { name: "kubeconfig", targets: Targets::FirstControlPlane, serial: false, record: false, required: false, inputs: no_inputs, run: kubeconfig::run });
+    v
+}

@@ -1,0 +1,23 @@
+//! `runtime/containerd` and `runtime/crio`: places the rendered runtime configuration (containerd's
+//! `config.toml` with `SystemdCgroup = true` and the sandbox image, `certs.d/<registry>/hosts.toml`
+//! for the mirror and its CA; CRI-O's drop-ins and `registries.conf`), restarts the runtime only when a
+//! file changed, and makes sure its unit is enabled and active.
+
+use super::UpData;
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::model::FilePurpose;
+
+/// The runtime phase.
+pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let unit = data.spec.runtime.unit();
+    let files = data.files_of(ctx.name(), FilePurpose::Runtime);
+    let changed = super::files::place(ctx, &files)?;
+    if !changed.is_empty() {
+        ctx.run_script(&format!("systemctl restart {unit}"))?;
+    }
+    if ctx.test(&format!("systemctl is-enabled --quiet {unit} && systemctl is-active --quiet {unit}"))? != Some(true) {
+        ctx.run_script(&format!("systemctl enable --now {unit}"))?;
+    }
+    Ok(())
+}
