@@ -2,6 +2,8 @@
 //! IPAM, the netlink operations, and the VXLAN overlay agent. The plugin path starts no async runtime.
 
 pub mod ethtool;
+pub mod ipam;
 pub mod netlink;
 pub mod netns;
+pub mod plugin;
 pub mod sysctl;
