@@ -2,12 +2,16 @@
 //! (ssh2), Docker exec (bollard) and local implementations, and the providers that turn a cluster file
 //! into reachable nodes (SSH hosts, Docker node containers). The only crate that knows ssh2 and bollard.
 
+pub mod docker;
 pub mod local;
+pub mod provider;
 pub mod raw;
 pub mod shell;
 pub mod ssh;
 pub mod transport;
 
+pub use docker::{DockerClient, DockerNode, DockerNodeOptions, DockerProvider, DockerTransport};
 pub use local::LocalTransport;
+pub use provider::{NodeSpec, Provider, Role, SshProvider};
 pub use ssh::{HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
 pub use transport::{Cmd, ExecError, FileSpec, Output, Transport};

@@ -1,0 +1,14 @@
+//! Docker: node containers reached through the Docker Engine API with `bollard` (the version is
+//! negotiated, so Debian's Engine 20.10 / API 1.41 works), and the kind-style provider that creates,
+//! lists and removes them. bollard is async: a [`DockerClient`] owns a small Tokio runtime and every
+//! blocking method of this module runs its future there.
+
+pub mod client;
+pub mod provider;
+pub mod transport;
+
+pub use client::DockerClient;
+pub use provider::{
+    DockerNode, DockerNodeOptions, DockerProvider, CLUSTER_LABEL, NODE_LABEL, ROLE_LABEL,
+};
+pub use transport::DockerTransport;

@@ -1,0 +1,388 @@
+//! The Docker provider, kind style: one user-defined bridge network per cluster and one container per
+//! node, from a node image (`kindest/node:<version>` by default) with kind's run options (kind
+//! `pkg/cluster/internal/providers/docker/create.go`: privileged, seccomp/apparmor unconfined, tmpfs
+//! `/tmp` and `/run`, an anonymous `/var` volume, `/lib/modules` read-only, private cgroup namespace,
+//! `container=docker`, restart `on-failure:1`, no init). Every option is settable, so unprivileged
+//! nodes (an explicit capability list) work too. The API server port 6443 of the first control plane
+//! is published on 127.0.0.1. Containers and the network carry [`CLUSTER_LABEL`] so that `destroy`
+//! finds them from the cluster name alone.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bollard::models::{
+    ContainerCreateBody, EndpointSettings, HostConfig, HostConfigCgroupnsModeEnum,
+    NetworkCreateRequest, NetworkingConfig, PortBinding, RestartPolicy, RestartPolicyNameEnum,
+};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
+    RemoveContainerOptionsBuilder,
+};
+
+use super::client::DockerClient;
+use super::transport::DockerTransport;
+use crate::provider::{NodeSpec, Provider, Role};
+use crate::transport::{ExecError, Transport};
+
+/// Label holding the cluster name, on every container and on the network.
+pub const CLUSTER_LABEL: &str = "io.clusterctl.cluster";
+/// Label holding the node name, on every container.
+pub const NODE_LABEL: &str = "io.clusterctl.node";
+/// Label holding the node role (`control-plane` or `worker`), on every container.
+pub const ROLE_LABEL: &str = "io.clusterctl.role";
+
+/// The API server's port inside a control-plane container.
+pub const API_SERVER_PORT: u16 = 6443;
+
+/// How node containers are run. [`DockerNodeOptions::kind`] gives kind's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DockerNodeOptions {
+    /// Node image reference.
+    pub image: String,
+    /// Run privileged (kind's default). When false, `cap_add` lists the capabilities.
+    pub privileged: bool,
+    /// Capabilities added (e.g. `SYS_ADMIN`, `NET_ADMIN`).
+    pub cap_add: Vec<String>,
+    /// `--security-opt` values (e.g. `seccomp=unconfined`).
+    pub security_opt: Vec<String>,
+    /// tmpfs mounts: (container path, mount options such as `exec`; empty for defaults).
+    pub tmpfs: Vec<(String, String)>,
+    /// Bind mounts in `docker run -v` form: `HOST:CONTAINER[:ro|rw]`.
+    pub binds: Vec<String>,
+    /// Anonymous volumes (container paths), e.g. `/var`.
+    pub volumes: Vec<String>,
+    /// Cgroup namespace: `private` (kind) or `host`; `None` leaves the engine's default.
+    pub cgroupns: Option<String>,
+    /// Environment variables of the container.
+    pub env: Vec<(String, String)>,
+    /// Command to run instead of the image's (e.g. `["/sbin/init"]`).
+    pub command: Option<Vec<String>>,
+    /// Host port on 127.0.0.1 for the first control plane's 6443; `Some(0)` lets the engine choose,
+    /// `None` publishes nothing.
+    pub api_server_host_port: Option<u16>,
+}
+
+impl DockerNodeOptions {
+    /// kind's node options for Kubernetes `version` (`v1.34.1`): image `kindest/node:<version>`.
+    pub fn kind(version: &str) -> Self {
+        DockerNodeOptions {
+            image: format!("kindest/node:{version}"),
+            privileged: true,
+            cap_add: Vec::new(),
+            security_opt: vec!["seccomp=unconfined".into(), "apparmor=unconfined".into()],
+            tmpfs: vec![
+                ("/tmp".into(), String::new()),
+                ("/run".into(), String::new()),
+            ],
+            binds: vec!["/lib/modules:/lib/modules:ro".into()],
+            volumes: vec!["/var".into()],
+            cgroupns: Some("private".into()),
+            env: vec![("container".into(), "docker".into())],
+            command: None,
+            api_server_host_port: Some(0),
+        }
+    }
+}
+
+/// A node container as found on the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DockerNode {
+    /// Node name (from [`NODE_LABEL`]).
+    pub name: String,
+    /// Container name.
+    pub container: String,
+    /// Role (from [`ROLE_LABEL`]).
+    pub role: Role,
+    /// IPv4 address on the cluster network, when running.
+    pub address: Option<String>,
+    /// Host port on 127.0.0.1 mapped to 6443, if published.
+    pub api_server_port: Option<u16>,
+    /// Engine state (`running`, `exited`, …).
+    pub state: String,
+}
+
+/// Creates, lists and removes a cluster's node containers, and gives a [`DockerTransport`] per node.
+#[derive(Debug, Clone)]
+pub struct DockerProvider {
+    client: Arc<DockerClient>,
+    cluster: String,
+    options: DockerNodeOptions,
+}
+
+impl DockerProvider {
+    /// A provider for cluster `cluster` on the local engine (connects and negotiates the API version).
+    pub fn new(cluster: impl Into<String>, options: DockerNodeOptions) -> Result<Self, ExecError> {
+        Ok(DockerProvider {
+            client: DockerClient::connect()?,
+            cluster: cluster.into(),
+            options,
+        })
+    }
+
+    /// The same, on an existing client.
+    pub fn with_client(
+        client: Arc<DockerClient>,
+        cluster: impl Into<String>,
+        options: DockerNodeOptions,
+    ) -> Self {
+        DockerProvider {
+            client,
+            cluster: cluster.into(),
+            options,
+        }
+    }
+
+    /// The engine client.
+    pub fn client(&self) -> &Arc<DockerClient> {
+        &self.client
+    }
+
+    /// The cluster's network name: `clusterctl-<cluster>`.
+    pub fn network_name(&self) -> String {
+        format!("clusterctl-{}", self.cluster)
+    }
+
+    /// A node's container name: `<cluster>-<node>` (kind's naming).
+    pub fn container_name(&self, node: &str) -> String {
+        format!("{}-{}", self.cluster, node)
+    }
+
+    fn err(&self, reason: String) -> ExecError {
+        ExecError::Connect {
+            node: format!("docker:{}", self.cluster),
+            reason,
+        }
+    }
+
+    fn labels(&self) -> HashMap<String, String> {
+        HashMap::from([(CLUSTER_LABEL.to_string(), self.cluster.clone())])
+    }
+
+    /// Creates the network (if missing) and one started container per node (those that exist are
+    /// left as they are), then returns the cluster's nodes as [`DockerProvider::list`] does. The first
+    /// control plane gets the API server port published on 127.0.0.1.
+    pub fn create(&self, nodes: &[NodeSpec]) -> Result<Vec<DockerNode>, ExecError> {
+        let network = self.network_name();
+        let existing = self.list()?;
+        let first_cp = nodes
+            .iter()
+            .find(|n| n.role == Role::ControlPlane)
+            .map(|n| n.name.clone());
+        self.client.block_on(async {
+            let d = self.client.docker();
+            let nets = d
+                .list_networks(Some(
+                    ListNetworksOptionsBuilder::default()
+                        .filters(&HashMap::from([(
+                            "label",
+                            vec![format!("{CLUSTER_LABEL}={}", self.cluster)],
+                        )]))
+                        .build(),
+                ))
+                .await
+                .map_err(|e| self.err(format!("listing networks: {e}")))?;
+            if !nets
+                .iter()
+                .any(|n| n.name.as_deref() == Some(network.as_str()))
+            {
+                d.create_network(NetworkCreateRequest {
+                    name: network.clone(),
+                    driver: Some("bridge".into()),
+                    labels: Some(self.labels()),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| self.err(format!("creating network {network}: {e}")))?;
+            }
+            for n in nodes {
+                if existing.iter().any(|e| e.name == n.name) {
+                    continue;
+                }
+                let name = self.container_name(&n.name);
+                let mut labels = self.labels();
+                labels.insert(NODE_LABEL.into(), n.name.clone());
+                labels.insert(ROLE_LABEL.into(), n.role.as_str().into());
+                let o = &self.options;
+                let publish = first_cp.as_deref() == Some(n.name.as_str());
+                let port_key = format!("{API_SERVER_PORT}/tcp");
+                let port_bindings = match (publish, o.api_server_host_port) {
+                    (true, Some(p)) => Some(HashMap::from([(
+                        port_key.clone(),
+                        Some(vec![PortBinding {
+                            host_ip: Some("127.0.0.1".into()),
+                            host_port: Some(if p == 0 { String::new() } else { p.to_string() }),
+                        }]),
+                    )])),
+                    _ => None,
+                };
+                let host = HostConfig {
+                    privileged: Some(o.privileged),
+                    cap_add: (!o.cap_add.is_empty()).then(|| o.cap_add.clone()),
+                    security_opt: (!o.security_opt.is_empty()).then(|| o.security_opt.clone()),
+                    tmpfs: (!o.tmpfs.is_empty()).then(|| o.tmpfs.iter().cloned().collect()),
+                    binds: (!o.binds.is_empty()).then(|| o.binds.clone()),
+                    cgroupns_mode: match o.cgroupns.as_deref() {
+                        Some("private") => Some(HostConfigCgroupnsModeEnum::PRIVATE),
+                        Some("host") => Some(HostConfigCgroupnsModeEnum::HOST),
+                        _ => None,
+                    },
+                    network_mode: Some(network.clone()),
+                    port_bindings,
+                    restart_policy: Some(RestartPolicy {
+                        name: Some(RestartPolicyNameEnum::ON_FAILURE),
+                        maximum_retry_count: Some(1),
+                    }),
+                    init: Some(false),
+                    ..Default::default()
+                };
+                let body = ContainerCreateBody {
+                    image: Some(o.image.clone()),
+                    hostname: Some(n.name.clone()),
+                    labels: Some(labels),
+                    env: Some(o.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+                    cmd: o.command.clone(),
+                    tty: Some(true),
+                    volumes: (!o.volumes.is_empty()).then(|| o.volumes.clone()),
+                    exposed_ports: publish.then(|| vec![port_key.clone()]),
+                    host_config: Some(host),
+                    networking_config: Some(NetworkingConfig {
+                        endpoints_config: Some(HashMap::from([(
+                            network.clone(),
+                            EndpointSettings::default(),
+                        )])),
+                    }),
+                    ..Default::default()
+                };
+                d.create_container(
+                    Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                    body,
+                )
+                .await
+                .map_err(|e| self.err(format!("creating container {name}: {e}")))?;
+                d.start_container(
+                    &name,
+                    None::<bollard::query_parameters::StartContainerOptions>,
+                )
+                .await
+                .map_err(|e| self.err(format!("starting container {name}: {e}")))?;
+            }
+            Ok::<(), ExecError>(())
+        })?;
+        self.list()
+    }
+
+    /// The cluster's node containers (found by [`CLUSTER_LABEL`]), sorted by node name.
+    pub fn list(&self) -> Result<Vec<DockerNode>, ExecError> {
+        let network = self.network_name();
+        let summaries = self.client.block_on(async {
+            self.client
+                .docker()
+                .list_containers(Some(
+                    ListContainersOptionsBuilder::default()
+                        .all(true)
+                        .filters(&HashMap::from([(
+                            "label",
+                            vec![format!("{CLUSTER_LABEL}={}", self.cluster)],
+                        )]))
+                        .build(),
+                ))
+                .await
+                .map_err(|e| self.err(format!("listing containers: {e}")))
+        })?;
+        let mut nodes: Vec<DockerNode> = summaries
+            .into_iter()
+            .map(|c| {
+                let labels = c.labels.unwrap_or_default();
+                let container = c
+                    .names
+                    .and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_string()))
+                    .unwrap_or_default();
+                let address = c
+                    .network_settings
+                    .and_then(|s| s.networks)
+                    .and_then(|m| m.get(&network).and_then(|e| e.ip_address.clone()))
+                    .filter(|a| !a.is_empty());
+                let api_server_port = c.ports.unwrap_or_default().iter().find_map(|p| {
+                    (p.private_port == API_SERVER_PORT)
+                        .then_some(p.public_port)
+                        .flatten()
+                });
+                DockerNode {
+                    name: labels
+                        .get(NODE_LABEL)
+                        .cloned()
+                        .unwrap_or_else(|| container.clone()),
+                    role: Role::parse(
+                        labels
+                            .get(ROLE_LABEL)
+                            .map(String::as_str)
+                            .unwrap_or("worker"),
+                    ),
+                    container,
+                    address,
+                    api_server_port,
+                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                }
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(nodes)
+    }
+
+    /// Removes every container of the cluster (with their anonymous volumes) and its network.
+    /// Returns how many containers were removed. Nothing to remove is not an error.
+    pub fn remove(&self) -> Result<usize, ExecError> {
+        let nodes = self.list()?;
+        self.client.block_on(async {
+            let d = self.client.docker();
+            for n in &nodes {
+                d.remove_container(
+                    &n.container,
+                    Some(
+                        RemoveContainerOptionsBuilder::default()
+                            .force(true)
+                            .v(true)
+                            .build(),
+                    ),
+                )
+                .await
+                .map_err(|e| self.err(format!("removing container {}: {e}", n.container)))?;
+            }
+            let nets = d
+                .list_networks(Some(
+                    ListNetworksOptionsBuilder::default()
+                        .filters(&HashMap::from([(
+                            "label",
+                            vec![format!("{CLUSTER_LABEL}={}", self.cluster)],
+                        )]))
+                        .build(),
+                ))
+                .await
+                .map_err(|e| self.err(format!("listing networks: {e}")))?;
+            for net in nets {
+                if let Some(name) = net.name {
+                    d.remove_network(&name)
+                        .await
+                        .map_err(|e| self.err(format!("removing network {name}: {e}")))?;
+                }
+            }
+            Ok::<(), ExecError>(())
+        })?;
+        Ok(nodes.len())
+    }
+
+    /// A transport into `node`'s container (no engine call is made).
+    pub fn docker_transport(&self, node: &str) -> DockerTransport {
+        DockerTransport::new(self.client.clone(), self.container_name(node), node)
+    }
+}
+
+impl Provider for DockerProvider {
+    fn kind(&self) -> &'static str {
+        "docker"
+    }
+
+    fn transport(&self, node: &NodeSpec) -> Result<Box<dyn Transport>, ExecError> {
+        Ok(Box::new(self.docker_transport(&node.name)))
+    }
+}

@@ -1,0 +1,139 @@
+//! Providers: from a cluster's nodes (plain structs, independent of the spec crate) to one
+//! [`Transport`] per node. [`SshProvider`] reaches listed hosts over SSH; the Docker provider
+//! ([`crate::docker::DockerProvider`]) creates node containers first and reaches them with docker exec.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::ssh::{HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
+use crate::transport::{ExecError, Transport};
+
+/// A node's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Runs the control plane (`control-plane` in the cluster file).
+    ControlPlane,
+    /// Runs workloads only (`worker`).
+    Worker,
+}
+
+impl Role {
+    /// The cluster file's spelling: `control-plane` or `worker`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::ControlPlane => "control-plane",
+            Role::Worker => "worker",
+        }
+    }
+
+    /// Parses `control-plane` (or `controlplane`/`master`); anything else is a worker.
+    pub fn parse(s: &str) -> Role {
+        match s {
+            "control-plane" | "controlplane" | "master" => Role::ControlPlane,
+            _ => Role::Worker,
+        }
+    }
+}
+
+/// One node of the cluster, as a provider needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    /// Node name.
+    pub name: String,
+    /// Role.
+    pub role: Role,
+    /// Host name or address to reach it at (SSH); ignored by the Docker provider.
+    pub address: String,
+    /// SSH login user; `None`: the provider's default.
+    pub ssh_user: Option<String>,
+    /// SSH port; `None`: 22.
+    pub ssh_port: Option<u16>,
+    /// SSH private key file; `None`: the provider's default authentication.
+    pub ssh_key: Option<PathBuf>,
+}
+
+impl NodeSpec {
+    /// A node with the provider's default SSH settings.
+    pub fn new(name: impl Into<String>, role: Role, address: impl Into<String>) -> Self {
+        NodeSpec {
+            name: name.into(),
+            role,
+            address: address.into(),
+            ssh_user: None,
+            ssh_port: None,
+            ssh_key: None,
+        }
+    }
+}
+
+/// Gives a transport per node. Implementations: [`SshProvider`], `docker::DockerProvider`.
+pub trait Provider: Send + Sync {
+    /// `ssh` or `docker`.
+    fn kind(&self) -> &'static str;
+    /// A transport to `node`. The SSH provider connects (and checks the host key) here.
+    fn transport(&self, node: &NodeSpec) -> Result<Box<dyn Transport>, ExecError>;
+}
+
+/// Nodes listed in the cluster file, reached over SSH with shared defaults.
+#[derive(Debug, Clone)]
+pub struct SshProvider {
+    /// Login user when a node sets none.
+    pub default_user: String,
+    /// Authentication when a node sets no key, known_hosts file, host-key policy, timeouts.
+    pub options: SshOptions,
+}
+
+impl SshProvider {
+    /// A provider logging in as `user` with `auth`, checking `~/.ssh/known_hosts` strictly.
+    pub fn new(user: impl Into<String>, auth: SshAuth) -> Self {
+        SshProvider {
+            default_user: user.into(),
+            options: SshOptions::new(auth),
+        }
+    }
+
+    /// The same provider with another known_hosts file and policy.
+    pub fn with_known_hosts(mut self, file: PathBuf, policy: HostKeyPolicy) -> Self {
+        self.options.known_hosts = file;
+        self.options.host_key_policy = policy;
+        self
+    }
+
+    /// The same provider with another connect timeout.
+    pub fn with_connect_timeout(mut self, t: Duration) -> Self {
+        self.options.connect_timeout = t;
+        self
+    }
+
+    /// The SSH target and options for `node` (its own user, port and key override the defaults).
+    pub fn target(&self, node: &NodeSpec) -> (SshTarget, SshOptions) {
+        let target = SshTarget {
+            node: node.name.clone(),
+            host: node.address.clone(),
+            port: node.ssh_port.unwrap_or(22),
+            user: node
+                .ssh_user
+                .clone()
+                .unwrap_or_else(|| self.default_user.clone()),
+        };
+        let mut options = self.options.clone();
+        if let Some(key) = &node.ssh_key {
+            options.auth = SshAuth::KeyFile {
+                path: key.clone(),
+                passphrase: None,
+            };
+        }
+        (target, options)
+    }
+}
+
+impl Provider for SshProvider {
+    fn kind(&self) -> &'static str {
+        "ssh"
+    }
+
+    fn transport(&self, node: &NodeSpec) -> Result<Box<dyn Transport>, ExecError> {
+        let (target, options) = self.target(node);
+        Ok(Box::new(SshTransport::connect(target, options)?))
+    }
+}
