@@ -1,0 +1,229 @@
+//! kube-apiserver extras: audit (policy file, `--audit-*` flags, hostPath mounts for the policy and the
+//! log directory) and OIDC — either the legacy `--oidc-*` flags with the issuer CA mounted, or a
+//! structured `AuthenticationConfiguration` (`apiserver.config.k8s.io/v1beta1` for 1.30–1.33, `v1` from
+//! 1.34; upstream staging/src/k8s.io/apiserver/pkg/apis/apiserver/{v1beta1,v1}/types.go) passed with
+//! `--authentication-config` and the CA inline — never both. Every host path a flag names is mounted.
+
+use crate::ctx::Ctx;
+use crate::output::{Purpose, RenderError, RenderedFile};
+use crate::yaml;
+use clusterctl_spec::model::{Oidc, OidcMode};
+use clusterctl_spec::ValidNode;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Where the audit policy is installed on control planes (`--audit-policy-file`).
+pub const AUDIT_POLICY_PATH: &str = "/etc/kubernetes/audit/policy.yaml";
+/// Where the structured authentication config is installed (`--authentication-config`).
+pub const AUTHN_CONFIG_PATH: &str = "/etc/kubernetes/authn/authentication-config.yaml";
+/// Where the OIDC issuer CA is installed for the legacy flags (`--oidc-ca-file`).
+pub const OIDC_CA_PATH: &str = "/etc/kubernetes/oidc/ca.crt";
+
+/// A hostPath mount of the apiserver static pod (kubeadm `HostPathMount`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Volume name.
+    pub name: String,
+    /// Path on the host.
+    pub host_path: String,
+    /// Path in the container (always equal to `host_path` here).
+    pub mount_path: String,
+    /// Read-only.
+    pub read_only: bool,
+    /// core/v1 HostPathType: `File` or `DirectoryOrCreate`.
+    pub path_type: &'static str,
+}
+
+/// The apiserver flags (name without `--` → value, sorted) and mounts this cluster needs: the user's
+/// `apiServer.extraArgs` override generated flags of the same name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApiServerExtras {
+    /// Flags.
+    pub args: BTreeMap<String, String>,
+    /// hostPath mounts.
+    pub mounts: Vec<Mount>,
+}
+
+/// The username prefix both OIDC modes use: the file's `usernamePrefix` (`-` meaning none), else the
+/// upstream legacy default — `<issuerURL>#` unless the claim is `email` — so that both modes name users
+/// alike. Returns `""` for "no prefix".
+pub fn username_prefix(oidc: &Oidc) -> String {
+    match oidc.username_prefix.as_deref() {
+        Some("-") => String::new(),
+        Some(p) => p.to_string(),
+        None if oidc.username_claim == "email" => String::new(),
+        None => format!("{}#", oidc.issuer_url),
+    }
+}
+
+/// The `apiVersion` of AuthenticationConfiguration for Kubernetes minor `minor`.
+pub fn authn_api_version(minor: u64) -> &'static str {
+    if minor >= 34 {
+        "apiserver.config.k8s.io/v1"
+    } else {
+        "apiserver.config.k8s.io/v1beta1"
+    }
+}
+
+pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
+    let spec = cx.c.spec();
+    let mut x = ApiServerExtras::default();
+    if let Some(a) = &spec.api_server.audit {
+        x.args.insert("audit-policy-file".into(), AUDIT_POLICY_PATH.into());
+        x.args.insert("audit-log-path".into(), a.log_path.clone());
+        x.args.insert("audit-log-maxage".into(), a.max_age.to_string());
+        x.args.insert("audit-log-maxbackup".into(), a.max_backup.to_string());
+        x.args.insert("audit-log-maxsize".into(), a.max_size.to_string());
+        x.mounts.push(Mount {
+            name: "audit-policy".into(),
+            host_path: AUDIT_POLICY_PATH.into(),
+            mount_path: AUDIT_POLICY_PATH.into(),
+            read_only: true,
+            path_type: "File",
+        });
+        let dir = match a.log_path.rfind('/') {
+            Some(0) | None => "/".to_string(),
+            Some(i) => a.log_path[..i].to_string(),
+        };
+        x.mounts.push(Mount {
+            name: "audit-log".into(),
+            host_path: dir.clone(),
+            mount_path: dir,
+            read_only: false,
+            path_type: "DirectoryOrCreate",
+        });
+    }
+    if let Some(o) = &spec.api_server.oidc {
+        match o.mode {
+            OidcMode::Flags => {
+                x.args.insert("oidc-issuer-url".into(), o.issuer_url.clone());
+                x.args.insert("oidc-client-id".into(), o.client_id.clone());
+                x.args.insert("oidc-username-claim".into(), o.username_claim.clone());
+                let p = username_prefix(o);
+                x.args.insert("oidc-username-prefix".into(), if p.is_empty() { "-".into() } else { p });
+                if let Some(g) = &o.groups_claim {
+                    x.args.insert("oidc-groups-claim".into(), g.clone());
+                }
+                if let Some(g) = &o.groups_prefix {
+                    x.args.insert("oidc-groups-prefix".into(), g.clone());
+                }
+                if cx.c.oidc_ca_pem().is_some() {
+                    x.args.insert("oidc-ca-file".into(), OIDC_CA_PATH.into());
+                    x.mounts.push(Mount {
+                        name: "oidc-ca".into(),
+                        host_path: OIDC_CA_PATH.into(),
+                        mount_path: OIDC_CA_PATH.into(),
+                        read_only: true,
+                        path_type: "File",
+                    });
+                }
+            }
+            OidcMode::Structured => {
+                x.args.insert("authentication-config".into(), AUTHN_CONFIG_PATH.into());
+                x.mounts.push(Mount {
+                    name: "authentication-config".into(),
+                    host_path: AUTHN_CONFIG_PATH.into(),
+                    mount_path: AUTHN_CONFIG_PATH.into(),
+                    read_only: true,
+                    path_type: "File",
+                });
+            }
+        }
+    }
+    for (k, v) in &spec.api_server.extra_args {
+        x.args.insert(k.clone(), v.clone());
+    }
+    x
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AuthenticationConfiguration {
+    api_version: &'static str,
+    kind: &'static str,
+    jwt: Vec<Jwt>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Jwt {
+    issuer: Issuer,
+    claim_mappings: ClaimMappings,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Issuer {
+    url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    certificate_authority: Option<String>,
+    audiences: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ClaimMappings {
+    username: Prefixed,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    groups: Option<Prefixed>,
+}
+
+#[derive(Serialize)]
+struct Prefixed {
+    claim: String,
+    prefix: String,
+}
+
+/// The structured AuthenticationConfiguration for `oidc` at Kubernetes minor `minor`, CA inline.
+pub fn authentication_config(oidc: &Oidc, ca_pem: Option<&str>, minor: u64) -> Result<String, RenderError> {
+    let cfg = AuthenticationConfiguration {
+        api_version: authn_api_version(minor),
+        kind: "AuthenticationConfiguration",
+        jwt: vec![Jwt {
+            issuer: Issuer {
+                url: oidc.issuer_url.clone(),
+                certificate_authority: ca_pem.map(str::to_string),
+                audiences: vec![oidc.client_id.clone()],
+            },
+            claim_mappings: ClaimMappings {
+                username: Prefixed { claim: oidc.username_claim.clone(), prefix: username_prefix(oidc) },
+                groups: oidc.groups_claim.as_ref().map(|g| Prefixed {
+                    claim: g.clone(),
+                    prefix: oidc.groups_prefix.clone().unwrap_or_default(),
+                }),
+            },
+        }],
+    };
+    yaml::doc("AuthenticationConfiguration", &cfg)
+}
+
+pub(crate) fn node_files(cx: &Ctx, _node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+    let spec = cx.c.spec();
+    if spec.api_server.audit.is_some() {
+        if let Some(policy) = cx.c.audit_policy() {
+            let mut text = policy.to_string();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            out.push(RenderedFile::text(AUDIT_POLICY_PATH, 0o600, text, Purpose::AuditPolicy));
+        }
+    }
+    if let Some(o) = &spec.api_server.oidc {
+        match o.mode {
+            OidcMode::Flags => {
+                if let Some(ca) = cx.c.oidc_ca_pem() {
+                    let mut t = ca.to_string();
+                    if !t.ends_with('\n') {
+                        t.push('\n');
+                    }
+                    out.push(RenderedFile::text(OIDC_CA_PATH, 0o644, t, Purpose::OidcCa));
+                }
+            }
+            OidcMode::Structured => {
+                let minor = cx.c.kubernetes_version().minor;
+                let text = authentication_config(o, cx.c.oidc_ca_pem(), minor)?;
+                out.push(RenderedFile::text(AUTHN_CONFIG_PATH, 0o600, text, Purpose::AuthenticationConfig));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Values both kubeadm APIs share: controller-manager flags, taints, the node's kubelet flags, and the
+//! kubeadm default timeouts written out explicitly.
+
+use crate::ctx::Ctx;
+use clusterctl_spec::model::{Taint as SpecTaint, TaintEffect};
+use clusterctl_spec::ValidNode;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// core/v1 Taint as kubeadm's `nodeRegistration.taints` carries it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Taint {
+    /// Key.
+    pub key: String,
+    /// Value, omitted when empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule` | `PreferNoSchedule` | `NoExecute`.
+    pub effect: &'static str,
+}
+
+/// The node's taints; `None` (kubeadm's default: control-plane taint on control planes) when the file
+/// gives none.
+pub fn taints(node: &ValidNode) -> Option<Vec<Taint>> {
+    if node.taints.is_empty() {
+        return None;
+    }
+    Some(node.taints.iter().map(taint).collect())
+}
+
+fn taint(t: &SpecTaint) -> Taint {
+    Taint {
+        key: t.key.clone(),
+        value: t.value.clone().filter(|v| !v.is_empty()),
+        effect: match t.effect {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        },
+    }
+}
+
+/// controller-manager flags: pod CIDR allocation from podSubnet at the node mask size.
+pub(crate) fn controller_manager_args(cx: &Ctx) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    m.insert("allocate-node-cidrs".to_string(), "true".to_string());
+    m.insert("cluster-cidr".to_string(), cx.c.pod_subnet().to_string());
+    let flag = match cx.c.pod_subnet() {
+        ipnet::IpNet::V4(_) => "node-cidr-mask-size-ipv4",
+        ipnet::IpNet::V6(_) => "node-cidr-mask-size-ipv6",
+    };
+    m.insert(flag.to_string(), cx.c.node_cidr_mask_size().to_string());
+    m
+}
+
+/// kubelet flags of one node: `node-ip` when the node has an address.
+pub fn kubelet_args(node: &ValidNode) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    if let Some(a) = node.address {
+        m.insert("node-ip".to_string(), a.to_string());
+    }
+    m
+}
+
+/// The advertise address of a control plane, when known.
+pub fn advertise_address(node: &ValidNode) -> Option<String> {
+    node.address.map(|a| a.to_string())
+}
+
+/// The apiserver's bind port: the endpoint's port (6443 unless the file says otherwise).
+pub(crate) fn bind_port(cx: &Ctx) -> i32 {
+    i32::from(cx.c.endpoint().port)
+}
+
+/// kubeadm's default control-plane wait (v1beta3 `timeoutForControlPlane`, v1beta4
+/// `controlPlaneComponentHealthCheck`).
+pub const CONTROL_PLANE_TIMEOUT: &str = "4m0s";
+/// kubeadm's default discovery timeout.
+pub const DISCOVERY_TIMEOUT: &str = "5m0s";

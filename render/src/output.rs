@@ -1,0 +1,138 @@
+//! What [`crate::render`] returns: files per node and for the cluster, each with its path, mode, bytes
+//! and purpose; and the errors it can return.
+
+use std::collections::BTreeMap;
+
+/// The result of rendering one cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    /// Files per node name (every node of the cluster is a key), each list sorted by path; paths are
+    /// absolute paths on the node.
+    pub per_node: BTreeMap<String, Vec<RenderedFile>>,
+    /// Cluster-wide files (add-on manifests/values applied once, the kind config), sorted by path; paths
+    /// are relative (e.g. `cni/calico-installation.yaml`).
+    pub cluster: Vec<RenderedFile>,
+}
+
+impl Rendered {
+    /// The file at `path` of node `node`, if rendered.
+    pub fn node_file(&self, node: &str, path: &str) -> Option<&RenderedFile> {
+        self.per_node.get(node)?.iter().find(|f| f.path == path)
+    }
+
+    /// The cluster-wide file at `path`, if rendered.
+    pub fn cluster_file(&self, path: &str) -> Option<&RenderedFile> {
+        self.cluster.iter().find(|f| f.path == path)
+    }
+
+    /// Every file: `(Some(node), file)` for per-node files, `(None, file)` for cluster files.
+    pub fn all(&self) -> impl Iterator<Item = (Option<&str>, &RenderedFile)> {
+        self.per_node
+            .iter()
+            .flat_map(|(n, fs)| fs.iter().map(move |f| (Some(n.as_str()), f)))
+            .chain(self.cluster.iter().map(|f| (None, f)))
+    }
+}
+
+/// One rendered file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedFile {
+    /// Absolute path on the node (per-node files) or relative path (cluster files).
+    pub path: String,
+    /// Unix permission bits, e.g. `0o644`; `0o600` for files a secret will be substituted into.
+    pub mode: u32,
+    /// The content, UTF-8 text for every file rendered today.
+    pub content: Vec<u8>,
+    /// What the file is for.
+    pub purpose: Purpose,
+}
+
+impl RenderedFile {
+    /// A file from text.
+    pub fn text(path: impl Into<String>, mode: u32, content: String, purpose: Purpose) -> Self {
+        RenderedFile { path: path.into(), mode, content: content.into_bytes(), purpose }
+    }
+
+    /// The content as text (lossy for non-UTF-8, which render never produces).
+    pub fn as_text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.content)
+    }
+}
+
+/// What a rendered file is for; phases pick files by purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Purpose {
+    /// `kubeadm init --config` (Init + Cluster + Kubelet [+ KubeProxy] configuration).
+    KubeadmInit,
+    /// `kubeadm join --config` (JoinConfiguration), with join placeholders.
+    KubeadmJoin,
+    /// `kubeadm reset --config` (v1beta4 ResetConfiguration).
+    KubeadmReset,
+    /// `kubeadm upgrade apply|node --config` (v1beta4 UpgradeConfiguration).
+    KubeadmUpgrade,
+    /// The kind `Cluster` config for the docker provider.
+    KindConfig,
+    /// The kube-vip static pod manifest.
+    KubeVip,
+    /// The audit policy file.
+    AuditPolicy,
+    /// The structured AuthenticationConfiguration file.
+    AuthenticationConfig,
+    /// The OIDC issuer CA for the legacy `--oidc-ca-file` flag.
+    OidcCa,
+    /// containerd's `config.toml`.
+    ContainerdConfig,
+    /// A containerd `hosts.toml` under `config_path`.
+    ContainerdHosts,
+    /// The registry mirror's CA certificate.
+    RegistryCa,
+    /// A CRI-O `crio.conf.d` drop-in.
+    CrioConfig,
+    /// A containers-registries.conf v2 drop-in (CRI-O).
+    RegistriesConf,
+    /// `/etc/sysctl.d` file.
+    Sysctl,
+    /// `/etc/modules-load.d` file.
+    KernelModules,
+    /// CNI network configuration (conflist or its template).
+    CniConfig,
+    /// Settings of the builtin CNI's agent.
+    CniAgentConfig,
+    /// The systemd unit of the builtin CNI's agent.
+    CniAgentUnit,
+    /// A Kubernetes manifest applied once to the cluster (CNI resources, RBAC).
+    ClusterManifest,
+    /// Helm values for a chart installed once (Cilium).
+    HelmValues,
+}
+
+/// Why rendering failed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RenderError {
+    /// A CNI version for which no image table is pinned.
+    #[error("no pinned images for {plugin} version {version}; supported: {supported}")]
+    UnknownCniVersion {
+        /// The CNI plugin name.
+        plugin: &'static str,
+        /// The requested version.
+        version: String,
+        /// The versions render knows.
+        supported: String,
+    },
+    /// Serializing a document failed (a bug: every rendered type serializes).
+    #[error("could not serialize {what}: {reason}")]
+    Serialize {
+        /// The document.
+        what: String,
+        /// The serializer's message.
+        reason: String,
+    },
+    /// A template failed to render (a bug in an embedded template).
+    #[error("template {name} failed: {reason}")]
+    Template {
+        /// Template name.
+        name: &'static str,
+        /// The template engine's message.
+        reason: String,
+    },
+}
