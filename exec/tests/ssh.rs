@@ -271,3 +271,90 @@ fn host_keys_strict_tofu_and_changed() {
     let err = SshTransport::connect(node.ssh_target("root"), opts).unwrap_err();
     assert!(matches!(err, ExecError::HostKey { .. }), "{err}");
 }
+
+/// An ssh-agent of our own on a socket in a temp dir, killed on drop.
+struct Agent {
+    child: std::process::Child,
+    socket: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Agent {
+    fn start(key: &std::path::Path) -> Agent {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("agent.sock");
+        let child = std::process::Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&socket)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let agent = Agent {
+            child,
+            socket,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !agent.socket.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let st = std::process::Command::new("ssh-add")
+            .arg(key)
+            .env("SSH_AUTH_SOCK", &agent.socket)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "ssh-add failed");
+        agent
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn agent_auth_and_the_ssh_provider() {
+    use clusterctl_exec::{NodeSpec, Provider, Role, SshAuth, SshProvider};
+    let Some(c) = cluster("ssha") else { return };
+    let node = &c.nodes[0];
+
+    // Agent authentication, with no key file given.
+    let agent = Agent::start(&node.key_file);
+    let mut opts = node.ssh_options();
+    opts.auth = SshAuth::AgentSocket(agent.socket.clone());
+    let t = SshTransport::connect(node.ssh_target("tester"), opts.clone()).unwrap();
+    assert_eq!(t.run(&Cmd::new("id -un")).unwrap().stdout_str(), "tester");
+    // An agent without the right key is refused.
+    let empty = Agent::start(&TestKey::generate().unwrap().private);
+    opts.auth = SshAuth::AgentSocket(empty.socket.clone());
+    let err = SshTransport::connect(node.ssh_target("tester"), opts).unwrap_err();
+    assert!(matches!(err, ExecError::Connect { .. }), "{err}");
+
+    // The SSH provider: defaults, and a node's own user and key overriding them.
+    let provider = SshProvider::new("root", SshAuth::AgentSocket(agent.socket.clone()))
+        .with_known_hosts(node.known_hosts.clone(), HostKeyPolicy::Strict);
+    assert_eq!(provider.kind(), "ssh");
+    let spec = NodeSpec::new("cp1", Role::ControlPlane, node.address.clone());
+    let t = provider.transport(&spec).unwrap();
+    assert_eq!(t.node(), "cp1");
+    assert_eq!(t.run(&Cmd::new("id -un")).unwrap().stdout_str(), "root");
+    let mut own = spec.clone();
+    own.ssh_user = Some("tester".into());
+    own.ssh_key = Some(node.key_file.clone());
+    drop(agent);
+    let t = provider.transport(&own).unwrap();
+    assert_eq!(t.run(&Cmd::new("id -un")).unwrap().stdout_str(), "tester");
+    // An unreachable port fails with a connect error naming the node.
+    let mut bad = spec;
+    bad.ssh_port = Some(1);
+    match provider.transport(&bad) {
+        Err(ExecError::Connect { node, .. }) => assert_eq!(node, "cp1"),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("connected to port 1"),
+    }
+}

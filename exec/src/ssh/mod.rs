@@ -52,8 +52,10 @@ pub enum SshAuth {
         /// Passphrase of an encrypted key. Never logged.
         passphrase: Option<String>,
     },
-    /// The identities of the running ssh-agent (`SSH_AUTH_SOCK`).
+    /// The identities of the running ssh-agent (`SSH_AUTH_SOCK`), tried in the agent's order.
     Agent,
+    /// The identities of the ssh-agent listening on this unix socket.
+    AgentSocket(PathBuf),
 }
 
 /// Connection options shared by every node of a cluster.
@@ -193,15 +195,47 @@ impl SshTransport {
                         path.display()
                     ))
                 })?,
-            SshAuth::Agent => sess
-                .userauth_agent(&t.user)
-                .map_err(|e| self.err(format!("agent authentication as {}: {e}", t.user)))?,
+            SshAuth::Agent => self.agent_auth(&sess, None)?,
+            SshAuth::AgentSocket(p) => self.agent_auth(&sess, Some(p))?,
         }
         if !sess.authenticated() {
             return Err(self.err(format!("not authenticated as {}", t.user)));
         }
         self.connects.fetch_add(1, Ordering::SeqCst);
         Ok(Conn { sess, fd })
+    }
+
+    /// Authenticates with the first agent identity the server accepts.
+    fn agent_auth(&self, sess: &Session, socket: Option<&PathBuf>) -> Result<(), ExecError> {
+        let user = &self.target.user;
+        let fail = |what: &str, e: ssh2::Error| {
+            self.err(format!("agent authentication as {user}: {what}: {e}"))
+        };
+        let mut agent = sess.agent().map_err(|e| fail("agent", e))?;
+        if let Some(p) = socket {
+            agent
+                .set_identity_path(p)
+                .map_err(|e| fail("agent socket", e))?;
+        }
+        agent
+            .connect()
+            .map_err(|e| fail("connecting to the agent", e))?;
+        agent
+            .list_identities()
+            .map_err(|e| fail("listing identities", e))?;
+        let ids = agent
+            .identities()
+            .map_err(|e| fail("listing identities", e))?;
+        let ok = ids.iter().any(|id| agent.userauth(user, id).is_ok());
+        let _ = agent.disconnect();
+        if ok {
+            Ok(())
+        } else {
+            Err(self.err(format!(
+                "agent authentication as {user}: none of the agent's {} keys was accepted",
+                ids.len()
+            )))
+        }
     }
 
     fn is_root(&self) -> bool {
