@@ -97,6 +97,13 @@ fn runs_commands_on_one_reused_connection() {
         .sh("ss -tn state established '( sport = :22 )' | tail -n +2 | wc -l")
         .unwrap();
     assert_eq!(sessions, "1", "one SSH connection expected on the node");
+
+    // The node drops the connection (sshd session killed): the next call reconnects once.
+    node.sh("pkill -f '^sshd: root@' || true").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let out = t.run(&Cmd::new("echo again")).unwrap();
+    assert_eq!(out.stdout_str(), "again");
+    assert_eq!(t.connections(), 2);
 }
 
 #[test]
