@@ -213,6 +213,8 @@ fn docker_provider_creates_finds_and_removes_labelled_nodes() {
     .unwrap();
     assert_eq!(privileged, "false private");
 
+    provider.wait_ready(Duration::from_secs(90)).unwrap();
+
     // Transports from the provider reach the right containers.
     for n in &nodes {
         let t = provider.transport(n).unwrap();
@@ -242,6 +244,25 @@ fn docker_provider_creates_finds_and_removes_labelled_nodes() {
     assert!(again.list().unwrap().is_empty());
     assert!(docker(&["inspect", &cp]).is_err());
     assert!(docker(&["network", "inspect", &provider.network_name()]).is_err());
+    drop(guard);
+}
+
+#[test]
+fn a_missing_image_is_reported_by_name() {
+    if !ready() {
+        return;
+    }
+    let cluster = unique_name("dkm");
+    let mut opts = DockerNodeOptions::kind("v0.0.0-missing");
+    // A registry on a closed loopback port: the pull fails at once and no traffic leaves the machine.
+    opts.image = format!("127.0.0.1:9/clusterctl-missing/{cluster}:v0");
+    let provider = DockerProvider::new(cluster, opts).unwrap();
+    let guard = Cleanup(provider.clone());
+    let err = provider
+        .create(&[NodeSpec::new("cp1", Role::ControlPlane, "")])
+        .unwrap_err();
+    assert!(err.to_string().contains("clusterctl-missing/"), "{err}");
+    assert!(provider.list().unwrap().is_empty());
     drop(guard);
 }
 

@@ -15,9 +15,10 @@ use bollard::models::{
     NetworkCreateRequest, NetworkingConfig, PortBinding, RestartPolicy, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
-    RemoveContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, ListContainersOptionsBuilder,
+    ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder,
 };
+use futures_util::StreamExt;
 
 use super::client::DockerClient;
 use super::transport::DockerTransport;
@@ -158,12 +159,74 @@ impl DockerProvider {
         HashMap::from([(CLUSTER_LABEL.to_string(), self.cluster.clone())])
     }
 
+    /// Makes sure the node image is present, pulling it (`POST /images/create`) when it is not.
+    /// Errors name the image and the engine's reason (no registry reachable, unknown tag).
+    pub fn ensure_image(&self) -> Result<(), ExecError> {
+        let image = self.options.image.clone();
+        self.client.block_on(async {
+            let d = self.client.docker();
+            if d.inspect_image(&image).await.is_ok() {
+                return Ok(());
+            }
+            let (repo, tag) = match image.rsplit_once(':') {
+                Some((r, t)) if !t.contains('/') => (r.to_string(), t.to_string()),
+                _ => (image.clone(), "latest".to_string()),
+            };
+            let opts = CreateImageOptionsBuilder::default()
+                .from_image(&repo)
+                .tag(&tag)
+                .build();
+            let mut pull = d.create_image(Some(opts), None, None);
+            while let Some(step) = pull.next().await {
+                step.map_err(|e| {
+                    self.err(format!(
+                        "image {image} is not present and pulling it failed: {e}"
+                    ))
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Waits until every listed running node's systemd reports `running` or `degraded`
+    /// (`systemctl is-system-running`), or `timeout` passes. Nodes without systemctl count as ready.
+    pub fn wait_ready(&self, timeout: std::time::Duration) -> Result<(), ExecError> {
+        let deadline = std::time::Instant::now() + timeout;
+        for n in self.list()? {
+            let t = self.docker_transport(&n.name);
+            loop {
+                let out = t.run(&crate::transport::Cmd::new(
+                    "command -v systemctl >/dev/null || { echo running; exit 0; }; systemctl is-system-running 2>/dev/null || true",
+                ))?;
+                let state = out.stdout_str();
+                if state == "running" || state == "degraded" {
+                    break;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(self.err(format!(
+                        "node {} not ready after {timeout:?} (systemd: {state:?})",
+                        n.name
+                    )));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+        }
+        Ok(())
+    }
+
     /// Creates the network (if missing) and one started container per node (those that exist are
-    /// left as they are), then returns the cluster's nodes as [`DockerProvider::list`] does. The first
-    /// control plane gets the API server port published on 127.0.0.1.
+    /// left as they are; the image is pulled first if missing), then returns the cluster's nodes as
+    /// [`DockerProvider::list`] does. The first control plane gets the API server port published on
+    /// 127.0.0.1. Containers are started, not waited for: see [`DockerProvider::wait_ready`].
     pub fn create(&self, nodes: &[NodeSpec]) -> Result<Vec<DockerNode>, ExecError> {
         let network = self.network_name();
         let existing = self.list()?;
+        if nodes
+            .iter()
+            .any(|n| !existing.iter().any(|e| e.name == n.name))
+        {
+            self.ensure_image()?;
+        }
         let first_cp = nodes
             .iter()
             .find(|n| n.role == Role::ControlPlane)
