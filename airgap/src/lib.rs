@@ -1,11 +1,23 @@
 //! Air-gapped installs: the OCI distribution client, the bundle writer (an OCI image layout plus
 //! packages, binaries and a manifest), the verifier/reader and import into a registry or node runtimes.
+//!
+//! Flow: [`plan::list_images`] (from the render plan) → [`pull::pull_images`] into a resumable
+//! [`store::BlobStore`] → [`bundle::write_bundle`] → (carried to the site) → [`bundle::verify_bundle`]
+//! → [`import::import_to_registry`] or [`node::load_into_node`].
 
+pub mod bundle;
 pub mod digest;
 pub mod error;
+pub mod import;
+pub mod node;
 pub mod oci;
+pub mod packages;
+pub mod plan;
+pub mod pull;
 pub mod reference;
 pub mod registry;
+pub mod run;
+pub mod store;
 
 pub use digest::Digest;
 pub use error::{AirgapError, Result};

@@ -21,6 +21,8 @@ use std::time::Duration;
 pub struct ClientOptions {
     /// A PEM file of extra CA certificates trusted besides the system roots (e.g. a Harbor CA).
     pub ca_file: Option<PathBuf>,
+    /// Extra CA certificates given as PEM text (e.g. the mirror's `caFile` as read by the loader).
+    pub ca_pem: Option<String>,
     /// Registries (host[:port]) spoken to over plain HTTP. Loopback hosts always are.
     pub plain_http: Vec<String>,
     /// Basic credentials per registry, read from environment variables.
@@ -35,6 +37,7 @@ impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             ca_file: None,
+            ca_pem: None,
             plain_http: Vec::new(),
             credentials: Vec::new(),
             timeout: Duration::from_secs(600),
@@ -100,6 +103,15 @@ impl RegistryClient {
                 AirgapError::Transport {
                     url: ca.display().to_string(),
                     reason: format!("CA file: {e}"),
+                }
+            })?;
+            b = b.tls_certs_merge(certs);
+        }
+        if let Some(pem) = &opts.ca_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes()).map_err(|e| {
+                AirgapError::Transport {
+                    url: "registry CA".into(),
+                    reason: format!("CA PEM: {e}"),
                 }
             })?;
             b = b.tls_certs_merge(certs);
@@ -527,5 +539,38 @@ impl JsonValue for Response {
     fn json_value(self) -> std::result::Result<serde_json::Value, String> {
         let b = self.bytes().map_err(|e| e.to_string())?;
         serde_json::from_slice(&b).map_err(|e| e.to_string())
+    }
+}
+
+impl RegistryClient {
+    /// Downloads `url` to `dest` (atomically), checking it against `digest`. Errors: HTTP status,
+    /// transport, mismatch, I/O.
+    pub fn download_to(&self, url: &str, digest: &Digest, dest: &Path) -> Result<u64> {
+        let mut resp = self
+            .http
+            .get(url)
+            .send()
+            .map_err(|e| transport_err(url, e))?;
+        if !resp.status().is_success() {
+            return Err(status_err("GET", url, resp));
+        }
+        let dir = dest.parent().unwrap_or(Path::new("."));
+        let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| AirgapError::io(dir, e))?;
+        let mut w = Hashing::new(std::io::BufWriter::new(tmp));
+        std::io::copy(&mut resp, &mut w).map_err(|e| transport_err(url, e))?;
+        let (got, n, bw) = w.finish();
+        if &got != digest {
+            return Err(AirgapError::DigestMismatch {
+                what: url.to_string(),
+                expected: digest.to_string(),
+                actual: got.to_string(),
+            });
+        }
+        let tmp = bw
+            .into_inner()
+            .map_err(|e| AirgapError::io(dest, e.into_error()))?;
+        tmp.persist(dest)
+            .map_err(|e| AirgapError::io(dest, e.error))?;
+        Ok(n)
     }
 }

@@ -1,0 +1,76 @@
+//! The bundle manifest (`manifest.json` in the bundle): what the bundle was made for and everything
+//! it carries — each image with its source reference, mirror reference and manifest digest, each
+//! package and binary with its size and sha256. Field names are camelCase like the cluster file.
+
+use crate::digest::Digest;
+use serde::{Deserialize, Serialize};
+
+/// Identifies this manifest format.
+pub const BUNDLE_FORMAT: &str = "clusterctl.io/airgap-bundle/v1";
+
+/// The top-level bundle manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleManifest {
+    /// Always [`BUNDLE_FORMAT`].
+    pub format: String,
+    /// `metadata.name` of the cluster the bundle was made for.
+    pub cluster: String,
+    /// `spec.kubernetesVersion`, e.g. `v1.34.1`.
+    pub kubernetes_version: String,
+    /// Further Kubernetes versions whose images are included (for a later `upgrade --to`).
+    #[serde(default)]
+    pub extra_versions: Vec<String>,
+    /// Platforms images were narrowed to (`os/arch[/variant]`); empty means all.
+    #[serde(default)]
+    pub platforms: Vec<String>,
+    /// Every image, sorted by source reference.
+    pub images: Vec<BundleImage>,
+    /// Packages (`airgap.packages`), sorted by path.
+    #[serde(default)]
+    pub packages: Vec<BundleFile>,
+    /// Binaries (the clusterctl binary itself), sorted by path.
+    #[serde(default)]
+    pub binaries: Vec<BundleFile>,
+}
+
+/// One image in the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleImage {
+    /// Upstream reference, e.g. `registry.k8s.io/pause:3.10.1`.
+    pub source: String,
+    /// Reference on the site mirror, e.g. `harbor.example.com/library/pause:3.10.1`.
+    pub mirror: String,
+    /// Digest of the manifest or index carried (what the mirror will serve).
+    pub digest: Digest,
+    /// Digest the source served; differs from `digest` only when an index was narrowed.
+    pub source_digest: Digest,
+    /// Media type of the top-level document.
+    pub media_type: String,
+    /// Size of the top-level document in bytes.
+    pub size: u64,
+    /// Platforms carried.
+    #[serde(default)]
+    pub platforms: Vec<String>,
+}
+
+/// A package or binary carried in the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleFile {
+    /// Logical name, e.g. `kubeadm`.
+    pub name: String,
+    /// Path of the entry in the bundle, e.g. `packages/debian-amd64/kubeadm_1.34.1_amd64.deb`.
+    pub path: String,
+    /// OS family (`debian`, `rhel`, …) for packages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// Architecture (`amd64`, `arm64`) for packages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// sha256 of the content.
+    pub sha256: Digest,
+}

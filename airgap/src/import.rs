@@ -1,0 +1,254 @@
+//! Importing a verified bundle into a registry mirror: for each image, blobs first (a `HEAD` skips
+//! what the registry has, a cross-repository mount is tried where the blob is known in another
+//! repository of the same registry, otherwise an upload from the bundle), then child manifests by
+//! digest, then the top manifest under the mirror tag. What was imported is recorded in a state file,
+//! so a second import only asks the registry for each top manifest's digest.
+
+use crate::bundle::verify::blob_entry;
+use crate::bundle::VerifiedBundle;
+use crate::digest::Digest;
+use crate::error::{AirgapError, Result};
+use crate::oci::{is_index, sniff_media_type, ImageIndex};
+use crate::reference::ImageRef;
+use crate::registry::RegistryClient;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What an import run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Images pushed in this run.
+    pub images_pushed: usize,
+    /// Images skipped because the record and the registry agree they are there.
+    pub images_skipped: usize,
+    /// Blobs uploaded.
+    pub blobs_uploaded: usize,
+    /// Blobs mounted from another repository.
+    pub blobs_mounted: usize,
+    /// Blobs the registry already had.
+    pub blobs_present: usize,
+    /// Bytes uploaded.
+    pub bytes_uploaded: u64,
+    /// Manifests (and indexes) put.
+    pub manifests_put: usize,
+}
+
+/// The record of past imports (`<bundle>.imported.json` unless chosen otherwise): target reference
+/// → digest pushed, and node → digests loaded. Holds no secrets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportState {
+    /// Mirror reference → manifest digest pushed there.
+    #[serde(default)]
+    pub registry: BTreeMap<String, Digest>,
+    /// Node name → image digests loaded into its runtime.
+    #[serde(default)]
+    pub nodes: BTreeMap<String, Vec<Digest>>,
+}
+
+impl ImportState {
+    /// The default state file for a bundle: `<bundle>.imported.json`.
+    pub fn default_path(bundle: &Path) -> PathBuf {
+        let mut s = bundle.as_os_str().to_owned();
+        s.push(".imported.json");
+        PathBuf::from(s)
+    }
+
+    /// Loads the state; a missing or unreadable file is an empty state (it is only an optimisation).
+    pub fn load(path: &Path) -> ImportState {
+        std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Saves the state atomically. Errors: I/O.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| AirgapError::io(dir, e))?;
+        let bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| AirgapError::io(path, std::io::Error::other(e)))?;
+        std::io::Write::write_all(&mut tmp, &bytes).map_err(|e| AirgapError::io(path, e))?;
+        tmp.persist(path)
+            .map_err(|e| AirgapError::io(path, e.error))?;
+        Ok(())
+    }
+}
+
+/// How to import into a registry.
+#[derive(Debug, Clone, Default)]
+pub struct RegistryImportOptions {
+    /// Rewrite every image to this prefix (`host[:port][/path]`) instead of the bundle's mirror references.
+    pub mirror_prefix: Option<String>,
+    /// Parallel blob uploads per image (at least 1).
+    pub jobs: usize,
+}
+
+/// Where each image goes: the bundle's mirror reference, or its source repository under `prefix`.
+pub fn target_ref(source: &str, mirror: &str, prefix: Option<&str>) -> Result<ImageRef> {
+    match prefix {
+        Some(p) => ImageRef::parse(source)?.under_prefix(p),
+        None => ImageRef::parse(mirror),
+    }
+}
+
+/// Pushes every image of `bundle` to its mirror reference. `state` is consulted and updated (the
+/// caller saves it). Errors: the first failing request; images before it stay pushed and recorded.
+pub fn import_to_registry(
+    client: &RegistryClient,
+    bundle: &VerifiedBundle,
+    opts: &RegistryImportOptions,
+    state: &mut ImportState,
+) -> Result<ImportReport> {
+    let mut report = ImportReport::default();
+    // Blob digest → repositories of the target registry known to hold it (for mounts).
+    let mut known: HashMap<(String, Digest), String> = HashMap::new();
+    for img in &bundle.manifest.images {
+        let target = target_ref(&img.source, &img.mirror, opts.mirror_prefix.as_deref())?;
+        let key = target.to_string();
+        let tag_or_digest = target.tag.clone().unwrap_or_else(|| img.digest.to_string());
+        if state.registry.get(&key) == Some(&img.digest)
+            && client
+                .head_manifest(&target.registry, &target.repository, &tag_or_digest)?
+                .as_ref()
+                == Some(&img.digest)
+        {
+            report.images_skipped += 1;
+            continue;
+        }
+        let top = bundle.read_blob(&img.digest)?;
+        let mut children = Vec::new();
+        if is_index(&img.media_type) {
+            let idx: ImageIndex =
+                serde_json::from_slice(&top).map_err(|e| AirgapError::Manifest {
+                    what: img.source.clone(),
+                    reason: e.to_string(),
+                })?;
+            for c in idx.manifests {
+                let bytes = bundle.read_blob(&c.digest)?;
+                children.push((c.digest, c.media_type, bytes));
+            }
+        }
+        // All config and layer blobs of the image.
+        let mut blobs: Vec<Digest> = bundle.blobs_of(&img.digest, &img.media_type)?;
+        blobs.retain(|d| *d != img.digest && !children.iter().any(|(cd, _, _)| cd == d));
+        blobs.sort();
+        blobs.dedup();
+        push_blobs(
+            client,
+            bundle,
+            &target,
+            &blobs,
+            opts.jobs.max(1),
+            &mut known,
+            &mut report,
+        )?;
+        for (d, mt, bytes) in &children {
+            let mt = if mt.is_empty() {
+                sniff_media_type(bytes).unwrap_or_default()
+            } else {
+                mt.clone()
+            };
+            client.put_manifest(
+                &target.registry,
+                &target.repository,
+                &d.to_string(),
+                &mt,
+                bytes,
+            )?;
+            report.manifests_put += 1;
+        }
+        client.put_manifest(
+            &target.registry,
+            &target.repository,
+            &tag_or_digest,
+            &img.media_type,
+            &top,
+        )?;
+        report.manifests_put += 1;
+        report.images_pushed += 1;
+        state.registry.insert(key, img.digest.clone());
+    }
+    Ok(report)
+}
+
+fn push_blobs(
+    client: &RegistryClient,
+    bundle: &VerifiedBundle,
+    target: &ImageRef,
+    blobs: &[Digest],
+    jobs: usize,
+    known: &mut HashMap<(String, Digest), String>,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let reg = &target.registry;
+    let repo = &target.repository;
+    let queue = Mutex::new(blobs.to_vec());
+    let shared = Mutex::new((
+        std::mem::take(known),
+        std::mem::take(report),
+        None::<AirgapError>,
+    ));
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let Some(d) = queue.lock().ok().and_then(|mut q| q.pop()) else {
+                    return;
+                };
+                let from = shared
+                    .lock()
+                    .ok()
+                    .and_then(|g| g.0.get(&(reg.clone(), d.clone())).cloned());
+                let res = (|| -> Result<(u8, u64)> {
+                    if client.head_blob(reg, repo, &d)? {
+                        return Ok((0, 0));
+                    }
+                    if let Some(from) = from.filter(|f| f != repo) {
+                        if client.mount_blob(reg, repo, &d, &from)? {
+                            return Ok((1, 0));
+                        }
+                    }
+                    let size = bundle.blob_size(&d).ok_or_else(|| AirgapError::Entry {
+                        entry: blob_entry(&d),
+                        reason: "missing".into(),
+                    })?;
+                    let name = blob_entry(&d);
+                    client.upload_blob(reg, repo, &d, size, &|| bundle.open(&name))?;
+                    Ok((2, size))
+                })();
+                let Ok(mut g) = shared.lock() else { return };
+                match res {
+                    Ok((kind, size)) => {
+                        match kind {
+                            0 => g.1.blobs_present += 1,
+                            1 => g.1.blobs_mounted += 1,
+                            _ => {
+                                g.1.blobs_uploaded += 1;
+                                g.1.bytes_uploaded += size;
+                            }
+                        }
+                        g.0.insert((reg.clone(), d.clone()), repo.clone());
+                    }
+                    Err(e) => {
+                        g.2.get_or_insert(e);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let (k, r, err) = shared.into_inner().map_err(|_| AirgapError::Transport {
+        url: reg.clone(),
+        reason: "worker panicked".into(),
+    })?;
+    *known = k;
+    *report = r;
+    match err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,168 @@
+//! The three `clusterctl airgap` operations end to end, for the CLI and the tests: list the images
+//! of a cluster, write its bundle (pull into the cache next to the output, then write), and import
+//! a bundle (verify every byte first, then push to the mirror and record what was pushed).
+
+use crate::bundle::{verify_bundle, write_bundle, BundleInput, BundleSummary, VerifiedBundle};
+use crate::error::{AirgapError, Result};
+use crate::import::{import_to_registry, ImportReport, ImportState, RegistryImportOptions};
+use crate::packages::{prepare_packages, self_binary, PackageSource};
+use crate::plan::{list_images, platforms, requests};
+use crate::pull::{pull_images, PullOptions, PullStats};
+use crate::registry::{ClientOptions, EnvCredentials, RegistryClient};
+use crate::store::BlobStore;
+use clusterctl_spec::ValidCluster;
+use std::path::{Path, PathBuf};
+
+/// Registry options for a cluster: the mirror's CA and the names of its credential variables.
+pub fn client_options(cluster: &ValidCluster) -> ClientOptions {
+    let mut o = ClientOptions::default();
+    if let Some(m) = cluster.mirror() {
+        o.ca_pem = m.ca_pem.clone();
+        if let (Some(u), Some(p)) = (&m.username_env, &m.password_env) {
+            o.credentials.push(EnvCredentials {
+                registry: m.host.clone(),
+                username_var: u.clone(),
+                password_var: p.clone(),
+            });
+        }
+    }
+    o
+}
+
+/// Options of `airgap bundle`.
+#[derive(Debug, Clone, Default)]
+pub struct BundleOptions {
+    /// Output file.
+    pub out: PathBuf,
+    /// Blob cache; default `<out>.cache` next to the output (kept, so a re-run resumes).
+    pub cache: Option<PathBuf>,
+    /// Pull options (platforms are taken from the cluster file when empty).
+    pub pull: PullOptions,
+    /// Registry options (CA, credentials, plain-HTTP hosts).
+    pub client: ClientOptions,
+    /// The clusterctl binary to carry (`bin/clusterctl`); `None` carries none.
+    pub self_binary: Option<PathBuf>,
+    /// Directory that relative package paths are resolved against (the cluster file's).
+    pub base_dir: PathBuf,
+}
+
+/// The cache directory used for `out` when none is given: `<out>.cache`.
+pub fn default_cache(out: &Path) -> PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".cache");
+    PathBuf::from(s)
+}
+
+/// Pulls everything `cluster` needs and writes the bundle. Errors: any pull, package or write error.
+pub fn bundle_cluster(
+    cluster: &ValidCluster,
+    opts: &BundleOptions,
+) -> Result<(BundleSummary, PullStats)> {
+    let cache = opts
+        .cache
+        .clone()
+        .unwrap_or_else(|| default_cache(&opts.out));
+    let store = BlobStore::open(&cache)?;
+    let client = RegistryClient::new(opts.client.clone())?;
+    let mut pull = opts.pull.clone();
+    let plats = platforms(cluster)?;
+    if pull.platforms.is_empty() {
+        pull.platforms = plats;
+    }
+    let reqs = requests(&list_images(cluster))?;
+    let (images, stats) = pull_images(&client, &store, &reqs, &pull)?;
+    let sources: Vec<PackageSource> = cluster
+        .spec()
+        .airgap
+        .as_ref()
+        .map(|a| {
+            a.packages
+                .iter()
+                .map(|p| PackageSource {
+                    name: p.name.clone(),
+                    os_family: p.os_family.clone(),
+                    arch: p.arch.clone(),
+                    path: p.path.as_ref().map(|x| opts.base_dir.join(x)),
+                    url: p.url.clone(),
+                    sha256: p.sha256.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let packages = prepare_packages(&client, &store, &sources)?;
+    let binaries = match &opts.self_binary {
+        Some(p) => vec![self_binary(p)?],
+        None => Vec::new(),
+    };
+    let input = BundleInput {
+        cluster: cluster.name().to_string(),
+        kubernetes_version: cluster.version_info().tag(),
+        extra_versions: cluster.extra_versions().iter().map(|v| v.tag()).collect(),
+        platforms: pull.platforms.iter().map(|p| p.to_string()).collect(),
+        images,
+        packages,
+        binaries,
+    };
+    let summary = write_bundle(&opts.out, &store, &input)?;
+    Ok((summary, stats))
+}
+
+/// Options of `airgap import`.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Registry options.
+    pub client: ClientOptions,
+    /// Mirror prefix override (default: the mirror references recorded in the bundle).
+    pub mirror_prefix: Option<String>,
+    /// State file; default `<bundle>.imported.json`.
+    pub state: Option<PathBuf>,
+    /// Parallel uploads.
+    pub jobs: usize,
+}
+
+/// Verifies `bundle` completely, then pushes it to the mirror and saves the state. Nothing is sent
+/// to any registry unless verification passed. Errors: verification (naming the entry), then push.
+pub fn import_bundle(
+    bundle: &Path,
+    opts: &ImportOptions,
+) -> Result<(VerifiedBundle, ImportReport)> {
+    let vb = verify_bundle(bundle)?;
+    let report = import_verified(&vb, opts)?;
+    Ok((vb, report))
+}
+
+/// Pushes an already verified bundle to the mirror and saves the state. Errors: the first push error
+/// (the state still records the images pushed before it).
+pub fn import_verified(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<ImportReport> {
+    let bundle = vb.path.as_path();
+    let client = RegistryClient::new(opts.client.clone())?;
+    let state_path = opts
+        .state
+        .clone()
+        .unwrap_or_else(|| ImportState::default_path(bundle));
+    let mut state = ImportState::load(&state_path);
+    let ropts = RegistryImportOptions {
+        mirror_prefix: opts.mirror_prefix.clone(),
+        jobs: opts.jobs.max(1),
+    };
+    let result = import_to_registry(&client, vb, &ropts, &mut state);
+    state.save(&state_path)?;
+    result
+}
+
+/// Checks that a bundle was made for `cluster` (same name and Kubernetes version). Errors: `Bundle`.
+pub fn check_matches(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> {
+    let want = cluster.version_info().tag();
+    if vb.manifest.cluster != cluster.name() || vb.manifest.kubernetes_version != want {
+        return Err(AirgapError::Bundle {
+            path: vb.path.clone(),
+            reason: format!(
+                "made for {} {}, not {} {want}",
+                vb.manifest.cluster,
+                vb.manifest.kubernetes_version,
+                cluster.name()
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,277 @@
+//! Test fixtures for the air-gap tests: OCI images built here from random bytes (never pulled from
+//! anywhere) — gzip'd tar layers, configs with correct `diff_ids`, OCI manifests, a two-platform
+//! index — written as an OCI layout and pushed into a loopback `docker-registry` with `skopeo copy`.
+
+#![allow(dead_code)]
+
+pub mod containerd;
+
+use clusterctl_airgap::digest::Digest;
+use clusterctl_testbed::registry::Registry;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A tiny deterministic PRNG (xorshift64*) so fixtures are random-looking but reproducible.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            v.extend_from_slice(&self.next().to_le_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+}
+
+/// A blob with its descriptor facts.
+#[derive(Clone, Debug)]
+pub struct Blob {
+    pub bytes: Vec<u8>,
+    pub digest: Digest,
+    pub media_type: String,
+    /// sha256 of the uncompressed tar (layers only).
+    pub diff_id: Option<Digest>,
+}
+
+impl Blob {
+    pub fn desc(&self) -> serde_json::Value {
+        serde_json::json!({"mediaType": self.media_type, "digest": self.digest.to_string(), "size": self.bytes.len()})
+    }
+}
+
+/// A gzip'd tar layer holding one file of `size` random bytes.
+pub fn layer(rng: &mut Rng, name: &str, size: usize) -> Blob {
+    let data = rng.bytes(size);
+    let mut tb = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_mtime(0);
+    h.set_entry_type(tar::EntryType::Regular);
+    tb.append_data(&mut h, name, data.as_slice())
+        .expect("tar in memory");
+    let raw = tb.into_inner().expect("tar in memory");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&raw).expect("gzip in memory");
+    let bytes = gz.finish().expect("gzip in memory");
+    Blob {
+        digest: Digest::of(&bytes),
+        bytes,
+        media_type: "application/vnd.oci.image.layer.v1.tar+gzip".into(),
+        diff_id: Some(Digest::of(&raw)),
+    }
+}
+
+/// An image: manifest bytes and the blobs it needs.
+#[derive(Clone, Debug)]
+pub struct Image {
+    pub manifest: Blob,
+    pub blobs: Vec<Blob>,
+    pub arch: String,
+}
+
+pub fn image(layers: &[Blob], arch: &str, label: &str) -> Image {
+    let diff_ids: Vec<String> = layers
+        .iter()
+        .filter_map(|l| l.diff_id.as_ref().map(|d| d.to_string()))
+        .collect();
+    let config = serde_json::to_vec(&serde_json::json!({
+        "architecture": arch, "os": "linux",
+        "config": {"Labels": {"fixture": label}, "Cmd": ["/bin/true"]},
+        "rootfs": {"type": "layers", "diff_ids": diff_ids}
+    }))
+    .expect("json");
+    let config = Blob {
+        digest: Digest::of(&config),
+        bytes: config,
+        media_type: "application/vnd.oci.image.config.v1+json".into(),
+        diff_id: None,
+    };
+    let manifest = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": config.desc(),
+        "layers": layers.iter().map(Blob::desc).collect::<Vec<_>>()
+    }))
+    .expect("json");
+    let manifest = Blob {
+        digest: Digest::of(&manifest),
+        bytes: manifest,
+        media_type: "application/vnd.oci.image.manifest.v1+json".into(),
+        diff_id: None,
+    };
+    let mut blobs = vec![config];
+    blobs.extend(layers.iter().cloned());
+    Image {
+        manifest,
+        blobs,
+        arch: arch.to_string(),
+    }
+}
+
+/// An index over `images` with their platforms.
+pub fn index(images: &[Image]) -> Blob {
+    let bytes = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": images.iter().map(|i| {
+            let mut d = i.manifest.desc();
+            d["platform"] = serde_json::json!({"os": "linux", "architecture": i.arch});
+            d
+        }).collect::<Vec<_>>()
+    }))
+    .expect("json");
+    Blob {
+        digest: Digest::of(&bytes),
+        bytes,
+        media_type: "application/vnd.oci.image.index.v1+json".into(),
+        diff_id: None,
+    }
+}
+
+/// What the fixture registry holds.
+pub struct Fixture {
+    /// (repository:tag, top digest) for every image pushed.
+    pub images: Vec<(String, Digest)>,
+    /// Digest of the two-platform index `fixture/multi:v1`.
+    pub multi_index: Digest,
+    /// The amd64 child of the index.
+    pub multi_amd64: Digest,
+    /// Sum of the sizes of all distinct blobs (manifests, configs, layers, the index).
+    pub unique_bytes: u64,
+    pub dir: tempfile::TempDir,
+}
+
+fn write_blob(dir: &Path, b: &Blob) {
+    let p = dir.join("blobs/sha256").join(b.digest.hex());
+    std::fs::write(p, &b.bytes).expect("write blob");
+}
+
+/// Builds `n_apps` images sharing one base layer (`base_size` bytes, each app adding `app_size`),
+/// plus `fixture/multi:v1` (amd64 + arm64), as an OCI layout; pushes them into `reg` with skopeo.
+pub fn fill(
+    reg: &Registry,
+    seed: u64,
+    n_apps: usize,
+    base_size: usize,
+    app_size: usize,
+) -> Fixture {
+    let dir = tempfile::Builder::new()
+        .prefix("cc-fixture-")
+        .tempdir()
+        .expect("tempdir");
+    let layout = dir.path().join("layout");
+    std::fs::create_dir_all(layout.join("blobs/sha256")).expect("mkdir");
+    std::fs::write(
+        layout.join("oci-layout"),
+        br#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .expect("write");
+    let mut rng = Rng(seed | 1);
+    let base = layer(&mut rng, "base/lib.bin", base_size);
+    let mut entries = Vec::new();
+    let mut all: std::collections::BTreeMap<Digest, u64> = Default::default();
+    let mut record = |b: &Blob| {
+        all.insert(b.digest.clone(), b.bytes.len() as u64);
+        write_blob(&layout, b);
+    };
+    let mut pushed = Vec::new();
+    for i in 0..n_apps {
+        let own = layer(&mut rng, &format!("app/{i}.bin"), app_size);
+        let img = image(&[base.clone(), own], "amd64", &format!("app{i}"));
+        record(&img.manifest);
+        img.blobs.iter().for_each(&mut record);
+        let name = format!("fixture/app{i}:v1");
+        entries.push(serde_json::json!({"mediaType": img.manifest.media_type, "digest": img.manifest.digest.to_string(), "size": img.manifest.bytes.len(), "annotations": {"org.opencontainers.image.ref.name": name}}));
+        pushed.push((name, img.manifest.digest.clone()));
+    }
+    let amd = image(
+        &[base.clone(), layer(&mut rng, "multi/amd64.bin", app_size)],
+        "amd64",
+        "multi-amd64",
+    );
+    let arm = image(
+        &[
+            layer(&mut rng, "multi/arm64-base.bin", app_size),
+            layer(&mut rng, "multi/arm64.bin", app_size),
+        ],
+        "arm64",
+        "multi-arm64",
+    );
+    for img in [&amd, &arm] {
+        record(&img.manifest);
+        img.blobs.iter().for_each(&mut record);
+    }
+    let idx = index(&[amd.clone(), arm.clone()]);
+    record(&idx);
+    entries.push(serde_json::json!({"mediaType": idx.media_type, "digest": idx.digest.to_string(), "size": idx.bytes.len(), "annotations": {"org.opencontainers.image.ref.name": "fixture/multi:v1"}}));
+    pushed.push(("fixture/multi:v1".to_string(), idx.digest.clone()));
+    std::fs::write(
+        layout.join("index.json"),
+        serde_json::to_vec(&serde_json::json!({"schemaVersion": 2, "manifests": entries}))
+            .expect("json"),
+    )
+    .expect("write");
+    for (name, _) in &pushed {
+        skopeo(&[
+            "copy",
+            "--all",
+            "--preserve-digests",
+            "--quiet",
+            "--dest-tls-verify=false",
+            &format!("oci:{}:{name}", layout.display()),
+            &format!("docker://{}/{name}", reg.addr()),
+        ]);
+    }
+    Fixture {
+        images: pushed,
+        multi_index: idx.digest,
+        multi_amd64: amd.manifest.digest,
+        unique_bytes: all.values().sum(),
+        dir,
+    }
+}
+
+/// Runs skopeo with `args`, panicking with its stderr on failure; returns stdout.
+pub fn skopeo(args: &[&str]) -> String {
+    let out = Command::new("skopeo")
+        .args(args)
+        .output()
+        .expect("skopeo runs");
+    assert!(
+        out.status.success(),
+        "skopeo {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// True when skopeo and docker-registry are installed.
+pub fn peers_available() -> bool {
+    clusterctl_testbed::registry::available() && Path::new("/usr/bin/skopeo").exists()
+}
+
+/// A scratch directory for a test.
+pub fn scratch(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("tempdir")
+}
+
+pub fn path_str(p: &Path) -> String {
+    p.display().to_string()
+}
+
+pub fn unused(_: PathBuf) {}

@@ -1,0 +1,252 @@
+//! Tampered bundles are refused before anything is sent: a flipped byte in a blob, in the bundle
+//! manifest or in a package, a truncated file, and entries with unsafe paths or links. Each error
+//! names the entry, and the target registry (a real loopback `docker-registry`) receives no write.
+
+mod common;
+
+use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput, PreparedFile};
+use clusterctl_airgap::pull::PulledImage;
+use clusterctl_airgap::run::{import_bundle, ImportOptions};
+use clusterctl_airgap::store::BlobStore;
+use clusterctl_airgap::{AirgapError, Digest, ImageRef};
+use clusterctl_testbed::registry::Registry;
+use clusterctl_testbed::require;
+use common::*;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// A bundle with two images sharing a base layer and one package, written straight from a store.
+fn good_bundle(dir: &Path) -> PathBuf {
+    let store = BlobStore::open(dir.join("cache")).expect("store");
+    let mut rng = Rng(7);
+    let base = layer(&mut rng, "base.bin", 64 << 10);
+    let mut images = Vec::new();
+    for i in 0..2 {
+        let img = image(
+            &[base.clone(), layer(&mut rng, "own.bin", 16 << 10)],
+            "amd64",
+            &format!("t{i}"),
+        );
+        store.put(&img.manifest.bytes).expect("put");
+        let mut blobs = vec![img.manifest.digest.clone()];
+        for b in &img.blobs {
+            store.put(&b.bytes).expect("put");
+            blobs.push(b.digest.clone());
+        }
+        blobs.sort();
+        let source =
+            ImageRef::parse(&format!("registry.fixture.test/tamper/t{i}:v1")).expect("ref");
+        images.push(PulledImage {
+            mirror: source
+                .under_prefix("mirror.site.test/library")
+                .expect("mirror"),
+            source,
+            digest: img.manifest.digest.clone(),
+            source_digest: img.manifest.digest.clone(),
+            media_type: img.manifest.media_type.clone(),
+            size: img.manifest.bytes.len() as u64,
+            platforms: vec![],
+            blobs,
+        });
+    }
+    let pkg = dir.join("kubeadm_1.34.1_amd64.deb");
+    std::fs::write(&pkg, rng.bytes(10_000)).expect("pkg");
+    let prepared = PreparedFile::from_path(
+        "kubeadm",
+        "packages/debian-amd64/kubeadm_1.34.1_amd64.deb",
+        &pkg,
+        0o644,
+        Some("debian".into()),
+        Some("amd64".into()),
+    )
+    .expect("prep");
+    let out = dir.join("good.tar");
+    let input = BundleInput {
+        cluster: "t".into(),
+        kubernetes_version: "v1.34.1".into(),
+        extra_versions: vec![],
+        platforms: vec![],
+        images,
+        packages: vec![prepared],
+        binaries: vec![],
+    };
+    write_bundle(&out, &store, &input).expect("write");
+    out
+}
+
+fn flip_at(src: &Path, dst: &Path, offset: u64) {
+    std::fs::copy(src, dst).expect("copy");
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dst)
+        .expect("open");
+    f.seek(SeekFrom::Start(offset)).expect("seek");
+    let mut b = [0u8; 1];
+    std::io::Read::read_exact(&mut f, &mut b).expect("read");
+    f.seek(SeekFrom::Start(offset)).expect("seek");
+    f.write_all(&[b[0] ^ 0x01]).expect("write");
+}
+
+/// A raw tar whose entries are (name bytes, type, link target, data), written with hand-set names
+/// so that unsafe names the tar crate would refuse to build still end up in the file.
+fn raw_tar(dst: &Path, entries: &[(&[u8], tar::EntryType, &[u8], &[u8])]) {
+    let mut out = Vec::new();
+    for (name, kind, link, data) in entries {
+        let mut h = tar::Header::new_old();
+        h.as_old_mut().name[..name.len()].copy_from_slice(name);
+        h.as_old_mut().linkname[..link.len()].copy_from_slice(link);
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(*kind);
+        h.set_cksum();
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(data);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+    }
+    out.extend_from_slice(&[0u8; 1024]);
+    std::fs::write(dst, out).expect("write tar");
+}
+
+fn assert_refused(reg: &Registry, bundle: &Path, must_name: &str) {
+    let opts = ImportOptions {
+        mirror_prefix: Some(format!("{}/site", reg.addr())),
+        state: Some(bundle.with_extension("state.json")),
+        ..Default::default()
+    };
+    let err = import_bundle(bundle, &opts).expect_err("tampered bundle must be refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(must_name),
+        "error {msg:?} should name {must_name:?}"
+    );
+    assert!(
+        matches!(err, AirgapError::Entry { .. } | AirgapError::Bundle { .. }),
+        "{err:?}"
+    );
+    assert_eq!(reg.blob_count(), 0, "nothing stored");
+    for m in ["PUT", "POST", "PATCH"] {
+        assert_eq!(
+            reg.count_requests(m, "/v2/"),
+            0,
+            "no {m} reached the registry"
+        );
+    }
+}
+
+#[test]
+fn tampered_bundles_change_nothing() {
+    if !require("docker-registry", clusterctl_testbed::registry::available()) {
+        return;
+    }
+    let reg = Registry::start().expect("registry");
+    let work = scratch("cc-airgap-tamper-");
+    let good = good_bundle(work.path());
+    let vb = verify_bundle(&good).expect("the untampered bundle verifies");
+    assert_eq!(vb.manifest.packages.len(), 1);
+
+    // A flipped byte in a layer blob.
+    let (blob_name, blob) = vb
+        .entries
+        .iter()
+        .filter(|(n, _)| n.starts_with("oci/blobs/"))
+        .max_by_key(|(_, l)| l.size)
+        .expect("a blob");
+    let t = work.path().join("blob.tar");
+    flip_at(&good, &t, blob.offset + blob.size / 2);
+    assert_refused(&reg, &t, blob_name);
+
+    // In the bundle manifest.
+    let m = &vb.entries["manifest.json"];
+    let t = work.path().join("manifest.tar");
+    flip_at(&good, &t, m.offset + 3);
+    assert_refused(&reg, &t, "manifest.json");
+
+    // In a package.
+    let p = &vb.manifest.packages[0].path;
+    let t = work.path().join("package.tar");
+    flip_at(&good, &t, vb.entries[p].offset + 100);
+    assert_refused(&reg, &t, p);
+
+    // Truncated in the middle of the largest blob.
+    let t = work.path().join("truncated.tar");
+    std::fs::copy(&good, &t).expect("copy");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&t)
+        .expect("open")
+        .set_len(blob.offset + blob.size / 3)
+        .expect("truncate");
+    assert_refused(&reg, &t, blob_name);
+
+    // Truncated at an entry boundary (whole entries missing).
+    let t = work.path().join("short.tar");
+    std::fs::copy(&good, &t).expect("copy");
+    let last_start = vb
+        .entries
+        .values()
+        .map(|l| l.offset)
+        .max()
+        .expect("entries")
+        - 512;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&t)
+        .expect("open")
+        .set_len(last_start)
+        .expect("truncate");
+    assert_refused(&reg, &t, "missing");
+
+    // Path traversal, absolute paths and links, each listed correctly in SHA256SUMS.
+    let data = b"evil";
+    let hex = Digest::of(data).hex().to_string();
+    for (name, kind, link) in [
+        (&b"../evil"[..], tar::EntryType::Regular, &b""[..]),
+        (&b"/etc/evil"[..], tar::EntryType::Regular, &b""[..]),
+        (
+            &b"oci/x/../../../evil"[..],
+            tar::EntryType::Regular,
+            &b""[..],
+        ),
+        (
+            &b"oci/link"[..],
+            tar::EntryType::Symlink,
+            &b"/etc/passwd"[..],
+        ),
+        (
+            &b"oci/hard"[..],
+            tar::EntryType::Link,
+            &b"../../etc/passwd"[..],
+        ),
+    ] {
+        let shown = String::from_utf8_lossy(name).into_owned();
+        let sums = format!("{hex}  oci/ok\n");
+        let t = work.path().join("unsafe.tar");
+        raw_tar(
+            &t,
+            &[
+                (b"SHA256SUMS", tar::EntryType::Regular, b"", sums.as_bytes()),
+                (name, kind, link, data),
+            ],
+        );
+        assert_refused(&reg, &t, &shown);
+    }
+    // An unsafe path inside the checksum list itself.
+    let t = work.path().join("unsafe-sums.tar");
+    let sums = format!("{hex}  ../../evil\n");
+    raw_tar(
+        &t,
+        &[(b"SHA256SUMS", tar::EntryType::Regular, b"", sums.as_bytes())],
+    );
+    assert_refused(&reg, &t, "../../evil");
+
+    // And the good bundle does import afterwards.
+    let opts = ImportOptions {
+        mirror_prefix: Some(format!("{}/site", reg.addr())),
+        state: Some(work.path().join("good.state")),
+        ..Default::default()
+    };
+    let (_, report) = import_bundle(&good, &opts).expect("good import");
+    assert_eq!(report.images_pushed, 2);
+    assert!(reg.blob_count() > 0);
+}
