@@ -29,6 +29,10 @@ const EAGAIN: i32 = -37;
 /// Host-key algorithms in order of preference (those libssh2 does not know are ignored by it).
 const HOSTKEY_PREF: &str = "ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,rsa-sha2-512,rsa-sha2-256,ssh-rsa";
 
+/// Ciphers in order of preference: AES-GCM first (hardware AES, no separate MAC), then AES-CTR and
+/// ChaCha20-Poly1305 (unknown names are ignored by libssh2).
+const CIPHER_PREF: &str = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,aes128-ctr,aes256-ctr,chacha20-poly1305@openssh.com,aes192-ctr";
+
 /// Where a node is: its name in the cluster file, address, SSH port and login user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SshTarget {
@@ -175,6 +179,8 @@ impl SshTransport {
         sess.set_tcp_stream(tcp);
         sess.set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
         let _ = sess.method_pref(MethodType::HostKey, HOSTKEY_PREF);
+        let _ = sess.method_pref(MethodType::CryptCs, CIPHER_PREF);
+        let _ = sess.method_pref(MethodType::CryptSc, CIPHER_PREF);
         sess.handshake()
             .map_err(|e| self.err(format!("SSH handshake: {e}")))?;
         known_hosts::verify(
