@@ -449,8 +449,10 @@ impl TestCluster {
             "{{range .IPAM.Config}}{{.Gateway}}{{end}}",
             &network,
         ])?;
-        for i in 0..opts.nodes {
-            let name = format!("{network}-n{i}");
+        // Containers are created a few at a time in parallel (the engine serialises much of it).
+        let names: Vec<String> = (0..opts.nodes).map(|i| format!("{network}-n{i}")).collect();
+        cluster.containers = names.clone();
+        let run_one = |name: &String| -> Result<String> {
             let mut args: Vec<String> = vec![
                 "run".into(),
                 "-d".into(),
@@ -469,20 +471,32 @@ impl TestCluster {
             args.push("/sbin/init".into());
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             docker(&refs)?;
-            cluster.containers.push(name.clone());
-            let address = docker(&[
+            docker(&[
                 "inspect",
                 "--format",
                 &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
-                &name,
-            ])?;
-            cluster.nodes.push(TestNode {
                 name,
-                address,
-                port: 22,
-                key_file: key.private.clone(),
-                known_hosts: known_hosts.clone(),
+            ])
+        };
+        for group in names.chunks(4) {
+            let addresses: Vec<Result<String>> = std::thread::scope(|s| {
+                let hs: Vec<_> = group.iter().map(|n| s.spawn(|| run_one(n))).collect();
+                hs.into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(anyhow!("docker run thread panicked")))
+                    })
+                    .collect()
             });
+            for (name, address) in group.iter().zip(addresses) {
+                cluster.nodes.push(TestNode {
+                    name: name.clone(),
+                    address: address?,
+                    port: 22,
+                    key_file: key.private.clone(),
+                    known_hosts: known_hosts.clone(),
+                });
+            }
         }
         let setup = "set -e; k=$(cat); for h in /root /home/tester; do mkdir -p $h/.ssh; chmod 700 $h/.ssh; \
                      printf '%s\\n' \"$k\" > $h/.ssh/authorized_keys; chmod 600 $h/.ssh/authorized_keys; done; \
