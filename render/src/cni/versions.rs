@@ -1,21 +1,46 @@
-//! Pinned CNI versions and their images. Defaults: Calico v3.29.1 (tigera-operator v1.36.2), Cilium
-//! v1.16.5 (agent + operator-generic; Envoy embedded in the agent, `envoy.enabled: false`), flannel
-//! v0.26.2 (flannel-cni-plugin v1.6.0-flannel1). Image names from the projects' release manifests:
-//! projectcalico/calico `manifests/tigera-operator.yaml`, cilium/cilium `install/kubernetes/cilium/values.yaml`,
-//! flannel-io/flannel `Documentation/kube-flannel.yml`.
+//! Pinned CNI versions and their images. Defaults: Calico v3.32.2 (tigera-operator v1.42.6), Cilium
+//! v1.18.2 (agent + operator-generic; Envoy embedded in the agent, `envoy.enabled: false`; any Cilium
+//! version works, the image names do not change), flannel v0.27.4 (flannel-cni-plugin v1.8.0-flannel1).
+//! Image names from the projects' release manifests: projectcalico/calico `manifests/tigera-operator.yaml`
+//! (Calico images on quay.io from v3.30, docker.io before), cilium/cilium
+//! `install/kubernetes/cilium/values.yaml`, flannel-io/flannel `Documentation/kube-flannel.yml` (ghcr.io
+//! from v0.27, docker.io before).
 
 use crate::output::RenderError;
 use clusterctl_spec::model::CniPlugin;
 use clusterctl_spec::ValidCluster;
 
 /// Calico versions with their tigera-operator version.
-pub const CALICO: &[(&str, &str)] = &[("v3.29.1", "v1.36.2"), ("v3.28.2", "v1.34.5")];
-/// Cilium versions (agent and operator share the tag).
-pub const CILIUM: &[&str] = &["v1.16.5", "v1.17.6"];
+pub const CALICO: &[(&str, &str)] = &[
+    ("v3.32.2", "v1.42.6"),
+    ("v3.31.3", "v1.40.3"),
+    ("v3.31.2", "v1.40.2"),
+    ("v3.29.1", "v1.36.2"),
+];
+/// The default Cilium version (agent and operator share the tag; any version is accepted).
+pub const CILIUM_DEFAULT: &str = "v1.18.2";
 /// flannel versions with their flannel-cni-plugin tag.
-pub const FLANNEL: &[(&str, &str)] = &[("v0.26.2", "v1.6.0-flannel1")];
+pub const FLANNEL: &[(&str, &str)] = &[("v0.27.4", "v1.8.0-flannel1"), ("v0.26.2", "v1.6.0-flannel1")];
 
-/// The Calico images besides the operator, all `docker.io/calico/<name>:<version>`.
+/// Registry host of Calico's images for `version` (quay.io from v3.30, docker.io before).
+fn calico_host(version: &str) -> &'static str {
+    let minor = version.trim_start_matches("v3.").split('.').next().and_then(|m| m.parse::<u32>().ok());
+    match minor {
+        Some(m) if version.starts_with("v3.") && m < 30 => "docker.io",
+        _ => "quay.io",
+    }
+}
+
+/// Registry path of flannel's images for `version` (ghcr.io/flannel-io from v0.27, docker.io/flannel before).
+fn flannel_repo(version: &str) -> &'static str {
+    let minor = version.trim_start_matches("v0.").split('.').next().and_then(|m| m.parse::<u32>().ok());
+    match minor {
+        Some(m) if version.starts_with("v0.") && m < 27 => "docker.io/flannel",
+        _ => "ghcr.io/flannel-io",
+    }
+}
+
+/// The Calico images besides the operator, all `<quay.io|docker.io>/calico/<name>:<version>`.
 pub const CALICO_COMPONENTS: &[&str] = &[
     "apiserver",
     "cni",
@@ -60,8 +85,9 @@ impl Pins {
                     "tigera/operator".to_string(),
                     format!("quay.io/tigera/operator:{operator}"),
                 )];
+                let host = calico_host(version);
                 for c in CALICO_COMPONENTS {
-                    v.push((format!("calico/{c}"), format!("docker.io/calico/{c}:{version}")));
+                    v.push((format!("calico/{c}"), format!("{host}/calico/{c}:{version}")));
                 }
                 v
             }
@@ -72,13 +98,13 @@ impl Pins {
                     format!("quay.io/cilium/operator-generic:{version}"),
                 ),
             ],
-            Pins::Flannel { version, cni_plugin } => vec![
-                ("flannel/flannel".to_string(), format!("docker.io/flannel/flannel:{version}")),
-                (
-                    "flannel/flannel-cni-plugin".to_string(),
-                    format!("docker.io/flannel/flannel-cni-plugin:{cni_plugin}"),
-                ),
-            ],
+            Pins::Flannel { version, cni_plugin } => {
+                let repo = flannel_repo(version);
+                vec![
+                    ("flannel/flannel".to_string(), format!("{repo}/flannel:{version}")),
+                    ("flannel/flannel-cni-plugin".to_string(), format!("{repo}/flannel-cni-plugin:{cni_plugin}")),
+                ]
+            }
         }
     }
 }
@@ -110,12 +136,7 @@ pub fn pins(cluster: &ValidCluster) -> Result<Option<Pins>, RenderError> {
             }
         }
         CniPlugin::Cilium => {
-            let v = want.unwrap_or_else(|| CILIUM[0].to_string());
-            if CILIUM.contains(&v.as_str()) {
-                Ok(Some(Pins::Cilium { version: v }))
-            } else {
-                Err(unknown("cilium", v, CILIUM.to_vec()))
-            }
+            Ok(Some(Pins::Cilium { version: want.unwrap_or_else(|| CILIUM_DEFAULT.to_string()) }))
         }
         CniPlugin::Flannel => {
             let v = want.unwrap_or_else(|| FLANNEL[0].0.to_string());
