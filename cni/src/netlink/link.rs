@@ -79,8 +79,8 @@ impl Netlink {
     /// Creates a veth pair per `spec` (`RTM_NEWLINK`, `NLM_F_CREATE | NLM_F_EXCL`).
     /// Errors: `EEXIST` when the host name is taken, `EINVAL` for a bad name or MTU.
     pub fn create_veth(&mut self, spec: &VethSpec<'_>) -> NlResult<()> {
+        // The peer cannot be created up: `veth_open` fails with ENOTCONN until both ends exist.
         let mut peer = LinkMessage::default();
-        up_header(&mut peer);
         peer.attributes
             .push(LinkAttribute::IfName(spec.peer_name.to_string()));
         peer.attributes

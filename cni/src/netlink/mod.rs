@@ -75,8 +75,6 @@ impl Netlink {
             Socket::new(NETLINK_ROUTE).map_err(|e| NetlinkError::new("open socket", e))?;
         sock.bind_auto()
             .map_err(|e| NetlinkError::new("bind socket", e))?;
-        sock.connect(&SocketAddr::new(0, 0))
-            .map_err(|e| NetlinkError::new("connect socket", e))?;
         // Extended ACKs give better messages; failure to enable them is harmless.
         let _ = sock.set_ext_ack(true);
         Ok(Self {
@@ -96,7 +94,7 @@ impl Netlink {
         let mut out = vec![0u8; req.buffer_len()];
         req.serialize(&mut out[..]);
         self.sock
-            .send(&out, 0)
+            .send_to(&out, &SocketAddr::new(0, 0), 0)
             .map_err(|e| NetlinkError::new(op, e))?;
         Ok(self.seq)
     }

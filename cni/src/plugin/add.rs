@@ -105,6 +105,7 @@ fn plumb(
         let mut c = Netlink::open()?;
         let idx = nix::net::if_::if_nametoindex(env.ifname.as_str())
             .map_err(|e| internal("find the container interface", e))?;
+        c.set_link(idx, None, None)?;
         c.add_addr(&AddrEntry {
             index: idx,
             address: ip,
