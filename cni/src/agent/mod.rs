@@ -149,14 +149,25 @@ pub fn run(
             .map_err(AgentError::Peers)
             .and_then(|p| pass(cfg, &p));
         match (&result, once) {
-            (Ok(Some(ch)), _) => eprintln!(
-                "clusterctl cni agent: reconciled (device created: {}, added {}, removed {}, mtu {})",
-                ch.device_created, ch.added, ch.removed, ch.mtu
-            ),
-            (Ok(None), true) => {
-                return Err(AgentError::Config(format!("node {} is not in the peer set", cfg.node_name)))
+            (Ok(Some(ch)), _) => {
+                eprintln!(
+                    "clusterctl cni agent: reconciled (device created: {}, added {}, removed {}, mtu {})",
+                    ch.device_created, ch.added, ch.removed, ch.mtu
+                );
+                for l in &ch.log {
+                    eprintln!("clusterctl cni agent:   {l}");
+                }
             }
-            (Ok(None), false) => eprintln!("clusterctl cni agent: waiting for node {} and its podCIDR", cfg.node_name),
+            (Ok(None), true) => {
+                return Err(AgentError::Config(format!(
+                    "node {} is not in the peer set",
+                    cfg.node_name
+                )))
+            }
+            (Ok(None), false) => eprintln!(
+                "clusterctl cni agent: waiting for node {} and its podCIDR",
+                cfg.node_name
+            ),
             (Err(e), false) => eprintln!("clusterctl cni agent: pass failed, retrying: {e}"),
             (Err(_), true) => {}
         }

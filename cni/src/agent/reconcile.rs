@@ -43,6 +43,8 @@ pub struct Changes {
     pub removed: usize,
     /// The device MTU in effect.
     pub mtu: u32,
+    /// One line per change (`+route 10.244.2.0/24 via 10.244.2.0`, `-fdb 0e:cc:… dst …`).
+    pub log: Vec<String>,
 }
 
 fn find_underlay(nl: &mut Netlink, me: &Peer, name: Option<&str>) -> Result<LinkEntry, AgentError> {
@@ -122,10 +124,12 @@ pub fn reconcile(dev: &DeviceConfig, me: &Peer, peers: &[Peer]) -> Result<Change
     for a in addrs.iter().filter(|a| **a != want_addr) {
         nl.del_addr(a)?;
         ch.removed += 1;
+        ch.log.push(format!("-addr {}/{}", a.address, a.prefix_len));
     }
     if !addrs.contains(&want_addr) {
         nl.add_addr(&want_addr)?;
         ch.added += 1;
+        ch.log.push(format!("+addr {}/32", want_addr.address));
     }
 
     let others: Vec<&Peer> = peers
@@ -148,10 +152,12 @@ pub fn reconcile(dev: &DeviceConfig, me: &Peer, peers: &[Peer]) -> Result<Change
     for r in have_routes.iter().filter(|r| !want_routes.contains(r)) {
         nl.del_route(r)?;
         ch.removed += 1;
+        ch.log.push(format!("-route {r:?}"));
     }
     for r in want_routes.iter().filter(|r| !have_routes.contains(r)) {
         nl.replace_route(r)?;
         ch.added += 1;
+        ch.log.push(format!("+route {r:?}"));
     }
 
     // Neighbours.
@@ -168,10 +174,12 @@ pub fn reconcile(dev: &DeviceConfig, me: &Peer, peers: &[Peer]) -> Result<Change
     for n in have_neigh.iter().filter(|n| !want_ips.contains(&n.ip)) {
         nl.del_neigh(n)?;
         ch.removed += 1;
+        ch.log.push(format!("-neigh {n:?}"));
     }
     for n in want_neigh.iter().filter(|n| !have_neigh.contains(n)) {
         nl.replace_neigh(n)?;
         ch.added += 1;
+        ch.log.push(format!("+neigh {n:?}"));
     }
 
     // Forwarding database.
@@ -187,10 +195,12 @@ pub fn reconcile(dev: &DeviceConfig, me: &Peer, peers: &[Peer]) -> Result<Change
     for f in have_fdb.iter().filter(|f| !want_fdb.contains(f)) {
         nl.del_fdb(f)?;
         ch.removed += 1;
+        ch.log.push(format!("-fdb {f:?}"));
     }
     for f in want_fdb.iter().filter(|f| !have_fdb.contains(f)) {
         nl.replace_fdb(f)?;
         ch.added += 1;
+        ch.log.push(format!("+fdb {f:?}"));
     }
     Ok(ch)
 }

@@ -61,6 +61,15 @@ fn fdb_msg(e: &FdbEntry) -> NeighbourMessage {
     m
 }
 
+/// The IPv4 address of a neighbour attribute; `AF_BRIDGE` dumps decode it as raw bytes.
+fn ipv4(a: &NeighbourAddress) -> Option<Ipv4Addr> {
+    match a {
+        NeighbourAddress::Inet(ip) => Some(*ip),
+        NeighbourAddress::Other(b) => <[u8; 4]>::try_from(b.as_slice()).ok().map(Ipv4Addr::from),
+        _ => None,
+    }
+}
+
 fn mac6(v: &[u8]) -> Option<[u8; 6]> {
     v.try_into().ok()
 }
@@ -99,7 +108,7 @@ impl Netlink {
                 continue;
             }
             let ip = n.attributes.iter().find_map(|a| match a {
-                NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => Some(*ip),
+                NeighbourAttribute::Destination(a) => ipv4(a),
                 _ => None,
             });
             let mac = n.attributes.iter().find_map(|a| match a {
@@ -151,7 +160,7 @@ impl Netlink {
                 continue;
             }
             let dst = n.attributes.iter().find_map(|a| match a {
-                NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => Some(*ip),
+                NeighbourAttribute::Destination(a) => ipv4(a),
                 _ => None,
             });
             let mac = n.attributes.iter().find_map(|a| match a {
