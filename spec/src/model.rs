@@ -125,7 +125,7 @@ pub struct Vip {
     /// Also serve LoadBalancer Services (kube-vip `svc_enable`). Default false.
     #[serde(default)]
     pub load_balancer_services: bool,
-    /// kube-vip image. Default `ghcr.io/kube-vip/kube-vip:v0.8.9`; rewritten under the registry mirror.
+    /// kube-vip image. Default `ghcr.io/kube-vip/kube-vip:v1.0.1`; rewritten under the registry mirror.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     /// BGP settings, required when `mode: bgp`.

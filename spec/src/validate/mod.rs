@@ -22,7 +22,7 @@ use crate::position::PathIndex;
 use crate::valid::ValidCluster;
 
 /// The kube-vip image used when `vip.image` is not set.
-pub const DEFAULT_KUBE_VIP_IMAGE: &str = "ghcr.io/kube-vip/kube-vip:v0.8.9";
+pub const DEFAULT_KUBE_VIP_IMAGE: &str = "ghcr.io/kube-vip/kube-vip:v1.0.1";
 
 /// A file that passed validation: the cluster and the warnings found on the way.
 #[derive(Debug, Clone)]

@@ -93,7 +93,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, nodes: &[ValidNode]) 
             if crate::mirror::ImageRef::parse(i).is_none() {
                 ctx.push(
                     Diagnostic::error("spec::image", format!("{i:?} is not an image reference"))
-                        .help("write e.g. `ghcr.io/kube-vip/kube-vip:v0.8.9`")
+                        .help("write e.g. `ghcr.io/kube-vip/kube-vip:v1.0.1`")
                         .at("spec.controlPlane.vip.image"),
                 );
             }
