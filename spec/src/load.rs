@@ -64,9 +64,9 @@ impl Loaded {
     /// [`load`] with the file system and by profiles with embedded texts.
     pub fn resolve_references(&mut self, read: impl Fn(&str) -> Referenced) {
         for p in referenced_paths(&self.source_text) {
-            if !self.referenced.contains_key(&p) {
-                let r = read(&p);
-                self.referenced.insert(p, r);
+            if let std::collections::btree_map::Entry::Vacant(e) = self.referenced.entry(p) {
+                let r = read(e.key());
+                e.insert(r);
             }
         }
     }

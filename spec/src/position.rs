@@ -150,8 +150,17 @@ pub fn join_index(path: &str, i: usize) -> String {
 }
 
 enum Frame {
-    Map { path: String, key: Option<String> },
-    Seq { path: String, next: usize },
+    /// `first_key_pending`: the mapping's own position is taken from its first key (yaml-rust2 marks a
+    /// block mapping at its first `:`).
+    Map {
+        path: String,
+        key: Option<String>,
+        first_key_pending: bool,
+    },
+    Seq {
+        path: String,
+        next: usize,
+    },
 }
 
 struct Receiver<'a> {
@@ -190,7 +199,7 @@ impl Receiver<'_> {
                 *next += 1;
                 Some(p)
             }
-            Some(Frame::Map { path, key }) => key.take().map(|k| join_key(path, &k)),
+            Some(Frame::Map { path, key, .. }) => key.take().map(|k| join_key(path, &k)),
         }
     }
 
@@ -199,15 +208,34 @@ impl Receiver<'_> {
         if is_key {
             if let Event::Scalar(k, ..) = ev {
                 let pos = self.pos_of(mark, true);
-                if let Some(Frame::Map { path, key }) = self.stack.last_mut() {
+                if let Some(Frame::Map {
+                    path,
+                    key,
+                    first_key_pending,
+                }) = self.stack.last_mut()
+                {
+                    if *first_key_pending {
+                        *first_key_pending = false;
+                        if let Some(v) = self.index.values.get_mut(path.as_str()) {
+                            if self.text.as_bytes().get(v.offset) != Some(&b'{') {
+                                *v = Pos {
+                                    len: pos.len.max(1),
+                                    ..pos
+                                };
+                            }
+                        }
+                    }
                     let full = join_key(path, k);
-                    if self.index.keys.contains_key(&full) {
-                        self.index.duplicates.push(Duplicate {
-                            path: full.clone(),
-                            pos,
-                        });
-                    } else {
-                        self.index.keys.insert(full, pos);
+                    match self.index.keys.entry(full) {
+                        std::collections::hash_map::Entry::Occupied(e) => {
+                            self.index.duplicates.push(Duplicate {
+                                path: e.key().clone(),
+                                pos,
+                            });
+                        }
+                        std::collections::hash_map::Entry::Vacant(e) => {
+                            e.insert(pos);
+                        }
                     }
                     *key = Some(k.clone());
                 }
@@ -227,7 +255,11 @@ impl Receiver<'_> {
         let path = self.node_path().unwrap_or_default();
         self.index.values.entry(path.clone()).or_insert(pos);
         match ev {
-            Event::MappingStart(..) => self.stack.push(Frame::Map { path, key: None }),
+            Event::MappingStart(..) => self.stack.push(Frame::Map {
+                path,
+                key: None,
+                first_key_pending: true,
+            }),
             Event::SequenceStart(..) => self.stack.push(Frame::Seq { path, next: 0 }),
             _ => {}
         }

@@ -43,6 +43,22 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {
         ctx.push(d);
         return None;
     }
+    for dup in ctx.index.duplicates.clone() {
+        let mut d = Diagnostic::error(
+            "spec::duplicate-key",
+            format!("duplicate key `{}`", last_key(&dup.path)),
+        )
+        .help("each key may appear once in a mapping; merge the two entries")
+        .label("second occurrence");
+        d.path = dup.path.clone();
+        d.span = Some((dup.pos.offset, dup.pos.len).into());
+        d.line = dup.pos.line;
+        d.column = dup.pos.column;
+        ctx.push(d);
+    }
+    if !ctx.index.duplicates.is_empty() {
+        return None;
+    }
     let value: Value = match serde_yaml::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -60,19 +76,6 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {
             return None;
         }
     };
-    for dup in ctx.index.duplicates.clone() {
-        let mut d = Diagnostic::error(
-            "spec::duplicate-key",
-            format!("duplicate key `{}`", last_key(&dup.path)),
-        )
-        .help("each key may appear once in a mapping; merge the two entries")
-        .label("second occurrence");
-        d.path = dup.path.clone();
-        d.span = Some((dup.pos.offset, dup.pos.len).into());
-        d.line = dup.pos.line;
-        d.column = dup.pos.column;
-        ctx.push(d);
-    }
     let Value::Mapping(top) = &value else {
         ctx.push(
             Diagnostic::error("spec::not-a-mapping", format!("the cluster file must be a mapping, not {}", kind_of(&value)))
@@ -193,7 +196,7 @@ fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFi
         };
         ctx.push(d);
         reported = true;
-        let Some(p) = pruned_path else { return None };
+        let p = pruned_path?;
         if p.is_empty() || !remove_path(&mut value, &p) {
             return None;
         }
@@ -298,13 +301,28 @@ fn strip_location(msg: &str) -> String {
         Some(i) => &msg[..i],
         None => msg,
     };
-    // Drop a leading `a.b[0].c: ` path prefix (we report our own path).
-    match m.split_once(": ") {
-        Some((p, rest)) if !p.contains(' ') && (p.contains('.') || p.contains('[')) => {
-            rest.to_string()
+    // Drop a leading `spec.nodes[0]: ` path prefix (we report our own path).
+    const STARTS: &[&str] = &[
+        "unknown field",
+        "unknown variant",
+        "missing field",
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "duplicate field",
+        "duplicate entry",
+    ];
+    for start in STARTS {
+        if let Some(i) = m.find(start) {
+            let prefix = &m[..i];
+            if prefix.is_empty()
+                || (prefix.ends_with(": ") && !prefix.trim_end_matches(": ").contains(' '))
+            {
+                return m[i..].to_string();
+            }
         }
-        _ => m.to_string(),
     }
+    m.to_string()
 }
 
 fn last_key(path: &str) -> String {

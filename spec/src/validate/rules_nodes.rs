@@ -90,7 +90,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Vec<ValidNode> {
             .enumerate()
             .filter(|(_, n)| n.role == Role::ControlPlane)
             .map(|(i, _)| i)
-            .last()
+            .next_back()
             .unwrap_or(0);
         ctx.push(
             Diagnostic::warning("spec::even-control-planes", format!("{cps} control planes with stacked etcd: an even count tolerates no more failures than {}", cps - 1))
