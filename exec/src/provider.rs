@@ -72,6 +72,29 @@ pub trait Provider: Send + Sync {
     fn kind(&self) -> &'static str;
     /// A transport to `node`. The SSH provider connects (and checks the host key) here.
     fn transport(&self, node: &NodeSpec) -> Result<Box<dyn Transport>, ExecError>;
+
+    /// Transports to every node, made in parallel (at most 64 at a time), in the order of `nodes`;
+    /// each node has its own result so that every unreachable node can be reported at once.
+    fn transports(&self, nodes: &[NodeSpec]) -> Vec<Result<Box<dyn Transport>, ExecError>> {
+        let mut out = Vec::with_capacity(nodes.len());
+        for group in nodes.chunks(64) {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = group
+                    .iter()
+                    .map(|n| s.spawn(move || self.transport(n)))
+                    .collect();
+                for (h, n) in handles.into_iter().zip(group) {
+                    out.push(h.join().unwrap_or_else(|_| {
+                        Err(ExecError::Other(format!(
+                            "connecting to {} panicked",
+                            n.name
+                        )))
+                    }));
+                }
+            });
+        }
+        out
+    }
 }
 
 /// Nodes listed in the cluster file, reached over SSH with shared defaults.

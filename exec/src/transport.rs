@@ -75,7 +75,8 @@ pub struct FileSpec {
     pub path: PathBuf,
     /// Unix permission bits, e.g. `0o600` for files holding secrets.
     pub mode: u32,
-    /// `user:group` to chown to; `None` keeps the transport user's (root with sudo).
+    /// `user:group` to chown to; `None`: root (every transport writes files as root — `sudo -n` when
+    /// an SSH login is not root).
     pub owner: Option<String>,
 }
 
@@ -119,7 +120,8 @@ pub trait Transport: Send + Sync {
     fn run(&self, cmd: &Cmd) -> Result<Output, ExecError> {
         self.run_streaming(cmd, &mut |_| {})
     }
-    /// Writes `data` to `file.path` with `file.mode` (atomically: a temp file renamed into place).
+    /// Writes `data` to `file.path` with `file.mode` (atomically: a temp file in the same directory,
+    /// size-checked, then renamed into place; a failed upload leaves the old file untouched).
     fn upload(&self, data: &[u8], file: &FileSpec) -> Result<(), ExecError>;
     /// Streams `size` bytes from `reader` to `file.path`; `progress` receives the running byte count.
     fn upload_stream(
@@ -129,6 +131,6 @@ pub trait Transport: Send + Sync {
         file: &FileSpec,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(), ExecError>;
-    /// Reads a whole file from the node. `Ok(None)` when it does not exist.
+    /// Reads a whole file from the node (as root). `Ok(None)` when it does not exist.
     fn download(&self, path: &str) -> Result<Option<Vec<u8>>, ExecError>;
 }

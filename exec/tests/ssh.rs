@@ -356,6 +356,15 @@ fn agent_auth_and_the_ssh_provider() {
     drop(agent);
     let t = provider.transport(&own).unwrap();
     assert_eq!(t.run(&Cmd::new("id -un")).unwrap().stdout_str(), "tester");
+    // Several nodes at once, each with its own result.
+    let all = provider.transports(&[own.clone(), own.clone()]);
+    assert_eq!(all.len(), 2);
+    for t in all {
+        assert_eq!(
+            t.unwrap().run(&Cmd::new("id -un")).unwrap().stdout_str(),
+            "tester"
+        );
+    }
     // An unreachable port fails with a connect error naming the node.
     let mut bad = spec;
     bad.ssh_port = Some(1);

@@ -4,7 +4,7 @@
 # Docker engine with no registry. Called by clusterctl_testbed::docker::NodeImage::ensure(), under a file
 # lock, with: TAG SUITE MIRROR. The tag is a hash of this file, so a changed recipe builds a new image.
 #
-# Each container makes its own SSH host keys at first boot (clusterctl-hostkeys.service), so host-key
+# Each container makes its own SSH host keys (ed25519, ECDSA) at first boot (clusterctl-hostkeys.service), so host-key
 # pinning and trust-on-first-use can be tested between nodes. User `tester` (no password) has
 # passwordless sudo, for the transports' sudo paths. Root logs in by key only (Debian's default).
 set -eu
@@ -32,7 +32,11 @@ ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key
 
 [Service]
 Type=oneshot
-ExecStart=/usr/bin/ssh-keygen -A
+# ed25519 and ECDSA only: RSA key generation is slow enough on a loaded 2-core host with many nodes
+# booting at once to hit a start timeout. sshd serves with the keys that exist.
+ExecStart=/usr/bin/ssh-keygen -q -t ed25519 -N "" -f /etc/ssh/ssh_host_ed25519_key
+ExecStart=/usr/bin/ssh-keygen -q -t ecdsa -N "" -f /etc/ssh/ssh_host_ecdsa_key
+TimeoutStartSec=infinity
 
 [Install]
 WantedBy=multi-user.target

@@ -378,6 +378,8 @@ impl TestNode {
             std::thread::sleep(Duration::from_millis(200));
         }
         let addr: SocketAddr = format!("{}:{}", self.address, self.port).parse()?;
+        let mut retried = false;
+        let since = Instant::now();
         loop {
             if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
@@ -386,8 +388,29 @@ impl TestNode {
                     return Ok(());
                 }
             }
+            // systemd is up but the ssh unit gave up (e.g. its start limit on a very loaded host):
+            // start it once more before waiting on.
+            if !retried && since.elapsed() > Duration::from_secs(10) {
+                retried = true;
+                let (_, state, _) =
+                    self.exec("systemctl is-failed ssh clusterctl-hostkeys || true", b"")?;
+                if state.lines().any(|l| l.trim() == "failed") {
+                    eprintln!(
+                        "[testbed] {}: ssh unit failed at boot, starting it again",
+                        self.name
+                    );
+                    let _ = self.exec(
+                        "systemctl reset-failed ssh clusterctl-hostkeys; systemctl start clusterctl-hostkeys ssh",
+                        b"",
+                    );
+                }
+            }
             if Instant::now() > deadline {
-                bail!("sshd of {} does not answer on {addr}", self.name);
+                let diag = self
+                    .exec("systemctl is-active ssh clusterctl-hostkeys; journalctl -u clusterctl-hostkeys -u ssh --no-pager -n 12 2>&1", b"")
+                    .map(|r| r.1)
+                    .unwrap_or_default();
+                bail!("sshd of {} does not answer on {addr}:\n{diag}", self.name);
             }
             std::thread::sleep(Duration::from_millis(100));
         }
