@@ -188,10 +188,15 @@ impl NodeCtx {
     /// Runs a read-only command (as root). `Ok(None)` offline; a non-zero exit is returned, not an error.
     /// Errors: the transport failed.
     pub fn query(&mut self, cmd: Cmd) -> Result<Option<Output>, PhaseError> {
+        self.query_labelled(cmd, None)
+    }
+
+    /// Like [`NodeCtx::query`]; offline, the plan shows `label` instead of the script.
+    pub fn query_labelled(&mut self, cmd: Cmd, label: Option<&str>) -> Result<Option<Output>, PhaseError> {
         let cmd = self.with_secrets(cmd);
         let shown = cmd.redact(&cmd.script);
         let Some(t) = self.transport.clone().filter(|_| self.can_query()) else {
-            self.record(PlanKind::Check, &shown);
+            self.record(PlanKind::Check, label.unwrap_or(&shown));
             return Ok(None);
         };
         self.reporter.query(&self.phase, &self.node.name, &shown);
@@ -206,8 +211,13 @@ impl NodeCtx {
     /// Runs `script` read-only and returns its trimmed stdout; `None` offline.
     /// Errors: non-zero exit ([`PhaseError::Command`]) or transport failure.
     pub fn read(&mut self, script: &str) -> Result<Option<String>, PhaseError> {
+        self.read_labelled(script, None)
+    }
+
+    /// Like [`NodeCtx::read`]; offline, the plan shows `label` instead of the script.
+    pub fn read_labelled(&mut self, script: &str, label: Option<&str>) -> Result<Option<String>, PhaseError> {
         let cmd = Cmd::new(script);
-        match self.query(cmd.clone())? {
+        match self.query_labelled(cmd.clone(), label)? {
             None => Ok(None),
             Some(o) if o.success() => Ok(Some(o.stdout_str())),
             Some(o) => Err(self.command_error(&cmd, &o)),
@@ -218,7 +228,7 @@ impl NodeCtx {
     pub fn read_file(&mut self, path: &str) -> Result<Option<Option<Vec<u8>>>, PhaseError> {
         let p = sh_quote(path);
         let cmd = Cmd::new(format!("if [ -e {p} ]; then cat {p}; else exit 3; fi"));
-        match self.query(cmd.clone())? {
+        match self.query_labelled(cmd.clone(), Some(&format!("read {path}")))? {
             None => Ok(None),
             Some(o) if o.success() => Ok(Some(Some(o.stdout))),
             Some(o) if o.status == 3 => Ok(Some(None)),
@@ -267,7 +277,8 @@ impl NodeCtx {
         let script = format!(
             "if [ -f {p} ]; then echo \"$(sha256sum < {p} | cut -d' ' -f1) $(stat -c %a {p})\"; else echo absent; fi"
         );
-        let Some(line) = self.read(&script)? else { return Ok(None) };
+        let label = format!("compare sha256 and mode of {path}");
+        let Some(line) = self.read_labelled(&script, Some(&label))? else { return Ok(None) };
         let mut parts = line.split_whitespace();
         match (parts.next(), parts.next()) {
             (Some(sha), Some(mode)) if sha.len() == 64 => {

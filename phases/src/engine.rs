@@ -239,7 +239,7 @@ impl Engine {
         self.reporter.phase_start(phase.name, &node.name);
         (phase.run)(&mut ctx, data)?;
         let changes = ctx.changes;
-        if changes == 0 {
+        if changes == 0 && ctx.can_query() {
             ctx.info("already done, nothing to change");
         }
         if phase.record && !self.opts.mode.dry_run {

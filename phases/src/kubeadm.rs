@@ -120,11 +120,19 @@ pub fn patch_init(text: &str, token: &str, certificate_key: &str) -> Result<Stri
     })
 }
 
+/// The placeholders the renderer writes where join secrets go (`clusterctl_render::placeholders`):
+/// bootstrap token, CA cert hash, certificate key.
+pub const PLACEHOLDERS: [&str; 3] = ["@@CLUSTERCTL_JOIN_TOKEN@@", "@@CLUSTERCTL_CA_CERT_HASH@@", "@@CLUSTERCTL_CERTIFICATE_KEY@@"];
+
 /// The join configuration with the discovery token, CA cert hash and (for control planes) certificate
 /// key filled in; `endpoint` is set as `discovery.bootstrapToken.apiServerEndpoint` when absent.
 /// Errors: no `JoinConfiguration` document, or invalid YAML.
 pub fn patch_join(text: &str, s: &JoinSecrets, control_plane: bool, endpoint: &str) -> Result<String, String> {
-    patch_kind(text, "JoinConfiguration", |m| {
+    let text = text
+        .replace(PLACEHOLDERS[0], &s.token)
+        .replace(PLACEHOLDERS[1], &s.ca_cert_hash)
+        .replace(PLACEHOLDERS[2], &s.certificate_key);
+    patch_kind(&text, "JoinConfiguration", |m| {
         if let Some(bt) = map_at(m, "discovery").and_then(|d| map_at(d, "bootstrapToken")) {
             bt.insert("token".into(), s.token.as_str().into());
             bt.insert("caCertHashes".into(), Value::Sequence(vec![s.ca_cert_hash.as_str().into()]));
@@ -171,6 +179,9 @@ mod tests {
         assert_eq!(v["discovery"]["bootstrapToken"]["caCertHashes"][0], Value::from("sha256:00"));
         assert_eq!(v["discovery"]["bootstrapToken"]["apiServerEndpoint"], Value::from("10.0.0.10:6443"));
         assert_eq!(v["controlPlane"]["certificateKey"], Value::from(s.certificate_key.as_str()));
+        let with_placeholders = "kind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    token: '@@CLUSTERCTL_JOIN_TOKEN@@'\n    caCertHashes: ['@@CLUSTERCTL_CA_CERT_HASH@@']\n";
+        let out = patch_join(with_placeholders, &s, false, "e:1").expect("patch");
+        assert!(!out.contains("@@") && out.contains(&s.token) && out.contains("sha256:00"), "{out}");
         let w: Value = serde_yaml::from_str(&patch_join(join, &s, false, "e:1").expect("patch")).expect("yaml");
         assert!(w.get("controlPlane").is_none());
         assert!(patch_join("kind: Other\n", &s, false, "e:1").is_err());

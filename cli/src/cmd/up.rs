@@ -1,16 +1,478 @@
-//! `clusterctl up`: build or converge the cluster (not built yet).
+//! `clusterctl up`: build or converge the cluster described by a cluster file (or a built-in profile).
+//! Loads and validates the file, maps it onto the phase engine's model (`clusterctl_phases::up`), gets
+//! one transport per node from the provider (SSH hosts, or Docker node containers created first), and
+//! runs the phases of `up`. `--dry-run` prints the plan per node and changes nothing; it is offline
+//! unless `--probe` is given, so `clusterctl up --dry-run` with no file shows the embedded `lab` profile
+//! on any machine. Exit codes: 0 done, 1 a phase failed, 2 invalid input.
 
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clusterctl_exec::Transport;
+use clusterctl_phases::engine::{check_selection, Engine, Options};
+use clusterctl_phases::progress::TtyReporter;
+use clusterctl_phases::up::{self, NodeFacts, UpData, UpSpec};
+use clusterctl_phases::{
+    CniChoice, FilePurpose, Mode, NodeFile, NodeInfo, PlainReporter, PlanEntry, PlanKind, QuietReporter, Reporter, Role,
+    RuntimeKind, Secrets,
+};
+use clusterctl_render::Purpose;
+use clusterctl_spec::model::{CniPlugin, Provider};
+use clusterctl_spec::ValidCluster;
 
 /// Arguments of `clusterctl up`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The cluster file.
-    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: std::path::PathBuf,
+    /// The cluster file. Default: `cluster.yaml` when it exists; with `--dry-run` and no file, the
+    /// built-in `lab` profile.
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<PathBuf>,
+    /// Use a built-in profile instead of a file (`clusterctl validate --list-profiles` lists them).
+    #[arg(long, conflicts_with = "file")]
+    pub profile: Option<String>,
+    /// Print, per node, every command and file write `up` would make, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// With `--dry-run`: also query the nodes (read-only) to show what is already done.
+    #[arg(long, requires = "dry_run")]
+    pub probe: bool,
+    /// Phases not to run (paths or prefixes, e.g. `preflight,join/worker`).
+    #[arg(long, value_delimiter = ',')]
+    pub skip_phases: Vec<String>,
+    /// Run only these phases (paths or prefixes); facts and render always run.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Apply the fixes of the fixable preflight failures (swap, modules, sysctls, firewalld, SELinux).
+    #[arg(long)]
+    pub fix: bool,
+    /// Preflight checks reported as warnings instead of failures (ids such as `time-sync`, `swap`).
+    #[arg(long, value_delimiter = ',')]
+    pub ignore_preflight: Vec<String>,
+    /// Show every check and the output of every command.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Nodes worked on at once.
+    #[arg(long, default_value_t = 16)]
+    pub parallel: usize,
+    /// The kubeconfig to merge the cluster's admin context into (default: `$KUBECONFIG` or
+    /// `~/.kube/config`).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
+    #[arg(long)]
+    pub known_hosts: Option<PathBuf>,
+    /// Seconds to wait for every node to be Ready.
+    #[arg(long, default_value_t = 600)]
+    pub ready_timeout: u64,
 }
 
-/// Runs the command. Errors: always, until it is built.
-pub fn run(_args: Args) -> miette::Result<ExitCode> {
-    Err(miette::miette!("`clusterctl up` is not implemented yet"))
+/// Runs the command. Returns exit code 0 when every phase succeeded (or the dry run was printed),
+/// 1 when a phase failed (every failure printed, naming phase, node, command, status and output),
+/// 2 for an invalid cluster file or phase name.
+pub fn run(args: Args) -> miette::Result<ExitCode> {
+    let loaded = match (&args.profile, &args.file) {
+        (Some(p), _) => clusterctl_spec::from_profile(p),
+        (None, Some(f)) => clusterctl_spec::load(f),
+        (None, None) if Path::new("cluster.yaml").exists() => clusterctl_spec::load(Path::new("cluster.yaml")),
+        (None, None) if args.dry_run => clusterctl_spec::from_profile(clusterctl_spec::DEFAULT_PROFILE),
+        (None, None) => {
+            eprintln!("no cluster file: pass -f FILE or --profile NAME (or --dry-run to see the `lab` profile's plan)");
+            return Ok(ExitCode::from(crate::EXIT_INVALID));
+        }
+    };
+    let validated = match loaded.and_then(|l| clusterctl_spec::validate(&l)) {
+        Ok(v) => v,
+        Err(d) => {
+            eprintln!("{d}");
+            return Ok(ExitCode::from(crate::EXIT_INVALID));
+        }
+    };
+    let cluster = validated.cluster;
+    let mut spec = up_spec(&cluster, &args);
+    let phases = up::phases(&spec);
+    for pats in [&args.skip_phases, &args.only] {
+        if let Err(e) = check_selection(&phases, pats) {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(crate::EXIT_INVALID));
+        }
+    }
+    let mode = Mode { dry_run: args.dry_run, probe: args.probe, fix: args.fix, verbose: args.verbose };
+    let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+    let tty = std::io::stderr().is_terminal() && !args.dry_run;
+    let tty_reporter = tty.then(|| Arc::new(TtyReporter::new(&names, args.verbose)));
+    let reporter: Arc<dyn Reporter> = match &tty_reporter {
+        Some(t) => t.clone(),
+        // A dry run's output is the plan on stdout; per-phase progress would only repeat it.
+        None if args.dry_run && !args.verbose => Arc::new(QuietReporter),
+        None => Arc::new(PlainReporter::stderr(args.verbose)),
+    };
+
+    let mut provider_plan = Vec::new();
+    let transports = match connect(&cluster, &mut spec, &args, &mut provider_plan) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("up: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let secrets = Secrets::default();
+    let first_cp = spec.nodes.iter().find(|n| n.is_control_plane()).map(|n| n.name.clone()).unwrap_or_default();
+    let data = UpData {
+        renderer: Box::new(renderer(cluster.clone(), spec.nodes.clone())),
+        facts: Default::default(),
+        files: Default::default(),
+        join: Default::default(),
+        first_cp_transport: transports.get(&first_cp).cloned(),
+        mode,
+        reporter: reporter.clone(),
+        secrets: secrets.clone(),
+        spec: spec.clone(),
+    };
+    let opts = Options {
+        cluster: spec.cluster.clone(),
+        mode,
+        parallel: args.parallel,
+        skip: args.skip_phases.clone(),
+        only: args.only.clone(),
+        cache: clusterctl_phases::local::cache_dir(&spec.cluster).map(clusterctl_phases::state::LocalCache::new),
+    };
+    let engine = Engine::new(spec.nodes.clone(), transports, opts, reporter.clone(), secrets);
+    let (summary, result) = engine.run(&phases, &data);
+    if let Some(t) = &tty_reporter {
+        t.finish();
+    }
+    if args.dry_run {
+        print_plan(&cluster, &spec, &phases, &provider_plan, &summary.plan, args.probe);
+    }
+    match result {
+        Ok(()) => {
+            if args.dry_run {
+                println!("{} change(s) planned; nothing was changed (dry run).", summary.total_changes());
+            } else if summary.total_changes() == 0 {
+                reporter.note(&format!("up: cluster `{}` is up to date; nothing changed", spec.cluster));
+            } else {
+                reporter.note(&format!(
+                    "up: cluster `{}` converged: {} change(s) on {} node(s); kubectl context `{}`",
+                    spec.cluster,
+                    summary.total_changes(),
+                    summary.changes.values().filter(|c| **c > 0).count(),
+                    spec.cluster
+                ));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("up failed:\n{e}");
+            eprintln!("Fix the cause and run `clusterctl up` again: finished phases are recorded and skipped.");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The engine's model of `cluster` (nodes, endpoint, runtime, CNI, preloads, options).
+fn up_spec(cluster: &ValidCluster, args: &Args) -> UpSpec {
+    let nodes = cluster
+        .nodes()
+        .iter()
+        .map(|n| NodeInfo {
+            name: n.name.clone(),
+            role: if n.is_control_plane() { Role::ControlPlane } else { Role::Worker },
+            address: n.address.map(|a| a.to_string()).unwrap_or_default(),
+            labels: n.labels.clone(),
+            taints: n
+                .taints
+                .iter()
+                .map(|t| match &t.value {
+                    Some(v) if !v.is_empty() => format!("{}={v}:{:?}", t.key, t.effect),
+                    _ => format!("{}:{:?}", t.key, t.effect),
+                })
+                .collect(),
+        })
+        .collect();
+    let s = cluster.spec();
+    let cni = match s.networking.cni.plugin {
+        CniPlugin::Builtin => CniChoice::Builtin,
+        CniPlugin::None => CniChoice::None,
+        other => CniChoice::Manifests(format!("{other:?}").to_lowercase()),
+    };
+    let ep = cluster.endpoint();
+    UpSpec {
+        cluster: cluster.name().to_string(),
+        kubernetes_version: cluster.kubernetes_version().to_string(),
+        nodes,
+        endpoint: format!("{}:{}", ep.host, ep.port),
+        vip: cluster.vip().map(|v| v.to_string()),
+        runtime: match s.runtime.kind {
+            clusterctl_spec::model::RuntimeKind::Containerd => RuntimeKind::Containerd,
+            clusterctl_spec::model::RuntimeKind::Crio => RuntimeKind::Crio,
+        },
+        cni,
+        preload_images: s.images.preload.clone(),
+        kubeconfig: args.kubeconfig.clone(),
+        binary: std::env::current_exe().ok(),
+        ready_timeout: Duration::from_secs(args.ready_timeout),
+        ignore_preflight: args.ignore_preflight.clone(),
+    }
+}
+
+/// The engine's purpose for a rendered file; `None` for files `up` does not place (reset, upgrade,
+/// kind configuration, Helm values).
+fn purpose(p: Purpose) -> Option<FilePurpose> {
+    Some(match p {
+        Purpose::KubeadmInit => FilePurpose::KubeadmInit,
+        Purpose::KubeadmJoin => FilePurpose::KubeadmJoin,
+        Purpose::KubeVip => FilePurpose::KubeVip,
+        Purpose::AuditPolicy | Purpose::AuthenticationConfig | Purpose::OidcCa => FilePurpose::Other,
+        Purpose::ContainerdConfig
+        | Purpose::ContainerdHosts
+        | Purpose::RegistryCa
+        | Purpose::CrioConfig
+        | Purpose::RegistriesConf => FilePurpose::Runtime,
+        Purpose::Sysctl | Purpose::KernelModules => FilePurpose::Host,
+        Purpose::CniConfig | Purpose::CniAgentConfig | Purpose::CniAgentUnit | Purpose::ClusterManifest => {
+            FilePurpose::Cni
+        }
+        Purpose::KubeadmReset | Purpose::KubeadmUpgrade | Purpose::KindConfig | Purpose::HelmValues => return None,
+    })
+}
+
+/// Render facts from the gathered ones (assumed facts for nodes not reached).
+fn render_facts(cluster: &ValidCluster, nodes: &[NodeInfo], facts: &BTreeMap<String, NodeFacts>) -> clusterctl_render::Facts {
+    let mut out = clusterctl_render::Facts::assumed(cluster);
+    for (name, f) in facts.iter().filter(|(_, f)| f.known) {
+        let entry = out.nodes.entry(name.clone()).or_default();
+        if let Some(major) = f.containerd_version.trim_start_matches('v').split('.').next().and_then(|m| m.parse().ok()) {
+            entry.containerd_major = major;
+        }
+        entry.cgroup = if f.cgroup_version == 1 {
+            clusterctl_render::CgroupVersion::V1
+        } else {
+            clusterctl_render::CgroupVersion::V2
+        };
+        let address = nodes.iter().find(|n| &n.name == name).map(|n| n.address.clone()).unwrap_or_default();
+        entry.vip_interface = f
+            .interfaces
+            .iter()
+            .find(|(_, a)| !address.is_empty() && a.split('/').next() == Some(address.as_str()))
+            .map(|(i, _)| i.clone());
+    }
+    out
+}
+
+/// The renderer handed to the engine: `clusterctl_render::render` with the gathered facts, per-node
+/// files mapped to the engine's purposes, cluster-wide manifests placed on the first control plane
+/// under `/etc/clusterctl/`.
+fn renderer(
+    cluster: ValidCluster,
+    nodes: Vec<NodeInfo>,
+) -> impl Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String> + Send + Sync {
+    move |facts| {
+        let rendered = clusterctl_render::render(&cluster, &render_facts(&cluster, &nodes, facts)).map_err(|e| e.to_string())?;
+        let mut out: BTreeMap<String, Vec<NodeFile>> = BTreeMap::new();
+        for (node, files) in &rendered.per_node {
+            let list = out.entry(node.clone()).or_default();
+            for f in files {
+                if let Some(p) = purpose(f.purpose) {
+                    list.push(NodeFile { path: f.path.clone(), mode: f.mode, content: f.content.clone(), purpose: p });
+                }
+            }
+        }
+        if let Some(first) = nodes.iter().find(|n| n.is_control_plane()) {
+            let list = out.entry(first.name.clone()).or_default();
+            for f in rendered.cluster.iter().filter(|f| f.purpose == Purpose::ClusterManifest) {
+                list.push(NodeFile {
+                    path: format!("/etc/clusterctl/{}", f.path.trim_start_matches('/')),
+                    mode: f.mode,
+                    content: f.content.clone(),
+                    purpose: FilePurpose::Cni,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+/// One transport per node. Offline dry-run: none. Docker provider: creates the node containers first
+/// (or, when probing, uses those that exist) and fills in their addresses. SSH: connects to every node,
+/// checking host keys. `plan` receives the provider steps for the dry-run output.
+fn connect(
+    cluster: &ValidCluster,
+    spec: &mut UpSpec,
+    args: &Args,
+    plan: &mut Vec<String>,
+) -> Result<BTreeMap<String, Arc<dyn Transport>>, String> {
+    let mut out: BTreeMap<String, Arc<dyn Transport>> = BTreeMap::new();
+    match cluster.provider() {
+        Provider::Docker => {
+            let mut options = clusterctl_exec::DockerNodeOptions::kind(&format!("v{}", spec.kubernetes_version));
+            options.image = cluster.docker_node_image();
+            let s = cluster.spec();
+            options.env.extend(s.docker.run_options.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            for m in &s.docker.run_options.extra_mounts {
+                options.binds.push(format!("{}:{}:{}", m.host_path, m.container_path, if m.read_only { "ro" } else { "rw" }));
+            }
+            plan.push(format!("create network clusterctl-{} (if missing)", spec.cluster));
+            for n in &spec.nodes {
+                plan.push(format!(
+                    "create container {}-{} ({}, image {}){}",
+                    spec.cluster,
+                    n.name,
+                    if n.is_control_plane() { "control-plane" } else { "worker" },
+                    options.image,
+                    if spec.nodes.iter().find(|m| m.is_control_plane()).map(|m| &m.name) == Some(&n.name) {
+                        ", API server published on 127.0.0.1"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            if args.dry_run && !args.probe {
+                return Ok(out);
+            }
+            let provider = clusterctl_exec::DockerProvider::new(spec.cluster.clone(), options).map_err(|e| e.to_string())?;
+            let specs: Vec<clusterctl_exec::NodeSpec> = spec
+                .nodes
+                .iter()
+                .map(|n| clusterctl_exec::NodeSpec::new(n.name.clone(), exec_role(n.role), n.address.clone()))
+                .collect();
+            let nodes = if args.dry_run { provider.list() } else { provider.create(&specs) }.map_err(|e| e.to_string())?;
+            for dn in nodes {
+                if let Some(n) = spec.nodes.iter_mut().find(|n| n.name == dn.name) {
+                    n.address = dn.address.clone().unwrap_or_default();
+                    out.insert(dn.name.clone(), Arc::new(provider.docker_transport(&dn.name)));
+                }
+            }
+        }
+        Provider::Ssh => {
+            if args.dry_run && !args.probe {
+                return Ok(out);
+            }
+            let known_hosts = args.known_hosts.clone().or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts")));
+            let mut errors = Vec::new();
+            for (vn, n) in cluster.nodes().iter().zip(spec.nodes.iter()) {
+                let auth = match &vn.ssh.key_file {
+                    Some(k) => clusterctl_exec::SshAuth::KeyFile { path: expand_home(k), passphrase: None },
+                    None => clusterctl_exec::SshAuth::Agent,
+                };
+                let policy = match vn.ssh.host_key_policy {
+                    clusterctl_spec::model::HostKeyPolicy::Strict => clusterctl_exec::HostKeyPolicy::Strict,
+                    _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
+                };
+                let mut options = clusterctl_exec::SshOptions::new(auth);
+                if let Some(k) = &known_hosts {
+                    options.known_hosts = k.clone();
+                }
+                options.host_key_policy = policy;
+                let target = clusterctl_exec::SshTarget { node: n.name.clone(), host: n.address.clone(), port: vn.ssh.port, user: vn.ssh.user.clone() };
+                match clusterctl_exec::SshTransport::connect(target, options) {
+                    Ok(t) => {
+                        out.insert(n.name.clone(), Arc::new(t));
+                    }
+                    Err(e) => errors.push(format!("node {}: {e}", n.name)),
+                }
+            }
+            if !errors.is_empty() {
+                return Err(format!("cannot reach every node:\n  {}", errors.join("\n  ")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn exec_role(r: Role) -> clusterctl_exec::Role {
+    match r {
+        Role::ControlPlane => clusterctl_exec::Role::ControlPlane,
+        Role::Worker => clusterctl_exec::Role::Worker,
+    }
+}
+
+/// Multi-line scripts (checks) shown by their first line.
+fn short(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let more = lines.count();
+    if more == 0 {
+        first.to_string()
+    } else {
+        format!("{first} … (+{more} lines)")
+    }
+}
+
+/// Prints the dry-run plan: provider steps, then per node every check, command and file write.
+fn print_plan(
+    cluster: &ValidCluster,
+    spec: &UpSpec,
+    phases: &[clusterctl_phases::Phase<UpData>],
+    provider_plan: &[String],
+    plan: &[PlanEntry],
+    probe: bool,
+) {
+    let cps = spec.nodes.iter().filter(|n| n.is_control_plane()).count();
+    println!(
+        "clusterctl up --dry-run: {} ({}): nothing is changed",
+        spec.cluster,
+        if probe { "probing the nodes read-only" } else { "offline: no node is contacted" }
+    );
+    println!(
+        "cluster {}: Kubernetes v{}, provider {}, {} control plane(s) + {} worker(s), endpoint {}, runtime {}, CNI {}",
+        spec.cluster,
+        spec.kubernetes_version,
+        format!("{:?}", cluster.provider()).to_lowercase(),
+        cps,
+        spec.nodes.len() - cps,
+        spec.endpoint,
+        spec.runtime.unit(),
+        match &spec.cni {
+            CniChoice::Builtin => "builtin".to_string(),
+            CniChoice::Manifests(n) => n.clone(),
+            CniChoice::None => "none".to_string(),
+        }
+    );
+    println!("phases: {}", phases.iter().map(|p| p.name).collect::<Vec<_>>().join(" → "));
+    if !provider_plan.is_empty() {
+        println!("\nprovider {}:", format!("{:?}", cluster.provider()).to_lowercase());
+        for p in provider_plan {
+            println!("  {p}");
+        }
+    }
+    let width = phases.iter().map(|p| p.name.len()).max().unwrap_or(10);
+    let mut groups: Vec<(String, String)> = vec![("local".into(), "local (this machine)".into())];
+    for n in &spec.nodes {
+        let addr = if n.address.is_empty() { "address assigned by the provider".to_string() } else { n.address.clone() };
+        groups.push((n.name.clone(), format!("node {} ({}, {addr})", n.name, if n.is_control_plane() { "control-plane" } else { "worker" })));
+    }
+    for (name, title) in groups {
+        let entries: Vec<&PlanEntry> = plan.iter().filter(|e| e.node == name).collect();
+        if entries.is_empty() {
+            continue;
+        }
+        println!("\n{title}:");
+        for e in entries {
+            let kind = match e.kind {
+                PlanKind::Check => "check",
+                PlanKind::Run => "run",
+                PlanKind::Write => "write",
+                PlanKind::Local => "local",
+                PlanKind::Info => "note",
+            };
+            let text = match e.kind {
+                PlanKind::Write => e.text.trim_start_matches("write ").to_string(),
+                PlanKind::Check => short(&e.text),
+                _ => e.text.clone(),
+            };
+            println!("  {:width$}  {kind:5}  {text}", e.phase);
+        }
+    }
+    println!();
 }

@@ -57,6 +57,11 @@ pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if unit_changed {
         ctx.run_script("systemctl daemon-reload")?;
     }
+    for f in files.iter().filter(|f| f.path.ends_with(".yaml")) {
+        // Cluster manifests of the builtin CNI (the agent's ServiceAccount and RBAC), on the first
+        // control plane only.
+        ctx.run_script(&format!("{KUBECTL} apply -f {}", sh_quote(&f.path)))?;
+    }
     if changed {
         ctx.run_script(&format!("systemctl enable {AGENT_UNIT} && systemctl restart {AGENT_UNIT}"))?;
     } else if ctx.test(&format!("systemctl is-active --quiet {AGENT_UNIT}"))? != Some(true) {

@@ -1,0 +1,83 @@
+//! `clusterctl up --dry-run` with no file: the README's first command. It must work on any machine
+//! (no Docker, no SSH, no network: PATH is emptied and HOME is a fresh directory), print the embedded
+//! `lab` profile's plan per node with every command and file write, and exit 0.
+
+use std::process::Command;
+
+fn clusterctl(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", dir.join("empty-path"))
+        .env("HOME", dir)
+        .env("DOCKER_HOST", "unix:///nonexistent.sock")
+        .output()
+        .expect("run clusterctl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The lines of the section titled with `prefix` (up to the next blank line).
+fn section<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
+    out.lines().skip_while(|l| !l.starts_with(prefix)).skip(1).take_while(|l| !l.is_empty()).collect()
+}
+
+#[test]
+fn dry_run_without_a_file_prints_the_lab_plan_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, out, err) = clusterctl(&["up", "--dry-run"], dir.path());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("offline: no node is contacted"), "{out}");
+    assert!(out.contains("cluster lab: Kubernetes v1.34.1"), "{out}");
+    assert!(out.contains("create container lab-control-plane"), "{out}");
+
+    let cp = section(&out, "node control-plane (control-plane");
+    let w = section(&out, "node worker2 (worker");
+    assert!(!cp.is_empty() && !w.is_empty(), "{out}");
+    let pos = |lines: &[&str], needle: &str| lines.iter().position(|l| l.contains(needle));
+    // The control plane: facts and preflight checks, runtime files, init, CNI, in this order.
+    let facts = pos(&cp, "facts").expect("facts");
+    let preflight = pos(&cp, "preflight").expect("preflight");
+    let containerd = pos(&cp, "/etc/containerd/config.toml").expect("containerd config write");
+    let init = pos(&cp, "kubeadm init --config").expect("kubeadm init");
+    let cni = pos(&cp, "/opt/cni/bin/clusterctl-cni").expect("CNI binary");
+    assert!(facts < preflight && preflight < containerd && containerd < init && init < cni, "{cp:#?}");
+    assert!(cp.iter().any(|l| l.contains("init") && l.contains("--upload-certs")), "{cp:#?}");
+    assert!(cp.iter().any(|l| l.contains("systemctl restart containerd")), "{cp:#?}");
+    assert!(cp.iter().any(|l| l.contains("kubeconfig") && l.contains("context `lab`")), "{cp:#?}");
+    // A worker joins (with the credentials fetched on the first control plane) and never inits.
+    assert!(pos(&w, "kubeadm join --config").is_some(), "{w:#?}");
+    assert!(pos(&w, "kubeadm init --config").is_none(), "{w:#?}");
+    assert!(w.iter().any(|l| l.contains("on control-plane:")), "{w:#?}");
+    // Every write shows path, size and mode, never content; secrets appear only as placeholders.
+    assert!(cp.iter().any(|l| l.contains("write") && l.contains("mode 0600")), "{cp:#?}");
+    assert!(!out.contains("@@CLUSTERCTL_"), "{out}");
+    assert!(out.contains("change(s) planned; nothing was changed"), "{out}");
+    // Nothing was written on this machine (no cache, no kubeconfig).
+    assert!(!dir.path().join(".cache").exists() && !dir.path().join(".kube").exists());
+}
+
+#[test]
+fn phase_selection_is_checked_and_applied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, _, err) = clusterctl(&["up", "--dry-run", "--skip-phases", "joins"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown phase `joins`") && err.contains("join/worker"), "{err}");
+
+    let (code, out, err) = clusterctl(&["up", "--dry-run", "--only", "join"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kubeadm join --config") && !out.contains("kubeadm init --config"), "{out}");
+    assert!(!out.contains("/etc/containerd/config.toml"), "{out}");
+}
+
+#[test]
+fn up_without_a_file_outside_dry_run_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, _, err) = clusterctl(&["up"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no cluster file"), "{err}");
+}

@@ -1,0 +1,128 @@
+#!/bin/sh
+# STAND-IN for kubeadm (clusterctl test tree only; see README.md). Records argv and configs, writes
+# the files the real kubeadm writes, prints what it prints. Not Kubernetes.
+set -eu
+LOG=/var/log/clusterctl-standin
+mkdir -p "$LOG" /etc/kubernetes/pki /etc/kubernetes/manifests
+echo "kubeadm $*" >> "$LOG/calls.log"
+n=$(wc -l < "$LOG/calls.log")
+cfg=""
+prev=""
+for a in "$@"; do
+  [ "$prev" = "--config" ] && cfg="$a"
+  case "$a" in --config=*) cfg="${a#--config=}";; esac
+  prev="$a"
+done
+if [ -n "$cfg" ]; then cp "$cfg" "$LOG/$n-kubeadm.yaml"; fi
+
+field() { # first value of a YAML key in the config (flat grep; enough for the stand-in)
+  grep -E "^[[:space:]]*$1:" "$cfg" | head -n1 | sed -E "s/^[^:]*:[[:space:]]*//; s/[\"']//g"
+}
+
+kubeconfig() { # $1 path, $2 user, $3 server
+  ca=$(base64 -w0 /etc/kubernetes/pki/ca.crt)
+  cat > "$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubernetes
+  cluster:
+    certificate-authority-data: $ca
+    server: $3
+users:
+- name: $2
+  user:
+    client-certificate-data: U1RBTkQtSU4gQ0VSVElGSUNBVEU=
+    client-key-data: U1RBTkQtSU4gS0VZ
+contexts:
+- name: $2@kubernetes
+  context: {cluster: kubernetes, user: $2}
+current-context: $2@kubernetes
+KC
+  chmod 600 "$1"
+}
+
+register() { # the Node object the kubelet would register, with its node-labels (shared test store)
+  d=/var/lib/clusterctl-standin/nodes/$(hostname)
+  mkdir -p "$d"
+  grep -A1 'name: node-labels' "$cfg" | sed -n 2p | sed -E "s/.*value:[[:space:]]*//; s/[\"']//g" \
+    | tr ',' '\n' | grep = > "$d/labels" || true
+}
+
+static_pods() {
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+    printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: kube-system}\n# written by the kubeadm stand-in\n' "$c" \
+      > /etc/kubernetes/manifests/$c.yaml
+  done
+}
+
+case "${1:-}" in
+  version) echo 'kubeadm version: &version.Info{GitVersion:"v1.34.1-standin"}' ;;
+  init)
+    if [ "${2:-}" = phase ]; then
+      # kubeadm init phase upload-certs --upload-certs --config F
+      key=$(field certificateKey)
+      echo "[upload-certs] Storing the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace"
+      echo "[upload-certs] Using certificate key:"
+      echo "$key"
+      exit 0
+    fi
+    if [ -f /etc/kubernetes/admin.conf ]; then
+      echo "[preflight] /etc/kubernetes/admin.conf already exists" >&2; exit 1
+    fi
+    endpoint=$(field controlPlaneEndpoint)
+    [ -n "$endpoint" ] || endpoint="$(hostname -i | cut -d' ' -f1):6443"
+    token=$(field token)
+    key=$(field certificateKey)
+    if [ ! -f /etc/kubernetes/pki/ca.crt ]; then
+      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kubernetes \
+        -keyout /etc/kubernetes/pki/ca.key -out /etc/kubernetes/pki/ca.crt 2>/dev/null
+    fi
+    kubeconfig /etc/kubernetes/super-admin.conf kubernetes-super-admin "https://$endpoint"
+    kubeconfig /etc/kubernetes/admin.conf kubernetes-admin "https://$endpoint"
+    kubeconfig /etc/kubernetes/kubelet.conf "system:node:$(hostname)" "https://$endpoint"
+    static_pods
+    register
+    hash=$(openssl x509 -pubkey -noout -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
+    echo "[kubeconfig] Writing \"super-admin.conf\" kubeconfig file"
+    echo "[upload-certs] Using certificate key:"
+    echo "$key"
+    echo "Your Kubernetes control-plane has initialized successfully!"
+    echo "kubeadm join $endpoint --token $token \\"
+    echo "	--discovery-token-ca-cert-hash sha256:$hash \\"
+    echo "	--control-plane --certificate-key $key"
+    ;;
+  token)
+    # kubeadm token create [--ttl D]: a fresh bootstrap token
+    t1=$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 6)
+    t2=$(head -c 128 /dev/urandom | tr -dc 'a-z0-9' | head -c 16)
+    echo "$t1.$t2"
+    ;;
+  join)
+    if [ -f /etc/kubernetes/kubelet.conf ]; then
+      echo "[preflight] /etc/kubernetes/kubelet.conf already exists" >&2; exit 1
+    fi
+    endpoint=$(field apiServerEndpoint)
+    token=$(field token)
+    case "$token" in ??????.????????????????) ;; *) echo "invalid bootstrap token" >&2; exit 1;; esac
+    grep -q 'sha256:[0-9a-f]\{64\}' "$cfg" || { echo "no discovery-token-ca-cert-hash" >&2; exit 1; }
+    if grep -q 'certificateKey' "$cfg"; then
+      grep -Eq 'certificateKey:[[:space:]]*["'"'"']?[0-9a-f]{64}' "$cfg" || { echo "invalid certificate key" >&2; exit 1; }
+      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kubernetes \
+        -keyout /etc/kubernetes/pki/ca.key -out /etc/kubernetes/pki/ca.crt 2>/dev/null
+      kubeconfig /etc/kubernetes/admin.conf kubernetes-admin "https://$endpoint"
+      static_pods
+      echo "This node has joined the cluster and a new control plane instance was created"
+    else
+      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kubernetes \
+        -keyout /etc/kubernetes/pki/ca.key -out /etc/kubernetes/pki/ca.crt 2>/dev/null
+      echo "This node has joined the cluster"
+    fi
+    kubeconfig /etc/kubernetes/kubelet.conf "system:node:$(hostname)" "https://$endpoint"
+    register
+    ;;
+  reset)
+    rm -rf /etc/kubernetes/*.conf /etc/kubernetes/manifests/* /etc/kubernetes/pki
+    ;;
+  *) echo "kubeadm stand-in: unsupported: $*" >&2; exit 1 ;;
+esac
