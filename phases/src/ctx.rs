@@ -97,6 +97,8 @@ pub struct NodeCtx {
     pub plan: Vec<PlanEntry>,
     /// Changes made (or planned) in the current phase.
     pub changes: usize,
+    /// Files this phase placed or found in place: (path, sha256). Merged into the state record.
+    pub placed: Vec<(String, String)>,
 }
 
 impl NodeCtx {
@@ -108,7 +110,7 @@ impl NodeCtx {
         reporter: Arc<dyn Reporter>,
         secrets: Secrets,
     ) -> Self {
-        NodeCtx { node, phase: String::new(), mode, transport, reporter, secrets, plan: Vec::new(), changes: 0 }
+        NodeCtx { node, phase: String::new(), mode, transport, reporter, secrets, plan: Vec::new(), changes: 0, placed: Vec::new() }
     }
 
     /// The node's name.
@@ -293,6 +295,7 @@ impl NodeCtx {
     /// shown; only path, size and mode.
     pub fn put_file(&mut self, path: &str, mode: u32, data: &[u8]) -> Result<bool, PhaseError> {
         let want = crate::util::sha256_hex(data);
+        self.placed.push((path.to_string(), want.clone()));
         if let Some(Some((sha, m))) = self.file_digest(path)? {
             if sha == want && m == mode {
                 return Ok(false);

@@ -231,6 +231,7 @@ impl Engine {
         };
         ctx.phase = phase.name.to_string();
         ctx.changes = 0;
+        ctx.placed.clear();
         let recorded = phase.record && self.states[i].lock().map(|s| s.is_done(phase.name, &inputs)).unwrap_or(false);
         if recorded {
             ctx.info("already done (state record)");
@@ -246,20 +247,12 @@ impl Engine {
             let snapshot = {
                 let Ok(mut st) = self.states[i].lock() else { return Ok(Outcome::Done { changes }) };
                 st.phases.insert(phase.name.into(), PhaseRecord { inputs, at: crate::util::now_secs() });
+                st.files.extend(ctx.placed.drain(..));
                 st.clone()
             };
             self.save_state(i, &ctx, &snapshot)?;
         }
         Ok(Outcome::Done { changes })
-    }
-
-    /// Records `path → sha256` in `node`'s state record (saved with the next phase record).
-    pub fn note_file(&self, node: &str, path: &str, sha: &str) {
-        if let Some(i) = self.nodes.iter().position(|n| n.name == node) {
-            if let Ok(mut s) = self.states[i].lock() {
-                s.files.insert(path.into(), sha.into());
-            }
-        }
     }
 
     /// Runs `phases` in order over the nodes. Returns the summary and, when a phase failed on some

@@ -43,7 +43,9 @@ KC
 }
 
 register() { # the Node object the kubelet would register, with its node-labels (shared test store)
-  d=/var/lib/clusterctl-standin/nodes/$(hostname)
+  name=$(awk '/^nodeRegistration:/{f=1;next} f&&/^[^ ]/{f=0} f&&/^  name:/{print $2; exit}' "$cfg")
+  [ -n "$name" ] || name=$(hostname)
+  d=/var/lib/clusterctl-standin/nodes/$name
   mkdir -p "$d"
   grep -A1 'name: node-labels' "$cfg" | sed -n 2p | sed -E "s/.*value:[[:space:]]*//; s/[\"']//g" \
     | tr ',' '\n' | grep = > "$d/labels" || true
@@ -78,6 +80,8 @@ case "${1:-}" in
       openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kubernetes \
         -keyout /etc/kubernetes/pki/ca.key -out /etc/kubernetes/pki/ca.crt 2>/dev/null
     fi
+    # What kube-vip was configured with while init ran (the test checks super-admin.conf).
+    [ -f /etc/kubernetes/manifests/kube-vip.yaml ] && cp /etc/kubernetes/manifests/kube-vip.yaml "$LOG/$n-kube-vip-at-init.yaml"
     kubeconfig /etc/kubernetes/super-admin.conf kubernetes-super-admin "https://$endpoint"
     kubeconfig /etc/kubernetes/admin.conf kubernetes-admin "https://$endpoint"
     kubeconfig /etc/kubernetes/kubelet.conf "system:node:$(hostname)" "https://$endpoint"

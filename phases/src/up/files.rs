@@ -44,10 +44,17 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             let text = f.map(|f| String::from_utf8_lossy(&f.content).into_owned()).unwrap_or_default();
             for m in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
                 let m = crate::util::sh_quote(m);
-                ctx.run_script(&format!("[ -d /sys/module/{m} ] || modprobe {m}"))?;
+                ctx.run_script(&format!("[ -d /sys/module/{m} ] || modprobe {m} || echo \"warning: kernel module {m} could not be loaded\" >&2"))?;
             }
         } else if path.starts_with("/etc/sysctl.d/") {
-            ctx.run_script(&format!("sysctl -p {}", crate::util::sh_quote(path)))?;
+            // Only the values that differ are written (/proc/sys may be read-only where they already
+            // hold, e.g. in containers).
+            let f = host.iter().find(|f| &f.path == path);
+            let text = f.map(|f| String::from_utf8_lossy(&f.content).into_owned()).unwrap_or_default();
+            for (k, v) in text.lines().filter(|l| !l.trim_start().starts_with('#')).filter_map(|l| l.split_once('=')) {
+                let (k, v) = (crate::util::sh_quote(k.trim()), crate::util::sh_quote(v.trim()));
+                ctx.run_script(&format!("[ \"$(sysctl -n {k})\" = {v} ] || sysctl -w {k}={v}"))?;
+            }
         }
     }
     Ok(())
