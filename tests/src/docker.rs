@@ -395,8 +395,15 @@ impl TestNode {
                 let (_, state, _) =
                     self.exec("systemctl is-failed ssh clusterctl-hostkeys || true", b"")?;
                 if state.lines().any(|l| l.trim() == "failed") {
+                    let journal = self
+                        .exec(
+                            "journalctl -u clusterctl-hostkeys -u ssh --no-pager -n 6 2>&1",
+                            b"",
+                        )
+                        .map(|r| r.1)
+                        .unwrap_or_default();
                     eprintln!(
-                        "[testbed] {}: ssh unit failed at boot, starting it again",
+                        "[testbed] {}: ssh unit failed at boot, starting it again:\n{journal}",
                         self.name
                     );
                     let _ = self.exec(
