@@ -1,15 +1,213 @@
-//! `clusterctl airgap …`: image lists, bundles and import (not built yet).
+//! `clusterctl airgap …`: `images` lists every image the cluster pulls (from the same render plan
+//! `up` uses), `bundle` pulls them with the packages and this binary into one verified tar, and
+//! `import` verifies a bundle completely and then pushes it to the registry mirror. Progress and
+//! summaries go to stderr; `images -o json` prints one JSON document on stdout.
 
+use clusterctl_airgap::registry::ClientOptions;
+use clusterctl_airgap::run::{
+    bundle_cluster, check_matches, client_options, import_verified, BundleOptions, ImportOptions,
+};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// Output format of `airgap images`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// One pull reference per line.
+    Text,
+    /// `[{component, source, pull}]`.
+    Json,
+}
 
 /// Subcommands of `clusterctl airgap`.
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// Placeholder until the command is built.
-    Help,
+    /// List every image the cluster will pull.
+    Images {
+        /// The cluster file.
+        #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
+        file: PathBuf,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Pull images, packages and this binary into one bundle (resumable; same inputs, same bytes).
+    Bundle {
+        /// The cluster file.
+        #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
+        file: PathBuf,
+        /// Output bundle (default: `airgap.bundle` of the cluster file).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Fetch images of registry FROM from registry TO instead (`FROM=TO`, repeatable), e.g. a
+        /// pre-seeded local registry. The bundle still records the upstream references.
+        #[arg(long = "source-registry-override", value_name = "FROM=TO")]
+        overrides: Vec<String>,
+        /// Blob cache directory (default `<output>.cache`, kept so a re-run resumes).
+        #[arg(long)]
+        cache: Option<PathBuf>,
+        /// Parallel downloads.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
+        /// Registries reached over plain HTTP (loopback always is); repeatable.
+        #[arg(long = "plain-http", value_name = "HOST[:PORT]")]
+        plain_http: Vec<String>,
+        /// Do not carry the clusterctl binary.
+        #[arg(long)]
+        no_self: bool,
+    },
+    /// Verify a bundle completely, then push its images to the registry mirror.
+    Import {
+        /// The bundle.
+        bundle: PathBuf,
+        /// The cluster file.
+        #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
+        file: PathBuf,
+        /// Push under this prefix (`host[:port][/path]`) instead of the mirror recorded in the bundle.
+        #[arg(long)]
+        mirror: Option<String>,
+        /// Import record (default `<bundle>.imported.json`).
+        #[arg(long)]
+        state: Option<PathBuf>,
+        /// Parallel uploads.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
+        /// Only verify; change nothing.
+        #[arg(long)]
+        verify_only: bool,
+    },
 }
 
-/// Runs the command. Errors: always, until it is built.
-pub fn run(_cmd: Command) -> miette::Result<ExitCode> {
-    Err(miette::miette!("`clusterctl airgap` is not implemented yet"))
+fn load(file: &Path) -> miette::Result<clusterctl_spec::ValidCluster> {
+    let loaded = clusterctl_spec::load(file).map_err(miette::Report::new)?;
+    let v = clusterctl_spec::validate(&loaded).map_err(miette::Report::new)?;
+    Ok(v.cluster)
+}
+
+fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
+    miette::miette!("{e}")
+}
+
+/// Runs the command. Errors: an invalid cluster file (its diagnostics), or the first air-gap error
+/// (naming the image, blob or bundle entry).
+pub fn run(cmd: Command) -> miette::Result<ExitCode> {
+    match cmd {
+        Command::Images { file, output } => {
+            let cluster = load(&file)?;
+            let list = clusterctl_airgap::plan::list_images(&cluster);
+            match output {
+                Output::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&list).map_err(|e| miette::miette!("{e}"))?
+                ),
+                Output::Text => list.iter().for_each(|i| println!("{}", i.pull)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bundle {
+            file,
+            output,
+            overrides,
+            cache,
+            jobs,
+            plain_http,
+            no_self,
+        } => {
+            let cluster = load(&file)?;
+            let base_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+            let out = match output.or_else(|| {
+                cluster
+                    .spec()
+                    .airgap
+                    .as_ref()
+                    .map(|a| base_dir.join(&a.bundle))
+            }) {
+                Some(o) => o,
+                None => {
+                    return Err(miette::miette!(
+                        "no output: give -o or set airgap.bundle in the cluster file"
+                    ))
+                }
+            };
+            let mut registry_overrides = Vec::new();
+            for o in &overrides {
+                let (from, to) = o.split_once('=').ok_or_else(|| {
+                    miette::miette!("--source-registry-override {o:?}: expected FROM=TO")
+                })?;
+                registry_overrides.push((from.to_string(), to.to_string()));
+            }
+            let mut client: ClientOptions = client_options(&cluster);
+            client.plain_http = plain_http;
+            let mut opts = BundleOptions {
+                out: out.clone(),
+                cache,
+                client,
+                base_dir,
+                ..Default::default()
+            };
+            opts.pull.jobs = jobs.max(1);
+            opts.pull.registry_overrides = registry_overrides;
+            opts.pull.progress = std::io::stderr().is_terminal();
+            if !no_self {
+                opts.self_binary = std::env::current_exe().ok();
+            }
+            let (summary, stats) = bundle_cluster(&cluster, &opts).map_err(fail)?;
+            eprintln!(
+                "wrote {}: {} images, {} blobs ({} bytes), {} packages, {} bytes in all; fetched {} blobs ({} bytes), {} from cache",
+                out.display(),
+                summary.manifest.images.len(),
+                summary.blobs,
+                summary.blob_bytes,
+                summary.manifest.packages.len(),
+                summary.bytes,
+                stats.blobs_fetched,
+                stats.bytes_fetched,
+                stats.blobs_cached
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import {
+            bundle,
+            file,
+            mirror,
+            state,
+            jobs,
+            verify_only,
+        } => {
+            let cluster = load(&file)?;
+            if verify_only {
+                let vb = clusterctl_airgap::bundle::verify_bundle(&bundle).map_err(fail)?;
+                check_matches(&vb, &cluster).map_err(fail)?;
+                eprintln!(
+                    "{}: verified {} entries, {} bytes",
+                    bundle.display(),
+                    vb.entries.len(),
+                    vb.bytes_verified
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let vb = clusterctl_airgap::bundle::verify_bundle(&bundle).map_err(fail)?;
+            check_matches(&vb, &cluster).map_err(fail)?;
+            let mirror = mirror.or_else(|| cluster.mirror_prefix().map(str::to_string));
+            let opts = ImportOptions {
+                client: client_options(&cluster),
+                mirror_prefix: mirror,
+                state,
+                jobs: jobs.max(1),
+            };
+            let r = import_verified(&vb, &opts).map_err(fail)?;
+            eprintln!(
+                "{}: {} images pushed, {} already there; blobs: {} uploaded ({} bytes), {} mounted, {} present",
+                vb.path.display(),
+                r.images_pushed,
+                r.images_skipped,
+                r.blobs_uploaded,
+                r.bytes_uploaded,
+                r.blobs_mounted,
+                r.blobs_present
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
