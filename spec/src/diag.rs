@@ -111,17 +111,24 @@ impl Diagnostic {
     }
 }
 
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Diagnostic {
+    /// One line: `file:line:column: error: message (help: …)`.
+    pub fn to_line(&self) -> String {
         let sev = match self.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        write!(f, "{}: {sev}: {}", self.location(), self.message)?;
-        if let Some(h) = &self.help {
-            write!(f, " (help: {h})")?;
+        match &self.help {
+            Some(h) => format!("{}: {sev}: {} (help: {h})", self.location(), self.message),
+            None => format!("{}: {sev}: {}", self.location(), self.message),
         }
-        Ok(())
+    }
+}
+
+/// The message only (miette prints location, label and help around it); see [`Diagnostic::to_line`].
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
     }
 }
 
@@ -269,7 +276,7 @@ impl Diagnostics {
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for d in &self.items {
-            writeln!(f, "{d}")?;
+            writeln!(f, "{}", d.to_line())?;
         }
         write!(f, "{}", self.summary())
     }

@@ -70,13 +70,6 @@ impl Loaded {
             }
         }
     }
-
-    pub(crate) fn source(&self) -> Arc<Source> {
-        Arc::new(Source {
-            name: self.source_name.clone(),
-            text: Arc::new(self.source_text.clone()),
-        })
-    }
 }
 
 /// Reads the cluster file at `path` and the files it references, relative to its directory.

@@ -207,7 +207,8 @@ impl Receiver<'_> {
         let is_key = matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
         if is_key {
             if let Event::Scalar(k, ..) = ev {
-                let pos = self.pos_of(mark, true);
+                let mut pos = self.pos_of(mark, true);
+                pos.len = key_len(&self.text[pos.offset..], pos.len);
                 if let Some(Frame::Map {
                     path,
                     key,
@@ -287,6 +288,23 @@ impl MarkedEventReceiver for Receiver<'_> {
             _ => {}
         }
     }
+}
+
+/// A plain key's token ends at its `:` (followed by a space or the line end); quoted keys keep `len`.
+fn key_len(rest: &str, len: usize) -> usize {
+    if rest.starts_with(['"', '\'']) {
+        return len;
+    }
+    let line = rest.split('\n').next().unwrap_or("");
+    let mut end = len.min(line.len());
+    for (i, _) in line.match_indices(':') {
+        let next = line[i + 1..].chars().next();
+        if next.is_none() || next == Some(' ') || next == Some('\t') {
+            end = end.min(i);
+            break;
+        }
+    }
+    line[..end].trim_end().len()
 }
 
 /// Length in bytes of the scalar token at the start of `rest`: a quoted string up to its closing quote,

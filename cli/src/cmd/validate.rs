@@ -1,6 +1,22 @@
-//! `clusterctl validate`: check a cluster file (not built yet).
+//! `clusterctl validate`: check a cluster file (or a built-in profile) and report every problem at once.
+//! Each diagnostic is printed with miette's graphical handler (file:line:column, the offending value
+//! underlined, a help line) on stderr, followed by a one-line summary on stdout; `-o json` prints one
+//! JSON document on stdout instead. Exit 0 when valid (warnings allowed), 2 when not.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
+
+use clusterctl_spec::{Diagnostic, Severity};
+
+/// Output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Graphical diagnostics and a summary line.
+    Text,
+    /// One JSON document: `{file, valid, errors, warnings, diagnostics: [{severity, code, message, help,
+    /// path, line, column}]}`.
+    Json,
+}
 
 /// Arguments of `clusterctl validate`.
 #[derive(clap::Args, Debug)]
@@ -8,9 +24,133 @@ pub struct Args {
     /// The cluster file.
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: std::path::PathBuf,
+    /// Validate a built-in profile instead of a file (see --list-profiles).
+    #[arg(long, conflicts_with = "file")]
+    pub profile: Option<String>,
+    /// List the built-in profiles and exit.
+    #[arg(long)]
+    pub list_profiles: bool,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: Output,
 }
 
-/// Runs the command. Errors: always, until it is built.
-pub fn run(_args: Args) -> miette::Result<ExitCode> {
-    Err(miette::miette!("`clusterctl validate` is not implemented yet"))
+/// Runs the command. Returns exit code 0 (valid) or 2 (invalid or unreadable input); never errors
+/// otherwise.
+pub fn run(args: Args) -> miette::Result<ExitCode> {
+    if args.list_profiles {
+        for (name, description) in clusterctl_spec::profiles() {
+            let default = if *name == clusterctl_spec::DEFAULT_PROFILE {
+                " (default)"
+            } else {
+                ""
+            };
+            println!("{name:<16} {description}{default}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let loaded = match &args.profile {
+        Some(name) => clusterctl_spec::from_profile(name),
+        None => clusterctl_spec::load(&args.file),
+    };
+    let (name, result) = match loaded {
+        Ok(l) => (
+            l.source_name.clone(),
+            clusterctl_spec::validate(&l).map(|v| v.warnings),
+        ),
+        Err(d) => (d.source.name.clone(), Err(d)),
+    };
+    let (items, valid): (Vec<Diagnostic>, bool) = match result {
+        Ok(warnings) => (warnings, true),
+        Err(report) => (report.items, false),
+    };
+    match args.output {
+        Output::Json => println!("{}", json(&name, valid, &items)),
+        Output::Text => {
+            print_graphical(&items);
+            println!("{}", summary(&name, valid, &items));
+        }
+    }
+    Ok(if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::EXIT_INVALID)
+    })
+}
+
+fn print_graphical(items: &[Diagnostic]) {
+    let theme = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        miette::GraphicalTheme::unicode()
+    } else {
+        miette::GraphicalTheme::unicode_nocolor()
+    };
+    let handler = miette::GraphicalReportHandler::new_themed(theme).with_context_lines(1);
+    for d in items {
+        let mut out = String::new();
+        // Rendering into a String cannot fail except on a formatter error; fall back to the plain line.
+        if handler.render_report(&mut out, d).is_err() {
+            out = format!("{d}\n");
+        }
+        eprintln!("{}: {}", d.location(), first_line(&out));
+        eprint!("{}", rest_lines(&out));
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("").trim()
+}
+
+fn rest_lines(s: &str) -> String {
+    let mut lines = s.lines();
+    lines.next();
+    let mut out: String = lines.map(|l| format!("{l}\n")).collect();
+    out.push('\n');
+    out
+}
+
+fn summary(name: &str, valid: bool, items: &[Diagnostic]) -> String {
+    let e = items
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let w = items.len() - e;
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if valid {
+        format!("{name}: valid ({w} warning{})", plural(w))
+    } else {
+        format!(
+            "{name}: invalid ({e} error{}, {w} warning{})",
+            plural(e),
+            plural(w)
+        )
+    }
+}
+
+fn json(name: &str, valid: bool, items: &[Diagnostic]) -> String {
+    let diags: Vec<serde_json::Value> = items
+        .iter()
+        .map(|d| {
+            serde_json::json!({
+                "severity": d.severity,
+                "code": d.code,
+                "message": d.message,
+                "help": d.help,
+                "path": d.path,
+                "line": d.line,
+                "column": d.column,
+            })
+        })
+        .collect();
+    let errors = items
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    serde_json::json!({
+        "file": name,
+        "valid": valid,
+        "errors": errors,
+        "warnings": items.len() - errors,
+        "diagnostics": diags,
+    })
+    .to_string()
 }

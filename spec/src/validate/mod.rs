@@ -36,8 +36,11 @@ pub struct Validated {
 /// Checks `loaded` and resolves it. Pure (no I/O). Errors: a report with every error (and warning) found,
 /// each pointing at file:line:column of the offending value, sorted by severity then position.
 pub fn validate(loaded: &Loaded) -> Result<Validated, Diagnostics> {
-    let source = loaded.source();
     let index = PathIndex::build(&loaded.source_text);
+    let source = Arc::new(Source {
+        name: loaded.source_name.clone(),
+        text: Arc::new(redact(&loaded.source_text, &index)),
+    });
     let mut ctx = Ctx {
         index: &index,
         loaded,
@@ -129,6 +132,41 @@ impl Ctx<'_> {
     pub(crate) fn push(&mut self, d: Diagnostic) {
         self.diags.push(d);
     }
+}
+
+/// The source text as shown in reports: values of keys that hold secrets (`password`, `token`, `secret`,
+/// not `…Env`) replaced by `*` of the same byte length, so positions stay valid and no secret is printed.
+fn redact(text: &str, index: &PathIndex) -> String {
+    let mut bytes: Vec<u8> = text.as_bytes().to_vec();
+    let mut changed = false;
+    for path in index.paths() {
+        let last = path
+            .rsplit(['.', '['])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let secret = ["password", "token", "secret"]
+            .iter()
+            .any(|w| last.contains(w))
+            && !last.ends_with("env");
+        if !secret {
+            continue;
+        }
+        if let Some(p) = index.value(path) {
+            let end = (p.offset + p.len).min(bytes.len());
+            for b in &mut bytes[p.offset.min(end)..end] {
+                if *b != b'\n' {
+                    *b = b'*';
+                }
+            }
+            changed = true;
+        }
+    }
+    if !changed {
+        return text.to_string();
+    }
+    // Replacing whole bytes of a span can split a multi-byte character at its edges; repair lossily.
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Fills in span, line and column from the diagnostic's path: the value at the path, else (for
