@@ -1,0 +1,89 @@
+//! The [`ClusterApi`] trait: every Kubernetes call clusterctl makes, blocking, on core/v1 objects.
+//! Implemented over the `kube` client by [`crate::KubeClusterApi`]; tests may implement it over
+//! recorded objects.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+
+/// Errors of the API layer. Messages never contain credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The kubeconfig could not be read or has no usable context (path or context, reason).
+    #[error("kubeconfig {what}: {reason}")]
+    Config {
+        /// The kubeconfig path and context.
+        what: String,
+        /// Why it is unusable.
+        reason: String,
+    },
+    /// The API server answered with an error status (HTTP code, the server's reason and message).
+    #[error("API server refused {call}: {code} {reason}: {message}")]
+    Status {
+        /// The call, e.g. `patch node w1`.
+        call: String,
+        /// HTTP status code.
+        code: u16,
+        /// The `Status.reason` (e.g. `NotFound`, `TooManyRequests`).
+        reason: String,
+        /// The `Status.message`.
+        message: String,
+    },
+    /// The API server could not be reached or the answer could not be read.
+    #[error("{call}: {reason}")]
+    Transport {
+        /// The call.
+        call: String,
+        /// The client's message.
+        reason: String,
+    },
+}
+
+/// One taint (core/v1 `Taint`): `key`, optional `value`, `effect` (`NoSchedule`, `PreferNoSchedule`,
+/// `NoExecute`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaintSpec {
+    /// Taint key, e.g. `dedicated`.
+    pub key: String,
+    /// Taint value; `None` for a key-only taint.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// The result of one eviction (policy/v1 `Eviction` through `pods/<name>/eviction`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvictOutcome {
+    /// The eviction was accepted (HTTP 201), or the pod was already gone (404).
+    Evicted,
+    /// A PodDisruptionBudget does not allow it now (HTTP 429); retry later. Holds the server's message.
+    Blocked(String),
+}
+
+/// Every Kubernetes call clusterctl makes. Blocking; one value per cluster.
+pub trait ClusterApi: Send + Sync {
+    /// All Nodes (`GET /api/v1/nodes`).
+    fn nodes(&self) -> Result<Vec<Node>, ApiError>;
+    /// All Pods in all namespaces (`GET /api/v1/pods`).
+    fn pods(&self) -> Result<Vec<Pod>, ApiError>;
+    /// core/v1 Events whose `involvedObject` is the object `kind`/`name` in `namespace` (`""` for
+    /// cluster-scoped objects such as Nodes), oldest first (by `lastTimestamp`/`eventTime`).
+    fn events_for(&self, namespace: &str, kind: &str, name: &str) -> Result<Vec<Event>, ApiError>;
+    /// Sets (`Some`) or removes (`None`) labels of a Node with a JSON merge patch (RFC 7386,
+    /// `application/merge-patch+json`) on `metadata.labels`; other labels are kept.
+    fn patch_node_labels(
+        &self,
+        node: &str,
+        labels: &BTreeMap<String, Option<String>>,
+    ) -> Result<(), ApiError>;
+    /// Replaces a Node's `spec.taints` with `taints` with a strategic merge patch
+    /// (`application/strategic-merge-patch+json`), as `kubectl taint` does.
+    fn set_node_taints(&self, node: &str, taints: &[TaintSpec]) -> Result<(), ApiError>;
+    /// Cordons (`true`) or uncordons (`false`) a Node: strategic merge patch of `spec.unschedulable`.
+    fn set_unschedulable(&self, node: &str, unschedulable: bool) -> Result<(), ApiError>;
+    /// Evicts one pod (`POST .../pods/<name>/eviction`, policy/v1 Eviction), for drain.
+    fn evict(&self, namespace: &str, pod: &str) -> Result<EvictOutcome, ApiError>;
+    /// Deletes a Node object (`DELETE /api/v1/nodes/<name>`); a missing Node is not an error.
+    fn delete_node(&self, node: &str) -> Result<(), ApiError>;
+}

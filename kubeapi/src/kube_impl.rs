@@ -1,0 +1,188 @@
+//! [`KubeClusterApi`]: the [`ClusterApi`] over the `kube` client (rustls with ring), built from a
+//! kubeconfig path and an optional context name. `kube` is async: the value owns a current-thread Tokio
+//! runtime and blocks on each call, so callers stay synchronous like the rest of clusterctl.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+
+use crate::api::{ApiError, ClusterApi, EvictOutcome, TaintSpec};
+
+/// The field manager name sent with every patch.
+pub const FIELD_MANAGER: &str = "clusterctl";
+
+/// A [`ClusterApi`] talking to a real API server through `kube`.
+pub struct KubeClusterApi {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+}
+
+impl std::fmt::Debug for KubeClusterApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeClusterApi").finish_non_exhaustive()
+    }
+}
+
+fn map_err(call: &str, e: kube::Error) -> ApiError {
+    match e {
+        kube::Error::Api(s) => ApiError::Status {
+            call: call.to_string(),
+            code: s.code,
+            reason: s.reason.clone(),
+            message: s.message.clone(),
+        },
+        other => ApiError::Transport {
+            call: call.to_string(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+impl KubeClusterApi {
+    /// A client for the kubeconfig at `path`, using `context` (or the file's `current-context`).
+    /// Errors: [`ApiError::Config`] when the file cannot be read, the context is missing, or its
+    /// credentials cannot be loaded. No request is made here.
+    pub fn from_kubeconfig(path: &Path, context: Option<&str>) -> Result<Self, ApiError> {
+        let what = format!(
+            "{} (context {})",
+            path.display(),
+            context.unwrap_or("current-context")
+        );
+        let cfg_err = |reason: String| ApiError::Config {
+            what: what.clone(),
+            reason,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| cfg_err(format!("cannot start the async runtime: {e}")))?;
+        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| cfg_err(e.to_string()))?;
+        let options = KubeConfigOptions {
+            context: context.map(str::to_string),
+            ..Default::default()
+        };
+        let client = rt.block_on(async {
+            let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| cfg_err(e.to_string()))?;
+            Client::try_from(config).map_err(|e| cfg_err(e.to_string()))
+        })?;
+        Ok(KubeClusterApi { rt, client })
+    }
+
+    fn node_api(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    fn patch_node(&self, call: &str, node: &str, patch: Patch<serde_json::Value>) -> Result<(), ApiError> {
+        let api = self.node_api();
+        let pp = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..Default::default()
+        };
+        self.rt
+            .block_on(async { api.patch(node, &pp, &patch).await })
+            .map(|_| ())
+            .map_err(|e| map_err(call, e))
+    }
+}
+
+/// The time an event last happened, for ordering: `lastTimestamp`, else `eventTime`, else
+/// `firstTimestamp`, as seconds since the Unix epoch (0 when none is set).
+pub fn event_time(e: &Event) -> i64 {
+    e.last_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second())
+        .or_else(|| e.event_time.as_ref().map(|t| t.0.as_second()))
+        .or_else(|| e.first_timestamp.as_ref().map(|t| t.0.as_second()))
+        .unwrap_or(0)
+}
+
+impl ClusterApi for KubeClusterApi {
+    fn nodes(&self) -> Result<Vec<Node>, ApiError> {
+        let api = self.node_api();
+        self.rt
+            .block_on(async { api.list(&ListParams::default()).await })
+            .map(|l| l.items)
+            .map_err(|e| map_err("list nodes", e))
+    }
+
+    fn pods(&self) -> Result<Vec<Pod>, ApiError> {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        self.rt
+            .block_on(async { api.list(&ListParams::default()).await })
+            .map(|l| l.items)
+            .map_err(|e| map_err("list pods", e))
+    }
+
+    fn events_for(&self, namespace: &str, kind: &str, name: &str) -> Result<Vec<Event>, ApiError> {
+        let api: Api<Event> = if namespace.is_empty() {
+            Api::namespaced(self.client.clone(), "default")
+        } else {
+            Api::namespaced(self.client.clone(), namespace)
+        };
+        let mut fields = format!("involvedObject.kind={kind},involvedObject.name={name}");
+        if !namespace.is_empty() {
+            fields.push_str(&format!(",involvedObject.namespace={namespace}"));
+        }
+        let lp = ListParams::default().fields(&fields);
+        let mut items = self
+            .rt
+            .block_on(async { api.list(&lp).await })
+            .map(|l| l.items)
+            .map_err(|e| map_err(&format!("list events of {kind} {name}"), e))?;
+        items.sort_by_key(event_time);
+        Ok(items)
+    }
+
+    fn patch_node_labels(
+        &self,
+        node: &str,
+        labels: &BTreeMap<String, Option<String>>,
+    ) -> Result<(), ApiError> {
+        let patch = json!({ "metadata": { "labels": labels } });
+        self.patch_node(&format!("label node {node}"), node, Patch::Merge(patch))
+    }
+
+    fn set_node_taints(&self, node: &str, taints: &[TaintSpec]) -> Result<(), ApiError> {
+        let patch = json!({ "spec": { "taints": taints } });
+        self.patch_node(&format!("taint node {node}"), node, Patch::Strategic(patch))
+    }
+
+    fn set_unschedulable(&self, node: &str, unschedulable: bool) -> Result<(), ApiError> {
+        let patch = json!({ "spec": { "unschedulable": unschedulable } });
+        let call = if unschedulable { "cordon" } else { "uncordon" };
+        self.patch_node(&format!("{call} node {node}"), node, Patch::Strategic(patch))
+    }
+
+    fn evict(&self, namespace: &str, pod: &str) -> Result<EvictOutcome, ApiError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let call = format!("evict pod {namespace}/{pod}");
+        match self
+            .rt
+            .block_on(async { api.evict(pod, &EvictParams::default()).await })
+        {
+            Ok(_) => Ok(EvictOutcome::Evicted),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(EvictOutcome::Evicted),
+            Err(kube::Error::Api(s)) if s.code == 429 => Ok(EvictOutcome::Blocked(s.message.clone())),
+            Err(e) => Err(map_err(&call, e)),
+        }
+    }
+
+    fn delete_node(&self, node: &str) -> Result<(), ApiError> {
+        let api = self.node_api();
+        match self
+            .rt
+            .block_on(async { api.delete(node, &DeleteParams::default()).await })
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(map_err(&format!("delete node {node}"), e)),
+        }
+    }
+}
