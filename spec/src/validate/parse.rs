@@ -433,3 +433,54 @@ fn remove_path(v: &mut Value, path: &str) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_messages_lose_path_and_location() {
+        assert_eq!(
+            strip_location("spec.nodes[0]: unknown field `x`, expected `name` at line 3 column 5"),
+            "unknown field `x`, expected `name`"
+        );
+        assert_eq!(
+            strip_location("spec: missing field `nodes`"),
+            "missing field `nodes`"
+        );
+        assert_eq!(
+            strip_location("invalid type: string \"a\", expected u32"),
+            "invalid type: string \"a\", expected u32"
+        );
+        assert_eq!(missing_field("missing field `role`"), Some("role"));
+        let (m, h) = explain("unknown variant `minion`, expected `control-plane` or `worker`");
+        assert_eq!(m, "unknown value `minion`");
+        assert!(h.contains("`control-plane` or `worker`"));
+    }
+
+    #[test]
+    fn paths_are_removed_and_shifted_back() {
+        let mut v: Value =
+            serde_yaml::from_str("a:\n  b: [1, 2, 3]\n  \"x.y\": {z: 1}\n").expect("yaml");
+        assert!(remove_path(&mut v, "a.b[1]"));
+        assert!(remove_path(&mut v, "a[\"x.y\"].z"));
+        assert!(!remove_path(&mut v, "a.nope"));
+        assert_eq!(
+            serde_yaml::to_string(&v).expect("yaml"),
+            "a:\n  b:\n  - 1\n  - 3\n  x.y: {}\n"
+        );
+        assert_eq!(
+            split_index("spec.nodes[2]"),
+            Some(("spec.nodes".to_string(), 2))
+        );
+        let removed = vec![("spec.nodes".to_string(), 1)];
+        assert_eq!(
+            unshift("spec.nodes[1].role", &removed),
+            "spec.nodes[2].role"
+        );
+        assert_eq!(
+            unshift("spec.nodes[0].role", &removed),
+            "spec.nodes[0].role"
+        );
+    }
+}
