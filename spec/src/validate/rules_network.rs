@@ -280,7 +280,7 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
         );
     }
     // Settings clusterctl derives itself; typing them again is how the seed's pool mismatch happened.
-    let owned: &[(&str, &str)] = match cni.plugin {
+    let owned: &[(&str, &'static str)] = match cni.plugin {
         CniPlugin::Calico => &[
             ("ipPools", "the pool CIDR comes from podSubnet"),
             ("cidr", "the pool CIDR comes from podSubnet"),
@@ -306,20 +306,64 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
         ],
         _ => &[],
     };
-    for k in cni.values.keys() {
+    let mut found = Vec::new();
+    owned_keys(
+        &cni.values,
+        "spec.networking.cni.values",
+        owned,
+        0,
+        &mut found,
+    );
+    for (key, path, why) in found {
+        ctx.push(
+            Diagnostic::error(
+                "spec::cni-pool-twice",
+                format!("`{key}` may not be set in the CNI values: {why}"),
+            )
+            .help(format!(
+                "remove `{key}`; clusterctl sets it from spec.networking (podSubnet {})",
+                n.pod_subnet
+            ))
+            .at(format!("{path}#key")),
+        );
+    }
+}
+
+/// Finds keys clusterctl owns anywhere in the pass-through values (e.g. Helm's
+/// `ipam.operator.clusterPoolIPv4PodCIDRList`), as (key, path, reason). Depth-limited.
+fn owned_keys(
+    map: &serde_yaml::Mapping,
+    path: &str,
+    owned: &[(&str, &'static str)],
+    depth: usize,
+    out: &mut Vec<(String, String, &'static str)>,
+) {
+    if depth > 16 {
+        return;
+    }
+    for (k, v) in map {
         let Some(key) = k.as_str() else { continue };
+        let p = crate::position::join_key(path, key);
         if let Some((_, why)) = owned.iter().find(|(o, _)| *o == key) {
-            ctx.push(
-                Diagnostic::error(
-                    "spec::cni-pool-twice",
-                    format!("`{key}` may not be set in the CNI values: {why}"),
-                )
-                .help(format!(
-                    "remove `{key}`; clusterctl sets it from spec.networking (podSubnet {})",
-                    n.pod_subnet
-                ))
-                .at(format!("spec.networking.cni.values.{key}#key")),
-            );
+            out.push((key.to_string(), p, why));
+            continue;
+        }
+        match v {
+            serde_yaml::Value::Mapping(m) => owned_keys(m, &p, owned, depth + 1, out),
+            serde_yaml::Value::Sequence(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let serde_yaml::Value::Mapping(m) = item {
+                        owned_keys(
+                            m,
+                            &crate::position::join_index(&p, i),
+                            owned,
+                            depth + 1,
+                            out,
+                        );
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
