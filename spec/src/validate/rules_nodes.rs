@@ -102,6 +102,8 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Vec<ValidNode> {
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     let mut addrs: BTreeMap<IpAddr, usize> = BTreeMap::new();
     let mut out = Vec::new();
+    // Host ports are shared by all node containers of the docker host.
+    let mut host_ports = BTreeSet::new();
     for (i, node) in spec.nodes.iter().enumerate() {
         let p = format!("spec.nodes[{i}]");
         if let Err(why) = syntax::dns1123_label(&node.name) {
@@ -171,7 +173,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Vec<ValidNode> {
             },
         }
         check_labels_taints(ctx, node, &p);
-        check_node_provider(ctx, file, node, &p);
+        check_node_provider(ctx, file, node, &p, &mut host_ports);
         let ssh = ssh_target(file, node);
         out.push(ValidNode {
             index: i,
@@ -259,7 +261,13 @@ fn check_labels_taints(ctx: &mut Ctx<'_>, node: &Node, p: &str) {
     }
 }
 
-fn check_node_provider(ctx: &mut Ctx<'_>, file: &ClusterFile, node: &Node, p: &str) {
+fn check_node_provider(
+    ctx: &mut Ctx<'_>,
+    file: &ClusterFile,
+    node: &Node,
+    p: &str,
+    host_ports: &mut BTreeSet<(Option<String>, u16, String)>,
+) {
     let provider = file.spec.provider;
     if provider == Provider::Ssh && !node.port_mappings.is_empty() {
         ctx.push(
@@ -338,7 +346,6 @@ fn check_node_provider(ctx: &mut Ctx<'_>, file: &ClusterFile, node: &Node, p: &s
             );
         }
     }
-    let mut host_ports = BTreeSet::new();
     for (j, m) in node.port_mappings.iter().enumerate() {
         let mp = format!("{p}.portMappings[{j}]");
         if m.container_port == 0 || m.host_port == 0 {
@@ -375,7 +382,10 @@ fn check_node_provider(ctx: &mut Ctx<'_>, file: &ClusterFile, node: &Node, p: &s
             ctx.push(
                 Diagnostic::error(
                     "spec::port-mappings",
-                    format!("host port {} is mapped twice", m.host_port),
+                    format!(
+                        "host port {} is already mapped (by this or another node)",
+                        m.host_port
+                    ),
                 )
                 .help("map each host port once")
                 .at(format!("{mp}.hostPort")),
