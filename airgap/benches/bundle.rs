@@ -129,15 +129,24 @@ fn main() {
     });
 
     // Verify vs sha256sum over the same bytes.
-    let (t_verify, vb) = best(runs.max(3), || verify_bundle(&bundle).expect("verify"));
-    let (t_sha, _) = best(runs.max(3), || {
-        let st = Command::new("sha256sum")
-            .arg(&bundle)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("sha256sum");
-        assert!(st.success());
-    });
+    let mut t_verify = Duration::MAX;
+    let mut t_sha = Duration::MAX;
+    let mut vb = None;
+    for _ in 0..runs.max(3) {
+        let (tv, v) = best(1, || verify_bundle(&bundle).expect("verify"));
+        t_verify = t_verify.min(tv);
+        vb = Some(v);
+        let (ts, _) = best(1, || {
+            let st = Command::new("sha256sum")
+                .arg(&bundle)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("sha256sum");
+            assert!(st.success());
+        });
+        t_sha = t_sha.min(ts);
+    }
+    let vb = vb.expect("verified");
 
     // First and second import into B (import = verify + push).
     let iopts = ImportOptions {
@@ -150,10 +159,30 @@ fn main() {
     let (_, first) = import_bundle(&bundle, &iopts).expect("first import");
     let t_first = t.elapsed();
     let puts = b.count_requests("PUT", "/blobs/uploads/");
-    let (t_second, second) = best(runs, || {
-        import_bundle(&bundle, &iopts).expect("second import").1
-    });
+    // Second import and plain verification, interleaved so both see the same machine load.
+    let mut t_second = Duration::MAX;
+    let mut second = Default::default();
+    let mut t_verify = t_verify;
+    for _ in 0..runs.max(3) {
+        let (tv, _) = best(1, || verify_bundle(&bundle).expect("verify"));
+        t_verify = t_verify.min(tv);
+        let (ts, r) = best(1, || {
+            import_bundle(&bundle, &iopts).expect("second import").1
+        });
+        if ts < t_second {
+            t_second = ts;
+            second = r;
+        }
+    }
+    let second: clusterctl_airgap::import::ImportReport = second;
     assert_eq!(second.blobs_uploaded, 0, "second import uploads no blob");
+    let vb2 = verify_bundle(&bundle).expect("verify");
+    let (t_check, _) = best(runs, || {
+        clusterctl_airgap::run::import_verified(&vb2, &iopts).expect("import")
+    });
+    let (t_client, _) = best(runs, || {
+        RegistryClient::new(ClientOptions::default()).expect("client")
+    });
     assert_eq!(
         b.count_requests("PUT", "/blobs/uploads/"),
         puts,
@@ -221,6 +250,11 @@ fn main() {
         "  second import                {:>9.3} s  ({} blobs uploaded)",
         secs(t_second),
         second.blobs_uploaded
+    );
+    println!(
+        "  of which registry check      {:>9.4} s  (client setup {:.4} s)",
+        secs(t_check),
+        secs(t_client)
     );
     println!(
         "  second import/verify time    {:>9.3}  (target <= 1.10)",

@@ -104,6 +104,34 @@ pub fn import_to_registry(
     opts: &RegistryImportOptions,
     state: &mut ImportState,
 ) -> Result<ImportReport> {
+    import_to_registry_with(client, bundle, opts, state, &HashMap::new())
+}
+
+/// Asks the registry for the digest of every reference recorded in `state` (read-only `HEAD`s, safe
+/// to run while the bundle is still being verified). Unanswered references are left out.
+pub fn precheck(client: &RegistryClient, state: &ImportState) -> HashMap<String, Option<Digest>> {
+    let mut out = HashMap::new();
+    for (key, digest) in &state.registry {
+        let Ok(r) = ImageRef::parse(key) else {
+            continue;
+        };
+        let reference = r.tag.clone().unwrap_or_else(|| digest.to_string());
+        if let Ok(got) = client.head_manifest(&r.registry, &r.repository, &reference) {
+            out.insert(key.clone(), got);
+        }
+    }
+    out
+}
+
+/// As [`import_to_registry`], with the registry's answers from [`precheck`] (reference → digest it
+/// serves) used instead of asking again.
+pub fn import_to_registry_with(
+    client: &RegistryClient,
+    bundle: &VerifiedBundle,
+    opts: &RegistryImportOptions,
+    state: &mut ImportState,
+    heads: &HashMap<String, Option<Digest>>,
+) -> Result<ImportReport> {
     let mut report = ImportReport::default();
     // Blob digest → repositories of the target registry known to hold it (for mounts).
     let mut known: HashMap<(String, Digest), String> = HashMap::new();
@@ -111,12 +139,15 @@ pub fn import_to_registry(
         let target = target_ref(&img.source, &img.mirror, opts.mirror_prefix.as_deref())?;
         let key = target.to_string();
         let tag_or_digest = target.tag.clone().unwrap_or_else(|| img.digest.to_string());
-        if state.registry.get(&key) == Some(&img.digest)
-            && client
-                .head_manifest(&target.registry, &target.repository, &tag_or_digest)?
-                .as_ref()
-                == Some(&img.digest)
-        {
+        let recorded = state.registry.get(&key) == Some(&img.digest);
+        let served = match (recorded, heads.get(&key)) {
+            (false, _) => None,
+            (true, Some(d)) => d.clone(),
+            (true, None) => {
+                client.head_manifest(&target.registry, &target.repository, &tag_or_digest)?
+            }
+        };
+        if recorded && served.as_ref() == Some(&img.digest) {
             report.images_skipped += 1;
             continue;
         }

@@ -4,7 +4,10 @@
 
 use crate::bundle::{verify_bundle, write_bundle, BundleInput, BundleSummary, VerifiedBundle};
 use crate::error::{AirgapError, Result};
-use crate::import::{import_to_registry, ImportReport, ImportState, RegistryImportOptions};
+use crate::import::{
+    import_to_registry, import_to_registry_with, precheck, ImportReport, ImportState,
+    RegistryImportOptions,
+};
 use crate::packages::{prepare_packages, self_binary, PackageSource};
 use crate::plan::{list_images, platforms, requests};
 use crate::pull::{pull_images, PullOptions, PullStats};
@@ -118,28 +121,59 @@ pub struct ImportOptions {
     pub state: Option<PathBuf>,
     /// Parallel uploads.
     pub jobs: usize,
+    /// Refuse a bundle not made for this (cluster name, Kubernetes version).
+    pub expect: Option<(String, String)>,
 }
 
 /// Verifies `bundle` completely, then pushes it to the mirror and saves the state. Nothing is sent
-/// to any registry unless verification passed. Errors: verification (naming the entry), then push.
+/// to any registry but read-only `HEAD`s for references recorded by an earlier import (run while
+/// verifying, so a repeated import costs little more than the verification) unless verification
+/// passed and, when `opts.expect` is set, the bundle was made for that cluster and version.
+/// Errors: verification (naming the entry), a bundle for another cluster, then push errors.
 pub fn import_bundle(
     bundle: &Path,
     opts: &ImportOptions,
 ) -> Result<(VerifiedBundle, ImportReport)> {
-    let vb = verify_bundle(bundle)?;
-    let report = import_verified(&vb, opts)?;
-    Ok((vb, report))
-}
-
-/// Pushes an already verified bundle to the mirror and saves the state. Errors: the first push error
-/// (the state still records the images pushed before it).
-pub fn import_verified(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<ImportReport> {
-    let bundle = vb.path.as_path();
     let client = RegistryClient::new(opts.client.clone())?;
     let state_path = opts
         .state
         .clone()
         .unwrap_or_else(|| ImportState::default_path(bundle));
+    let mut state = ImportState::load(&state_path);
+    let (vb, heads) = std::thread::scope(|s| {
+        let h = s.spawn(|| precheck(&client, &state));
+        let vb = verify_bundle(bundle);
+        (vb, h.join().unwrap_or_default())
+    });
+    let vb = vb?;
+    if let Some((cluster, version)) = &opts.expect {
+        if &vb.manifest.cluster != cluster || &vb.manifest.kubernetes_version != version {
+            return Err(AirgapError::Bundle {
+                path: vb.path.clone(),
+                reason: format!(
+                    "made for {} {}, not {cluster} {version}",
+                    vb.manifest.cluster, vb.manifest.kubernetes_version
+                ),
+            });
+        }
+    }
+    let ropts = RegistryImportOptions {
+        mirror_prefix: opts.mirror_prefix.clone(),
+        jobs: opts.jobs.max(1),
+    };
+    let result = import_to_registry_with(&client, &vb, &ropts, &mut state, &heads);
+    state.save(&state_path)?;
+    Ok((vb, result?))
+}
+
+/// Pushes an already verified bundle to the mirror and saves the state. Errors: the first push error
+/// (the state still records the images pushed before it).
+pub fn import_verified(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<ImportReport> {
+    let client = RegistryClient::new(opts.client.clone())?;
+    let state_path = opts
+        .state
+        .clone()
+        .unwrap_or_else(|| ImportState::default_path(&vb.path));
     let mut state = ImportState::load(&state_path);
     let ropts = RegistryImportOptions {
         mirror_prefix: opts.mirror_prefix.clone(),

@@ -5,7 +5,7 @@
 
 use clusterctl_airgap::registry::ClientOptions;
 use clusterctl_airgap::run::{
-    bundle_cluster, check_matches, client_options, import_verified, BundleOptions, ImportOptions,
+    bundle_cluster, check_matches, client_options, import_bundle, BundleOptions, ImportOptions,
 };
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -187,16 +187,15 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            let vb = clusterctl_airgap::bundle::verify_bundle(&bundle).map_err(fail)?;
-            check_matches(&vb, &cluster).map_err(fail)?;
             let mirror = mirror.or_else(|| cluster.mirror_prefix().map(str::to_string));
             let opts = ImportOptions {
                 client: client_options(&cluster),
                 mirror_prefix: mirror,
                 state,
                 jobs: jobs.max(1),
+                expect: Some((cluster.name().to_string(), cluster.version_info().tag())),
             };
-            let r = import_verified(&vb, &opts).map_err(fail)?;
+            let (vb, r) = import_bundle(&bundle, &opts).map_err(fail)?;
             eprintln!(
                 "{}: {} images pushed, {} already there; blobs: {} uploaded ({} bytes), {} mounted, {} present",
                 vb.path.display(),
