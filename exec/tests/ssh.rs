@@ -98,6 +98,20 @@ fn runs_commands_on_one_reused_connection() {
         .unwrap();
     assert_eq!(sessions, "1", "one SSH connection expected on the node");
 
+    // Threads sharing the transport take turns on the one connection.
+    std::thread::scope(|s| {
+        for i in 0..4 {
+            let t = &t;
+            s.spawn(move || {
+                for j in 0..5 {
+                    let out = t.run(&Cmd::new(format!("echo {i}-{j}"))).unwrap();
+                    assert_eq!(out.stdout_str(), format!("{i}-{j}"));
+                }
+            });
+        }
+    });
+    assert_eq!(t.connections(), 1);
+
     // The node drops the connection (sshd session killed): the next call reconnects once.
     node.sh("pkill -f '^sshd: root@' || true").unwrap();
     std::thread::sleep(Duration::from_millis(200));
