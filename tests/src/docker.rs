@@ -397,7 +397,7 @@ impl TestNode {
                 if state.lines().any(|l| l.trim() == "failed") {
                     let journal = self
                         .exec(
-                            "journalctl -u clusterctl-hostkeys -u ssh --no-pager -n 6 2>&1",
+                            "systemctl status --no-pager -n 5 clusterctl-hostkeys ssh 2>&1 | head -n 40",
                             b"",
                         )
                         .map(|r| r.1)
