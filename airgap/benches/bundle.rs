@@ -4,7 +4,8 @@
 //! - a second import into the same registry: blobs uploaded (must be 0) and time against verifying;
 //! - verification throughput against `sha256sum` over the same bundle bytes.
 //!
-//! `BENCH_SHORT=1` runs a tiny fixture once and never fails on a ratio. A full run (`cargo bench -p
+//! `BENCH_SHORT=1` runs a tiny fixture once and never fails on a ratio; `BENCH_SCALE=N` multiplies the
+//! layer sizes of a full run. A full run (`cargo bench -p
 //! clusterctl-airgap --bench bundle`) prints the figures recorded in `docs/airgap.md`.
 
 #[path = "../tests/common/mod.rs"]
@@ -57,10 +58,15 @@ fn main() {
         eprintln!("SKIP: docker-registry or skopeo missing");
         return;
     }
+    let scale: usize = std::env::var("BENCH_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     let (apps, base, app, runs) = if short {
         (2, 64 << 10, 16 << 10, 1)
     } else {
-        (4, 6 << 20, 1536 << 10, 3)
+        (4, scale * (6 << 20), scale * (1536 << 10), 3)
     };
     let a = Registry::start().expect("registry A");
     let b = Registry::start().expect("registry B");
@@ -162,7 +168,6 @@ fn main() {
     // Second import and plain verification, interleaved so both see the same machine load.
     let mut t_second = Duration::MAX;
     let mut second = Default::default();
-    let mut t_verify = t_verify;
     for _ in 0..runs.max(3) {
         let (tv, _) = best(1, || verify_bundle(&bundle).expect("verify"));
         t_verify = t_verify.min(tv);

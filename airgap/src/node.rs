@@ -204,3 +204,53 @@ pub fn load_into_node(
     entry.dedup();
     Ok(report)
 }
+
+/// Streams the bundle's packages for a node (`os_family` and `arch` equal, or `any`) and its
+/// binaries to `<remote_dir>/packages/<file>` and `<remote_dir>/bin/<file>` on the node (mode 0644,
+/// binaries 0755), checking each again on the way. Returns the remote paths written, in bundle
+/// order; installing them (dnf/apt/dpkg) is the packages phase's job. Errors: upload failures.
+pub fn upload_packages(
+    transport: &dyn Transport,
+    bundle: &VerifiedBundle,
+    os_family: &str,
+    arch: &str,
+    remote_dir: &str,
+) -> Result<Vec<String>> {
+    let node = transport.node().to_string();
+    let mut written = Vec::new();
+    let wanted = bundle
+        .manifest
+        .packages
+        .iter()
+        .filter(|p| {
+            p.os.as_deref().is_none_or(|o| o == os_family || o == "any")
+                && p.arch.as_deref().is_none_or(|a| a == arch)
+        })
+        .map(|p| (p, "packages", 0o644))
+        .chain(bundle.manifest.binaries.iter().map(|b| (b, "bin", 0o755)));
+    for (file, dir, mode) in wanted {
+        let name = file.path.rsplit('/').next().unwrap_or(&file.name);
+        let remote = format!("{}/{dir}/{name}", remote_dir.trim_end_matches('/'));
+        let mut reader = crate::digest::Hashing::new(bundle.open(&file.path)?);
+        let spec = FileSpec {
+            path: PathBuf::from(&remote),
+            mode,
+            owner: None,
+        };
+        transport
+            .upload_stream(&mut reader, file.size, &spec, &mut |_| {})
+            .map_err(|e| AirgapError::Node {
+                node: node.clone(),
+                reason: format!("upload of {}: {e}", file.path),
+            })?;
+        let (got, n, _) = reader.finish();
+        if got != file.sha256 || n != file.size {
+            return Err(AirgapError::Entry {
+                entry: file.path.clone(),
+                reason: "changed since verification".into(),
+            });
+        }
+        written.push(remote);
+    }
+    Ok(written)
+}

@@ -50,6 +50,23 @@ fn ctr_imports_images_streamed_over_the_transport() {
         ..Default::default()
     };
     let (images, _) = pull_images(&client, &store, &reqs, &opts).expect("pull");
+    std::fs::write(work.path().join("kubeadm.deb"), b"kubeadm package bytes").expect("pkg");
+    std::fs::write(
+        work.path().join("clusterctl"),
+        b"#!/bin/sh\necho clusterctl\n",
+    )
+    .expect("bin");
+    let pkg = clusterctl_airgap::bundle::PreparedFile::from_path(
+        "kubeadm",
+        "packages/debian-amd64/kubeadm.deb",
+        &work.path().join("kubeadm.deb"),
+        0o644,
+        Some("debian".into()),
+        Some("amd64".into()),
+    )
+    .expect("pkg");
+    let bin =
+        clusterctl_airgap::packages::self_binary(&work.path().join("clusterctl")).expect("bin");
     let out = work.path().join("site.tar");
     let input = clusterctl_airgap::bundle::BundleInput {
         cluster: "c".into(),
@@ -57,8 +74,8 @@ fn ctr_imports_images_streamed_over_the_transport() {
         extra_versions: vec![],
         platforms: vec![],
         images,
-        packages: vec![],
-        binaries: vec![],
+        packages: vec![pkg],
+        binaries: vec![bin],
     };
     clusterctl_airgap::bundle::write_bundle(&out, &store, &input).expect("bundle");
     let vb = verify_bundle(&out).expect("verify");
@@ -95,4 +112,37 @@ fn ctr_imports_images_streamed_over_the_transport() {
     let again =
         load_into_node(&node, &vb, &vb.manifest.images, &lopts, &mut state).expect("second load");
     assert_eq!((again.loaded, again.skipped), (0, vb.manifest.images.len()));
+
+    // Packages and binaries for this node's OS family and arch are streamed to it as files.
+    let dir = work.path().join("node-files");
+    let written = clusterctl_airgap::node::upload_packages(
+        &node,
+        &vb,
+        "debian",
+        "amd64",
+        &dir.display().to_string(),
+    )
+    .expect("packages");
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert_eq!(
+        std::fs::read(dir.join("packages/kubeadm.deb")).expect("package on node"),
+        b"kubeadm package bytes"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("bin/clusterctl")).expect("binary on node"),
+        b"#!/bin/sh\necho clusterctl\n"
+    );
+    let none = clusterctl_airgap::node::upload_packages(
+        &node,
+        &vb,
+        "rhel",
+        "amd64",
+        &work.path().join("rhel").display().to_string(),
+    )
+    .expect("rhel");
+    assert_eq!(
+        none.len(),
+        1,
+        "only the binary for another OS family: {none:?}"
+    );
 }

@@ -90,7 +90,10 @@ fn flip_at(src: &Path, dst: &Path, offset: u64) {
 
 /// A raw tar whose entries are (name bytes, type, link target, data), written with hand-set names
 /// so that unsafe names the tar crate would refuse to build still end up in the file.
-fn raw_tar(dst: &Path, entries: &[(&[u8], tar::EntryType, &[u8], &[u8])]) {
+/// (name, type, link target, data) of one raw tar entry.
+type RawEntry<'a> = (&'a [u8], tar::EntryType, &'a [u8], &'a [u8]);
+
+fn raw_tar(dst: &Path, entries: &[RawEntry]) {
     let mut out = Vec::new();
     for (name, kind, link, data) in entries {
         let mut h = tar::Header::new_old();
