@@ -110,17 +110,27 @@ pub fn import_to_registry(
 /// Asks the registry for the digest of every reference recorded in `state` (read-only `HEAD`s, safe
 /// to run while the bundle is still being verified). Unanswered references are left out.
 pub fn precheck(client: &RegistryClient, state: &ImportState) -> HashMap<String, Option<Digest>> {
-    let mut out = HashMap::new();
-    for (key, digest) in &state.registry {
-        let Ok(r) = ImageRef::parse(key) else {
-            continue;
-        };
-        let reference = r.tag.clone().unwrap_or_else(|| digest.to_string());
-        if let Ok(got) = client.head_manifest(&r.registry, &r.repository, &reference) {
-            out.insert(key.clone(), got);
+    let queue = Mutex::new(state.registry.iter().collect::<Vec<_>>());
+    let out = Mutex::new(HashMap::new());
+    std::thread::scope(|s| {
+        for _ in 0..state.registry.len().clamp(1, 8) {
+            s.spawn(|| loop {
+                let Some((key, digest)) = queue.lock().ok().and_then(|mut q| q.pop()) else {
+                    return;
+                };
+                let Ok(r) = ImageRef::parse(key) else {
+                    continue;
+                };
+                let reference = r.tag.clone().unwrap_or_else(|| digest.to_string());
+                if let Ok(got) = client.head_manifest(&r.registry, &r.repository, &reference) {
+                    if let Ok(mut o) = out.lock() {
+                        o.insert(key.clone(), got);
+                    }
+                }
+            });
         }
-    }
-    out
+    });
+    out.into_inner().unwrap_or_default()
 }
 
 /// As [`import_to_registry`], with the registry's answers from [`precheck`] (reference → digest it

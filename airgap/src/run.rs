@@ -134,18 +134,30 @@ pub fn import_bundle(
     bundle: &Path,
     opts: &ImportOptions,
 ) -> Result<(VerifiedBundle, ImportReport)> {
-    let client = RegistryClient::new(opts.client.clone())?;
     let state_path = opts
         .state
         .clone()
         .unwrap_or_else(|| ImportState::default_path(bundle));
     let mut state = ImportState::load(&state_path);
-    let (vb, heads) = std::thread::scope(|s| {
-        let h = s.spawn(|| precheck(&client, &state));
+    // Client setup (TLS roots) and the read-only pre-check run beside the verification.
+    let (vb, prepared) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            RegistryClient::new(opts.client.clone()).map(|c| {
+                let heads = precheck(&c, &state);
+                (c, heads)
+            })
+        });
         let vb = verify_bundle(bundle);
-        (vb, h.join().unwrap_or_default())
+        let prepared = h.join().unwrap_or_else(|_| {
+            Err(AirgapError::Transport {
+                url: "registry client".into(),
+                reason: "setup thread panicked".into(),
+            })
+        });
+        (vb, prepared)
     });
     let vb = vb?;
+    let (client, heads) = prepared?;
     if let Some((cluster, version)) = &opts.expect {
         if &vb.manifest.cluster != cluster || &vb.manifest.kubernetes_version != version {
             return Err(AirgapError::Bundle {
