@@ -69,11 +69,15 @@ pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
     let spec = cx.c.spec();
     let mut x = ApiServerExtras::default();
     if let Some(a) = &spec.api_server.audit {
-        x.args.insert("audit-policy-file".into(), AUDIT_POLICY_PATH.into());
+        x.args
+            .insert("audit-policy-file".into(), AUDIT_POLICY_PATH.into());
         x.args.insert("audit-log-path".into(), a.log_path.clone());
-        x.args.insert("audit-log-maxage".into(), a.max_age.to_string());
-        x.args.insert("audit-log-maxbackup".into(), a.max_backup.to_string());
-        x.args.insert("audit-log-maxsize".into(), a.max_size.to_string());
+        x.args
+            .insert("audit-log-maxage".into(), a.max_age.to_string());
+        x.args
+            .insert("audit-log-maxbackup".into(), a.max_backup.to_string());
+        x.args
+            .insert("audit-log-maxsize".into(), a.max_size.to_string());
         x.mounts.push(Mount {
             name: "audit-policy".into(),
             host_path: AUDIT_POLICY_PATH.into(),
@@ -81,10 +85,7 @@ pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
             read_only: true,
             path_type: "File",
         });
-        let dir = match a.log_path.rfind('/') {
-            Some(0) | None => "/".to_string(),
-            Some(i) => a.log_path[..i].to_string(),
-        };
+        let dir = parent_dir(&a.log_path);
         x.mounts.push(Mount {
             name: "audit-log".into(),
             host_path: dir.clone(),
@@ -96,11 +97,16 @@ pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
     if let Some(o) = &spec.api_server.oidc {
         match o.mode {
             OidcMode::Flags => {
-                x.args.insert("oidc-issuer-url".into(), o.issuer_url.clone());
+                x.args
+                    .insert("oidc-issuer-url".into(), o.issuer_url.clone());
                 x.args.insert("oidc-client-id".into(), o.client_id.clone());
-                x.args.insert("oidc-username-claim".into(), o.username_claim.clone());
+                x.args
+                    .insert("oidc-username-claim".into(), o.username_claim.clone());
                 let p = username_prefix(o);
-                x.args.insert("oidc-username-prefix".into(), if p.is_empty() { "-".into() } else { p });
+                x.args.insert(
+                    "oidc-username-prefix".into(),
+                    if p.is_empty() { "-".into() } else { p },
+                );
                 if let Some(g) = &o.groups_claim {
                     x.args.insert("oidc-groups-claim".into(), g.clone());
                 }
@@ -119,7 +125,8 @@ pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
                 }
             }
             OidcMode::Structured => {
-                x.args.insert("authentication-config".into(), AUTHN_CONFIG_PATH.into());
+                x.args
+                    .insert("authentication-config".into(), AUTHN_CONFIG_PATH.into());
                 x.mounts.push(Mount {
                     name: "authentication-config".into(),
                     host_path: AUTHN_CONFIG_PATH.into(),
@@ -133,7 +140,67 @@ pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
     for (k, v) in &spec.api_server.extra_args {
         x.args.insert(k.clone(), v.clone());
     }
+    mount_user_paths(&mut x);
     x
+}
+
+/// Directories kubeadm already mounts into the kube-apiserver static pod
+/// (cmd/kubeadm/app/phases/controlplane/volumes.go: `k8s-certs`, `ca-certs`, `etc-pki`, …).
+pub const KUBEADM_MOUNTED_DIRS: &[&str] = &[
+    "/etc/kubernetes/pki",
+    "/etc/ssl/certs",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/usr/share/ca-certificates",
+    "/usr/local/share/ca-certificates",
+];
+
+fn parent_dir(p: &str) -> String {
+    match p.rfind('/') {
+        Some(0) | None => "/".to_string(),
+        Some(i) => p[..i].to_string(),
+    }
+}
+
+fn covered(mounts: &[Mount], path: &str) -> bool {
+    let under =
+        |dir: &str| path == dir || path.starts_with(&format!("{}/", dir.trim_end_matches('/')));
+    KUBEADM_MOUNTED_DIRS.iter().any(|d| under(d)) || mounts.iter().any(|m| under(&m.mount_path))
+}
+
+/// Mounts every absolute path a flag names that no volume covers yet: log flags get their directory,
+/// writable (`DirectoryOrCreate`); anything else the file, read-only (`File`). Names `flag-<flag>`.
+fn mount_user_paths(x: &mut ApiServerExtras) {
+    let wanted: Vec<(String, String)> = x
+        .args
+        .iter()
+        .filter(|(_, v)| v.starts_with('/') && !v.contains(',') && !v.contains(':'))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (flag, path) in wanted {
+        if covered(&x.mounts, &path) {
+            continue;
+        }
+        let name = format!("flag-{flag}");
+        if flag.contains("log") {
+            let dir = parent_dir(&path);
+            x.mounts.push(Mount {
+                name,
+                host_path: dir.clone(),
+                mount_path: dir,
+                read_only: false,
+                path_type: "DirectoryOrCreate",
+            });
+        } else {
+            x.mounts.push(Mount {
+                name,
+                host_path: path.clone(),
+                mount_path: path,
+                read_only: true,
+                path_type: "File",
+            });
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -174,7 +241,11 @@ struct Prefixed {
 }
 
 /// The structured AuthenticationConfiguration for `oidc` at Kubernetes minor `minor`, CA inline.
-pub fn authentication_config(oidc: &Oidc, ca_pem: Option<&str>, minor: u64) -> Result<String, RenderError> {
+pub fn authentication_config(
+    oidc: &Oidc,
+    ca_pem: Option<&str>,
+    minor: u64,
+) -> Result<String, RenderError> {
     let cfg = AuthenticationConfiguration {
         api_version: authn_api_version(minor),
         kind: "AuthenticationConfiguration",
@@ -185,7 +256,10 @@ pub fn authentication_config(oidc: &Oidc, ca_pem: Option<&str>, minor: u64) -> R
                 audiences: vec![oidc.client_id.clone()],
             },
             claim_mappings: ClaimMappings {
-                username: Prefixed { claim: oidc.username_claim.clone(), prefix: username_prefix(oidc) },
+                username: Prefixed {
+                    claim: oidc.username_claim.clone(),
+                    prefix: username_prefix(oidc),
+                },
                 groups: oidc.groups_claim.as_ref().map(|g| Prefixed {
                     claim: g.clone(),
                     prefix: oidc.groups_prefix.clone().unwrap_or_default(),
@@ -196,7 +270,11 @@ pub fn authentication_config(oidc: &Oidc, ca_pem: Option<&str>, minor: u64) -> R
     yaml::doc("AuthenticationConfiguration", &cfg)
 }
 
-pub(crate) fn node_files(cx: &Ctx, _node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+pub(crate) fn node_files(
+    cx: &Ctx,
+    _node: &ValidNode,
+    out: &mut Vec<RenderedFile>,
+) -> Result<(), RenderError> {
     let spec = cx.c.spec();
     if spec.api_server.audit.is_some() {
         if let Some(policy) = cx.c.audit_policy() {
@@ -204,7 +282,12 @@ pub(crate) fn node_files(cx: &Ctx, _node: &ValidNode, out: &mut Vec<RenderedFile
             if !text.ends_with('\n') {
                 text.push('\n');
             }
-            out.push(RenderedFile::text(AUDIT_POLICY_PATH, 0o600, text, Purpose::AuditPolicy));
+            out.push(RenderedFile::text(
+                AUDIT_POLICY_PATH,
+                0o600,
+                text,
+                Purpose::AuditPolicy,
+            ));
         }
     }
     if let Some(o) = &spec.api_server.oidc {
@@ -221,7 +304,12 @@ pub(crate) fn node_files(cx: &Ctx, _node: &ValidNode, out: &mut Vec<RenderedFile
             OidcMode::Structured => {
                 let minor = cx.c.kubernetes_version().minor;
                 let text = authentication_config(o, cx.c.oidc_ca_pem(), minor)?;
-                out.push(RenderedFile::text(AUTHN_CONFIG_PATH, 0o600, text, Purpose::AuthenticationConfig));
+                out.push(RenderedFile::text(
+                    AUTHN_CONFIG_PATH,
+                    0o600,
+                    text,
+                    Purpose::AuthenticationConfig,
+                ));
             }
         }
     }

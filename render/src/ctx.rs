@@ -4,9 +4,11 @@
 use crate::cni::versions::{self, Pins};
 use crate::facts::Facts;
 use crate::images::KubeadmImages;
-use crate::output::RenderError;
+use crate::output::{RenderError, RenderedFile};
 use clusterctl_spec::model::{KubeProxyMode, RuntimeKind};
 use clusterctl_spec::{KubeadmApi, ValidCluster};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 
 /// containerd's CRI socket (kubeadm `criSocket`).
 pub const CONTAINERD_SOCKET: &str = "unix:///run/containerd/containerd.sock";
@@ -33,10 +35,18 @@ pub(crate) struct Ctx<'a> {
     pub no_kube_proxy: bool,
     /// CNI pins.
     pub pins: Option<Pins>,
+    /// Source registries routed through the mirror (computed once).
+    pub registries: Vec<String>,
+    /// Files identical on many nodes, rendered once per key.
+    cache: RefCell<BTreeMap<String, Vec<RenderedFile>>>,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(c: &'a ValidCluster, facts: &'a Facts, api: KubeadmApi) -> Result<Ctx<'a>, RenderError> {
+    pub fn new(
+        c: &'a ValidCluster,
+        facts: &'a Facts,
+        api: KubeadmApi,
+    ) -> Result<Ctx<'a>, RenderError> {
         let spec = c.spec();
         let mut cert_sans: Vec<String> = Vec::new();
         let mut add = |s: String| {
@@ -51,7 +61,7 @@ impl<'a> Ctx<'a> {
         if let Some(v) = c.vip() {
             add(v.to_string());
         }
-        Ok(Ctx {
+        let mut cx = Ctx {
             c,
             facts,
             api,
@@ -64,7 +74,25 @@ impl<'a> Ctx<'a> {
             cert_sans,
             no_kube_proxy: spec.networking.kube_proxy == KubeProxyMode::Disabled,
             pins: versions::pins(c)?,
-        })
+            registries: Vec::new(),
+            cache: RefCell::new(BTreeMap::new()),
+        };
+        cx.registries = crate::runtime::source_registries(&cx);
+        Ok(cx)
+    }
+
+    /// The files `make` renders, rendered once per `key` for the whole run and cloned afterwards.
+    pub fn cached(
+        &self,
+        key: &str,
+        make: impl FnOnce() -> Result<Vec<RenderedFile>, RenderError>,
+    ) -> Result<Vec<RenderedFile>, RenderError> {
+        if let Some(v) = self.cache.borrow().get(key) {
+            return Ok(v.clone());
+        }
+        let v = make()?;
+        self.cache.borrow_mut().insert(key.to_string(), v.clone());
+        Ok(v)
     }
 
     /// True when this node is the first control plane (runs `kubeadm init`).

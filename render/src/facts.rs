@@ -27,7 +27,11 @@ pub struct NodeFacts {
 
 impl Default for NodeFacts {
     fn default() -> Self {
-        NodeFacts { containerd_major: 1, cgroup: CgroupVersion::V2, vip_interface: None }
+        NodeFacts {
+            containerd_major: 1,
+            cgroup: CgroupVersion::V2,
+            vip_interface: None,
+        }
     }
 }
 
@@ -49,7 +53,15 @@ impl Facts {
         let nodes = cluster
             .nodes()
             .iter()
-            .map(|n| (n.name.clone(), NodeFacts { cgroup, ..NodeFacts::default() }))
+            .map(|n| {
+                (
+                    n.name.clone(),
+                    NodeFacts {
+                        cgroup,
+                        ..NodeFacts::default()
+                    },
+                )
+            })
             .collect();
         Facts { nodes }
     }

@@ -27,11 +27,31 @@ pub(crate) fn modules(cx: &Ctx) -> Vec<&'static str> {
     m
 }
 
-pub(crate) fn node_files(cx: &Ctx, _node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+pub(crate) fn node_files(
+    cx: &Ctx,
+    _node: &ValidNode,
+    out: &mut Vec<RenderedFile>,
+) -> Result<(), RenderError> {
+    out.extend(cx.cached("host", || files(cx))?);
+    Ok(())
+}
+
+fn files(cx: &Ctx) -> Result<Vec<RenderedFile>, RenderError> {
+    let mut out = Vec::new();
     let ipv6 = cx.c.pod_subnet().addr().is_ipv6() || cx.c.service_subnet().addr().is_ipv6();
     let sysctl = templates::render("sysctl.conf.j2", context! { ipv6 })?;
-    out.push(RenderedFile::text(SYSCTL_PATH, 0o644, sysctl, Purpose::Sysctl));
+    out.push(RenderedFile::text(
+        SYSCTL_PATH,
+        0o644,
+        sysctl,
+        Purpose::Sysctl,
+    ));
     let mods = templates::render("modules-load.conf.j2", context! { modules => modules(cx) })?;
-    out.push(RenderedFile::text(MODULES_PATH, 0o644, mods, Purpose::KernelModules));
-    Ok(())
+    out.push(RenderedFile::text(
+        MODULES_PATH,
+        0o644,
+        mods,
+        Purpose::KernelModules,
+    ));
+    Ok(out)
 }

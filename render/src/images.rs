@@ -100,11 +100,19 @@ impl KubeadmImages {
             ..self.clone()
         };
         let mut out = Vec::new();
-        for name in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+        for name in [
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+        ] {
             out.push((name, up.kubernetes_image(name), self.kubernetes_image(name)));
         }
         if kube_proxy {
-            out.push(("kube-proxy", up.kubernetes_image("kube-proxy"), self.kubernetes_image("kube-proxy")));
+            out.push((
+                "kube-proxy",
+                up.kubernetes_image("kube-proxy"),
+                self.kubernetes_image("kube-proxy"),
+            ));
         }
         out.push(("coredns", up.dns_image(), self.dns_image()));
         out.push(("pause", up.pause_image(), self.pause_image()));
@@ -132,7 +140,11 @@ pub fn images(cluster: &ValidCluster) -> Vec<ImageRef> {
         .collect();
     let mut other = |component: String, source: String| {
         let mirror = has_mirror.then(|| cluster.image(&source));
-        out.push(ImageRef { component, source, mirror });
+        out.push(ImageRef {
+            component,
+            source,
+            mirror,
+        });
     };
     if cluster.vip().is_some() {
         other("kube-vip".to_string(), cluster.kube_vip_image().to_string());

@@ -79,37 +79,39 @@ pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(),
     }
     let image = cx.c.docker_node_image();
     let mounts = &spec.docker.run_options.extra_mounts;
-    let nodes = cx
-        .c
-        .nodes()
-        .iter()
-        .map(|n| Node {
-            role: match n.role {
-                Role::ControlPlane => "control-plane",
-                Role::Worker => "worker",
-            },
-            image: image.clone(),
-            labels: n.labels.clone(),
-            extra_port_mappings: n
-                .port_mappings
-                .iter()
-                .map(|p| PortMapping {
-                    container_port: p.container_port,
-                    host_port: p.host_port,
-                    listen_address: p.listen_address.clone().unwrap_or_else(|| "127.0.0.1".to_string()),
-                    protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_string()),
-                })
-                .collect(),
-            extra_mounts: mounts
-                .iter()
-                .map(|m| Mount {
-                    host_path: m.host_path.clone(),
-                    container_path: m.container_path.clone(),
-                    read_only: m.read_only,
-                })
-                .collect(),
-        })
-        .collect();
+    let nodes =
+        cx.c.nodes()
+            .iter()
+            .map(|n| Node {
+                role: match n.role {
+                    Role::ControlPlane => "control-plane",
+                    Role::Worker => "worker",
+                },
+                image: image.clone(),
+                labels: n.labels.clone(),
+                extra_port_mappings: n
+                    .port_mappings
+                    .iter()
+                    .map(|p| PortMapping {
+                        container_port: p.container_port,
+                        host_port: p.host_port,
+                        listen_address: p
+                            .listen_address
+                            .clone()
+                            .unwrap_or_else(|| "127.0.0.1".to_string()),
+                        protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_string()),
+                    })
+                    .collect(),
+                extra_mounts: mounts
+                    .iter()
+                    .map(|m| Mount {
+                        host_path: m.host_path.clone(),
+                        container_path: m.container_path.clone(),
+                        read_only: m.read_only,
+                    })
+                    .collect(),
+            })
+            .collect();
     let cfg = Cluster {
         api_version: "kind.x-k8s.io/v1alpha4",
         kind: "Cluster",
@@ -127,8 +129,17 @@ pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(),
             },
         },
         nodes,
-        containerd_config_patches: if cx.c.mirror().is_some() { vec![MIRROR_PATCH.to_string()] } else { Vec::new() },
+        containerd_config_patches: if cx.c.mirror().is_some() {
+            vec![MIRROR_PATCH.to_string()]
+        } else {
+            Vec::new()
+        },
     };
-    out.push(RenderedFile::text(KIND_CONFIG_PATH, 0o644, yaml::doc("kind Cluster", &cfg)?, Purpose::KindConfig));
+    out.push(RenderedFile::text(
+        KIND_CONFIG_PATH,
+        0o644,
+        yaml::doc("kind Cluster", &cfg)?,
+        Purpose::KindConfig,
+    ));
     Ok(())
 }

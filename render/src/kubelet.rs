@@ -49,7 +49,10 @@ pub(crate) fn fail_cgroup_v1(cx: &Ctx) -> Option<bool> {
     if let Some(v) = cx.c.spec().kubelet.fail_cgroup_v1 {
         return Some(v);
     }
-    let any_v1 = cx.c.nodes().iter().any(|n| cx.facts.node(&n.name).cgroup == CgroupVersion::V1);
+    let any_v1 =
+        cx.c.nodes()
+            .iter()
+            .any(|n| cx.facts.node(&n.name).cgroup == CgroupVersion::V1);
     (cx.c.kubernetes_version().minor >= 35 && any_v1).then_some(false)
 }
 

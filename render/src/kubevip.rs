@@ -74,7 +74,11 @@ struct Env {
 }
 
 fn env(name: &'static str, value: impl Into<String>) -> Env {
-    Env { name, value: Some(value.into()), value_from: None }
+    Env {
+        name,
+        value: Some(value.into()),
+        value_from: None,
+    }
 }
 
 #[derive(Serialize)]
@@ -113,7 +117,11 @@ struct HostPath {
     path: &'static str,
 }
 
-pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+pub(crate) fn node_files(
+    cx: &Ctx,
+    node: &ValidNode,
+    out: &mut Vec<RenderedFile>,
+) -> Result<(), RenderError> {
     let (Some(vip_addr), Some(vip)) = (cx.c.vip(), cx.c.spec().control_plane.vip.as_ref()) else {
         return Ok(());
     };
@@ -126,12 +134,22 @@ pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>
     e.push(env("port", cx.c.endpoint().port.to_string()));
     let mut field = BTreeMap::new();
     field.insert("fieldRef", BTreeMap::from([("fieldPath", "spec.nodeName")]));
-    e.push(Env { name: "vip_nodename", value: None, value_from: Some(field) });
-    let iface = node.vip_interface.clone().or_else(|| cx.facts.node(&node.name).vip_interface);
+    e.push(Env {
+        name: "vip_nodename",
+        value: None,
+        value_from: Some(field),
+    });
+    let iface = node
+        .vip_interface
+        .clone()
+        .or_else(|| cx.facts.node(&node.name).vip_interface);
     if let Some(i) = iface {
         e.push(env("vip_interface", i));
     }
-    e.push(env("vip_subnet", if vip_addr.is_ipv4() { "32" } else { "128" }));
+    e.push(env(
+        "vip_subnet",
+        if vip_addr.is_ipv4() { "32" } else { "128" },
+    ));
     e.push(env("dns_mode", "first"));
     e.push(env("cp_enable", "true"));
     e.push(env("cp_namespace", "kube-system"));
@@ -147,12 +165,19 @@ pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>
     if vip.mode == VipMode::Bgp {
         if let Some(b) = &vip.bgp {
             e.push(env("bgp_enable", "true"));
-            let rid = b.router_id.clone().or_else(|| node.address.map(|a| a.to_string()));
+            let rid = b
+                .router_id
+                .clone()
+                .or_else(|| node.address.map(|a| a.to_string()));
             if let Some(r) = rid {
                 e.push(env("bgp_routerid", r));
             }
             e.push(env("bgp_as", b.local_as.to_string()));
-            let peers: Vec<String> = b.peers.iter().map(|p| format!("{}:{}::false", p.address, p.peer_as)).collect();
+            let peers: Vec<String> = b
+                .peers
+                .iter()
+                .map(|p| format!("{}:{}::false", p.address, p.peer_as))
+                .collect();
             e.push(env("bgp_peers", peers.join(",")));
         }
     }
@@ -161,7 +186,10 @@ pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>
     let pod = Pod {
         api_version: "v1",
         kind: "Pod",
-        metadata: Metadata { name: "kube-vip", namespace: "kube-system" },
+        metadata: Metadata {
+            name: "kube-vip",
+            namespace: "kube-system",
+        },
         spec: PodSpec {
             containers: vec![Container {
                 args: vec!["manager"],
@@ -170,15 +198,32 @@ pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>
                 image_pull_policy: "IfNotPresent",
                 name: "kube-vip",
                 security_context: SecurityContext {
-                    capabilities: Capabilities { add: vec!["NET_ADMIN", "NET_RAW"], drop: vec!["ALL"] },
+                    capabilities: Capabilities {
+                        add: vec!["NET_ADMIN", "NET_RAW"],
+                        drop: vec!["ALL"],
+                    },
                 },
-                volume_mounts: vec![VolumeMount { mount_path: ADMIN_CONF, name: "kubeconfig" }],
+                volume_mounts: vec![VolumeMount {
+                    mount_path: ADMIN_CONF,
+                    name: "kubeconfig",
+                }],
             }],
-            host_aliases: vec![HostAlias { hostnames: vec!["kubernetes"], ip: "127.0.0.1" }],
+            host_aliases: vec![HostAlias {
+                hostnames: vec!["kubernetes"],
+                ip: "127.0.0.1",
+            }],
             host_network: true,
-            volumes: vec![Volume { host_path: HostPath { path: kubeconfig }, name: "kubeconfig" }],
+            volumes: vec![Volume {
+                host_path: HostPath { path: kubeconfig },
+                name: "kubeconfig",
+            }],
         },
     };
-    out.push(RenderedFile::text(MANIFEST_PATH, 0o600, yaml::doc("kube-vip Pod", &pod)?, Purpose::KubeVip));
+    out.push(RenderedFile::text(
+        MANIFEST_PATH,
+        0o600,
+        yaml::doc("kube-vip Pod", &pod)?,
+        Purpose::KubeVip,
+    ));
     Ok(())
 }

@@ -50,7 +50,12 @@ pub struct RenderedFile {
 impl RenderedFile {
     /// A file from text.
     pub fn text(path: impl Into<String>, mode: u32, content: String, purpose: Purpose) -> Self {
-        RenderedFile { path: path.into(), mode, content: content.into_bytes(), purpose }
+        RenderedFile {
+            path: path.into(),
+            mode,
+            content: content.into_bytes(),
+            purpose,
+        }
     }
 
     /// The content as text (lossy for non-UTF-8, which render never produces).

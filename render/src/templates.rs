@@ -8,14 +8,35 @@ use minijinja::Environment;
 use std::sync::OnceLock;
 
 const TEMPLATES: &[(&str, &str)] = &[
-    ("containerd-config-v2.toml.j2", include_str!("../../templates/containerd-config-v2.toml.j2")),
-    ("containerd-config-v3.toml.j2", include_str!("../../templates/containerd-config-v3.toml.j2")),
-    ("containerd-hosts.toml.j2", include_str!("../../templates/containerd-hosts.toml.j2")),
+    (
+        "containerd-config-v2.toml.j2",
+        include_str!("../../templates/containerd-config-v2.toml.j2"),
+    ),
+    (
+        "containerd-config-v3.toml.j2",
+        include_str!("../../templates/containerd-config-v3.toml.j2"),
+    ),
+    (
+        "containerd-hosts.toml.j2",
+        include_str!("../../templates/containerd-hosts.toml.j2"),
+    ),
     ("crio.conf.j2", include_str!("../../templates/crio.conf.j2")),
-    ("registries.conf.j2", include_str!("../../templates/registries.conf.j2")),
-    ("sysctl.conf.j2", include_str!("../../templates/sysctl.conf.j2")),
-    ("modules-load.conf.j2", include_str!("../../templates/modules-load.conf.j2")),
-    ("clusterctl-cni-agent.service.j2", include_str!("../../templates/clusterctl-cni-agent.service.j2")),
+    (
+        "registries.conf.j2",
+        include_str!("../../templates/registries.conf.j2"),
+    ),
+    (
+        "sysctl.conf.j2",
+        include_str!("../../templates/sysctl.conf.j2"),
+    ),
+    (
+        "modules-load.conf.j2",
+        include_str!("../../templates/modules-load.conf.j2"),
+    ),
+    (
+        "clusterctl-cni-agent.service.j2",
+        include_str!("../../templates/clusterctl-cni-agent.service.j2"),
+    ),
 ];
 
 fn quote(s: String) -> String {
@@ -32,16 +53,29 @@ fn env() -> Result<&'static Environment<'static>, RenderError> {
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         env.add_filter("q", quote);
         for (name, src) in TEMPLATES {
-            env.add_template(name, src).map_err(|e| format!("{name}: {e}"))?;
+            env.add_template(name, src)
+                .map_err(|e| format!("{name}: {e}"))?;
         }
         Ok(env)
     });
-    r.as_ref().map_err(|e| RenderError::Template { name: "(loading)", reason: e.clone() })
+    r.as_ref().map_err(|e| RenderError::Template {
+        name: "(loading)",
+        reason: e.clone(),
+    })
 }
 
 /// Renders template `name` with `ctx` (any serde value, usually `minijinja::context!`).
-pub(crate) fn render<S: serde::Serialize>(name: &'static str, ctx: S) -> Result<String, RenderError> {
+pub(crate) fn render<S: serde::Serialize>(
+    name: &'static str,
+    ctx: S,
+) -> Result<String, RenderError> {
     let env = env()?;
-    let t = env.get_template(name).map_err(|e| RenderError::Template { name, reason: e.to_string() })?;
-    t.render(ctx).map_err(|e| RenderError::Template { name, reason: e.to_string() })
+    let t = env.get_template(name).map_err(|e| RenderError::Template {
+        name,
+        reason: e.to_string(),
+    })?;
+    t.render(ctx).map_err(|e| RenderError::Template {
+        name,
+        reason: e.to_string(),
+    })
 }

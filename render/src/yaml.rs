@@ -6,8 +6,10 @@ use serde::Serialize;
 
 /// One YAML document (ends with a newline).
 pub fn doc<T: Serialize>(what: &str, value: &T) -> Result<String, RenderError> {
-    serde_yaml::to_string(value)
-        .map_err(|e| RenderError::Serialize { what: what.to_string(), reason: e.to_string() })
+    serde_yaml::to_string(value).map_err(|e| RenderError::Serialize {
+        what: what.to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// Several documents joined by `---` lines.
@@ -29,5 +31,8 @@ pub fn json<T: Serialize>(what: &str, value: &T) -> Result<String, RenderError> 
             s.push('\n');
             s
         })
-        .map_err(|e| RenderError::Serialize { what: what.to_string(), reason: e.to_string() })
+        .map_err(|e| RenderError::Serialize {
+            what: what.to_string(),
+            reason: e.to_string(),
+        })
 }

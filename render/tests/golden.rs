@@ -52,7 +52,10 @@ fn renders_match_golden_files() {
                     .position(|(a, b)| a != b)
                     .map(|i| i + 1)
                     .unwrap_or_else(|| want.lines().count().min(text.lines().count()) + 1);
-                mismatches.push(format!("{label}: differs from {} at line {line}", file.display()));
+                mismatches.push(format!(
+                    "{label}: differs from {} at line {line}",
+                    file.display()
+                ));
             }
             Err(e) => mismatches.push(format!("{label}: no golden file {} ({e})", file.display())),
         }

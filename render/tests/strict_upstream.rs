@@ -17,7 +17,11 @@ fn check_all(label: &str, r: &Rendered, seen: &mut BTreeSet<String>) {
             Err(e) => failures.push(format!("{label} {}: {e}", node.unwrap_or("cluster"))),
         }
     }
-    assert!(failures.is_empty(), "strict decoding failed:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "strict decoding failed:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -29,12 +33,21 @@ fn every_file_of_every_input_and_minor_decodes_strictly() {
             let l = common::with_version(&loaded, &v);
             let c = common::valid(&format!("{label}@{v}"), &l);
             let mut facts = Facts::assumed(&c);
-            check_all(&format!("{label}@{v}/containerd1"), &render(&c, &facts).expect("renders"), &mut seen);
+            check_all(
+                &format!("{label}@{v}/containerd1"),
+                &render(&c, &facts).expect("renders"),
+                &mut seen,
+            );
             for nf in facts.nodes.values_mut() {
                 nf.containerd_major = 2;
             }
-            check_all(&format!("{label}@{v}/containerd2"), &render(&c, &facts).expect("renders"), &mut seen);
-            let v3 = render_with_api(&c, &Facts::assumed(&c), KubeadmApi::V1beta3).expect("renders v1beta3");
+            check_all(
+                &format!("{label}@{v}/containerd2"),
+                &render(&c, &facts).expect("renders"),
+                &mut seen,
+            );
+            let v3 = render_with_api(&c, &Facts::assumed(&c), KubeadmApi::V1beta3)
+                .expect("renders v1beta3");
             check_all(&format!("{label}@{v}/v1beta3"), &v3, &mut seen);
             runs += 1;
         }
@@ -75,7 +88,10 @@ fn every_file_of_every_input_and_minor_decodes_strictly() {
         "clusterctl/agent",
         "systemd/unit",
     ] {
-        assert!(seen.contains(kind), "format never rendered by any input: {kind}; seen {seen:?}");
+        assert!(
+            seen.contains(kind),
+            "format never rendered by any input: {kind}; seen {seen:?}"
+        );
     }
 }
 
@@ -119,7 +135,10 @@ fn strict_toml_rejects_legacy_mirrors_next_to_config_path() {
     );
     let e = upstream::check(&f).expect_err("mirrors with config_path must fail");
     assert!(e.contains("mirrors"), "{e}");
-    let without = text.split("[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors").next().unwrap_or_default();
+    let without = text
+        .split("[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors")
+        .next()
+        .unwrap_or_default();
     let f2 = clusterctl_render::RenderedFile::text(
         "/etc/containerd/config.toml",
         0o644,

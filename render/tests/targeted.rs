@@ -24,14 +24,18 @@ fn rendered(c: &ValidCluster) -> Rendered {
 }
 
 fn docs(r: &Rendered, node: &str, path: &str) -> Vec<Value> {
-    let f = r.node_file(node, path).unwrap_or_else(|| panic!("{node} has no {path}"));
+    let f = r
+        .node_file(node, path)
+        .unwrap_or_else(|| panic!("{node} has no {path}"));
     serde_yaml::Deserializer::from_str(&f.as_text())
         .map(|d| serde::Deserialize::deserialize(d).expect("yaml"))
         .collect()
 }
 
 fn kind<'a>(ds: &'a [Value], k: &str) -> &'a Value {
-    ds.iter().find(|d| d["kind"] == Value::String(k.into())).unwrap_or_else(|| panic!("no {k}"))
+    ds.iter()
+        .find(|d| d["kind"] == Value::String(k.into()))
+        .unwrap_or_else(|| panic!("no {k}"))
 }
 
 fn s(v: &Value) -> &str {
@@ -41,7 +45,11 @@ fn s(v: &Value) -> &str {
 fn args_of(cc: &Value) -> Vec<(String, String)> {
     cc["apiServer"]["extraArgs"]
         .as_sequence()
-        .map(|a| a.iter().map(|x| (s(&x["name"]).to_string(), s(&x["value"]).to_string())).collect())
+        .map(|a| {
+            a.iter()
+                .map(|x| (s(&x["name"]).to_string(), s(&x["value"]).to_string()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -52,51 +60,121 @@ fn mirror_image_paths_match_what_import_stores_including_coredns() {
     let list = images(&c);
     assert!(!list.is_empty());
     for i in &list {
-        assert_eq!(i.mirror.as_deref(), Some(c.image(&i.source).as_str()), "{i:?}");
+        assert_eq!(
+            i.mirror.as_deref(),
+            Some(c.image(&i.source).as_str()),
+            "{i:?}"
+        );
         assert!(i.pull_ref().starts_with(&format!("{prefix}/")), "{i:?}");
     }
     let v = c.version_info();
-    let coredns = list.iter().find(|i| i.component == "coredns").expect("coredns");
-    assert_eq!(coredns.source, format!("registry.k8s.io/coredns/coredns:{}", v.coredns));
-    assert_eq!(coredns.pull_ref(), format!("{prefix}/coredns/coredns:{}", v.coredns));
-    assert!(!list.iter().any(|i| i.component == "kube-proxy"), "kube-proxy is disabled");
+    let coredns = list
+        .iter()
+        .find(|i| i.component == "coredns")
+        .expect("coredns");
+    assert_eq!(
+        coredns.source,
+        format!("registry.k8s.io/coredns/coredns:{}", v.coredns)
+    );
+    assert_eq!(
+        coredns.pull_ref(),
+        format!("{prefix}/coredns/coredns:{}", v.coredns)
+    );
+    assert!(
+        !list.iter().any(|i| i.component == "kube-proxy"),
+        "kube-proxy is disabled"
+    );
     assert!(list.iter().any(|i| i.component == "kube-vip"));
-    assert!(list.iter().any(|i| i.source.starts_with("quay.io/cilium/cilium:")));
+    assert!(list
+        .iter()
+        .any(|i| i.source.starts_with("quay.io/cilium/cilium:")));
 
     let r = rendered(&c);
     let first = c.first_control_plane().name.clone();
     let ds = docs(&r, &first, "/etc/kubernetes/kubeadm/init.yaml");
     let cc = kind(&ds, "ClusterConfiguration");
     assert_eq!(s(&cc["imageRepository"]), prefix);
-    assert_eq!(s(&cc["dns"]["imageRepository"]), format!("{prefix}/coredns"));
+    assert_eq!(
+        s(&cc["dns"]["imageRepository"]),
+        format!("{prefix}/coredns")
+    );
     assert_eq!(s(&cc["dns"]["imageTag"]), v.coredns);
     assert_eq!(s(&cc["etcd"]["local"]["imageTag"]), v.etcd);
     // kubeadm's own rule applied to these values gives the pull references of the list.
-    let dns_pull = format!("{}/coredns:{}", s(&cc["dns"]["imageRepository"]), s(&cc["dns"]["imageTag"]));
+    let dns_pull = format!(
+        "{}/coredns:{}",
+        s(&cc["dns"]["imageRepository"]),
+        s(&cc["dns"]["imageTag"])
+    );
     assert_eq!(dns_pull, coredns.pull_ref());
     let etcd = list.iter().find(|i| i.component == "etcd").expect("etcd");
-    assert_eq!(format!("{}/etcd:{}", s(&cc["imageRepository"]), s(&cc["etcd"]["local"]["imageTag"])), etcd.pull_ref());
+    assert_eq!(
+        format!(
+            "{}/etcd:{}",
+            s(&cc["imageRepository"]),
+            s(&cc["etcd"]["local"]["imageTag"])
+        ),
+        etcd.pull_ref()
+    );
     assert!(cc["proxy"]["disabled"].as_bool().unwrap_or(false));
     // kube-vip from the mirror; CRI-O pause from the mirror.
     let kv = docs(&r, &first, "/etc/kubernetes/manifests/kube-vip.yaml");
-    let kvi = list.iter().find(|i| i.component == "kube-vip").expect("kube-vip");
+    let kvi = list
+        .iter()
+        .find(|i| i.component == "kube-vip")
+        .expect("kube-vip");
     assert_eq!(s(&kv[0]["spec"]["containers"][0]["image"]), kvi.pull_ref());
     let pause = list.iter().find(|i| i.component == "pause").expect("pause");
-    let crio = r.node_file(&first, "/etc/crio/crio.conf.d/10-clusterctl.conf").expect("crio").as_text().to_string();
-    assert!(crio.contains(&format!("pause_image = \"{}\"", pause.pull_ref())), "{crio}");
+    let crio = r
+        .node_file(&first, "/etc/crio/crio.conf.d/10-clusterctl.conf")
+        .expect("crio")
+        .as_text()
+        .to_string();
+    assert!(
+        crio.contains(&format!("pause_image = \"{}\"", pause.pull_ref())),
+        "{crio}"
+    );
     assert!(crio.contains("global_auth_file = \"/etc/crio/auth.json\""));
-    let regs = r.node_file(&first, "/etc/containers/registries.conf.d/10-clusterctl.conf").expect("registries").as_text().to_string();
+    let regs = r
+        .node_file(
+            &first,
+            "/etc/containers/registries.conf.d/10-clusterctl.conf",
+        )
+        .expect("registries")
+        .as_text()
+        .to_string();
     for host in ["registry.k8s.io", "quay.io", "ghcr.io", "docker.io"] {
-        assert!(regs.contains(&format!("prefix = \"{host}\"")), "{host} not mirrored");
+        assert!(
+            regs.contains(&format!("prefix = \"{host}\"")),
+            "{host} not mirrored"
+        );
     }
     assert!(regs.contains(&format!("location = \"{prefix}\"")));
-    assert!(r.node_file(&first, "/etc/containers/certs.d/harbor.example.com/ca.crt").is_some());
+    assert!(r
+        .node_file(&first, "/etc/containers/certs.d/harbor.example.com/ca.crt")
+        .is_some());
     // Cilium values: repositories under the mirror compose to the listed pull references.
-    let cv: Value = serde_yaml::from_str(&r.cluster_file("cni/cilium-values.yaml").expect("values").as_text()).expect("yaml");
-    let agent = format!("{}:{}", s(&cv["image"]["repository"]), s(&cv["image"]["tag"]));
-    let op = format!("{}-generic:{}", s(&cv["operator"]["image"]["repository"]), s(&cv["operator"]["image"]["tag"]));
+    let cv: Value = serde_yaml::from_str(
+        &r.cluster_file("cni/cilium-values.yaml")
+            .expect("values")
+            .as_text(),
+    )
+    .expect("yaml");
+    let agent = format!(
+        "{}:{}",
+        s(&cv["image"]["repository"]),
+        s(&cv["image"]["tag"])
+    );
+    let op = format!(
+        "{}-generic:{}",
+        s(&cv["operator"]["image"]["repository"]),
+        s(&cv["operator"]["image"]["tag"])
+    );
     for want in [agent, op] {
-        assert!(list.iter().any(|i| i.pull_ref() == want), "{want} not in the image list");
+        assert!(
+            list.iter().any(|i| i.pull_ref() == want),
+            "{want} not in the image list"
+        );
     }
 }
 
@@ -104,9 +182,21 @@ fn mirror_image_paths_match_what_import_stores_including_coredns() {
 fn calico_registry_and_image_path_compose_to_mirror_references() {
     let c = fixture("oidc-flags-audit");
     let r = rendered(&c);
-    let inst: Value = serde_yaml::from_str(&r.cluster_file("cni/calico-installation.yaml").expect("inst").as_text()).expect("yaml");
-    let node = format!("{}{}/node", s(&inst["spec"]["registry"]), s(&inst["spec"]["imagePath"]));
-    let listed = images(&c).into_iter().find(|i| i.component == "cni:calico/node").expect("calico/node");
+    let inst: Value = serde_yaml::from_str(
+        &r.cluster_file("cni/calico-installation.yaml")
+            .expect("inst")
+            .as_text(),
+    )
+    .expect("yaml");
+    let node = format!(
+        "{}{}/node",
+        s(&inst["spec"]["registry"]),
+        s(&inst["spec"]["imagePath"])
+    );
+    let listed = images(&c)
+        .into_iter()
+        .find(|i| i.component == "cni:calico/node")
+        .expect("calico/node");
     assert_eq!(listed.pull_ref().split(':').next(), Some(node.as_str()));
 }
 
@@ -124,13 +214,35 @@ fn first_control_plane_mounts_super_admin_conf_the_others_admin_conf() {
         }
         cps += 1;
         let d = &docs(&r, &n.name, "/etc/kubernetes/manifests/kube-vip.yaml")[0];
-        let want = if n.name == first { "/etc/kubernetes/super-admin.conf" } else { "/etc/kubernetes/admin.conf" };
-        assert_eq!(s(&d["spec"]["volumes"][0]["hostPath"]["path"]), want, "{}", n.name);
-        assert_eq!(s(&d["spec"]["containers"][0]["volumeMounts"][0]["mountPath"]), "/etc/kubernetes/admin.conf");
-        let env = d["spec"]["containers"][0]["env"].as_sequence().expect("env");
-        let get = |k: &str| env.iter().find(|e| e["name"] == Value::String(k.into())).map(|e| s(&e["value"]).to_string());
+        let want = if n.name == first {
+            "/etc/kubernetes/super-admin.conf"
+        } else {
+            "/etc/kubernetes/admin.conf"
+        };
+        assert_eq!(
+            s(&d["spec"]["volumes"][0]["hostPath"]["path"]),
+            want,
+            "{}",
+            n.name
+        );
+        assert_eq!(
+            s(&d["spec"]["containers"][0]["volumeMounts"][0]["mountPath"]),
+            "/etc/kubernetes/admin.conf"
+        );
+        let env = d["spec"]["containers"][0]["env"]
+            .as_sequence()
+            .expect("env");
+        let get = |k: &str| {
+            env.iter()
+                .find(|e| e["name"] == Value::String(k.into()))
+                .map(|e| s(&e["value"]).to_string())
+        };
         assert_eq!(get("address").as_deref(), Some("172.20.6.110"));
-        let iface = if n.name == "topgun-c2" { "eth1" } else { "ens18" };
+        let iface = if n.name == "topgun-c2" {
+            "eth1"
+        } else {
+            "ens18"
+        };
         assert_eq!(get("vip_interface").as_deref(), Some(iface), "{}", n.name);
         assert_eq!(get("svc_enable").as_deref(), Some("true"));
     }
@@ -138,14 +250,27 @@ fn first_control_plane_mounts_super_admin_conf_the_others_admin_conf() {
     let ds = docs(&r, &first, "/etc/kubernetes/kubeadm/init.yaml");
     let cc = kind(&ds, "ClusterConfiguration");
     assert_eq!(s(&cc["controlPlaneEndpoint"]), "172.20.6.110:6443");
-    let sans: Vec<&str> = cc["apiServer"]["certSANs"].as_sequence().expect("sans").iter().map(s).collect();
-    assert!(sans.contains(&"172.20.6.110") && sans.contains(&"127.0.0.1"), "{sans:?}");
+    let sans: Vec<&str> = cc["apiServer"]["certSANs"]
+        .as_sequence()
+        .expect("sans")
+        .iter()
+        .map(s)
+        .collect();
+    assert!(
+        sans.contains(&"172.20.6.110") && sans.contains(&"127.0.0.1"),
+        "{sans:?}"
+    );
 }
 
 #[test]
 fn oidc_is_flags_or_structured_never_both_with_one_prefix_default() {
     let flags = fixture("oidc-flags-audit");
-    let structured = fixture_text("oidc-flags-audit", |t| t.replace("      caFile: sso-ca.crt\n", "      caFile: sso-ca.crt\n      mode: structured\n"));
+    let structured = fixture_text("oidc-flags-audit", |t| {
+        t.replace(
+            "      caFile: sso-ca.crt\n",
+            "      caFile: sso-ca.crt\n      mode: structured\n",
+        )
+    });
     for (c, is_structured) in [(&flags, false), (&structured, true)] {
         let r = rendered(c);
         let first = c.first_control_plane().name.clone();
@@ -157,30 +282,56 @@ fn oidc_is_flags_or_structured_never_both_with_one_prefix_default() {
         assert_eq!(has_authn, is_structured);
         let authn = r.node_file(&first, "/etc/kubernetes/authn/authentication-config.yaml");
         assert_eq!(authn.is_some(), is_structured);
-        assert_eq!(r.node_file(&first, "/etc/kubernetes/oidc/ca.crt").is_some(), !is_structured);
+        assert_eq!(
+            r.node_file(&first, "/etc/kubernetes/oidc/ca.crt").is_some(),
+            !is_structured
+        );
         let prefix = if is_structured {
             let d: Value = serde_yaml::from_str(&authn.expect("authn").as_text()).expect("yaml");
-            assert_eq!(s(&d["apiVersion"]), "apiserver.config.k8s.io/v1beta1", "1.33 uses v1beta1");
+            assert_eq!(
+                s(&d["apiVersion"]),
+                "apiserver.config.k8s.io/v1beta1",
+                "1.33 uses v1beta1"
+            );
             let ca = s(&d["jwt"][0]["issuer"]["certificateAuthority"]);
             assert!(ca.contains("BEGIN CERTIFICATE"), "CA inline");
-            assert_eq!(s(&d["jwt"][0]["claimMappings"]["groups"]["prefix"]), "oidc:");
+            assert_eq!(
+                s(&d["jwt"][0]["claimMappings"]["groups"]["prefix"]),
+                "oidc:"
+            );
             s(&d["jwt"][0]["claimMappings"]["username"]["prefix"]).to_string()
         } else {
-            args.iter().find(|(k, _)| k == "oidc-username-prefix").map(|(_, v)| v.clone()).expect("prefix flag")
+            args.iter()
+                .find(|(k, _)| k == "oidc-username-prefix")
+                .map(|(_, v)| v.clone())
+                .expect("prefix flag")
         };
         assert_eq!(prefix, "https://sso.example.com/realms/k8s#");
     }
     // v1 from 1.34.
     let v134 = fixture_text("oidc-structured", |t| t.replace("v1.32.5", "v1.34.1"));
     let r = rendered(&v134);
-    let d: Value = serde_yaml::from_str(&r.node_file("c1", "/etc/kubernetes/authn/authentication-config.yaml").expect("authn").as_text()).expect("yaml");
+    let d: Value = serde_yaml::from_str(
+        &r.node_file("c1", "/etc/kubernetes/authn/authentication-config.yaml")
+            .expect("authn")
+            .as_text(),
+    )
+    .expect("yaml");
     assert_eq!(s(&d["apiVersion"]), "apiserver.config.k8s.io/v1");
     // email claim: no prefix in both modes ("-" is the legacy flag's "none").
     assert_eq!(s(&d["jwt"][0]["claimMappings"]["username"]["prefix"]), "");
-    let flags_email = fixture_text("oidc-structured", |t| t.replace("      mode: structured\n", ""));
+    let flags_email = fixture_text("oidc-structured", |t| {
+        t.replace("      mode: structured\n", "")
+    });
     let r = rendered(&flags_email);
-    let args = args_of(kind(&docs(&r, "c1", "/etc/kubernetes/kubeadm/init.yaml"), "ClusterConfiguration"));
-    assert!(args.contains(&("oidc-username-prefix".to_string(), "-".to_string())), "{args:?}");
+    let args = args_of(kind(
+        &docs(&r, "c1", "/etc/kubernetes/kubeadm/init.yaml"),
+        "ClusterConfiguration",
+    ));
+    assert!(
+        args.contains(&("oidc-username-prefix".to_string(), "-".to_string())),
+        "{args:?}"
+    );
 }
 
 #[test]
@@ -189,33 +340,65 @@ fn every_path_an_apiserver_flag_names_is_mounted_and_audit_is_complete() {
         let c = fixture(name);
         let r = rendered(&c);
         let first = c.first_control_plane().name.clone();
-        let cc = kind(&docs(&r, &first, "/etc/kubernetes/kubeadm/init.yaml"), "ClusterConfiguration").clone();
+        let cc = kind(
+            &docs(&r, &first, "/etc/kubernetes/kubeadm/init.yaml"),
+            "ClusterConfiguration",
+        )
+        .clone();
         let args = args_of(&cc);
-        let vols = cc["apiServer"]["extraVolumes"].as_sequence().expect("volumes").clone();
+        let vols = cc["apiServer"]["extraVolumes"]
+            .as_sequence()
+            .expect("volumes")
+            .clone();
         for (k, v) in &args {
             if !v.starts_with('/') {
                 continue;
             }
-            let covered = vols.iter().any(|m| {
-                let mp = s(&m["mountPath"]);
-                v == mp || v.starts_with(&format!("{}/", mp.trim_end_matches('/')))
-            });
-            assert!(covered, "{name}: --{k}={v} is not mounted; volumes {vols:?}");
+            let under = |d: &str| v == d || v.starts_with(&format!("{}/", d.trim_end_matches('/')));
+            let covered = vols.iter().any(|m| under(s(&m["mountPath"])))
+                || clusterctl_render::apiserver::KUBEADM_MOUNTED_DIRS
+                    .iter()
+                    .any(|d| under(d));
+            assert!(
+                covered,
+                "{name}: --{k}={v} is not mounted; volumes {vols:?}"
+            );
         }
-        for flag in ["audit-policy-file", "audit-log-path", "audit-log-maxage", "audit-log-maxbackup", "audit-log-maxsize"] {
-            assert!(args.iter().any(|(k, _)| k == flag), "{name}: missing --{flag}");
+        for flag in [
+            "audit-policy-file",
+            "audit-log-path",
+            "audit-log-maxage",
+            "audit-log-maxbackup",
+            "audit-log-maxsize",
+        ] {
+            assert!(
+                args.iter().any(|(k, _)| k == flag),
+                "{name}: missing --{flag}"
+            );
         }
-        let log = vols.iter().find(|m| s(&m["name"]) == "audit-log").expect("audit-log volume");
+        let log = vols
+            .iter()
+            .find(|m| s(&m["name"]) == "audit-log")
+            .expect("audit-log volume");
         assert_eq!(s(&log["hostPath"]), "/var/log/kubernetes/audit");
-        assert!(!log["readOnly"].as_bool().unwrap_or(false), "log dir must be writable");
-        let policy = r.node_file(&first, "/etc/kubernetes/audit/policy.yaml").expect("policy file");
+        assert!(
+            !log["readOnly"].as_bool().unwrap_or(false),
+            "log dir must be writable"
+        );
+        let policy = r
+            .node_file(&first, "/etc/kubernetes/audit/policy.yaml")
+            .expect("policy file");
         assert!(policy.as_text().contains("audit.k8s.io/v1"));
         // Control planes only.
         for w in c.workers() {
-            assert!(r.node_file(&w.name, "/etc/kubernetes/audit/policy.yaml").is_none());
+            assert!(r
+                .node_file(&w.name, "/etc/kubernetes/audit/policy.yaml")
+                .is_none());
         }
         for cp in c.control_planes() {
-            assert!(r.node_file(&cp.name, "/etc/kubernetes/audit/policy.yaml").is_some());
+            assert!(r
+                .node_file(&cp.name, "/etc/kubernetes/audit/policy.yaml")
+                .is_some());
         }
     }
 }
@@ -226,31 +409,71 @@ fn containerd_schema_follows_the_node_major_version() {
     let mut facts = Facts::assumed(&c);
     facts.nodes.get_mut("w1").expect("w1").containerd_major = 2;
     let r = render(&c, &facts).expect("renders");
-    let pause = images(&c).into_iter().find(|i| i.component == "pause").expect("pause");
-    let v2 = r.node_file("c1", "/etc/containerd/config.toml").expect("c1").as_text().to_string();
-    let v3 = r.node_file("w1", "/etc/containerd/config.toml").expect("w1").as_text().to_string();
-    assert!(v2.contains("version = 2") && v2.contains("io.containerd.grpc.v1.cri"), "{v2}");
+    let pause = images(&c)
+        .into_iter()
+        .find(|i| i.component == "pause")
+        .expect("pause");
+    let v2 = r
+        .node_file("c1", "/etc/containerd/config.toml")
+        .expect("c1")
+        .as_text()
+        .to_string();
+    let v3 = r
+        .node_file("w1", "/etc/containerd/config.toml")
+        .expect("w1")
+        .as_text()
+        .to_string();
+    assert!(
+        v2.contains("version = 2") && v2.contains("io.containerd.grpc.v1.cri"),
+        "{v2}"
+    );
     assert!(v2.contains(&format!("sandbox_image = \"{}\"", pause.pull_ref())));
-    assert!(v3.contains("version = 3") && v3.contains("io.containerd.cri.v1.images") && !v3.contains("grpc.v1.cri"), "{v3}");
+    assert!(
+        v3.contains("version = 3")
+            && v3.contains("io.containerd.cri.v1.images")
+            && !v3.contains("grpc.v1.cri"),
+        "{v3}"
+    );
     assert!(v3.contains(&format!("sandbox = \"{}\"", pause.pull_ref())));
     for t in [&v2, &v3] {
         assert!(t.contains("SystemdCgroup = true"));
         assert!(t.contains("config_path = \"/etc/containerd/certs.d\""));
         assert!(!t.contains("mirrors"));
     }
-    let hosts = r.node_file("w1", "/etc/containerd/certs.d/registry.k8s.io/hosts.toml").expect("hosts.toml").as_text().to_string();
+    let hosts = r
+        .node_file("w1", "/etc/containerd/certs.d/registry.k8s.io/hosts.toml")
+        .expect("hosts.toml")
+        .as_text()
+        .to_string();
     assert!(hosts.contains("server = \"https://registry.k8s.io\""));
-    assert!(hosts.contains("[host.\"https://harbor.example.com/v2/library\"]"), "{hosts}");
+    assert!(
+        hosts.contains("[host.\"https://harbor.example.com/v2/library\"]"),
+        "{hosts}"
+    );
     assert!(hosts.contains("ca = \"/etc/containerd/certs.d/harbor.example.com/ca.crt\""));
     assert!(hosts.contains("override_path = true"));
-    let dh = r.node_file("w1", "/etc/containerd/certs.d/docker.io/hosts.toml").expect("docker.io").as_text().to_string();
+    let dh = r
+        .node_file("w1", "/etc/containerd/certs.d/docker.io/hosts.toml")
+        .expect("docker.io")
+        .as_text()
+        .to_string();
     assert!(dh.contains("server = \"https://registry-1.docker.io\""));
-    assert!(r.node_file("w1", "/etc/containerd/certs.d/harbor.example.com/ca.crt").is_some());
+    assert!(r
+        .node_file("w1", "/etc/containerd/certs.d/harbor.example.com/ca.crt")
+        .is_some());
     // cgroupfs → SystemdCgroup = false and kubelet cgroupfs.
     let cg = fixture("bgp-builtin");
     let r = rendered(&cg);
-    assert!(r.node_file("gpu1", "/etc/containerd/config.toml").expect("cfg").as_text().contains("SystemdCgroup = false"));
-    let kc = kind(&docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml"), "KubeletConfiguration").clone();
+    assert!(r
+        .node_file("gpu1", "/etc/containerd/config.toml")
+        .expect("cfg")
+        .as_text()
+        .contains("SystemdCgroup = false"));
+    let kc = kind(
+        &docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml"),
+        "KubeletConfiguration",
+    )
+    .clone();
     assert_eq!(s(&kc["cgroupDriver"]), "cgroupfs");
 }
 
@@ -263,7 +486,9 @@ fn every_cni_pool_is_pod_subnet() {
         let r = rendered(&c);
         if let Some(f) = r.cluster_file("cni/calico-installation.yaml") {
             let v: Value = serde_yaml::from_str(&f.as_text()).expect("yaml");
-            let pools = v["spec"]["calicoNetwork"]["ipPools"].as_sequence().expect("pools");
+            let pools = v["spec"]["calicoNetwork"]["ipPools"]
+                .as_sequence()
+                .expect("pools");
             assert_eq!(pools.len(), 1);
             assert_eq!(s(&pools[0]["cidr"]), pod, "{name}");
             checked += 1;
@@ -273,9 +498,16 @@ fn every_cni_pool_is_pod_subnet() {
             assert_eq!(s(&v["ipv4NativeRoutingCIDR"]), pod, "{name}");
             assert_eq!(s(&v["ipam"]["mode"]), "kubernetes");
             assert_eq!(s(&v["k8sServiceHost"]), c.endpoint().host);
-            assert_eq!(v["k8sServicePort"].as_u64(), Some(u64::from(c.endpoint().port)));
+            assert_eq!(
+                v["k8sServicePort"].as_u64(),
+                Some(u64::from(c.endpoint().port))
+            );
             assert_eq!(v["kubeProxyReplacement"].as_bool(), Some(true));
-            assert_eq!(v["bpf"]["masquerade"].as_bool(), Some(true), "pass-through values kept");
+            assert_eq!(
+                v["bpf"]["masquerade"].as_bool(),
+                Some(true),
+                "pass-through values kept"
+            );
             checked += 1;
         }
         if let Some(f) = r.cluster_file("cni/flannel-net-conf.json") {
@@ -287,16 +519,28 @@ fn every_cni_pool_is_pod_subnet() {
             if let Some(f) = r.node_file(&n.name, "/etc/clusterctl/cni/agent.json") {
                 let v: serde_json::Value = serde_json::from_str(&f.as_text()).expect("json");
                 assert_eq!(v["podSubnet"].as_str(), Some(pod.as_str()));
-                assert_eq!(v["nodeCidrMaskSize"].as_u64(), Some(u64::from(c.node_cidr_mask_size())));
+                assert_eq!(
+                    v["nodeCidrMaskSize"].as_u64(),
+                    Some(u64::from(c.node_cidr_mask_size()))
+                );
                 checked += 1;
             }
         }
-        if let Some(first) = r.node_file(&c.first_control_plane().name, "/etc/kubernetes/kubeadm/init.yaml") {
+        if let Some(first) = r.node_file(
+            &c.first_control_plane().name,
+            "/etc/kubernetes/kubeadm/init.yaml",
+        ) {
             let ds: Vec<Value> = serde_yaml::Deserializer::from_str(&first.as_text())
                 .map(|d| serde::Deserialize::deserialize(d).expect("yaml"))
                 .collect();
-            assert_eq!(s(&kind(&ds, "ClusterConfiguration")["networking"]["podSubnet"]), pod);
-            if let Some(kp) = ds.iter().find(|d| d["kind"] == Value::String("KubeProxyConfiguration".into())) {
+            assert_eq!(
+                s(&kind(&ds, "ClusterConfiguration")["networking"]["podSubnet"]),
+                pod
+            );
+            if let Some(kp) = ds
+                .iter()
+                .find(|d| d["kind"] == Value::String("KubeProxyConfiguration".into()))
+            {
                 assert_eq!(s(&kp["clusterCIDR"]), pod);
             }
         }
@@ -320,16 +564,32 @@ fn join_secrets_are_placeholders_and_no_secret_is_rendered() {
         }
     }
     let cp2 = docs(&r, "topgun-c2", "/etc/kubernetes/kubeadm/join.yaml");
-    assert_eq!(s(&cp2[0]["controlPlane"]["certificateKey"]), placeholders::CERTIFICATE_KEY);
-    assert_eq!(s(&cp2[0]["controlPlane"]["localAPIEndpoint"]["advertiseAddress"]), "172.20.6.112");
-    assert_eq!(s(&cp2[0]["discovery"]["bootstrapToken"]["apiServerEndpoint"]), "172.20.6.110:6443");
+    assert_eq!(
+        s(&cp2[0]["controlPlane"]["certificateKey"]),
+        placeholders::CERTIFICATE_KEY
+    );
+    assert_eq!(
+        s(&cp2[0]["controlPlane"]["localAPIEndpoint"]["advertiseAddress"]),
+        "172.20.6.112"
+    );
+    assert_eq!(
+        s(&cp2[0]["discovery"]["bootstrapToken"]["apiServerEndpoint"]),
+        "172.20.6.110:6443"
+    );
     let w1 = docs(&r, "topgun-w1", "/etc/kubernetes/kubeadm/join.yaml");
     assert!(w1[0].get("controlPlane").is_none());
     // criSocket explicit everywhere.
     for n in c.nodes() {
-        let path = if n.name == "topgun-c1" { "/etc/kubernetes/kubeadm/init.yaml" } else { "/etc/kubernetes/kubeadm/join.yaml" };
+        let path = if n.name == "topgun-c1" {
+            "/etc/kubernetes/kubeadm/init.yaml"
+        } else {
+            "/etc/kubernetes/kubeadm/join.yaml"
+        };
         let d = &docs(&r, &n.name, path)[0];
-        assert_eq!(s(&d["nodeRegistration"]["criSocket"]), "unix:///var/run/crio/crio.sock");
+        assert_eq!(
+            s(&d["nodeRegistration"]["criSocket"]),
+            "unix:///var/run/crio/crio.sock"
+        );
         assert_eq!(s(&d["nodeRegistration"]["name"]), n.name);
     }
 }
@@ -338,33 +598,54 @@ fn join_secrets_are_placeholders_and_no_secret_is_rendered() {
 fn kind_config_for_the_docker_provider() {
     let c = fixture("docker-calico");
     let r = rendered(&c);
-    let k: Value = serde_yaml::from_str(&r.cluster_file("kind-config.yaml").expect("kind").as_text()).expect("yaml");
+    let k: Value =
+        serde_yaml::from_str(&r.cluster_file("kind-config.yaml").expect("kind").as_text())
+            .expect("yaml");
     assert_eq!(s(&k["apiVersion"]), "kind.x-k8s.io/v1alpha4");
     assert_eq!(k["networking"]["disableDefaultCNI"].as_bool(), Some(true));
     assert_eq!(s(&k["networking"]["podSubnet"]), "192.168.0.0/16");
     assert_eq!(s(&k["networking"]["kubeProxyMode"]), "iptables");
     assert_eq!(s(&k["nodes"][1]["labels"]["disktype"]), "ssd");
-    assert_eq!(k["nodes"][0]["extraPortMappings"][0]["hostPort"].as_u64(), Some(8080));
+    assert_eq!(
+        k["nodes"][0]["extraPortMappings"][0]["hostPort"].as_u64(),
+        Some(8080)
+    );
     assert!(s(&k["containerdConfigPatches"][0]).contains("config_path"));
     // kindnet keeps kind's default CNI.
-    let kn = fixture_text("docker-calico", |t| t.replace("plugin: calico", "plugin: kindnet"));
+    let kn = fixture_text("docker-calico", |t| {
+        t.replace("plugin: calico", "plugin: kindnet")
+    });
     let r = rendered(&kn);
-    let k: Value = serde_yaml::from_str(&r.cluster_file("kind-config.yaml").expect("kind").as_text()).expect("yaml");
+    let k: Value =
+        serde_yaml::from_str(&r.cluster_file("kind-config.yaml").expect("kind").as_text())
+            .expect("yaml");
     assert_eq!(k["networking"]["disableDefaultCNI"].as_bool(), Some(false));
     assert!(r.cluster_file("cni/calico-installation.yaml").is_none());
     // ssh provider: no kind config.
-    assert!(rendered(&fixture("oidc-structured")).cluster_file("kind-config.yaml").is_none());
+    assert!(rendered(&fixture("oidc-structured"))
+        .cluster_file("kind-config.yaml")
+        .is_none());
 }
 
 #[test]
 fn fail_cgroup_v1_follows_file_then_facts() {
     let c = fixture("bgp-builtin"); // 1.36, hostCgroupVersion v1
     let r = rendered(&c);
-    let kc = kind(&docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml"), "KubeletConfiguration").clone();
+    let kc = kind(
+        &docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml"),
+        "KubeletConfiguration",
+    )
+    .clone();
     assert_eq!(kc["failCgroupV1"].as_bool(), Some(false));
-    let v2 = fixture_text("bgp-builtin", |t| t.replace("    hostCgroupVersion: v1\n", ""));
+    let v2 = fixture_text("bgp-builtin", |t| {
+        t.replace("    hostCgroupVersion: v1\n", "")
+    });
     let r = rendered(&v2);
-    let kc = kind(&docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml"), "KubeletConfiguration").clone();
+    let kc = kind(
+        &docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml"),
+        "KubeletConfiguration",
+    )
+    .clone();
     assert!(kc.get("failCgroupV1").is_none(), "{kc:?}");
 }
 
@@ -373,17 +654,43 @@ fn builtin_cni_files_and_rbac() {
     let c = fixture("bgp-builtin");
     let r = rendered(&c);
     for n in c.nodes() {
-        for p in ["/etc/clusterctl/cni/agent.json", "/etc/clusterctl/cni/10-clusterctl.conflist", "/etc/systemd/system/clusterctl-cni-agent.service"] {
+        for p in [
+            "/etc/clusterctl/cni/agent.json",
+            "/etc/clusterctl/cni/10-clusterctl.conflist",
+            "/etc/systemd/system/clusterctl-cni-agent.service",
+        ] {
             assert!(r.node_file(&n.name, p).is_some(), "{} lacks {p}", n.name);
         }
     }
-    let rbac = r.cluster_file("cni/clusterctl-cni-rbac.yaml").expect("rbac").as_text().to_string();
-    assert!(rbac.contains("- nodes") && rbac.contains("- watch") && rbac.contains("kind: ClusterRoleBinding"));
-    let mods = r.node_file("cp1", "/etc/modules-load.d/kubernetes.conf").expect("mods").as_text().to_string();
+    let rbac = r
+        .cluster_file("cni/clusterctl-cni-rbac.yaml")
+        .expect("rbac")
+        .as_text()
+        .to_string();
+    assert!(
+        rbac.contains("- nodes")
+            && rbac.contains("- watch")
+            && rbac.contains("kind: ClusterRoleBinding")
+    );
+    let mods = r
+        .node_file("cp1", "/etc/modules-load.d/kubernetes.conf")
+        .expect("mods")
+        .as_text()
+        .to_string();
     assert!(mods.contains("br_netfilter") && mods.contains("vxlan"));
     // Taints reach nodeRegistration; BGP env reaches kube-vip.
     let j = docs(&r, "gpu1", "/etc/kubernetes/kubeadm/join.yaml");
-    assert_eq!(s(&j[0]["nodeRegistration"]["taints"][0]["key"]), "nvidia.com/gpu");
-    let kv = r.node_file("cp1", "/etc/kubernetes/manifests/kube-vip.yaml").expect("kube-vip").as_text().to_string();
-    assert!(kv.contains("bgp_enable") && kv.contains("10.10.0.1:65000::false"), "{kv}");
+    assert_eq!(
+        s(&j[0]["nodeRegistration"]["taints"][0]["key"]),
+        "nvidia.com/gpu"
+    );
+    let kv = r
+        .node_file("cp1", "/etc/kubernetes/manifests/kube-vip.yaml")
+        .expect("kube-vip")
+        .as_text()
+        .to_string();
+    assert!(
+        kv.contains("bgp_enable") && kv.contains("10.10.0.1:65000::false"),
+        "{kv}"
+    );
 }

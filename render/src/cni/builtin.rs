@@ -67,7 +67,11 @@ pub struct AgentConfig {
     pub kubeconfig: String,
 }
 
-pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+pub(crate) fn node_files(
+    cx: &Ctx,
+    node: &ValidNode,
+    out: &mut Vec<RenderedFile>,
+) -> Result<(), RenderError> {
     let mtu = cx.c.spec().networking.cni.mtu;
     let cfg = AgentConfig {
         node_name: node.name.clone(),
@@ -81,7 +85,19 @@ pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>
         conflist_path: CONFLIST_PATH.to_string(),
         kubeconfig: AGENT_KUBECONFIG_PATH.to_string(),
     };
-    out.push(RenderedFile::text(AGENT_CONFIG_PATH, 0o644, yaml::json("agent.json", &cfg)?, Purpose::CniAgentConfig));
+    out.push(RenderedFile::text(
+        AGENT_CONFIG_PATH,
+        0o644,
+        yaml::json("agent.json", &cfg)?,
+        Purpose::CniAgentConfig,
+    ));
+    out.extend(cx.cached("builtin-cni", || shared_files(mtu))?);
+    Ok(())
+}
+
+/// The conflist template and the unit: the same on every node.
+fn shared_files(mtu: Option<u32>) -> Result<Vec<RenderedFile>, RenderError> {
+    let mut out = Vec::new();
     let mut plugin = json!({
         "type": "clusterctl-cni",
         "ipam": { "subnet": placeholders::POD_CIDR, "dataDir": "/var/lib/clusterctl/cni/ipam" },
@@ -104,8 +120,13 @@ pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>
         "clusterctl-cni-agent.service.j2",
         context! { binary => BINARY_PATH, config => AGENT_CONFIG_PATH },
     )?;
-    out.push(RenderedFile::text(UNIT_PATH, 0o644, unit, Purpose::CniAgentUnit));
-    Ok(())
+    out.push(RenderedFile::text(
+        UNIT_PATH,
+        0o644,
+        unit,
+        Purpose::CniAgentUnit,
+    ));
+    Ok(out)
 }
 
 #[derive(Serialize)]
@@ -171,26 +192,52 @@ pub(crate) fn cluster_files(_cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<()
     let sa = ServiceAccount {
         api_version: "v1",
         kind: "ServiceAccount",
-        metadata: Meta { name: SERVICE_ACCOUNT, namespace: Some("kube-system") },
+        metadata: Meta {
+            name: SERVICE_ACCOUNT,
+            namespace: Some("kube-system"),
+        },
     };
     let role = ClusterRole {
         api_version: "rbac.authorization.k8s.io/v1",
         kind: "ClusterRole",
-        metadata: Meta { name: "clusterctl-cni-agent", namespace: None },
-        rules: vec![Rule { api_groups: vec![""], resources: vec!["nodes"], verbs: vec!["get", "list", "watch"] }],
+        metadata: Meta {
+            name: "clusterctl-cni-agent",
+            namespace: None,
+        },
+        rules: vec![Rule {
+            api_groups: vec![""],
+            resources: vec!["nodes"],
+            verbs: vec!["get", "list", "watch"],
+        }],
     };
     let binding = ClusterRoleBinding {
         api_version: "rbac.authorization.k8s.io/v1",
         kind: "ClusterRoleBinding",
-        metadata: Meta { name: "clusterctl-cni-agent", namespace: None },
-        role_ref: RoleRef { api_group: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "clusterctl-cni-agent" },
-        subjects: vec![Subject { kind: "ServiceAccount", name: SERVICE_ACCOUNT, namespace: "kube-system" }],
+        metadata: Meta {
+            name: "clusterctl-cni-agent",
+            namespace: None,
+        },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io",
+            kind: "ClusterRole",
+            name: "clusterctl-cni-agent",
+        },
+        subjects: vec![Subject {
+            kind: "ServiceAccount",
+            name: SERVICE_ACCOUNT,
+            namespace: "kube-system",
+        }],
     };
     let text = yaml::docs(&[
         yaml::doc("ServiceAccount", &sa)?,
         yaml::doc("ClusterRole", &role)?,
         yaml::doc("ClusterRoleBinding", &binding)?,
     ]);
-    out.push(RenderedFile::text(RBAC_PATH, 0o644, text, Purpose::ClusterManifest));
+    out.push(RenderedFile::text(
+        RBAC_PATH,
+        0o644,
+        text,
+        Purpose::ClusterManifest,
+    ));
     Ok(())
 }

@@ -19,21 +19,43 @@ fn s(v: &str) -> Value {
 pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
     let pod = cx.c.pod_subnet();
     let mut pool = Mapping::new();
-    pool.insert(s("name"), s(if pod.addr().is_ipv4() { "default-ipv4-ippool" } else { "default-ipv6-ippool" }));
+    pool.insert(
+        s("name"),
+        s(if pod.addr().is_ipv4() {
+            "default-ipv4-ippool"
+        } else {
+            "default-ipv6-ippool"
+        }),
+    );
     pool.insert(s("cidr"), s(&pod.to_string()));
-    pool.insert(s("blockSize"), Value::Number(if pod.addr().is_ipv4() { 26 } else { 122 }.into()));
+    pool.insert(
+        s("blockSize"),
+        Value::Number(if pod.addr().is_ipv4() { 26 } else { 122 }.into()),
+    );
     pool.insert(s("encapsulation"), s("VXLANCrossSubnet"));
     pool.insert(s("natOutgoing"), s("Enabled"));
     pool.insert(s("nodeSelector"), s("all()"));
     let mut spec = Value::Mapping(Mapping::new());
     merge(&mut spec, &user_values(cx));
-    set(&mut spec, &["calicoNetwork", "ipPools"], Value::Sequence(vec![Value::Mapping(pool)]));
+    set(
+        &mut spec,
+        &["calicoNetwork", "ipPools"],
+        Value::Sequence(vec![Value::Mapping(pool)]),
+    );
     if let Some(mtu) = cx.c.spec().networking.cni.mtu {
-        set(&mut spec, &["calicoNetwork", "mtu"], Value::Number(mtu.into()));
+        set(
+            &mut spec,
+            &["calicoNetwork", "mtu"],
+            Value::Number(mtu.into()),
+        );
     }
     if let Some(m) = cx.c.mirror() {
         set(&mut spec, &["registry"], s(&format!("{}/", m.host)));
-        let path = if m.path.is_empty() { "calico".to_string() } else { format!("{}/calico", m.path) };
+        let path = if m.path.is_empty() {
+            "calico".to_string()
+        } else {
+            format!("{}/calico", m.path)
+        };
         set(&mut spec, &["imagePath"], s(&path));
     }
     let mut doc = Mapping::new();
@@ -44,6 +66,11 @@ pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(),
     doc.insert(s("metadata"), Value::Mapping(meta));
     doc.insert(s("spec"), spec);
     let text = yaml::doc("Calico Installation", &Value::Mapping(doc))?;
-    out.push(RenderedFile::text(INSTALLATION_PATH, 0o644, text, Purpose::ClusterManifest));
+    out.push(RenderedFile::text(
+        INSTALLATION_PATH,
+        0o644,
+        text,
+        Purpose::ClusterManifest,
+    ));
     Ok(())
 }

@@ -19,16 +19,30 @@ fn s(v: &str) -> Value {
 }
 
 pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
-    let Some(Pins::Cilium { version }) = &cx.pins else { return Ok(()) };
+    let Some(Pins::Cilium { version }) = &cx.pins else {
+        return Ok(());
+    };
     let cni = &cx.c.spec().networking.cni;
     let pod = cx.c.pod_subnet();
     let mut v = Value::Mapping(Mapping::new());
     merge(&mut v, &user_values(cx));
     set(&mut v, &["k8sServiceHost"], s(&cx.c.endpoint().host));
-    set(&mut v, &["k8sServicePort"], Value::Number(cx.c.endpoint().port.into()));
-    set(&mut v, &["kubeProxyReplacement"], Value::Bool(cni.kube_proxy_replacement));
+    set(
+        &mut v,
+        &["k8sServicePort"],
+        Value::Number(cx.c.endpoint().port.into()),
+    );
+    set(
+        &mut v,
+        &["kubeProxyReplacement"],
+        Value::Bool(cni.kube_proxy_replacement),
+    );
     set(&mut v, &["ipam", "mode"], s("kubernetes"));
-    let key = if pod.addr().is_ipv4() { "ipv4NativeRoutingCIDR" } else { "ipv6NativeRoutingCIDR" };
+    let key = if pod.addr().is_ipv4() {
+        "ipv4NativeRoutingCIDR"
+    } else {
+        "ipv6NativeRoutingCIDR"
+    };
     set(&mut v, &[key], s(&pod.to_string()));
     if let Some(mtu) = cni.mtu {
         set(&mut v, &["mtu"], Value::Number(mtu.into()));
@@ -41,11 +55,24 @@ pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(),
     set(&mut v, &["image", "tag"], s(version));
     set(&mut v, &["image", "useDigest"], Value::Bool(false));
     // The chart appends "-generic" to operator.image.repository.
-    set(&mut v, &["operator", "image", "repository"], s(&repo("cilium/operator")));
+    set(
+        &mut v,
+        &["operator", "image", "repository"],
+        s(&repo("cilium/operator")),
+    );
     set(&mut v, &["operator", "image", "tag"], s(version));
-    set(&mut v, &["operator", "image", "useDigest"], Value::Bool(false));
+    set(
+        &mut v,
+        &["operator", "image", "useDigest"],
+        Value::Bool(false),
+    );
     set(&mut v, &["envoy", "enabled"], Value::Bool(false));
     let text = yaml::doc("Cilium values", &v)?;
-    out.push(RenderedFile::text(VALUES_PATH, 0o644, text, Purpose::HelmValues));
+    out.push(RenderedFile::text(
+        VALUES_PATH,
+        0o644,
+        text,
+        Purpose::HelmValues,
+    ));
     Ok(())
 }

@@ -25,9 +25,18 @@ pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(),
     }
     let backend_missing = matches!(&v, Value::Mapping(m) if !m.contains_key("Backend"));
     if backend_missing {
-        set(&mut v, &["Backend", "Type"], Value::String("vxlan".to_string()));
+        set(
+            &mut v,
+            &["Backend", "Type"],
+            Value::String("vxlan".to_string()),
+        );
     }
     let text = yaml::json("flannel net-conf.json", &v)?;
-    out.push(RenderedFile::text(NET_CONF_PATH, 0o644, text, Purpose::ClusterManifest));
+    out.push(RenderedFile::text(
+        NET_CONF_PATH,
+        0o644,
+        text,
+        Purpose::ClusterManifest,
+    ));
     Ok(())
 }

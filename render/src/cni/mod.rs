@@ -16,7 +16,11 @@ use clusterctl_spec::model::CniPlugin;
 use clusterctl_spec::ValidNode;
 use serde_yaml::{Mapping, Value};
 
-pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+pub(crate) fn node_files(
+    cx: &Ctx,
+    node: &ValidNode,
+    out: &mut Vec<RenderedFile>,
+) -> Result<(), RenderError> {
     if cx.c.spec().networking.cni.plugin == CniPlugin::Builtin {
         builtin::node_files(cx, node, out)?;
     }
@@ -52,14 +56,18 @@ pub fn merge(base: &mut Value, over: &Value) {
 
 /// Sets `path` (mapping keys) in `v` to `value`, creating mappings on the way.
 pub fn set(v: &mut Value, path: &[&str], value: Value) {
-    let Some((last, head)) = path.split_last() else { return };
+    let Some((last, head)) = path.split_last() else {
+        return;
+    };
     let mut cur = v;
     for k in head {
         if !cur.is_mapping() {
             *cur = Value::Mapping(Mapping::new());
         }
         let Value::Mapping(m) = cur else { return };
-        cur = m.entry(Value::String((*k).to_string())).or_insert_with(|| Value::Mapping(Mapping::new()));
+        cur = m
+            .entry(Value::String((*k).to_string()))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
     }
     if !cur.is_mapping() {
         *cur = Value::Mapping(Mapping::new());

@@ -20,11 +20,18 @@ pub const CALICO: &[(&str, &str)] = &[
 /// The default Cilium version (agent and operator share the tag; any version is accepted).
 pub const CILIUM_DEFAULT: &str = "v1.18.2";
 /// flannel versions with their flannel-cni-plugin tag.
-pub const FLANNEL: &[(&str, &str)] = &[("v0.27.4", "v1.8.0-flannel1"), ("v0.26.2", "v1.6.0-flannel1")];
+pub const FLANNEL: &[(&str, &str)] = &[
+    ("v0.27.4", "v1.8.0-flannel1"),
+    ("v0.26.2", "v1.6.0-flannel1"),
+];
 
 /// Registry host of Calico's images for `version` (quay.io from v3.30, docker.io before).
 fn calico_host(version: &str) -> &'static str {
-    let minor = version.trim_start_matches("v3.").split('.').next().and_then(|m| m.parse::<u32>().ok());
+    let minor = version
+        .trim_start_matches("v3.")
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok());
     match minor {
         Some(m) if version.starts_with("v3.") && m < 30 => "docker.io",
         _ => "quay.io",
@@ -33,7 +40,11 @@ fn calico_host(version: &str) -> &'static str {
 
 /// Registry path of flannel's images for `version` (ghcr.io/flannel-io from v0.27, docker.io/flannel before).
 fn flannel_repo(version: &str) -> &'static str {
-    let minor = version.trim_start_matches("v0.").split('.').next().and_then(|m| m.parse::<u32>().ok());
+    let minor = version
+        .trim_start_matches("v0.")
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok());
     match minor {
         Some(m) if version.starts_with("v0.") && m < 27 => "docker.io/flannel",
         _ => "ghcr.io/flannel-io",
@@ -87,22 +98,37 @@ impl Pins {
                 )];
                 let host = calico_host(version);
                 for c in CALICO_COMPONENTS {
-                    v.push((format!("calico/{c}"), format!("{host}/calico/{c}:{version}")));
+                    v.push((
+                        format!("calico/{c}"),
+                        format!("{host}/calico/{c}:{version}"),
+                    ));
                 }
                 v
             }
             Pins::Cilium { version } => vec![
-                ("cilium/cilium".to_string(), format!("quay.io/cilium/cilium:{version}")),
+                (
+                    "cilium/cilium".to_string(),
+                    format!("quay.io/cilium/cilium:{version}"),
+                ),
                 (
                     "cilium/operator-generic".to_string(),
                     format!("quay.io/cilium/operator-generic:{version}"),
                 ),
             ],
-            Pins::Flannel { version, cni_plugin } => {
+            Pins::Flannel {
+                version,
+                cni_plugin,
+            } => {
                 let repo = flannel_repo(version);
                 vec![
-                    ("flannel/flannel".to_string(), format!("{repo}/flannel:{version}")),
-                    ("flannel/flannel-cni-plugin".to_string(), format!("{repo}/flannel-cni-plugin:{cni_plugin}")),
+                    (
+                        "flannel/flannel".to_string(),
+                        format!("{repo}/flannel:{version}"),
+                    ),
+                    (
+                        "flannel/flannel-cni-plugin".to_string(),
+                        format!("{repo}/flannel-cni-plugin:{cni_plugin}"),
+                    ),
                 ]
             }
         }
@@ -122,26 +148,33 @@ fn norm(v: &str) -> String {
 pub fn pins(cluster: &ValidCluster) -> Result<Option<Pins>, RenderError> {
     let cni = &cluster.spec().networking.cni;
     let want = cni.version.as_deref().map(norm);
-    let unknown = |plugin: &'static str, version: String, list: Vec<&str>| RenderError::UnknownCniVersion {
-        plugin,
-        version,
-        supported: list.join(", "),
-    };
+    let unknown =
+        |plugin: &'static str, version: String, list: Vec<&str>| RenderError::UnknownCniVersion {
+            plugin,
+            version,
+            supported: list.join(", "),
+        };
     match cni.plugin {
         CniPlugin::Calico => {
             let v = want.unwrap_or_else(|| CALICO[0].0.to_string());
             match CALICO.iter().find(|(c, _)| *c == v) {
-                Some((c, o)) => Ok(Some(Pins::Calico { version: c.to_string(), operator: o.to_string() })),
+                Some((c, o)) => Ok(Some(Pins::Calico {
+                    version: c.to_string(),
+                    operator: o.to_string(),
+                })),
                 None => Err(unknown("calico", v, CALICO.iter().map(|x| x.0).collect())),
             }
         }
-        CniPlugin::Cilium => {
-            Ok(Some(Pins::Cilium { version: want.unwrap_or_else(|| CILIUM_DEFAULT.to_string()) }))
-        }
+        CniPlugin::Cilium => Ok(Some(Pins::Cilium {
+            version: want.unwrap_or_else(|| CILIUM_DEFAULT.to_string()),
+        })),
         CniPlugin::Flannel => {
             let v = want.unwrap_or_else(|| FLANNEL[0].0.to_string());
             match FLANNEL.iter().find(|(f, _)| *f == v) {
-                Some((f, p)) => Ok(Some(Pins::Flannel { version: f.to_string(), cni_plugin: p.to_string() })),
+                Some((f, p)) => Ok(Some(Pins::Flannel {
+                    version: f.to_string(),
+                    cni_plugin: p.to_string(),
+                })),
                 None => Err(unknown("flannel", v, FLANNEL.iter().map(|x| x.0).collect())),
             }
         }

@@ -23,22 +23,60 @@ pub const RESET_PATH: &str = "/etc/kubernetes/kubeadm/reset.yaml";
 /// `kubeadm upgrade apply|node --config` file (v1beta4).
 pub const UPGRADE_PATH: &str = "/etc/kubernetes/kubeadm/upgrade.yaml";
 
-pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+pub(crate) fn node_files(
+    cx: &Ctx,
+    node: &ValidNode,
+    out: &mut Vec<RenderedFile>,
+) -> Result<(), RenderError> {
     match cx.api {
         KubeadmApi::V1beta4 => {
             if cx.is_first(node) {
-                out.push(RenderedFile::text(INIT_PATH, 0o600, v1beta4::init(cx, node)?, Purpose::KubeadmInit));
+                out.push(RenderedFile::text(
+                    INIT_PATH,
+                    0o600,
+                    v1beta4::init(cx, node)?,
+                    Purpose::KubeadmInit,
+                ));
             } else {
-                out.push(RenderedFile::text(JOIN_PATH, 0o600, v1beta4::join(cx, node)?, Purpose::KubeadmJoin));
+                out.push(RenderedFile::text(
+                    JOIN_PATH,
+                    0o600,
+                    v1beta4::join(cx, node)?,
+                    Purpose::KubeadmJoin,
+                ));
             }
-            out.push(RenderedFile::text(RESET_PATH, 0o600, v1beta4::reset(cx)?, Purpose::KubeadmReset));
-            out.push(RenderedFile::text(UPGRADE_PATH, 0o600, v1beta4::upgrade(cx)?, Purpose::KubeadmUpgrade));
+            out.extend(cx.cached("kubeadm-reset-upgrade", || {
+                Ok(vec![
+                    RenderedFile::text(
+                        RESET_PATH,
+                        0o600,
+                        v1beta4::reset(cx)?,
+                        Purpose::KubeadmReset,
+                    ),
+                    RenderedFile::text(
+                        UPGRADE_PATH,
+                        0o600,
+                        v1beta4::upgrade(cx)?,
+                        Purpose::KubeadmUpgrade,
+                    ),
+                ])
+            })?);
         }
         KubeadmApi::V1beta3 => {
             if cx.is_first(node) {
-                out.push(RenderedFile::text(INIT_PATH, 0o600, v1beta3::init(cx, node)?, Purpose::KubeadmInit));
+                out.push(RenderedFile::text(
+                    INIT_PATH,
+                    0o600,
+                    v1beta3::init(cx, node)?,
+                    Purpose::KubeadmInit,
+                ));
             } else {
-                out.push(RenderedFile::text(JOIN_PATH, 0o600, v1beta3::join(cx, node)?, Purpose::KubeadmJoin));
+                out.push(RenderedFile::text(
+                    JOIN_PATH,
+                    0o600,
+                    v1beta3::join(cx, node)?,
+                    Purpose::KubeadmJoin,
+                ));
             }
         }
     }

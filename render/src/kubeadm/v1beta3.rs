@@ -144,7 +144,11 @@ pub(crate) fn init(cx: &Ctx, node: &ValidNode) -> Result<String, RenderError> {
             advertise_address: common::advertise_address(node),
             bind_port: common::bind_port(cx),
         },
-        skip_phases: if cx.no_kube_proxy { vec!["addon/kube-proxy"] } else { Vec::new() },
+        skip_phases: if cx.no_kube_proxy {
+            vec!["addon/kube-proxy"]
+        } else {
+            Vec::new()
+        },
     };
     let cluster = ClusterConfiguration {
         api_version: API,
@@ -159,7 +163,12 @@ pub(crate) fn init(cx: &Ctx, node: &ValidNode) -> Result<String, RenderError> {
             pod_subnet: cx.c.pod_subnet().to_string(),
             dns_domain: spec.networking.dns_domain.clone(),
         },
-        etcd: Etcd { local: LocalEtcd { image_tag: cx.kimg.etcd_tag.clone(), data_dir: "/var/lib/etcd" } },
+        etcd: Etcd {
+            local: LocalEtcd {
+                image_tag: cx.kimg.etcd_tag.clone(),
+                data_dir: "/var/lib/etcd",
+            },
+        },
         api_server: ApiServer {
             extra_args: x.args.clone(),
             extra_volumes: x
@@ -176,9 +185,16 @@ pub(crate) fn init(cx: &Ctx, node: &ValidNode) -> Result<String, RenderError> {
             cert_sans: cx.cert_sans.clone(),
             timeout_for_control_plane: common::CONTROL_PLANE_TIMEOUT,
         },
-        controller_manager: Component { extra_args: common::controller_manager_args(cx) },
-        scheduler: Component { extra_args: BTreeMap::new() },
-        dns: Dns { image_repository: cx.kimg.dns_image_repository.clone(), image_tag: cx.kimg.dns_tag.clone() },
+        controller_manager: Component {
+            extra_args: common::controller_manager_args(cx),
+        },
+        scheduler: Component {
+            extra_args: BTreeMap::new(),
+        },
+        dns: Dns {
+            image_repository: cx.kimg.dns_image_repository.clone(),
+            image_tag: cx.kimg.dns_tag.clone(),
+        },
     };
     let mut parts = vec![
         yaml::doc("InitConfiguration", &init)?,

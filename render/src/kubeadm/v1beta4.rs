@@ -23,7 +23,12 @@ struct Arg {
 }
 
 fn args(m: &BTreeMap<String, String>) -> Vec<Arg> {
-    m.iter().map(|(k, v)| Arg { name: k.clone(), value: v.clone() }).collect()
+    m.iter()
+        .map(|(k, v)| Arg {
+            name: k.clone(),
+            value: v.clone(),
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -215,10 +220,19 @@ fn cluster_configuration(cx: &Ctx) -> ClusterConfiguration {
                 .collect(),
             cert_sans: cx.cert_sans.clone(),
         },
-        controller_manager: Component { extra_args: args(&common::controller_manager_args(cx)) },
-        scheduler: Component { extra_args: Vec::new() },
-        dns: Dns { image_repository: cx.kimg.dns_image_repository.clone(), image_tag: cx.kimg.dns_tag.clone() },
-        proxy: Proxy { disabled: cx.no_kube_proxy },
+        controller_manager: Component {
+            extra_args: args(&common::controller_manager_args(cx)),
+        },
+        scheduler: Component {
+            extra_args: Vec::new(),
+        },
+        dns: Dns {
+            image_repository: cx.kimg.dns_image_repository.clone(),
+            image_tag: cx.kimg.dns_tag.clone(),
+        },
+        proxy: Proxy {
+            disabled: cx.no_kube_proxy,
+        },
     }
 }
 
@@ -378,8 +392,13 @@ pub(crate) fn upgrade(cx: &Ctx) -> Result<String, RenderError> {
                 certificate_renewal: true,
                 etcd_upgrade: true,
             },
-            node: UpgradeNode { certificate_renewal: true, etcd_upgrade: true },
-            plan: UpgradePlan { kubernetes_version: cx.kimg.version_tag.clone() },
+            node: UpgradeNode {
+                certificate_renewal: true,
+                etcd_upgrade: true,
+            },
+            plan: UpgradePlan {
+                kubernetes_version: cx.kimg.version_tag.clone(),
+            },
             timeouts: TIMEOUTS,
         },
     )

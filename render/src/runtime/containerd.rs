@@ -26,18 +26,42 @@ pub fn upstream_server(host: &str) -> String {
     }
 }
 
-pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+pub(crate) fn node_files(
+    cx: &Ctx,
+    node: &ValidNode,
+    out: &mut Vec<RenderedFile>,
+) -> Result<(), RenderError> {
     let major = cx.facts.node(&node.name).containerd_major;
-    let template = if major >= 2 { "containerd-config-v3.toml.j2" } else { "containerd-config-v2.toml.j2" };
+    out.extend(cx.cached(&format!("containerd-{major}"), || files(cx, major))?);
+    Ok(())
+}
+
+fn files(cx: &Ctx, major: u32) -> Result<Vec<RenderedFile>, RenderError> {
+    let mut out = Vec::new();
+    let template = if major >= 2 {
+        "containerd-config-v3.toml.j2"
+    } else {
+        "containerd-config-v2.toml.j2"
+    };
     let systemd = cx.c.spec().runtime.cgroup_driver == CgroupDriver::Systemd;
     let cfg = templates::render(
         template,
         context! { sandbox_image => cx.kimg.pause_image(), systemd_cgroup => systemd, config_path => CERTS_D },
     )?;
-    out.push(RenderedFile::text(CONFIG_PATH, 0o644, cfg, Purpose::ContainerdConfig));
+    out.push(RenderedFile::text(
+        CONFIG_PATH,
+        0o644,
+        cfg,
+        Purpose::ContainerdConfig,
+    ));
 
-    let Some(m) = cx.c.mirror() else { return Ok(()) };
-    let ca_path = m.ca_pem.as_ref().map(|_| format!("{CERTS_D}/{}/ca.crt", m.host));
+    let Some(m) = cx.c.mirror() else {
+        return Ok(out);
+    };
+    let ca_path = m
+        .ca_pem
+        .as_ref()
+        .map(|_| format!("{CERTS_D}/{}/ca.crt", m.host));
     if let (Some(p), Some(pem)) = (&ca_path, &m.ca_pem) {
         let mut t = pem.clone();
         if !t.ends_with('\n') {
@@ -50,15 +74,20 @@ pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>
     } else {
         (format!("https://{}/v2/{}", m.host, m.path), true)
     };
-    for reg in super::source_registries(cx) {
+    for reg in &cx.registries {
         let text = templates::render(
             "containerd-hosts.toml.j2",
             context! {
-                registry => reg.clone(), server => upstream_server(&reg), mirror_url => mirror_url.clone(),
+                registry => reg.clone(), server => upstream_server(reg), mirror_url => mirror_url.clone(),
                 ca_path => ca_path.clone(), override_path => override_path,
             },
         )?;
-        out.push(RenderedFile::text(format!("{CERTS_D}/{reg}/hosts.toml"), 0o644, text, Purpose::ContainerdHosts));
+        out.push(RenderedFile::text(
+            format!("{CERTS_D}/{reg}/hosts.toml"),
+            0o644,
+            text,
+            Purpose::ContainerdHosts,
+        ));
     }
     // The mirror itself: trust its CA when pulled by its own name (kubeadm's imageRepository).
     let own = templates::render(
@@ -68,6 +97,11 @@ pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>
             ca_path => ca_path.clone(), override_path => false,
         },
     )?;
-    out.push(RenderedFile::text(format!("{CERTS_D}/{}/hosts.toml", m.host), 0o644, own, Purpose::ContainerdHosts));
-    Ok(())
+    out.push(RenderedFile::text(
+        format!("{CERTS_D}/{}/hosts.toml", m.host),
+        0o644,
+        own,
+        Purpose::ContainerdHosts,
+    ));
+    Ok(out)
 }

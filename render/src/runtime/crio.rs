@@ -18,6 +18,12 @@ pub const REGISTRIES_PATH: &str = "/etc/containers/registries.conf.d/10-clusterc
 pub const AUTH_FILE: &str = "/etc/crio/auth.json";
 
 pub(crate) fn node_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+    out.extend(cx.cached("crio", || files(cx))?);
+    Ok(())
+}
+
+fn files(cx: &Ctx) -> Result<Vec<RenderedFile>, RenderError> {
+    let mut out = Vec::new();
     let mirror = cx.c.mirror();
     let has_auth = mirror.is_some_and(|m| m.username_env.is_some() || m.password_env.is_some());
     let (cgroup_manager, conmon_cgroup) = match cx.c.spec().runtime.cgroup_driver {
@@ -31,13 +37,23 @@ pub(crate) fn node_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(), Re
             auth_file => if has_auth { AUTH_FILE } else { "" },
         },
     )?;
-    out.push(RenderedFile::text(CRIO_DROPIN_PATH, 0o644, conf, Purpose::CrioConfig));
-    let Some(m) = mirror else { return Ok(()) };
+    out.push(RenderedFile::text(
+        CRIO_DROPIN_PATH,
+        0o644,
+        conf,
+        Purpose::CrioConfig,
+    ));
+    let Some(m) = mirror else { return Ok(out) };
     let regs = templates::render(
         "registries.conf.j2",
-        context! { registries => super::source_registries(cx), mirror => m.prefix.clone() },
+        context! { registries => cx.registries.clone(), mirror => m.prefix.clone() },
     )?;
-    out.push(RenderedFile::text(REGISTRIES_PATH, 0o644, regs, Purpose::RegistriesConf));
+    out.push(RenderedFile::text(
+        REGISTRIES_PATH,
+        0o644,
+        regs,
+        Purpose::RegistriesConf,
+    ));
     if let Some(pem) = &m.ca_pem {
         let mut t = pem.clone();
         if !t.ends_with('\n') {
@@ -50,5 +66,5 @@ pub(crate) fn node_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(), Re
             Purpose::RegistryCa,
         ));
     }
-    Ok(())
+    Ok(out)
 }

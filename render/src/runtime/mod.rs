@@ -19,7 +19,10 @@ pub const WELL_KNOWN_REGISTRIES: &[&str] = &["docker.io", "ghcr.io", "quay.io", 
 /// Every source registry host to route through the mirror: the well-known ones plus the hosts of every
 /// image in [`images::images`], sorted; never the mirror's own host.
 pub(crate) fn source_registries(cx: &Ctx) -> Vec<String> {
-    let mut set: BTreeSet<String> = WELL_KNOWN_REGISTRIES.iter().map(|s| s.to_string()).collect();
+    let mut set: BTreeSet<String> = WELL_KNOWN_REGISTRIES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     for i in images::images(cx.c) {
         if let Some(r) = SpecRef::parse(&i.source) {
             set.insert(r.host);
@@ -31,7 +34,11 @@ pub(crate) fn source_registries(cx: &Ctx) -> Vec<String> {
     set.into_iter().collect()
 }
 
-pub(crate) fn node_files(cx: &Ctx, node: &ValidNode, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
+pub(crate) fn node_files(
+    cx: &Ctx,
+    node: &ValidNode,
+    out: &mut Vec<RenderedFile>,
+) -> Result<(), RenderError> {
     match cx.c.spec().runtime.kind {
         RuntimeKind::Containerd => containerd::node_files(cx, node, out),
         RuntimeKind::Crio => crio::node_files(cx, out),

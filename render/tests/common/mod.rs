@@ -34,7 +34,8 @@ pub fn fixture(name: &str) -> Loaded {
 pub fn inputs() -> Vec<(String, Loaded)> {
     let mut v = Vec::new();
     for (name, _) in clusterctl_spec::profiles() {
-        let l = clusterctl_spec::from_profile(name).unwrap_or_else(|d| panic!("profile {name}: {}", d.summary()));
+        let l = clusterctl_spec::from_profile(name)
+            .unwrap_or_else(|d| panic!("profile {name}: {}", d.summary()));
         v.push((format!("profile:{name}"), l));
     }
     for name in fixture_names() {
@@ -73,7 +74,10 @@ pub fn with_version(loaded: &Loaded, version: &str) -> Loaded {
 
 /// The newest patch of every supported minor, as `v1.X.Y`.
 pub fn supported_minors() -> Vec<String> {
-    let mut minors: Vec<u64> = clusterctl_spec::versions::SUPPORTED.iter().map(|r| r.minor).collect();
+    let mut minors: Vec<u64> = clusterctl_spec::versions::SUPPORTED
+        .iter()
+        .map(|r| r.minor)
+        .collect();
     minors.dedup();
     minors
         .into_iter()

@@ -16,7 +16,9 @@ impl<'de> Deserialize<'de> for Duration {
         if go_duration_ok(&s) {
             Ok(Duration(s))
         } else {
-            Err(serde::de::Error::custom(format!("invalid Go duration {s:?}")))
+            Err(serde::de::Error::custom(format!(
+                "invalid Go duration {s:?}"
+            )))
         }
     }
 }

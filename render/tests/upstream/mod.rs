@@ -37,30 +37,65 @@ fn json_strict<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, String>
 
 /// Decodes one YAML document by apiVersion/kind. Returns `apiVersion/kind`.
 pub fn check_yaml_doc(doc: &serde_yaml::Value) -> Result<String, String> {
-    let av = doc.get("apiVersion").and_then(|v| v.as_str()).ok_or("document without apiVersion")?;
-    let kind = doc.get("kind").and_then(|v| v.as_str()).ok_or("document without kind")?;
+    let av = doc
+        .get("apiVersion")
+        .and_then(|v| v.as_str())
+        .ok_or("document without apiVersion")?;
+    let kind = doc
+        .get("kind")
+        .and_then(|v| v.as_str())
+        .ok_or("document without kind")?;
     let id = format!("{av}/{kind}");
     match (av, kind) {
-        ("kubeadm.k8s.io/v1beta4", "InitConfiguration") => yaml_strict::<kubeadm_v1beta4::InitConfiguration>(&id, doc).map(|_| ()),
-        ("kubeadm.k8s.io/v1beta4", "ClusterConfiguration") => yaml_strict::<kubeadm_v1beta4::ClusterConfiguration>(&id, doc).map(|_| ()),
-        ("kubeadm.k8s.io/v1beta4", "JoinConfiguration") => yaml_strict::<kubeadm_v1beta4::JoinConfiguration>(&id, doc).map(|_| ()),
-        ("kubeadm.k8s.io/v1beta4", "ResetConfiguration") => yaml_strict::<kubeadm_v1beta4::ResetConfiguration>(&id, doc).map(|_| ()),
-        ("kubeadm.k8s.io/v1beta4", "UpgradeConfiguration") => yaml_strict::<kubeadm_v1beta4::UpgradeConfiguration>(&id, doc).map(|_| ()),
-        ("kubeadm.k8s.io/v1beta3", "InitConfiguration") => yaml_strict::<kubeadm_v1beta3::InitConfiguration>(&id, doc).map(|_| ()),
-        ("kubeadm.k8s.io/v1beta3", "ClusterConfiguration") => yaml_strict::<kubeadm_v1beta3::ClusterConfiguration>(&id, doc).map(|_| ()),
-        ("kubeadm.k8s.io/v1beta3", "JoinConfiguration") => yaml_strict::<kubeadm_v1beta3::JoinConfiguration>(&id, doc).map(|_| ()),
-        ("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration") => yaml_strict::<kubelet_v1beta1::KubeletConfiguration>(&id, doc).map(|_| ()),
-        ("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration") => yaml_strict::<kubeproxy_v1alpha1::KubeProxyConfiguration>(&id, doc).map(|_| ()),
-        ("audit.k8s.io/v1", "Policy") => yaml_strict::<audit_v1::Policy>(&id, doc).map(|_| ()),
-        ("apiserver.config.k8s.io/v1beta1" | "apiserver.config.k8s.io/v1", "AuthenticationConfiguration") => {
-            yaml_strict::<authn::AuthenticationConfiguration>(&id, doc).map(|_| ())
+        ("kubeadm.k8s.io/v1beta4", "InitConfiguration") => {
+            yaml_strict::<kubeadm_v1beta4::InitConfiguration>(&id, doc).map(|_| ())
         }
-        ("kind.x-k8s.io/v1alpha4", "Cluster") => yaml_strict::<kind_v1alpha4::Cluster>(&id, doc).map(|_| ()),
+        ("kubeadm.k8s.io/v1beta4", "ClusterConfiguration") => {
+            yaml_strict::<kubeadm_v1beta4::ClusterConfiguration>(&id, doc).map(|_| ())
+        }
+        ("kubeadm.k8s.io/v1beta4", "JoinConfiguration") => {
+            yaml_strict::<kubeadm_v1beta4::JoinConfiguration>(&id, doc).map(|_| ())
+        }
+        ("kubeadm.k8s.io/v1beta4", "ResetConfiguration") => {
+            yaml_strict::<kubeadm_v1beta4::ResetConfiguration>(&id, doc).map(|_| ())
+        }
+        ("kubeadm.k8s.io/v1beta4", "UpgradeConfiguration") => {
+            yaml_strict::<kubeadm_v1beta4::UpgradeConfiguration>(&id, doc).map(|_| ())
+        }
+        ("kubeadm.k8s.io/v1beta3", "InitConfiguration") => {
+            yaml_strict::<kubeadm_v1beta3::InitConfiguration>(&id, doc).map(|_| ())
+        }
+        ("kubeadm.k8s.io/v1beta3", "ClusterConfiguration") => {
+            yaml_strict::<kubeadm_v1beta3::ClusterConfiguration>(&id, doc).map(|_| ())
+        }
+        ("kubeadm.k8s.io/v1beta3", "JoinConfiguration") => {
+            yaml_strict::<kubeadm_v1beta3::JoinConfiguration>(&id, doc).map(|_| ())
+        }
+        ("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration") => {
+            yaml_strict::<kubelet_v1beta1::KubeletConfiguration>(&id, doc).map(|_| ())
+        }
+        ("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration") => {
+            yaml_strict::<kubeproxy_v1alpha1::KubeProxyConfiguration>(&id, doc).map(|_| ())
+        }
+        ("audit.k8s.io/v1", "Policy") => yaml_strict::<audit_v1::Policy>(&id, doc).map(|_| ()),
+        (
+            "apiserver.config.k8s.io/v1beta1" | "apiserver.config.k8s.io/v1",
+            "AuthenticationConfiguration",
+        ) => yaml_strict::<authn::AuthenticationConfiguration>(&id, doc).map(|_| ()),
+        ("kind.x-k8s.io/v1alpha4", "Cluster") => {
+            yaml_strict::<kind_v1alpha4::Cluster>(&id, doc).map(|_| ())
+        }
         ("v1", "Pod") => yaml_strict::<core_v1::Pod>(&id, doc).map(|_| ()),
         ("v1", "ServiceAccount") => yaml_strict::<core_v1::ServiceAccount>(&id, doc).map(|_| ()),
-        ("rbac.authorization.k8s.io/v1", "ClusterRole") => yaml_strict::<core_v1::ClusterRole>(&id, doc).map(|_| ()),
-        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => yaml_strict::<core_v1::ClusterRoleBinding>(&id, doc).map(|_| ()),
-        ("operator.tigera.io/v1", "Installation") => yaml_strict::<cni_formats::Installation>(&id, doc).map(|_| ()),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => {
+            yaml_strict::<core_v1::ClusterRole>(&id, doc).map(|_| ())
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            yaml_strict::<core_v1::ClusterRoleBinding>(&id, doc).map(|_| ())
+        }
+        ("operator.tigera.io/v1", "Installation") => {
+            yaml_strict::<cni_formats::Installation>(&id, doc).map(|_| ())
+        }
         _ => Err(format!("no strict upstream type for {id}")),
     }?;
     Ok(id)
@@ -82,9 +117,16 @@ struct VersionProbe {
 }
 
 fn check_sysctl(text: &str) -> Result<(), String> {
-    for l in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
-        let (k, v) = l.split_once(" = ").ok_or(format!("sysctl line {l:?} is not `key = value`"))?;
-        let key_ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'));
+    for l in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let (k, v) = l
+            .split_once(" = ")
+            .ok_or(format!("sysctl line {l:?} is not `key = value`"))?;
+        let key_ok = !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'));
         if !key_ok || v.trim().is_empty() {
             return Err(format!("bad sysctl line {l:?}"));
         }
@@ -93,8 +135,14 @@ fn check_sysctl(text: &str) -> Result<(), String> {
 }
 
 fn check_modules(text: &str) -> Result<(), String> {
-    for l in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
-        if !l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+    for l in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        if !l
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
             return Err(format!("bad module name {l:?}"));
         }
     }
@@ -104,15 +152,27 @@ fn check_modules(text: &str) -> Result<(), String> {
 fn check_unit(text: &str) -> Result<(), String> {
     let mut section = String::new();
     let mut sections = Vec::new();
-    for l in text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+    for l in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
         if l.starts_with('[') {
             section = l.trim_matches(|c| c == '[' || c == ']').to_string();
             sections.push(section.clone());
             continue;
         }
-        let (k, _) = l.split_once('=').ok_or(format!("unit line {l:?} is not key=value"))?;
+        let (k, _) = l
+            .split_once('=')
+            .ok_or(format!("unit line {l:?} is not key=value"))?;
         let known: &[&str] = match section.as_str() {
-            "Unit" => &["Description", "Documentation", "After", "Wants", "Requires", "Before"],
+            "Unit" => &[
+                "Description",
+                "Documentation",
+                "After",
+                "Wants",
+                "Requires",
+                "Before",
+            ],
             "Service" => &["Type", "ExecStart", "Restart", "RestartSec", "Environment"],
             "Install" => &["WantedBy"],
             s => return Err(format!("unknown unit section [{s}]")),
@@ -137,42 +197,53 @@ fn check_pem(text: &str) -> Result<(), String> {
 
 /// Strictly checks one rendered file. Returns what it was checked as (one entry per document).
 pub fn check(f: &RenderedFile) -> Result<Vec<String>, String> {
-    let text = std::str::from_utf8(&f.content).map_err(|e| format!("{}: not UTF-8: {e}", f.path))?;
+    let text =
+        std::str::from_utf8(&f.content).map_err(|e| format!("{}: not UTF-8: {e}", f.path))?;
     let p = f.path.as_str();
-    let r: Result<Vec<String>, String> = if p.ends_with(".yaml") && p.ends_with("cilium-values.yaml") {
-        let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-        yaml_strict::<cni_formats::CiliumValues>("cilium values", &v).map(|_| vec!["cilium/values".into()])
-    } else if p.ends_with(".yaml") {
-        yaml_docs(text)?.iter().map(check_yaml_doc).collect()
-    } else if p == "/etc/containerd/config.toml" {
-        let probe: VersionProbe = toml::from_str(text).map_err(|e| e.to_string())?;
-        match probe.version {
-            2 => toml_strict::<toml_formats::ContainerdV2>("containerd v2", text).map(|_| vec!["containerd/v2".into()]),
-            3 => toml_strict::<toml_formats::ContainerdV3>("containerd v3", text).map(|_| vec!["containerd/v3".into()]),
-            v => Err(format!("containerd config version {v}")),
-        }
-    } else if p.starts_with("/etc/containerd/certs.d/") && p.ends_with("/hosts.toml") {
-        toml_strict::<toml_formats::HostsToml>("hosts.toml", text).map(|_| vec!["containerd/hosts.toml".into()])
-    } else if p.starts_with("/etc/crio/crio.conf.d/") {
-        toml_strict::<toml_formats::CrioDropIn>("crio.conf", text).map(|_| vec!["crio/crio.conf".into()])
-    } else if p.starts_with("/etc/containers/registries.conf.d/") {
-        toml_strict::<toml_formats::RegistriesConf>("registries.conf", text).map(|_| vec!["containers/registries.conf".into()])
-    } else if p.ends_with(".crt") {
-        check_pem(text).map(|_| vec!["pem".into()])
-    } else if p.starts_with("/etc/sysctl.d/") {
-        check_sysctl(text).map(|_| vec!["sysctl".into()])
-    } else if p.starts_with("/etc/modules-load.d/") {
-        check_modules(text).map(|_| vec!["modules-load".into()])
-    } else if p.ends_with(".conflist") {
-        json_strict::<cni_formats::NetConfList>("conflist", text).map(|_| vec!["cni/conflist".into()])
-    } else if p.ends_with("flannel-net-conf.json") {
-        json_strict::<cni_formats::FlannelNetConf>("net-conf.json", text).map(|_| vec!["flannel/net-conf".into()])
-    } else if p.ends_with("/agent.json") {
-        json_strict::<clusterctl_render::cni::builtin::AgentConfig>("agent.json", text).map(|_| vec!["clusterctl/agent".into()])
-    } else if p.ends_with(".service") {
-        check_unit(text).map(|_| vec!["systemd/unit".into()])
-    } else {
-        Err("no strict check for this path".into())
-    };
+    let r: Result<Vec<String>, String> =
+        if p.ends_with(".yaml") && p.ends_with("cilium-values.yaml") {
+            let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+            yaml_strict::<cni_formats::CiliumValues>("cilium values", &v)
+                .map(|_| vec!["cilium/values".into()])
+        } else if p.ends_with(".yaml") {
+            yaml_docs(text)?.iter().map(check_yaml_doc).collect()
+        } else if p == "/etc/containerd/config.toml" {
+            let probe: VersionProbe = toml::from_str(text).map_err(|e| e.to_string())?;
+            match probe.version {
+                2 => toml_strict::<toml_formats::ContainerdV2>("containerd v2", text)
+                    .map(|_| vec!["containerd/v2".into()]),
+                3 => toml_strict::<toml_formats::ContainerdV3>("containerd v3", text)
+                    .map(|_| vec!["containerd/v3".into()]),
+                v => Err(format!("containerd config version {v}")),
+            }
+        } else if p.starts_with("/etc/containerd/certs.d/") && p.ends_with("/hosts.toml") {
+            toml_strict::<toml_formats::HostsToml>("hosts.toml", text)
+                .map(|_| vec!["containerd/hosts.toml".into()])
+        } else if p.starts_with("/etc/crio/crio.conf.d/") {
+            toml_strict::<toml_formats::CrioDropIn>("crio.conf", text)
+                .map(|_| vec!["crio/crio.conf".into()])
+        } else if p.starts_with("/etc/containers/registries.conf.d/") {
+            toml_strict::<toml_formats::RegistriesConf>("registries.conf", text)
+                .map(|_| vec!["containers/registries.conf".into()])
+        } else if p.ends_with(".crt") {
+            check_pem(text).map(|_| vec!["pem".into()])
+        } else if p.starts_with("/etc/sysctl.d/") {
+            check_sysctl(text).map(|_| vec!["sysctl".into()])
+        } else if p.starts_with("/etc/modules-load.d/") {
+            check_modules(text).map(|_| vec!["modules-load".into()])
+        } else if p.ends_with(".conflist") {
+            json_strict::<cni_formats::NetConfList>("conflist", text)
+                .map(|_| vec!["cni/conflist".into()])
+        } else if p.ends_with("flannel-net-conf.json") {
+            json_strict::<cni_formats::FlannelNetConf>("net-conf.json", text)
+                .map(|_| vec!["flannel/net-conf".into()])
+        } else if p.ends_with("/agent.json") {
+            json_strict::<clusterctl_render::cni::builtin::AgentConfig>("agent.json", text)
+                .map(|_| vec!["clusterctl/agent".into()])
+        } else if p.ends_with(".service") {
+            check_unit(text).map(|_| vec!["systemd/unit".into()])
+        } else {
+            Err("no strict check for this path".into())
+        };
     r.map_err(|e| format!("{}: {e}", f.path))
 }
