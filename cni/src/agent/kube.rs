@@ -1,20 +1,34 @@
-//! Peers from Kubernetes Node objects (not built yet: conversion only).
+//! Peers from Kubernetes Node objects, through the `kube` client: a list, then a watch from the
+//! list's resourceVersion; any Node event triggers a new list and reconcile. This is the only part
+//! of the crate that starts an async runtime (a current-thread tokio runtime owned by
+//! [`KubeNodes`]); the plugin path never reaches it.
+//!
+//! A kubelet's credentials may read only its own Node on current Kubernetes (NodeRestriction), so the
+//! agent uses its own ServiceAccount bound to a ClusterRole with get/list/watch on nodes.
 
 use super::peers::Peer;
+use super::PeerSource;
 use ipnet::Ipv4Net;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Duration;
 
-/// Converts a Node object (API JSON) into a peer: `metadata.name`, the `InternalIP` from
-/// `status.addresses`, `spec.podCIDR`. Returns `None` when any is missing or not IPv4.
-pub fn node_to_peer(node: &serde_json::Value) -> Option<Peer> {
-    let name = node.pointer("/metadata/name")?.as_str()?.to_string();
-    let pod_cidr: Ipv4Net = node.pointer("/spec/podCIDR")?.as_str()?.parse().ok()?;
+/// Converts a Node into a peer: `metadata.name`, the first IPv4 `InternalIP` in
+/// `status.addresses`, and `spec.podCIDR`. Returns `None` when any is missing or not IPv4 (a node
+/// without a podCIDR yet is simply not a peer yet).
+pub fn node_to_peer(node: &Node) -> Option<Peer> {
+    let name = node.metadata.name.clone()?;
+    let pod_cidr: Ipv4Net = node.spec.as_ref()?.pod_cidr.as_deref()?.parse().ok()?;
     let node_ip: Ipv4Addr = node
-        .pointer("/status/addresses")?
-        .as_array()?
+        .status
+        .as_ref()?
+        .addresses
+        .as_ref()?
         .iter()
-        .filter(|a| a.get("type").and_then(|t| t.as_str()) == Some("InternalIP"))
-        .find_map(|a| a.get("address")?.as_str()?.parse().ok())?;
+        .filter(|a| a.type_ == "InternalIP")
+        .find_map(|a| a.address.parse().ok())?;
     Some(Peer {
         name,
         node_ip,
@@ -22,19 +36,107 @@ pub fn node_to_peer(node: &serde_json::Value) -> Option<Peer> {
     })
 }
 
-/// Peers from the Kubernetes API (placeholder until the watch lands).
-pub struct KubeNodes;
+/// Peer source backed by the Kubernetes API.
+pub struct KubeNodes {
+    rt: tokio::runtime::Runtime,
+    api: Api<Node>,
+    resource_version: String,
+}
 
 impl KubeNodes {
-    /// Errors: always, for now.
-    pub fn new(_kubeconfig: Option<std::path::PathBuf>) -> Result<Self, String> {
-        Err("peers from Kubernetes are not built yet; use --peers-file".into())
+    /// Connects with `kubeconfig` (or the in-cluster/default configuration when `None`).
+    /// Errors: unreadable kubeconfig, bad credentials configuration, runtime creation.
+    pub fn new(kubeconfig: Option<PathBuf>) -> Result<Self, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("start the async runtime: {e}"))?;
+        let client = rt.block_on(async {
+            let config = match kubeconfig {
+                Some(path) => {
+                    let kc = kube::config::Kubeconfig::read_from(&path)
+                        .map_err(|e| format!("read {}: {e}", path.display()))?;
+                    kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                        .await
+                        .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+                }
+                None => kube::Config::infer()
+                    .await
+                    .map_err(|e| format!("Kubernetes client configuration: {e}"))?,
+            };
+            kube::Client::try_from(config).map_err(|e| format!("Kubernetes client: {e}"))
+        })?;
+        Ok(Self {
+            rt,
+            api: Api::all(client),
+            resource_version: String::new(),
+        })
     }
 }
 
-impl super::PeerSource for KubeNodes {
+impl PeerSource for KubeNodes {
     fn peers(&mut self) -> Result<Vec<Peer>, String> {
-        Err("not built".into())
+        let list = self
+            .rt
+            .block_on(self.api.list(&ListParams::default()))
+            .map_err(|e| format!("list nodes: {e}"))?;
+        self.resource_version = list.metadata.resource_version.clone().unwrap_or_default();
+        Ok(list.items.iter().filter_map(node_to_peer).collect())
     }
-    fn wait(&mut self, _timeout: std::time::Duration) {}
+
+    fn wait(&mut self, timeout: Duration) {
+        let secs = u32::try_from(timeout.as_secs())
+            .unwrap_or(290)
+            .clamp(1, 290);
+        let api = self.api.clone();
+        let rv = self.resource_version.clone();
+        let _ = self.rt.block_on(async move {
+            let fut = async {
+                use futures::StreamExt;
+                let wp = WatchParams::default().timeout(secs);
+                let Ok(stream) = api.watch(&wp, &rv).await else {
+                    return;
+                };
+                let mut stream = std::pin::pin!(stream);
+                while let Some(ev) = stream.next().await {
+                    match ev {
+                        Ok(WatchEvent::Bookmark(_)) => continue,
+                        _ => return,
+                    }
+                }
+            };
+            tokio::time::timeout(timeout + Duration::from_secs(5), fut).await
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_from_real_node_json() {
+        let node: Node = serde_json::from_str(include_str!("testdata/node.json")).unwrap();
+        let p = node_to_peer(&node).unwrap();
+        assert_eq!(p.name, "worker-1");
+        assert_eq!(p.node_ip, Ipv4Addr::new(192, 168, 10, 21));
+        assert_eq!(p.pod_cidr.to_string(), "10.244.1.0/24");
+        assert_eq!(p.vtep_ip(), Ipv4Addr::new(10, 244, 1, 0));
+        let mut no_cidr = node.clone();
+        no_cidr.spec.as_mut().unwrap().pod_cidr = None;
+        assert!(
+            node_to_peer(&no_cidr).is_none(),
+            "a node without podCIDR is not a peer yet"
+        );
+        let mut hostname_only = node;
+        hostname_only
+            .status
+            .as_mut()
+            .unwrap()
+            .addresses
+            .as_mut()
+            .unwrap()
+            .retain(|a| a.type_ != "InternalIP");
+        assert!(node_to_peer(&hostname_only).is_none());
+    }
 }
