@@ -272,7 +272,8 @@ impl Puller<'_> {
 }
 
 /// Pulls every image of `requests` into `store`. Errors: the first image or blob that cannot be
-/// fetched after retries (blobs fetched before it stay in the store for the next run).
+/// fetched after retries; the other blobs are still fetched and stay in the store, so a re-run
+/// fetches only what failed.
 pub fn pull_images(
     client: &RegistryClient,
     store: &BlobStore,
@@ -317,9 +318,6 @@ pub fn pull_images(
     std::thread::scope(|s| {
         for _ in 0..opts.jobs.max(1) {
             s.spawn(|| loop {
-                if first_err.lock().map(|e| e.is_some()).unwrap_or(true) {
-                    return;
-                }
                 let job = queue.lock().ok().and_then(|mut q| q.pop());
                 let Some((d, size, from)) = job else { return };
                 let dest = store.path(&d);
@@ -342,10 +340,11 @@ pub fn pull_images(
                         bytes.fetch_add(n, Ordering::Relaxed);
                     }
                     Err(e) => {
+                        // Keep fetching the others: whatever is fetched stays in the
+                        // store, so the next run has only the failed blobs left to fetch.
                         if let Ok(mut slot) = first_err.lock() {
                             slot.get_or_insert(e);
                         }
-                        return;
                     }
                 }
             });
