@@ -50,6 +50,7 @@ impl Layer {
 
 /// A container's last termination (`lastState.terminated`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Termination {
     /// Reason, e.g. `Error`, `OOMKilled`, `Completed`.
     pub reason: String,
@@ -189,7 +190,11 @@ fn waiting_reason(cs: &ContainerStatus) -> Option<&str> {
 /// True for pods worth a closer look: `Pending`, or with a container waiting for a reason other than
 /// `ContainerCreating`/`PodInitializing`.
 fn looks_stuck(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("");
     if phase == "Succeeded" || phase == "Failed" {
         return false;
     }
@@ -213,7 +218,9 @@ pub fn diagnose_pod(pod: &Pod, nodes: &[Node], events: &[Event]) -> Option<Stuck
     let spec = pod.spec.as_ref();
     let status = pod.status.as_ref();
     let phase = status.and_then(|s| s.phase.clone()).unwrap_or_default();
-    let node = spec.and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
+    let node = spec
+        .and_then(|s| s.node_name.clone())
+        .filter(|n| !n.is_empty());
     let mut out = StuckPod {
         namespace,
         name,
@@ -248,7 +255,9 @@ pub fn diagnose_pod(pod: &Pod, nodes: &[Node], events: &[Event]) -> Option<Stuck
             .and_then(|c| c.message.clone())
             .filter(|m| !m.is_empty())
             .or_else(|| ev.and_then(|e| e.message.clone()))
-            .unwrap_or_else(|| "the scheduler has not placed it yet (is kube-scheduler running?)".into());
+            .unwrap_or_else(|| {
+                "the scheduler has not placed it yet (is kube-scheduler running?)".into()
+            });
         out.missing_labels = missing_labels(pod, nodes);
         return Some(out);
     }
@@ -314,7 +323,10 @@ pub fn diagnose_pod(pod: &Pod, nodes: &[Node], events: &[Event]) -> Option<Stuck
     None
 }
 
-fn container_spec<'a>(pod: &'a Pod, name: &str) -> Option<&'a k8s_openapi::api::core::v1::Container> {
+fn container_spec<'a>(
+    pod: &'a Pod,
+    name: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::Container> {
     let spec = pod.spec.as_ref()?;
     spec.containers
         .iter()
@@ -393,16 +405,24 @@ pub fn missing_labels(pod: &Pod, nodes: &[Node]) -> Vec<String> {
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
         .map(|r| r.node_selector_terms.clone())
         .unwrap_or_default();
-    let term_matches = |t: &k8s_openapi::api::core::v1::NodeSelectorTerm, l: &BTreeMap<String, String>| {
+    let term_matches = |t: &k8s_openapi::api::core::v1::NodeSelectorTerm,
+                        l: &BTreeMap<String, String>| {
         t.match_expressions
             .iter()
             .flatten()
             .all(|r| requirement_matches(r, l))
     };
-    if !terms.is_empty() && !terms.iter().any(|t| labels.iter().any(|l| term_matches(t, l))) {
+    if !terms.is_empty()
+        && !terms
+            .iter()
+            .any(|t| labels.iter().any(|l| term_matches(t, l)))
+    {
         for t in &terms {
             for r in t.match_expressions.iter().flatten() {
                 if !labels.iter().any(|l| requirement_matches(r, l)) {
@@ -416,7 +436,10 @@ pub fn missing_labels(pod: &Pod, nodes: &[Node]) -> Vec<String> {
 
 /// What to look at next for `s` (commands and file changes), most useful first.
 pub fn next_steps(s: &StuckPod) -> Vec<String> {
-    let describe = format!("kubectl describe pod -n {} {}  (read Events at the bottom)", s.namespace, s.name);
+    let describe = format!(
+        "kubectl describe pod -n {} {}  (read Events at the bottom)",
+        s.namespace, s.name
+    );
     let mut out = Vec::new();
     match s.layer {
         Layer::Scheduling => {
@@ -481,7 +504,10 @@ pub fn next_steps(s: &StuckPod) -> Vec<String> {
                     out.push("killed for memory (OOMKilled / exit 137): raise the container's memory limit or fix the leak".into());
                 }
             }
-            out.push(format!("kubectl logs -n {} {} -c {c} --previous", s.namespace, s.name));
+            out.push(format!(
+                "kubectl logs -n {} {} -c {c} --previous",
+                s.namespace, s.name
+            ));
             out.push(describe);
         }
     }

@@ -46,14 +46,23 @@ mod tests {
 
     #[test]
     fn short_names_gain_registry_library_and_tag() {
-        assert_eq!(normalize_image("cka-api:v4"), "docker.io/library/cka-api:v4");
+        assert_eq!(
+            normalize_image("cka-api:v4"),
+            "docker.io/library/cka-api:v4"
+        );
         assert_eq!(normalize_image("nginx"), "docker.io/library/nginx:latest");
-        assert_eq!(normalize_image("calico/node:v3.32.2"), "docker.io/calico/node:v3.32.2");
+        assert_eq!(
+            normalize_image("calico/node:v3.32.2"),
+            "docker.io/calico/node:v3.32.2"
+        );
         assert_eq!(
             normalize_image("quay.io/calico/node:v3.32.2"),
             "quay.io/calico/node:v3.32.2"
         );
-        assert_eq!(normalize_image("localhost:5000/app"), "localhost:5000/app:latest");
+        assert_eq!(
+            normalize_image("localhost:5000/app"),
+            "localhost:5000/app:latest"
+        );
         assert_eq!(
             normalize_image("registry.k8s.io/pause@sha256:abc"),
             "registry.k8s.io/pause@sha256:abc"

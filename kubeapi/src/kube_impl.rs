@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
-use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
@@ -79,7 +79,12 @@ impl KubeClusterApi {
         Api::all(self.client.clone())
     }
 
-    fn patch_node(&self, call: &str, node: &str, patch: Patch<serde_json::Value>) -> Result<(), ApiError> {
+    fn patch_node(
+        &self,
+        call: &str,
+        node: &str,
+        patch: Patch<serde_json::Value>,
+    ) -> Result<(), ApiError> {
         let api = self.node_api();
         let pp = PatchParams {
             field_manager: Some(FIELD_MANAGER.to_string()),
@@ -157,19 +162,36 @@ impl ClusterApi for KubeClusterApi {
     fn set_unschedulable(&self, node: &str, unschedulable: bool) -> Result<(), ApiError> {
         let patch = json!({ "spec": { "unschedulable": unschedulable } });
         let call = if unschedulable { "cordon" } else { "uncordon" };
-        self.patch_node(&format!("{call} node {node}"), node, Patch::Strategic(patch))
+        self.patch_node(
+            &format!("{call} node {node}"),
+            node,
+            Patch::Strategic(patch),
+        )
     }
 
     fn evict(&self, namespace: &str, pod: &str) -> Result<EvictOutcome, ApiError> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let call = format!("evict pod {namespace}/{pod}");
-        match self
-            .rt
-            .block_on(async { api.evict(pod, &EvictParams::default()).await })
-        {
+        // The body `kubectl drain` sends (policy/v1 Eviction with its type and namespace).
+        let eviction = json!({
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": { "name": pod, "namespace": namespace },
+        });
+        match self.rt.block_on(async {
+            api.create_subresource::<_, serde_json::Value>(
+                "eviction",
+                pod,
+                &PostParams::default(),
+                &eviction,
+            )
+            .await
+        }) {
             Ok(_) => Ok(EvictOutcome::Evicted),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(EvictOutcome::Evicted),
-            Err(kube::Error::Api(s)) if s.code == 429 => Ok(EvictOutcome::Blocked(s.message.clone())),
+            Err(kube::Error::Api(s)) if s.code == 429 => {
+                Ok(EvictOutcome::Blocked(s.message.clone()))
+            }
             Err(e) => Err(map_err(&call, e)),
         }
     }

@@ -12,25 +12,35 @@ pub fn has_context(text: &str, context: &str) -> bool {
     };
     v.get("contexts")
         .and_then(Value::as_sequence)
-        .is_some_and(|s| s.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(context)))
+        .is_some_and(|s| {
+            s.iter()
+                .any(|c| c.get("name").and_then(Value::as_str) == Some(context))
+        })
 }
 
 /// Removes the context `context` from the kubeconfig `text`, and the cluster and user it refers to when
 /// no other context uses them; clears `current-context` when it was this one. Returns the new text and
 /// whether anything changed. Errors: `text` is not YAML.
 pub fn remove_context(text: &str, context: &str) -> Result<(String, bool), String> {
-    let mut root: Value = serde_yaml::from_str(text).map_err(|e| format!("kubeconfig is not YAML: {e}"))?;
+    let mut root: Value =
+        serde_yaml::from_str(text).map_err(|e| format!("kubeconfig is not YAML: {e}"))?;
     let Some(map) = root.as_mapping_mut() else {
         return Ok((text.to_string(), false));
     };
     let entry = |v: &Value, key: &str| -> Option<String> {
-        v.get("context").and_then(|c| c.get(key)).and_then(Value::as_str).map(str::to_string)
+        v.get("context")
+            .and_then(|c| c.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_string)
     };
     let mut cluster = None;
     let mut user = None;
     let mut changed = false;
     if let Some(seq) = map.get_mut("contexts").and_then(Value::as_sequence_mut) {
-        if let Some(c) = seq.iter().find(|c| c.get("name").and_then(Value::as_str) == Some(context)) {
+        if let Some(c) = seq
+            .iter()
+            .find(|c| c.get("name").and_then(Value::as_str) == Some(context))
+        {
             cluster = entry(c, "cluster");
             user = entry(c, "user");
         }
@@ -45,7 +55,10 @@ pub fn remove_context(text: &str, context: &str) -> Result<(String, bool), Strin
         .unwrap_or_default();
     for (list, key, name) in [("clusters", "cluster", cluster), ("users", "user", user)] {
         let Some(name) = name else { continue };
-        if remaining.iter().any(|c| entry(c, key).as_deref() == Some(name.as_str())) {
+        if remaining
+            .iter()
+            .any(|c| entry(c, key).as_deref() == Some(name.as_str()))
+        {
             continue;
         }
         if let Some(seq) = map.get_mut(list).and_then(Value::as_sequence_mut) {

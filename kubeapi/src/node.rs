@@ -7,8 +7,9 @@ use k8s_openapi::api::core::v1::Node;
 /// Label prefix of role labels (`node-role.kubernetes.io/control-plane`).
 pub const ROLE_LABEL_PREFIX: &str = "node-role.kubernetes.io/";
 
-/// One Node's summary.
+/// One Node's summary (JSON: camelCase field names).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeStatus {
     /// Node name.
     pub name: String,
@@ -61,7 +62,9 @@ pub fn node_status(node: &Node) -> NodeStatus {
         None
     } else {
         Some(match ready_cond {
-            None => "no Ready condition reported (kubelet has not registered its status)".to_string(),
+            None => {
+                "no Ready condition reported (kubelet has not registered its status)".to_string()
+            }
             Some(c) => not_ready_reason(
                 c.status.as_str(),
                 c.reason.as_deref().unwrap_or(""),

@@ -3,8 +3,9 @@
 //! resource is removed by a drop guard. When `CI` is set, a missing capability fails instead of skipping.
 //!
 //! Modules are owned by area: `netns` (CNI), `docker` (node containers and the node image), `registry`
-//! (OCI registry on loopback).
+//! (OCI registry on loopback), `apiserver` (recording Kubernetes API server on loopback, lifecycle).
 
+pub mod apiserver;
 pub mod docker;
 pub mod netns;
 pub mod registry;

@@ -5,6 +5,7 @@ pub mod airgap;
 pub mod cni;
 pub mod destroy;
 pub mod image;
+pub mod lifecycle;
 pub mod node;
 pub mod render;
 pub mod status;

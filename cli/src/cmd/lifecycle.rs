@@ -1,0 +1,186 @@
+//! Shared by the day-2 commands (`status`, `image load`, `destroy`): loading the cluster file, reaching
+//! its existing nodes (SSH hosts, or the Docker provider's labelled node containers — never creating
+//! any), and running one closure per node in parallel.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clusterctl_exec::{DockerNodeOptions, DockerProvider, Transport};
+use clusterctl_spec::model::Provider;
+use clusterctl_spec::{ValidCluster, ValidNode};
+
+/// Loads and validates `file`; on failure prints every diagnostic and returns exit code 2.
+pub fn load_cluster(file: &std::path::Path) -> Result<ValidCluster, ExitCode> {
+    match clusterctl_spec::load(file).and_then(|l| clusterctl_spec::validate(&l)) {
+        Ok(v) => Ok(v.cluster),
+        Err(d) => {
+            eprintln!("{d}");
+            Err(ExitCode::from(crate::EXIT_INVALID))
+        }
+    }
+}
+
+/// `~/x` with `$HOME` expanded.
+pub fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+/// Transports to nodes, and why the others could not be reached (node → reason).
+pub struct Reached {
+    /// Node name → transport.
+    pub transports: BTreeMap<String, Arc<dyn Transport>>,
+    /// Node name → why it could not be reached.
+    pub errors: BTreeMap<String, String>,
+}
+
+/// The Docker provider of `cluster` (no container is created).
+pub fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, String> {
+    let mut options = DockerNodeOptions::kind(&cluster.version_info().tag());
+    options.image = cluster.docker_node_image();
+    DockerProvider::new(cluster.name().to_string(), options).map_err(|e| e.to_string())
+}
+
+/// Reaches `nodes` of `cluster` (in parallel for SSH, checking host keys against `known_hosts`, default
+/// `~/.ssh/known_hosts`). Docker provider: the running node containers labelled with the cluster name.
+pub fn reach(
+    cluster: &ValidCluster,
+    nodes: &[&ValidNode],
+    known_hosts: Option<&PathBuf>,
+) -> Reached {
+    let mut out = Reached {
+        transports: BTreeMap::new(),
+        errors: BTreeMap::new(),
+    };
+    match cluster.provider() {
+        Provider::Docker => {
+            let provider = match docker_provider(cluster) {
+                Ok(p) => p,
+                Err(e) => {
+                    for n in nodes {
+                        out.errors.insert(n.name.clone(), e.clone());
+                    }
+                    return out;
+                }
+            };
+            let listed = provider.list().unwrap_or_default();
+            for n in nodes {
+                match listed.iter().find(|d| d.name == n.name) {
+                    Some(d) if d.state == "running" => {
+                        out.transports
+                            .insert(n.name.clone(), Arc::new(provider.docker_transport(&n.name)));
+                    }
+                    Some(d) => {
+                        out.errors.insert(
+                            n.name.clone(),
+                            format!("container {} is {}", d.container, d.state),
+                        );
+                    }
+                    None => {
+                        out.errors.insert(
+                            n.name.clone(),
+                            format!(
+                                "no container {} (labelled for cluster {})",
+                                provider.container_name(&n.name),
+                                cluster.name()
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        Provider::Ssh => {
+            let known_hosts = known_hosts.cloned().or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
+            });
+            let results: Vec<(String, Result<Arc<dyn Transport>, String>)> =
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = nodes
+                        .iter()
+                        .map(|n| {
+                            let kh = known_hosts.clone();
+                            s.spawn(move || (n.name.clone(), ssh_connect(n, kh)))
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| {
+                            h.join().unwrap_or_else(|_| {
+                                (String::new(), Err("connect thread panicked".into()))
+                            })
+                        })
+                        .collect()
+                });
+            for (name, r) in results {
+                match r {
+                    Ok(t) => {
+                        out.transports.insert(name, t);
+                    }
+                    Err(e) => {
+                        out.errors.insert(name, e);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn ssh_connect(n: &ValidNode, known_hosts: Option<PathBuf>) -> Result<Arc<dyn Transport>, String> {
+    let Some(address) = n.address else {
+        return Err("no address in the cluster file".into());
+    };
+    let auth = match &n.ssh.key_file {
+        Some(k) => clusterctl_exec::SshAuth::KeyFile {
+            path: expand_home(k),
+            passphrase: None,
+        },
+        None => clusterctl_exec::SshAuth::Agent,
+    };
+    let mut options = clusterctl_exec::SshOptions::new(auth);
+    if let Some(k) = known_hosts {
+        options.known_hosts = k;
+    }
+    options.host_key_policy = match n.ssh.host_key_policy {
+        clusterctl_spec::model::HostKeyPolicy::Strict => clusterctl_exec::HostKeyPolicy::Strict,
+        _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
+    };
+    let target = clusterctl_exec::SshTarget {
+        node: n.name.clone(),
+        host: address.to_string(),
+        port: n.ssh.port,
+        user: n.ssh.user.clone(),
+    };
+    clusterctl_exec::SshTransport::connect(target, options)
+        .map(|t| Arc::new(t) as Arc<dyn Transport>)
+        .map_err(|e| e.to_string())
+}
+
+/// Runs `f` on every transport in parallel; results keyed by node name.
+pub fn on_each<T: Send>(
+    transports: &BTreeMap<String, Arc<dyn Transport>>,
+    f: impl Fn(&str, &dyn Transport) -> T + Sync,
+) -> BTreeMap<String, T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = transports
+            .iter()
+            .map(|(name, t)| {
+                let f = &f;
+                (name.clone(), s.spawn(move || f(name, t.as_ref())))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|(n, h)| h.join().ok().map(|r| (n, r)))
+            .collect()
+    })
+}
+
+/// Single-quotes `s` for `sh`.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}

@@ -1,0 +1,247 @@
+//! `clusterctl image load` on the test bed: two systemd node containers (SSH provider, containerd
+//! running inside), an image built locally in the Docker engine (no registry), loaded like
+//! `kind load docker-image` — first to one node with `--nodes`, then to every node, then from an
+//! `--archive` — and checked in each node's containerd (`ctr -n k8s.io images ls`). Then `status` is
+//! run against the recording API server with a pod that cannot pull that image, and must name both
+//! nodes as holding it (asked of the node runtimes over SSH).
+
+use std::path::Path;
+use std::process::Command;
+
+use clusterctl_testbed::apiserver::ApiServer;
+use clusterctl_testbed::docker::{docker, docker_available, TestCluster};
+use clusterctl_testbed::{is_root, require, unique_name};
+use serde_json::{json, Value};
+
+/// Removes the test's local images on drop.
+struct Images(Vec<String>);
+
+impl Drop for Images {
+    fn drop(&mut self) {
+        for i in &self.0 {
+            let _ = docker(&["rmi", "-f", i]);
+        }
+    }
+}
+
+/// A one-file image made with `docker import` (no registry needed).
+fn make_image(dir: &Path, name: &str) -> String {
+    let root = dir.join(format!("rootfs-{}", name.replace([':', '/'], "-")));
+    std::fs::create_dir_all(&root).expect("rootfs");
+    std::fs::write(root.join("hello.txt"), format!("image {name}\n")).expect("content");
+    let tar = dir.join(format!("{}.tar", name.replace([':', '/'], "-")));
+    let st = Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .expect("tar");
+    assert!(st.success());
+    docker(&["import", &tar.to_string_lossy(), name]).expect("docker import");
+    name.to_string()
+}
+
+fn clusterctl(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("run clusterctl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn images_on(cluster: &TestCluster, i: usize) -> String {
+    cluster.nodes[i]
+        .sh("ctr -n k8s.io images ls -q")
+        .expect("ctr images ls")
+}
+
+#[test]
+fn image_load_puts_local_images_into_node_runtimes() {
+    if !require("root and a Docker engine", is_root() && docker_available()) {
+        return;
+    }
+    let cluster = TestCluster::start("img", 2).expect("test nodes");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_name("t");
+    let one = format!("clusterctl-test/cka-api:{tag}");
+    let two = format!("clusterctl-test/worker:{tag}");
+    let _images = Images(vec![one.clone(), two.clone()]);
+    make_image(dir.path(), &one);
+    make_image(dir.path(), &two);
+
+    let n0 = &cluster.nodes[0];
+    let n1 = &cluster.nodes[1];
+    let file = format!(
+        "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: imglab}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  networking: {{podSubnet: 192.168.0.0/16, serviceSubnet: 10.96.0.0/16}}\n  ssh: {{user: root, keyFile: {key}, port: 22, hostKeyPolicy: strict}}\n  nodes:\n    - {{name: {a}, role: control-plane, address: {aa}}}\n    - {{name: {b}, role: worker, address: {ba}}}\n",
+        key = n0.key_file.display(),
+        a = n0.name,
+        aa = n0.address,
+        b = n1.name,
+        ba = n1.address
+    );
+    std::fs::write(dir.path().join("cluster.yaml"), file).expect("cluster file");
+    let kh = n0.known_hosts.to_string_lossy().into_owned();
+    let full_one = format!("docker.io/{one}");
+
+    // Only the first node.
+    let (code, out, err) = clusterctl(
+        dir.path(),
+        &[
+            "image",
+            "load",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "--nodes",
+            &n0.name,
+            &one,
+        ],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains(&format!("{}: loaded {one}", n0.name)), "{out}");
+    assert!(
+        images_on(&cluster, 0).lines().any(|l| l == full_one),
+        "{}",
+        images_on(&cluster, 0)
+    );
+    assert!(
+        !images_on(&cluster, 1).contains(&full_one),
+        "--nodes limits the load"
+    );
+    assert_eq!(
+        n0.sh("ls /var/lib/clusterctl/images | wc -l")
+            .expect("ls")
+            .trim(),
+        "0",
+        "the staged archive is removed"
+    );
+
+    // Every node.
+    let (code, out, err) = clusterctl(
+        dir.path(),
+        &[
+            "image",
+            "load",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            &one,
+        ],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for i in 0..2 {
+        assert!(
+            images_on(&cluster, i).lines().any(|l| l == full_one),
+            "node {i}"
+        );
+    }
+
+    // From an archive.
+    let archive = dir.path().join("two.tar");
+    docker(&["save", "-o", &archive.to_string_lossy(), &two]).expect("docker save");
+    let (code, out, err) = clusterctl(
+        dir.path(),
+        &[
+            "image",
+            "load",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "--archive",
+            &archive.to_string_lossy(),
+            &two,
+        ],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for i in 0..2 {
+        assert!(
+            images_on(&cluster, i)
+                .lines()
+                .any(|l| l == format!("docker.io/{two}")),
+            "node {i}"
+        );
+    }
+
+    // An image Docker does not have: refused, naming it.
+    let (code, _, err) = clusterctl(
+        dir.path(),
+        &[
+            "image",
+            "load",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "clusterctl-test/absent:nope",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("clusterctl-test/absent:nope"), "{err}");
+
+    // `status` asks the node runtimes which nodes hold the image a pod cannot pull.
+    let api = ApiServer::start().expect("API server");
+    let nodes: Vec<Value> = [n0, n1]
+        .iter()
+        .map(|n| json!({"kind": "Node", "apiVersion": "v1", "metadata": {"name": n.name, "labels": {}},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
+                       "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "",
+                                    "containerRuntimeVersion": "containerd://1.6", "kubeletVersion": "v1.34.1", "kubeProxyVersion": "",
+                                    "operatingSystem": "linux", "architecture": "amd64"}}}))
+        .collect();
+    api.serve(
+        "/api/v1/nodes",
+        json!({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": nodes}),
+    );
+    let short = one.clone();
+    api.serve("/api/v1/pods", json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [
+        {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "api-0", "namespace": "app"},
+         "spec": {"nodeName": n1.name, "containers": [{"name": "api", "image": short, "imagePullPolicy": "Always"}]},
+         "status": {"phase": "Pending", "containerStatuses": [{"name": "api", "image": short, "imageID": "", "ready": false,
+             "restartCount": 0, "state": {"waiting": {"reason": "ErrImagePull", "message": "pull access denied"}}}]}}]}));
+    api.serve(
+        "/api/v1/namespaces/app/events",
+        json!({"kind": "EventList", "apiVersion": "v1", "metadata": {}, "items": []}),
+    );
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(&kc, api.kubeconfig("imglab")).expect("kubeconfig");
+    let (code, out, err) = clusterctl(
+        dir.path(),
+        &[
+            "status",
+            "-f",
+            "cluster.yaml",
+            "-o",
+            "json",
+            "--known-hosts",
+            &kh,
+            "--kubeconfig",
+            &kc.to_string_lossy(),
+        ],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let p = &v["stuck"][0];
+    assert_eq!(p["layer"], "image");
+    let mut expected = vec![n0.name.clone(), n1.name.clone()];
+    expected.sort();
+    assert_eq!(p["nodesWithImage"], json!(expected));
+    assert!(
+        p["next"][0]
+            .as_str()
+            .unwrap_or("")
+            .contains("imagePullPolicy is Always"),
+        "loaded everywhere, so the pull policy is what is left: {p}"
+    );
+}
