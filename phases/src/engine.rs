@@ -205,7 +205,7 @@ impl Engine {
         errors
     }
 
-    fn save_state(&self, i: usize, ctx: &NodeCtx, state: &NodeState) -> Result<(), PhaseError> {
+    fn save_state(&self, ctx: &NodeCtx, state: &NodeState) -> Result<(), PhaseError> {
         if self.opts.mode.dry_run {
             return Ok(());
         }
@@ -218,12 +218,21 @@ impl Engine {
                 self.reporter.note(&format!("warning: cannot write the local cache {}: {e}", c.dir().display()));
             }
         }
-        let _ = i;
         Ok(())
     }
 
-    /// Runs one phase on one node (index `i`), honouring the state record.
+    /// Runs one phase on one node (index `i`) and reports how it ended as soon as it did.
     fn run_on<C>(&self, phase: &Phase<C>, i: usize, data: &C) -> Result<Outcome, PhaseError> {
+        let r = self.run_on_inner(phase, i, data);
+        let shown = match &r {
+            Ok(o) => o.clone(),
+            Err(_) => Outcome::Failed,
+        };
+        self.reporter.phase_end(phase.name, &self.nodes[i].name, &shown);
+        r
+    }
+
+    fn run_on_inner<C>(&self, phase: &Phase<C>, i: usize, data: &C) -> Result<Outcome, PhaseError> {
         let node = &self.nodes[i];
         let inputs = crate::util::sha256_hex((phase.inputs)(data, node).as_bytes());
         let Ok(mut ctx) = self.ctxs[i].lock() else {
@@ -250,7 +259,7 @@ impl Engine {
                 st.files.extend(ctx.placed.drain(..));
                 st.clone()
             };
-            self.save_state(i, &ctx, &snapshot)?;
+            self.save_state(&ctx, &snapshot)?;
         }
         Ok(Outcome::Done { changes })
     }
@@ -288,7 +297,6 @@ impl Engine {
                         Outcome::Failed
                     }
                 };
-                self.reporter.phase_end(phase.name, &node, &outcome);
                 if let Outcome::Done { changes } = outcome {
                     *summary.changes.entry(node.clone()).or_default() += changes;
                 }
@@ -309,6 +317,11 @@ impl Engine {
         ctx.changes = 0;
         self.reporter.phase_start(phase.name, "local");
         let r = (phase.run)(&mut ctx, data).map(|_| Outcome::Done { changes: ctx.changes });
+        let shown = match &r {
+            Ok(o) => o.clone(),
+            Err(_) => Outcome::Failed,
+        };
+        self.reporter.phase_end(phase.name, "local", &shown);
         ("local".into(), r)
     }
 

@@ -16,7 +16,7 @@ done
 if [ -n "$cfg" ]; then cp "$cfg" "$LOG/$n-kubeadm.yaml"; fi
 
 field() { # first value of a YAML key in the config (flat grep; enough for the stand-in)
-  grep -E "^[[:space:]]*$1:" "$cfg" | head -n1 | sed -E "s/^[^:]*:[[:space:]]*//; s/[\"']//g"
+  grep -E "^[[:space:]-]*$1:" "$cfg" | head -n1 | sed -E "s/^[^:]*:[[:space:]]*//; s/[\"']//g"
 }
 
 kubeconfig() { # $1 path, $2 user, $3 server

@@ -9,9 +9,19 @@ use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::model::FilePurpose;
 
-/// `content` with every `admin.conf` path replaced by `super-admin.conf`.
+/// `content` with the kubeconfig hostPath (`path: /etc/kubernetes/admin.conf`) pointing at
+/// `super-admin.conf`, as the seed's `sed` does; the mount path inside the pod stays `admin.conf`.
 pub fn with_super_admin(content: &[u8]) -> Vec<u8> {
-    String::from_utf8_lossy(content).replace(ADMIN_CONF, SUPER_ADMIN_CONF).into_bytes()
+    String::from_utf8_lossy(content)
+        .replace(&format!("path: {ADMIN_CONF}"), &format!("path: {SUPER_ADMIN_CONF}"))
+        .into_bytes()
+}
+
+/// `content` with the kubeconfig hostPath pointing at `admin.conf` (whichever the renderer chose).
+pub fn with_admin(content: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(content)
+        .replace(&format!("path: {SUPER_ADMIN_CONF}"), &format!("path: {ADMIN_CONF}"))
+        .into_bytes()
 }
 
 fn is_first_cp(ctx: &NodeCtx, data: &UpData) -> bool {
@@ -23,7 +33,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let initialised = ctx.test(&format!("test -f {ADMIN_CONF}"))?.unwrap_or(false);
     let first = is_first_cp(ctx, data);
     for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
-        let content = if first && !initialised { with_super_admin(&f.content) } else { f.content.clone() };
+        let content = if first && !initialised { with_super_admin(&f.content) } else { with_admin(&f.content) };
         if first && !initialised {
             ctx.info(&format!("{} uses {SUPER_ADMIN_CONF} until init has finished", f.path));
         }
@@ -36,10 +46,23 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 pub fn switch_to_admin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let mut changed = false;
     for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
-        changed |= ctx.put_file(&f.path, f.mode, &f.content)?;
+        changed |= ctx.put_file(&f.path, f.mode, &with_admin(&f.content))?;
     }
     if changed {
         ctx.run_script("systemctl daemon-reload && systemctl restart kubelet")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_host_path_switches() {
+        let m = b"    - mountPath: /etc/kubernetes/admin.conf\n  - hostPath:\n      path: /etc/kubernetes/admin.conf\n";
+        let s = String::from_utf8(with_super_admin(m)).unwrap_or_default();
+        assert_eq!(s, "    - mountPath: /etc/kubernetes/admin.conf\n  - hostPath:\n      path: /etc/kubernetes/super-admin.conf\n");
+        assert_eq!(with_admin(s.as_bytes()), m.to_vec());
+    }
 }
