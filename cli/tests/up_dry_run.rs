@@ -23,7 +23,11 @@ fn clusterctl(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
 
 /// The lines of the section titled with `prefix` (up to the next blank line).
 fn section<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
-    out.lines().skip_while(|l| !l.starts_with(prefix)).skip(1).take_while(|l| !l.is_empty()).collect()
+    out.lines()
+        .skip_while(|l| !l.starts_with(prefix))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
 }
 
 #[test]
@@ -45,18 +49,40 @@ fn dry_run_without_a_file_prints_the_lab_plan_offline() {
     let containerd = pos(&cp, "/etc/containerd/config.toml").expect("containerd config write");
     let init = pos(&cp, "kubeadm init --config").expect("kubeadm init");
     let cni = pos(&cp, "/opt/cni/bin/clusterctl-cni").expect("CNI binary");
-    assert!(facts < preflight && preflight < containerd && containerd < init && init < cni, "{cp:#?}");
-    assert!(cp.iter().any(|l| l.contains("init") && l.contains("--upload-certs")), "{cp:#?}");
-    assert!(cp.iter().any(|l| l.contains("systemctl restart containerd")), "{cp:#?}");
-    assert!(cp.iter().any(|l| l.contains("kubeconfig") && l.contains("context `lab`")), "{cp:#?}");
+    assert!(
+        facts < preflight && preflight < containerd && containerd < init && init < cni,
+        "{cp:#?}"
+    );
+    assert!(
+        cp.iter()
+            .any(|l| l.contains("init") && l.contains("--upload-certs")),
+        "{cp:#?}"
+    );
+    assert!(
+        cp.iter()
+            .any(|l| l.contains("systemctl restart containerd")),
+        "{cp:#?}"
+    );
+    assert!(
+        cp.iter()
+            .any(|l| l.contains("kubeconfig") && l.contains("context `lab`")),
+        "{cp:#?}"
+    );
     // A worker joins (with the credentials fetched on the first control plane) and never inits.
     assert!(pos(&w, "kubeadm join --config").is_some(), "{w:#?}");
     assert!(pos(&w, "kubeadm init --config").is_none(), "{w:#?}");
     assert!(w.iter().any(|l| l.contains("on control-plane:")), "{w:#?}");
     // Every write shows path, size and mode, never content; secrets appear only as placeholders.
-    assert!(cp.iter().any(|l| l.contains("write") && l.contains("mode 0600")), "{cp:#?}");
+    assert!(
+        cp.iter()
+            .any(|l| l.contains("write") && l.contains("mode 0600")),
+        "{cp:#?}"
+    );
     assert!(!out.contains("@@CLUSTERCTL_"), "{out}");
-    assert!(out.contains("change(s) planned; nothing was changed"), "{out}");
+    assert!(
+        out.contains("change(s) planned; nothing was changed"),
+        "{out}"
+    );
     // Nothing was written on this machine (no cache, no kubeconfig).
     assert!(!dir.path().join(".cache").exists() && !dir.path().join(".kube").exists());
 }
@@ -66,11 +92,17 @@ fn phase_selection_is_checked_and_applied() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (code, _, err) = clusterctl(&["up", "--dry-run", "--skip-phases", "joins"], dir.path());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("unknown phase `joins`") && err.contains("join/worker"), "{err}");
+    assert!(
+        err.contains("unknown phase `joins`") && err.contains("join/worker"),
+        "{err}"
+    );
 
     let (code, out, err) = clusterctl(&["up", "--dry-run", "--only", "join"], dir.path());
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("kubeadm join --config") && !out.contains("kubeadm init --config"), "{out}");
+    assert!(
+        out.contains("kubeadm join --config") && !out.contains("kubeadm init --config"),
+        "{out}"
+    );
     assert!(!out.contains("/etc/containerd/config.toml"), "{out}");
 }
 

@@ -26,7 +26,9 @@ fn install_standins(node: &TestNode) {
         ("kubectl-standin.sh", "/usr/bin/kubectl"),
     ] {
         let body = std::fs::read(Path::new(STANDINS).join(file)).expect("stand-in script");
-        let (st, _, err) = node.exec(&format!("cat > {target} && chmod 755 {target}"), &body).expect("exec");
+        let (st, _, err) = node
+            .exec(&format!("cat > {target} && chmod 755 {target}"), &body)
+            .expect("exec");
         assert_eq!(st, 0, "{err}");
     }
     let (st, _, err) = node
@@ -50,11 +52,20 @@ fn cluster_file(dir: &Path, nodes: &[TestNode], key: &Path, vip: &str) -> PathBu
         .replace("172.20.6.110", vip)
         .replace("interface: ens18", "interface: eth0")
         .replace("user: bigred", "user: root")
-        .replace("keyFile: ~/.ssh/id_ed25519", &format!("keyFile: {}", key.display()))
+        .replace(
+            "keyFile: ~/.ssh/id_ed25519",
+            &format!("keyFile: {}", key.display()),
+        )
         .replace("hostCgroupVersion: v2", "hostCgroupVersion: v1")
-        .replace("    - {name: topgun-w3, role: worker, address: 172.20.6.116/16}\n", "");
+        .replace(
+            "    - {name: topgun-w3, role: worker, address: 172.20.6.116/16}\n",
+            "",
+        );
     for (i, n) in nodes.iter().enumerate() {
-        text = text.replace(&format!("172.20.6.11{}/16", i + 1), &format!("{}/16", n.address));
+        text = text.replace(
+            &format!("172.20.6.11{}/16", i + 1),
+            &format!("{}/16", n.address),
+        );
     }
     text = text.replace(
         &format!("{{name: topgun-w1, role: worker, address: {}/16}}", nodes[3].address),
@@ -83,7 +94,12 @@ fn up_cmd(file: &Path, home: &Path, known_hosts: &Path, extra: &[&str]) -> Comma
         .arg("--kubeconfig")
         .arg(home.join("kubeconfig"))
         // Node containers cannot load kernel modules; the test bed host may lack br_netfilter.
-        .args(["--ready-timeout", "30", "--ignore-preflight", "time-sync,module/br_netfilter"])
+        .args([
+            "--ready-timeout",
+            "30",
+            "--ignore-preflight",
+            "time-sync,module/br_netfilter",
+        ])
         .args(extra)
         .env("HOME", home)
         .env("HARBOR_USERNAME", "robot")
@@ -93,15 +109,24 @@ fn up_cmd(file: &Path, home: &Path, known_hosts: &Path, extra: &[&str]) -> Comma
 }
 
 fn up(file: &Path, home: &Path, known_hosts: &Path, extra: &[&str]) -> Run {
-    let out = up_cmd(file, home, known_hosts, extra).output().expect("run clusterctl up");
+    let out = up_cmd(file, home, known_hosts, extra)
+        .output()
+        .expect("run clusterctl up");
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
-    Run { code: out.status.code().unwrap_or(-1), out: text }
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        out: text,
+    }
 }
 
 /// Runs `up` and kills it (SIGKILL) as soon as it reports `init` done; returns what it printed.
 fn up_killed_after_init(file: &Path, home: &Path, known_hosts: &Path) -> String {
-    let mut child = up_cmd(file, home, known_hosts, &["-v"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let mut child = up_cmd(file, home, known_hosts, &["-v"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
     let stderr = child.stderr.take().expect("stderr");
     let mut seen = String::new();
     for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -121,7 +146,13 @@ fn sh(node: &TestNode, script: &str) -> String {
 }
 
 fn calls(node: &TestNode) -> Vec<String> {
-    sh(node, "cat /var/log/clusterctl-standin/calls.log 2>/dev/null || true").lines().map(str::to_string).collect()
+    sh(
+        node,
+        "cat /var/log/clusterctl-standin/calls.log 2>/dev/null || true",
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
 }
 
 fn containerd_invocation(node: &TestNode) -> String {
@@ -144,7 +175,10 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     let cluster = TestCluster::start_with(ClusterOptions {
         prefix: "up".into(),
         nodes: 5,
-        extra_run_args: vec!["-v".into(), format!("{}:/var/lib/clusterctl-standin", store.path().display())],
+        extra_run_args: vec![
+            "-v".into(),
+            format!("{}:/var/lib/clusterctl-standin", store.path().display()),
+        ],
         boot_timeout: Duration::from_secs(120),
     })
     .expect("node containers");
@@ -152,10 +186,23 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     for n in nodes {
         install_standins(n);
     }
-    let names = ["topgun-c1", "topgun-c2", "topgun-c3", "topgun-w1", "topgun-w2"];
+    let names = [
+        "topgun-c1",
+        "topgun-c2",
+        "topgun-c3",
+        "topgun-w1",
+        "topgun-w2",
+    ];
     let by_name: BTreeMap<&str, &TestNode> = names.iter().copied().zip(nodes.iter()).collect();
     let home = tempfile::tempdir().expect("home");
-    let vip = format!("{}.250", cluster.gateway.rsplit_once('.').map(|(a, _)| a).unwrap_or("172.30.0"));
+    let vip = format!(
+        "{}.250",
+        cluster
+            .gateway
+            .rsplit_once('.')
+            .map(|(a, _)| a)
+            .unwrap_or("172.30.0")
+    );
     let file = cluster_file(home.path(), nodes, &cluster.key.private, &vip);
     let known_hosts = nodes[0].known_hosts.clone();
 
@@ -164,12 +211,25 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     let good = std::fs::read_to_string(&known_hosts).expect("known_hosts");
     let c1_line = nodes[0].known_hosts_line("ed25519").expect("c1 key");
     let c2_key = nodes[1].known_hosts_line("ed25519").expect("c2 key");
-    let forged = format!("{} {}", nodes[0].address, c2_key.split_once(' ').map(|x| x.1).unwrap_or_default());
+    let forged = format!(
+        "{} {}",
+        nodes[0].address,
+        c2_key.split_once(' ').map(|x| x.1).unwrap_or_default()
+    );
     std::fs::write(&bad, good.replace(&c1_line, &forged)).expect("write");
     let r = up(&file, home.path(), &bad, &["--dry-run", "--probe"]);
     assert_ne!(r.code, 0, "{}", r.out);
-    assert!(r.out.contains("topgun-c1") && r.out.contains("host key"), "{}", r.out);
-    assert!(nodes.iter().all(|n| calls(n).iter().all(|l| l.starts_with("kubelet start"))), "nothing ran");
+    assert!(
+        r.out.contains("topgun-c1") && r.out.contains("host key"),
+        "{}",
+        r.out
+    );
+    assert!(
+        nodes
+            .iter()
+            .all(|n| calls(n).iter().all(|l| l.starts_with("kubelet start"))),
+        "nothing ran"
+    );
 
     let before: Vec<String> = nodes.iter().map(containerd_invocation).collect();
 
@@ -182,33 +242,60 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
 
     // Phases on the right nodes, in order.
     let c1 = calls(by_name["topgun-c1"]);
-    assert_eq!(c1.iter().filter(|l| l.starts_with("kubeadm init --config")).count(), 1, "{c1:?}");
-    assert!(c1.contains(&"kubeadm init --config /etc/kubernetes/kubeadm/init.yaml --upload-certs".to_string()), "{c1:?}");
+    assert_eq!(
+        c1.iter()
+            .filter(|l| l.starts_with("kubeadm init --config"))
+            .count(),
+        1,
+        "{c1:?}"
+    );
+    assert!(
+        c1.contains(
+            &"kubeadm init --config /etc/kubernetes/kubeadm/init.yaml --upload-certs".to_string()
+        ),
+        "{c1:?}"
+    );
     for n in ["topgun-c2", "topgun-c3", "topgun-w1", "topgun-w2"] {
         let c = calls(by_name[n]);
         assert_eq!(c.iter().filter(|l| l.starts_with("kubeadm join --config /etc/kubernetes/kubeadm/join.yaml")).count(), 1, "{n}: {c:?}");
-        assert!(!c.iter().any(|l| l.starts_with("kubeadm init")), "{n}: {c:?}");
+        assert!(
+            !c.iter().any(|l| l.starts_with("kubeadm init")),
+            "{n}: {c:?}"
+        );
     }
     let init = line_of(&out, &["[topgun-c1] init: run: kubeadm init"]);
     let j2 = line_of(&out, &["[topgun-c2] join/control-plane: run: kubeadm join"]);
     let j2_done = line_of(&out, &["[topgun-c2] join/control-plane: done"]);
     let j3 = line_of(&out, &["[topgun-c3] join/control-plane: run: kubeadm join"]);
     let w1 = line_of(&out, &["[topgun-w1] join/worker: run: kubeadm join"]);
-    let rt = line_of(&out, &["[topgun-c1] runtime/containerd: run: systemctl restart containerd"]);
-    assert!(rt < init && init < j2 && j2 < j2_done && j2_done < j3 && j3 < w1, "order:\n{out}");
+    let rt = line_of(
+        &out,
+        &["[topgun-c1] runtime/containerd: run: systemctl restart containerd"],
+    );
+    assert!(
+        rt < init && init < j2 && j2 < j2_done && j2_done < j3 && j3 < w1,
+        "order:\n{out}"
+    );
     for n in names {
-        assert!(out.contains(&format!("[{n}] preflight:")), "{n} preflight:\n{out}");
+        assert!(
+            out.contains(&format!("[{n}] preflight:")),
+            "{n} preflight:\n{out}"
+        );
     }
 
     // Rendered files landed with content and mode (secret-filled kubeadm configs: mode and no placeholder).
     let loaded = clusterctl_spec::load(&file).expect("load");
     let valid = clusterctl_spec::validate(&loaded).expect("valid").cluster;
-    let rendered = clusterctl_render::render(&valid, &clusterctl_render::Facts::assumed(&valid)).expect("render");
+    let rendered = clusterctl_render::render(&valid, &clusterctl_render::Facts::assumed(&valid))
+        .expect("render");
     use clusterctl_render::Purpose as P;
     for (name, files) in &rendered.per_node {
         let node = by_name[name.as_str()];
         for f in files {
-            if matches!(f.purpose, P::KubeadmReset | P::KubeadmUpgrade | P::KindConfig | P::HelmValues) {
+            if matches!(
+                f.purpose,
+                P::KubeadmReset | P::KubeadmUpgrade | P::KindConfig | P::HelmValues
+            ) {
                 continue;
             }
             let mode = sh(node, &format!("stat -c %a {}", f.path));
@@ -216,13 +303,20 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
             match f.purpose {
                 P::KubeadmInit | P::KubeadmJoin => {
                     assert_eq!(mode, "600", "{name} {}", f.path);
-                    assert!(!content.contains("@@CLUSTERCTL_") && content.contains("token:"), "{name} {}", f.path);
+                    assert!(
+                        !content.contains("@@CLUSTERCTL_") && content.contains("token:"),
+                        "{name} {}",
+                        f.path
+                    );
                 }
                 // The first control plane's manifest is rendered for the time before init
                 // (super-admin.conf); after init it must point at admin.conf.
                 P::KubeVip => {
                     assert_eq!(mode, format!("{:o}", f.mode), "{name} {}", f.path);
-                    let after_init = f.as_text().replace("path: /etc/kubernetes/super-admin.conf", "path: /etc/kubernetes/admin.conf");
+                    let after_init = f.as_text().replace(
+                        "path: /etc/kubernetes/super-admin.conf",
+                        "path: /etc/kubernetes/admin.conf",
+                    );
                     assert_eq!(content, after_init.trim_end(), "{name} {}", f.path);
                 }
                 _ => {
@@ -242,25 +336,61 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
 
     // kube-vip: super-admin.conf while init ran on c1, admin.conf afterwards and on the other control planes.
     let c1n = by_name["topgun-c1"];
-    let at_init = sh(c1n, "cat /var/log/clusterctl-standin/*-kube-vip-at-init.yaml");
-    assert!(at_init.contains("/etc/kubernetes/super-admin.conf") && !at_init.contains("path: /etc/kubernetes/admin.conf"), "{at_init}");
+    let at_init = sh(
+        c1n,
+        "cat /var/log/clusterctl-standin/*-kube-vip-at-init.yaml",
+    );
+    assert!(
+        at_init.contains("/etc/kubernetes/super-admin.conf")
+            && !at_init.contains("path: /etc/kubernetes/admin.conf"),
+        "{at_init}"
+    );
     for n in ["topgun-c1", "topgun-c2", "topgun-c3"] {
         let kv = sh(by_name[n], "cat /etc/kubernetes/manifests/kube-vip.yaml");
-        assert!(kv.contains("/etc/kubernetes/admin.conf") && !kv.contains("super-admin"), "{n}: {kv}");
+        assert!(
+            kv.contains("/etc/kubernetes/admin.conf") && !kv.contains("super-admin"),
+            "{n}: {kv}"
+        );
     }
-    assert!(sh(by_name["topgun-w1"], "test -e /etc/kubernetes/manifests/kube-vip.yaml && echo yes || echo no") == "no");
-    assert!(calls(c1n).iter().filter(|l| l.starts_with("kubelet start")).count() >= 2, "kubelet restarted after the switch");
+    assert!(
+        sh(
+            by_name["topgun-w1"],
+            "test -e /etc/kubernetes/manifests/kube-vip.yaml && echo yes || echo no"
+        ) == "no"
+    );
+    assert!(
+        calls(c1n)
+            .iter()
+            .filter(|l| l.starts_with("kubelet start"))
+            .count()
+            >= 2,
+        "kubelet restarted after the switch"
+    );
 
     // Labels at registration, taints reconciled through the API.
     let w1_store = store.path().join("nodes/topgun-w1");
-    assert!(std::fs::read_to_string(w1_store.join("labels")).unwrap_or_default().contains("disktype=ssd"));
-    assert!(std::fs::read_to_string(w1_store.join("taints")).unwrap_or_default().contains("dedicated=db:NoSchedule"));
+    assert!(std::fs::read_to_string(w1_store.join("labels"))
+        .unwrap_or_default()
+        .contains("disktype=ssd"));
+    assert!(std::fs::read_to_string(w1_store.join("taints"))
+        .unwrap_or_default()
+        .contains("dedicated=db:NoSchedule"));
 
     // The kubeconfig: context named after the cluster, VIP as server, 0600.
     let kc = std::fs::read_to_string(home.path().join("kubeconfig")).expect("kubeconfig");
-    assert!(kc.contains("name: topgun") && kc.contains(&format!("server: https://{vip}:6443")), "{kc}");
+    assert!(
+        kc.contains("name: topgun") && kc.contains(&format!("server: https://{vip}:6443")),
+        "{kc}"
+    );
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(home.path().join("kubeconfig")).expect("meta").permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(home.path().join("kubeconfig"))
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
 
     // 3. A second `up`: no mutating command, nothing restarted, no new stand-in call.
     let calls_before: Vec<Vec<String>> = nodes.iter().map(calls).collect();
@@ -268,14 +398,34 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     let start = Instant::now();
     let again = up(&file, home.path(), &known_hosts, &[]);
     assert_eq!(again.code, 0, "{}", again.out);
-    assert!(!again.out.contains(": run: ") && !again.out.contains(": write "), "second run changed something:\n{}", again.out);
-    assert!(again.out.contains("is up to date; nothing changed"), "{}", again.out);
+    assert!(
+        !again.out.contains(": run: ") && !again.out.contains(": write "),
+        "second run changed something:\n{}",
+        again.out
+    );
+    assert!(
+        again.out.contains("is up to date; nothing changed"),
+        "{}",
+        again.out
+    );
     let calls_after: Vec<Vec<String>> = nodes.iter().map(calls).collect();
     let stand_in_calls = |c: &Vec<Vec<String>>| -> Vec<Vec<String>> {
-        c.iter().map(|v| v.iter().filter(|l| !l.starts_with("kubectl --kubeconfig /etc/kubernetes/admin.conf get")).cloned().collect()).collect()
+        c.iter()
+            .map(|v| {
+                v.iter()
+                    .filter(|l| {
+                        !l.starts_with("kubectl --kubeconfig /etc/kubernetes/admin.conf get")
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .collect()
     };
     assert_eq!(stand_in_calls(&calls_before), stand_in_calls(&calls_after));
-    assert_eq!(inv_before, nodes.iter().map(containerd_invocation).collect::<Vec<_>>());
+    assert_eq!(
+        inv_before,
+        nodes.iter().map(containerd_invocation).collect::<Vec<_>>()
+    );
     eprintln!("second up took {:?}", start.elapsed());
 
     // 4. No secret in output, state or cache.
@@ -283,7 +433,10 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     assert_eq!(sh(c1n, "stat -c %a /var/lib/clusterctl/join.json"), "600");
     let j: serde_json::Value = serde_json::from_str(&join).expect("join.json");
     let token = j["token"].as_str().unwrap_or_default().to_string();
-    let key = j["certificate_key"].as_str().unwrap_or_default().to_string();
+    let key = j["certificate_key"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert_eq!(token.len(), 23);
     assert_eq!(key.len(), 64);
     let mut haystacks = vec![out.clone(), again.out.clone()];
@@ -294,13 +447,23 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     for entry in std::fs::read_dir(home.path().join(".cache/clusterctl/topgun")).expect("cache") {
         let p = entry.expect("entry").path();
         haystacks.push(std::fs::read_to_string(&p).unwrap_or_default());
-        assert_eq!(std::fs::metadata(&p).expect("meta").permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&p).expect("meta").permissions().mode() & 0o777,
+            0o600
+        );
     }
     for h in &haystacks {
-        for s in [token.as_str(), key.as_str(), "harbor-password-not-to-be-shown"] {
+        for s in [
+            token.as_str(),
+            key.as_str(),
+            "harbor-password-not-to-be-shown",
+        ] {
             assert!(!h.contains(s), "secret shown or stored:\n{h}");
         }
     }
     // The stand-in printed the token and key (as kubeadm does, shown with -v): redaction hid them.
-    assert!(killed.contains("--certificate-key <redacted>") && killed.contains("--token <redacted>"), "{killed}");
+    assert!(
+        killed.contains("--certificate-key <redacted>") && killed.contains("--token <redacted>"),
+        "{killed}"
+    );
 }

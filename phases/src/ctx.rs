@@ -110,7 +110,17 @@ impl NodeCtx {
         reporter: Arc<dyn Reporter>,
         secrets: Secrets,
     ) -> Self {
-        NodeCtx { node, phase: String::new(), mode, transport, reporter, secrets, plan: Vec::new(), changes: 0, placed: Vec::new() }
+        NodeCtx {
+            node,
+            phase: String::new(),
+            mode,
+            transport,
+            reporter,
+            secrets,
+            plan: Vec::new(),
+            changes: 0,
+            placed: Vec::new(),
+        }
     }
 
     /// The node's name.
@@ -142,7 +152,12 @@ impl NodeCtx {
 
     fn record(&mut self, kind: PlanKind, text: &str) {
         let text = self.secrets.redact(text);
-        self.plan.push(PlanEntry { node: self.node.name.clone(), phase: self.phase.clone(), kind, text });
+        self.plan.push(PlanEntry {
+            node: self.node.name.clone(),
+            phase: self.phase.clone(),
+            kind,
+            text,
+        });
     }
 
     /// Records an information line in the plan (shown in dry-run output).
@@ -175,7 +190,11 @@ impl NodeCtx {
 
     /// A [`PhaseError::Check`] listing `problems`.
     pub fn check_error(&self, problems: Vec<String>) -> PhaseError {
-        PhaseError::Check { phase: self.phase.clone(), node: self.node.name.clone(), problems }
+        PhaseError::Check {
+            phase: self.phase.clone(),
+            node: self.node.name.clone(),
+            problems,
+        }
     }
 
     /// A [`PhaseError::Local`] with `reason`.
@@ -194,7 +213,11 @@ impl NodeCtx {
     }
 
     /// Like [`NodeCtx::query`]; offline, the plan shows `label` instead of the script.
-    pub fn query_labelled(&mut self, cmd: Cmd, label: Option<&str>) -> Result<Option<Output>, PhaseError> {
+    pub fn query_labelled(
+        &mut self,
+        cmd: Cmd,
+        label: Option<&str>,
+    ) -> Result<Option<Output>, PhaseError> {
         let cmd = self.with_secrets(cmd);
         let shown = cmd.redact(&cmd.script);
         let Some(t) = self.transport.clone().filter(|_| self.can_query()) else {
@@ -202,7 +225,9 @@ impl NodeCtx {
             return Ok(None);
         };
         self.reporter.query(&self.phase, &self.node.name, &shown);
-        t.run(&cmd).map(Some).map_err(|e| self.transport_err(&shown, e))
+        t.run(&cmd)
+            .map(Some)
+            .map_err(|e| self.transport_err(&shown, e))
     }
 
     /// Runs `script` read-only; `Some(true)` when it exits 0, `None` offline.
@@ -217,7 +242,11 @@ impl NodeCtx {
     }
 
     /// Like [`NodeCtx::read`]; offline, the plan shows `label` instead of the script.
-    pub fn read_labelled(&mut self, script: &str, label: Option<&str>) -> Result<Option<String>, PhaseError> {
+    pub fn read_labelled(
+        &mut self,
+        script: &str,
+        label: Option<&str>,
+    ) -> Result<Option<String>, PhaseError> {
         let cmd = Cmd::new(script);
         match self.query_labelled(cmd.clone(), label)? {
             None => Ok(None),
@@ -251,7 +280,8 @@ impl NodeCtx {
         let Some(t) = self.transport.clone() else {
             return Err(self.local_error(format!("no connection to run `{shown}`")));
         };
-        self.reporter.change(&self.phase, &self.node.name, &format!("run: {shown}"));
+        self.reporter
+            .change(&self.phase, &self.node.name, &format!("run: {shown}"));
         let reporter = self.reporter.clone();
         let node = self.node.name.clone();
         let verbose = self.mode.verbose;
@@ -280,12 +310,15 @@ impl NodeCtx {
             "if [ -f {p} ]; then echo \"$(sha256sum < {p} | cut -d' ' -f1) $(stat -c %a {p})\"; else echo absent; fi"
         );
         let label = format!("compare sha256 and mode of {path}");
-        let Some(line) = self.read_labelled(&script, Some(&label))? else { return Ok(None) };
+        let Some(line) = self.read_labelled(&script, Some(&label))? else {
+            return Ok(None);
+        };
         let mut parts = line.split_whitespace();
         match (parts.next(), parts.next()) {
-            (Some(sha), Some(mode)) if sha.len() == 64 => {
-                Ok(Some(Some((sha.to_string(), u32::from_str_radix(mode, 8).unwrap_or(0)))))
-            }
+            (Some(sha), Some(mode)) if sha.len() == 64 => Ok(Some(Some((
+                sha.to_string(),
+                u32::from_str_radix(mode, 8).unwrap_or(0),
+            )))),
             _ => Ok(Some(None)),
         }
     }
@@ -311,22 +344,37 @@ impl NodeCtx {
             return Err(self.local_error(format!("no connection to {what}")));
         };
         self.reporter.change(&self.phase, &self.node.name, &what);
-        let spec = FileSpec { path: PathBuf::from(path), mode, owner: None };
-        t.upload(data, &spec).map_err(|e| self.transport_err(&what, e))?;
+        let spec = FileSpec {
+            path: PathBuf::from(path),
+            mode,
+            owner: None,
+        };
+        t.upload(data, &spec)
+            .map_err(|e| self.transport_err(&what, e))?;
         Ok(true)
     }
 
     /// Places a large local file (e.g. the clusterctl binary) at `path` with `mode`, streamed with byte
     /// progress, unless the node's copy has the same sha256 and mode. Returns whether it wrote.
-    pub fn put_local_file(&mut self, local: &std::path::Path, path: &str, mode: u32) -> Result<bool, PhaseError> {
-        let data = std::fs::read(local).map_err(|e| self.local_error(format!("reading {}: {e}", local.display())))?;
+    pub fn put_local_file(
+        &mut self,
+        local: &std::path::Path,
+        path: &str,
+        mode: u32,
+    ) -> Result<bool, PhaseError> {
+        let data = std::fs::read(local)
+            .map_err(|e| self.local_error(format!("reading {}: {e}", local.display())))?;
         let want = crate::util::sha256_hex(&data);
         if let Some(Some((sha, m))) = self.file_digest(path)? {
             if sha == want && m == mode {
                 return Ok(false);
             }
         }
-        let what = format!("write {path} ({} bytes, mode {mode:04o}, from {})", data.len(), local.display());
+        let what = format!(
+            "write {path} ({} bytes, mode {mode:04o}, from {})",
+            data.len(),
+            local.display()
+        );
         self.changes += 1;
         if self.mode.dry_run {
             self.record(PlanKind::Write, &what);
@@ -336,31 +384,47 @@ impl NodeCtx {
             return Err(self.local_error(format!("no connection to {what}")));
         };
         self.reporter.change(&self.phase, &self.node.name, &what);
-        let spec = FileSpec { path: PathBuf::from(path), mode, owner: None };
+        let spec = FileSpec {
+            path: PathBuf::from(path),
+            mode,
+            owner: None,
+        };
         let total = data.len() as u64;
         let reporter = self.reporter.clone();
         let node = self.node.name.clone();
         let shown = path.to_string();
         let mut reader = std::io::Cursor::new(data);
-        t.upload_stream(&mut reader, total, &spec, &mut |done| reporter.upload_progress(&node, &shown, done, total))
-            .map_err(|e| self.transport_err(&what, e))?;
+        t.upload_stream(&mut reader, total, &spec, &mut |done| {
+            reporter.upload_progress(&node, &shown, done, total)
+        })
+        .map_err(|e| self.transport_err(&what, e))?;
         Ok(true)
     }
 
     /// Writes a file on the local machine (mode `mode`, parents created) unless it already holds `data`.
     /// In dry-run only recorded. Returns whether it wrote.
-    pub fn put_local(&mut self, path: &std::path::Path, mode: u32, data: &[u8]) -> Result<bool, PhaseError> {
+    pub fn put_local(
+        &mut self,
+        path: &std::path::Path,
+        mode: u32,
+        data: &[u8],
+    ) -> Result<bool, PhaseError> {
         if std::fs::read(path).ok().as_deref() == Some(data) {
             return Ok(false);
         }
-        let what = format!("write local {} ({} bytes, mode {mode:04o})", path.display(), data.len());
+        let what = format!(
+            "write local {} ({} bytes, mode {mode:04o})",
+            path.display(),
+            data.len()
+        );
         self.changes += 1;
         if self.mode.dry_run {
             self.record(PlanKind::Local, &what);
             return Ok(true);
         }
         self.reporter.change(&self.phase, &self.node.name, &what);
-        crate::local::write_private(path, mode, data).map_err(|e| self.local_error(format!("{what}: {e}")))?;
+        crate::local::write_private(path, mode, data)
+            .map_err(|e| self.local_error(format!("{what}: {e}")))?;
         Ok(true)
     }
 }

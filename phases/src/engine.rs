@@ -121,7 +121,10 @@ pub fn check_selection<C>(phases: &[Phase<C>], patterns: &[String]) -> Result<()
     for p in patterns {
         if !phases.iter().any(|ph| matches(ph.name, p)) {
             let names: Vec<&str> = phases.iter().map(|p| p.name).collect();
-            return Err(format!("unknown phase `{p}`; phases are: {}", names.join(", ")));
+            return Err(format!(
+                "unknown phase `{p}`; phases are: {}",
+                names.join(", ")
+            ));
         }
     }
     Ok(())
@@ -162,13 +165,38 @@ impl Engine {
             .iter()
             .map(|n| {
                 let t = transports.remove(&n.name);
-                Mutex::new(NodeCtx::new(n.clone(), t, opts.mode, reporter.clone(), secrets.clone()))
+                Mutex::new(NodeCtx::new(
+                    n.clone(),
+                    t,
+                    opts.mode,
+                    reporter.clone(),
+                    secrets.clone(),
+                ))
             })
             .collect();
-        let states = nodes.iter().map(|n| Mutex::new(NodeState::new(&opts.cluster, &n.name))).collect();
+        let states = nodes
+            .iter()
+            .map(|n| Mutex::new(NodeState::new(&opts.cluster, &n.name)))
+            .collect();
         let local_node = NodeInfo::new("local", Role::Worker, "localhost");
-        let local = Mutex::new(NodeCtx::new(local_node, None, opts.mode, reporter.clone(), secrets));
-        Engine { nodes, ctxs, states, local, reporter, opts: Options { parallel: opts.parallel.max(1), ..opts } }
+        let local = Mutex::new(NodeCtx::new(
+            local_node,
+            None,
+            opts.mode,
+            reporter.clone(),
+            secrets,
+        ));
+        Engine {
+            nodes,
+            ctxs,
+            states,
+            local,
+            reporter,
+            opts: Options {
+                parallel: opts.parallel.max(1),
+                ..opts
+            },
+        }
     }
 
     /// The nodes, in file order.
@@ -186,7 +214,9 @@ impl Engine {
     fn load_states(&self) -> Vec<PhaseError> {
         let mut errors = Vec::new();
         for (i, n) in self.nodes.iter().enumerate() {
-            let Ok(mut ctx) = self.ctxs[i].lock() else { continue };
+            let Ok(mut ctx) = self.ctxs[i].lock() else {
+                continue;
+            };
             ctx.phase = "state".into();
             let remote = match ctx.read_file(STATE_PATH) {
                 Ok(r) => r,
@@ -196,8 +226,15 @@ impl Engine {
                 }
             };
             ctx.plan.clear();
-            let from_node = remote.flatten().and_then(|b| NodeState::parse(&b, &self.opts.cluster, &n.name));
-            let loaded = from_node.or_else(|| self.opts.cache.as_ref().and_then(|c| c.load(&self.opts.cluster, &n.name)));
+            let from_node = remote
+                .flatten()
+                .and_then(|b| NodeState::parse(&b, &self.opts.cluster, &n.name));
+            let loaded = from_node.or_else(|| {
+                self.opts
+                    .cache
+                    .as_ref()
+                    .and_then(|c| c.load(&self.opts.cluster, &n.name))
+            });
             if let (Some(s), Ok(mut slot)) = (loaded, self.states[i].lock()) {
                 *slot = s;
             }
@@ -210,12 +247,20 @@ impl Engine {
             return Ok(());
         }
         if let Some(t) = ctx.transport() {
-            let spec = FileSpec { path: STATE_PATH.into(), mode: 0o600, owner: None };
-            t.upload(&state.to_json(), &spec).map_err(|e| ctx.local_error(format!("saving the state record: {e}")))?;
+            let spec = FileSpec {
+                path: STATE_PATH.into(),
+                mode: 0o600,
+                owner: None,
+            };
+            t.upload(&state.to_json(), &spec)
+                .map_err(|e| ctx.local_error(format!("saving the state record: {e}")))?;
         }
         if let Some(c) = &self.opts.cache {
             if let Err(e) = c.store(state) {
-                self.reporter.note(&format!("warning: cannot write the local cache {}: {e}", c.dir().display()));
+                self.reporter.note(&format!(
+                    "warning: cannot write the local cache {}: {e}",
+                    c.dir().display()
+                ));
             }
         }
         Ok(())
@@ -228,7 +273,8 @@ impl Engine {
             Ok(o) => o.clone(),
             Err(_) => Outcome::Failed,
         };
-        self.reporter.phase_end(phase.name, &self.nodes[i].name, &shown);
+        self.reporter
+            .phase_end(phase.name, &self.nodes[i].name, &shown);
         r
     }
 
@@ -236,12 +282,20 @@ impl Engine {
         let node = &self.nodes[i];
         let inputs = crate::util::sha256_hex((phase.inputs)(data, node).as_bytes());
         let Ok(mut ctx) = self.ctxs[i].lock() else {
-            return Err(PhaseError::Local { phase: phase.name.into(), node: node.name.clone(), reason: "internal lock poisoned".into() });
+            return Err(PhaseError::Local {
+                phase: phase.name.into(),
+                node: node.name.clone(),
+                reason: "internal lock poisoned".into(),
+            });
         };
         ctx.phase = phase.name.to_string();
         ctx.changes = 0;
         ctx.placed.clear();
-        let recorded = phase.record && self.states[i].lock().map(|s| s.is_done(phase.name, &inputs)).unwrap_or(false);
+        let recorded = phase.record
+            && self.states[i]
+                .lock()
+                .map(|s| s.is_done(phase.name, &inputs))
+                .unwrap_or(false);
         if recorded {
             ctx.info("already done (state record)");
             return Ok(Outcome::Skipped("done, recorded".into()));
@@ -254,8 +308,16 @@ impl Engine {
         }
         if phase.record && !self.opts.mode.dry_run {
             let snapshot = {
-                let Ok(mut st) = self.states[i].lock() else { return Ok(Outcome::Done { changes }) };
-                st.phases.insert(phase.name.into(), PhaseRecord { inputs, at: crate::util::now_secs() });
+                let Ok(mut st) = self.states[i].lock() else {
+                    return Ok(Outcome::Done { changes });
+                };
+                st.phases.insert(
+                    phase.name.into(),
+                    PhaseRecord {
+                        inputs,
+                        at: crate::util::now_secs(),
+                    },
+                );
                 st.files.extend(ctx.placed.drain(..));
                 st.clone()
             };
@@ -274,7 +336,10 @@ impl Engine {
         }
         for phase in phases {
             if !selected(phase, &self.opts) {
-                self.reporter.note(&format!("phase {} not selected (--skip-phases/--only)", phase.name));
+                self.reporter.note(&format!(
+                    "phase {} not selected (--skip-phases/--only)",
+                    phase.name
+                ));
                 continue;
             }
             let results = if phase.targets == Targets::Local {
@@ -300,7 +365,9 @@ impl Engine {
                 if let Outcome::Done { changes } = outcome {
                     *summary.changes.entry(node.clone()).or_default() += changes;
                 }
-                summary.outcomes.push((phase.name.to_string(), node, outcome));
+                summary
+                    .outcomes
+                    .push((phase.name.to_string(), node, outcome));
             }
             if !failed.is_empty() {
                 return (self.finish(summary), Err(RunError(failed)));
@@ -311,12 +378,21 @@ impl Engine {
 
     fn run_local<C>(&self, phase: &Phase<C>, data: &C) -> (String, Result<Outcome, PhaseError>) {
         let Ok(mut ctx) = self.local.lock() else {
-            return ("local".into(), Err(PhaseError::Local { phase: phase.name.into(), node: "local".into(), reason: "internal lock poisoned".into() }));
+            return (
+                "local".into(),
+                Err(PhaseError::Local {
+                    phase: phase.name.into(),
+                    node: "local".into(),
+                    reason: "internal lock poisoned".into(),
+                }),
+            );
         };
         ctx.phase = phase.name.to_string();
         ctx.changes = 0;
         self.reporter.phase_start(phase.name, "local");
-        let r = (phase.run)(&mut ctx, data).map(|_| Outcome::Done { changes: ctx.changes });
+        let r = (phase.run)(&mut ctx, data).map(|_| Outcome::Done {
+            changes: ctx.changes,
+        });
         let shown = match &r {
             Ok(o) => o.clone(),
             Err(_) => Outcome::Failed,
@@ -325,7 +401,12 @@ impl Engine {
         ("local".into(), r)
     }
 
-    fn run_many<C: Sync>(&self, phase: &Phase<C>, idx: &[usize], data: &C) -> Vec<(String, Result<Outcome, PhaseError>)> {
+    fn run_many<C: Sync>(
+        &self,
+        phase: &Phase<C>,
+        idx: &[usize],
+        data: &C,
+    ) -> Vec<(String, Result<Outcome, PhaseError>)> {
         if phase.serial || idx.len() <= 1 || self.opts.parallel == 1 {
             let mut out = Vec::new();
             for &i in idx {
@@ -355,7 +436,9 @@ impl Engine {
         });
         let mut v = results.into_inner().unwrap_or_default();
         v.sort_by_key(|(i, _)| *i);
-        v.into_iter().map(|(i, r)| (self.nodes[i].name.clone(), r)).collect()
+        v.into_iter()
+            .map(|(i, r)| (self.nodes[i].name.clone(), r))
+            .collect()
     }
 
     fn finish(&self, mut summary: Summary) -> Summary {

@@ -88,7 +88,10 @@ impl FakeNode {
     }
     /// Every file path.
     pub fn paths(&self) -> Vec<String> {
-        self.files.lock().map(|f| f.keys().cloned().collect()).unwrap_or_default()
+        self.files
+            .lock()
+            .map(|f| f.keys().cloned().collect())
+            .unwrap_or_default()
     }
     /// The next command whose script contains `needle` exits 1 (once).
     pub fn fail_once_on(&self, needle: &str) {
@@ -115,9 +118,19 @@ impl FakeNode {
     }
 
     fn interpret(&self, script: &str) -> (Output, bool) {
-        let ok = |stdout: Vec<u8>| Output { status: 0, stdout, stderr: vec![] };
-        let status = |s: i32| Output { status: s, stdout: vec![], stderr: vec![] };
-        let Ok(mut files) = self.files.lock() else { return (status(1), false) };
+        let ok = |stdout: Vec<u8>| Output {
+            status: 0,
+            stdout,
+            stderr: vec![],
+        };
+        let status = |s: i32| Output {
+            status: s,
+            stdout: vec![],
+            stderr: vec![],
+        };
+        let Ok(mut files) = self.files.lock() else {
+            return (status(1), false);
+        };
         let unq = |p: &str| p.trim_matches('\'').to_string();
         let words: Vec<&str> = script.split_whitespace().collect();
         if script.starts_with("if [ -e ") && script.contains("then cat") {
@@ -130,19 +143,32 @@ impl FakeNode {
         if script.starts_with("if [ -f ") && script.contains("sha256sum") {
             let p = unq(words.get(3).copied().unwrap_or(""));
             return match files.get(&p) {
-                Some((d, m)) => (ok(format!("{} {:o}\n", crate::util::sha256_hex(d), m).into_bytes()), false),
+                Some((d, m)) => (
+                    ok(format!("{} {:o}\n", crate::util::sha256_hex(d), m).into_bytes()),
+                    false,
+                ),
                 None => (ok(b"absent\n".to_vec()), false),
             };
         }
         match words.as_slice() {
-            ["test", "-f", p] => (status(if files.contains_key(&unq(p)) { 0 } else { 1 }), false),
+            ["test", "-f", p] => (
+                status(if files.contains_key(&unq(p)) { 0 } else { 1 }),
+                false,
+            ),
             ["touch", p] => {
                 files.entry(unq(p)).or_insert((Vec::new(), 0o644));
                 (status(0), true)
             }
             ["rm", "-f", p] => (status(0), files.remove(&unq(p)).is_some()),
             ["echo", rest @ ..] => (ok(format!("{}\n", rest.join(" ")).into_bytes()), false),
-            _ => (Output { status: 127, stdout: vec![], stderr: b"fake: unknown command".to_vec() }, false),
+            _ => (
+                Output {
+                    status: 127,
+                    stdout: vec![],
+                    stderr: b"fake: unknown command".to_vec(),
+                },
+                false,
+            ),
         }
     }
 }
@@ -151,19 +177,35 @@ impl Transport for FakeNode {
     fn node(&self) -> &str {
         &self.name
     }
-    fn run_streaming(&self, cmd: &Cmd, on_output: &mut dyn FnMut(&[u8])) -> Result<Output, ExecError> {
+    fn run_streaming(
+        &self,
+        cmd: &Cmd,
+        on_output: &mut dyn FnMut(&[u8]),
+    ) -> Result<Output, ExecError> {
         self.enter();
-        let injected = self
-            .fail_on
-            .lock()
-            .ok()
-            .and_then(|mut f| if f.as_deref().is_some_and(|n| cmd.script.contains(n)) { f.take() } else { None });
+        let injected = self.fail_on.lock().ok().and_then(|mut f| {
+            if f.as_deref().is_some_and(|n| cmd.script.contains(n)) {
+                f.take()
+            } else {
+                None
+            }
+        });
         let (out, mutating) = if injected.is_some() {
-            (Output { status: 1, stdout: vec![], stderr: b"injected failure".to_vec() }, false)
+            (
+                Output {
+                    status: 1,
+                    stdout: vec![],
+                    stderr: b"injected failure".to_vec(),
+                },
+                false,
+            )
         } else {
             self.interpret(&cmd.script)
         };
-        self.record(Call::Run { script: cmd.script.clone(), mutating });
+        self.record(Call::Run {
+            script: cmd.script.clone(),
+            mutating,
+        });
         on_output(cmd.redact(&String::from_utf8_lossy(&out.stdout)).as_bytes());
         self.leave();
         Ok(out)
@@ -174,13 +216,24 @@ impl Transport for FakeNode {
         if let Ok(mut f) = self.files.lock() {
             f.insert(path.clone(), (data.to_vec(), file.mode));
         }
-        self.record(Call::Upload { path, mode: file.mode });
+        self.record(Call::Upload {
+            path,
+            mode: file.mode,
+        });
         self.leave();
         Ok(())
     }
-    fn upload_stream(&self, reader: &mut dyn Read, size: u64, file: &FileSpec, progress: &mut dyn FnMut(u64)) -> Result<(), ExecError> {
+    fn upload_stream(
+        &self,
+        reader: &mut dyn Read,
+        size: u64,
+        file: &FileSpec,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), ExecError> {
         let mut data = Vec::new();
-        reader.read_to_end(&mut data).map_err(|e| ExecError::Other(e.to_string()))?;
+        reader
+            .read_to_end(&mut data)
+            .map_err(|e| ExecError::Other(e.to_string()))?;
         progress(size);
         self.upload(&data, file)
     }

@@ -40,7 +40,11 @@ impl JoinSecrets {
 
 /// A new bootstrap token, `[a-z0-9]{6}.[a-z0-9]{16}`. Errors: no randomness available.
 pub fn new_token() -> std::io::Result<String> {
-    Ok(format!("{}.{}", crate::util::random_token_chars(6)?, crate::util::random_token_chars(16)?))
+    Ok(format!(
+        "{}.{}",
+        crate::util::random_token_chars(6)?,
+        crate::util::random_token_chars(16)?
+    ))
 }
 
 /// A new certificate key: 32 random bytes, hex (what `kubeadm certs certificate-key` prints).
@@ -67,7 +71,9 @@ fn patch_kind(text: &str, kind: &str, edit: impl FnOnce(&mut Mapping)) -> Result
     let mut edit = Some(edit);
     let mut found = false;
     for doc in docs.iter_mut() {
-        let Ok(Value::Mapping(mut m)) = serde_yaml::from_str::<Value>(doc) else { continue };
+        let Ok(Value::Mapping(mut m)) = serde_yaml::from_str::<Value>(doc) else {
+            continue;
+        };
         if m.get("kind").and_then(Value::as_str) != Some(kind) {
             continue;
         }
@@ -95,7 +101,9 @@ fn patch_kind(text: &str, kind: &str, edit: impl FnOnce(&mut Mapping)) -> Result
 }
 
 fn map_at<'a>(m: &'a mut Mapping, key: &str) -> Option<&'a mut Mapping> {
-    let v = m.entry(Value::from(key)).or_insert_with(|| Value::Mapping(Mapping::new()));
+    let v = m
+        .entry(Value::from(key))
+        .or_insert_with(|| Value::Mapping(Mapping::new()));
     if !v.is_mapping() {
         *v = Value::Mapping(Mapping::new());
     }
@@ -112,22 +120,39 @@ pub fn patch_init(text: &str, token: &str, certificate_key: &str) -> Result<Stri
         t.insert("ttl".into(), "24h0m0s".into());
         t.insert(
             "groups".into(),
-            Value::Sequence(vec!["system:bootstrappers:kubeadm:default-node-token".into()]),
+            Value::Sequence(vec![
+                "system:bootstrappers:kubeadm:default-node-token".into()
+            ]),
         );
-        t.insert("usages".into(), Value::Sequence(vec!["signing".into(), "authentication".into()]));
-        m.insert("bootstrapTokens".into(), Value::Sequence(vec![Value::Mapping(t)]));
+        t.insert(
+            "usages".into(),
+            Value::Sequence(vec!["signing".into(), "authentication".into()]),
+        );
+        m.insert(
+            "bootstrapTokens".into(),
+            Value::Sequence(vec![Value::Mapping(t)]),
+        );
         m.insert("certificateKey".into(), certificate_key.into());
     })
 }
 
 /// The placeholders the renderer writes where join secrets go (`clusterctl_render::placeholders`):
 /// bootstrap token, CA cert hash, certificate key.
-pub const PLACEHOLDERS: [&str; 3] = ["@@CLUSTERCTL_JOIN_TOKEN@@", "@@CLUSTERCTL_CA_CERT_HASH@@", "@@CLUSTERCTL_CERTIFICATE_KEY@@"];
+pub const PLACEHOLDERS: [&str; 3] = [
+    "@@CLUSTERCTL_JOIN_TOKEN@@",
+    "@@CLUSTERCTL_CA_CERT_HASH@@",
+    "@@CLUSTERCTL_CERTIFICATE_KEY@@",
+];
 
 /// The join configuration with the discovery token, CA cert hash and (for control planes) certificate
 /// key filled in; `endpoint` is set as `discovery.bootstrapToken.apiServerEndpoint` when absent.
 /// Errors: no `JoinConfiguration` document, or invalid YAML.
-pub fn patch_join(text: &str, s: &JoinSecrets, control_plane: bool, endpoint: &str) -> Result<String, String> {
+pub fn patch_join(
+    text: &str,
+    s: &JoinSecrets,
+    control_plane: bool,
+    endpoint: &str,
+) -> Result<String, String> {
     let text = text
         .replace(PLACEHOLDERS[0], &s.token)
         .replace(PLACEHOLDERS[1], &s.ca_cert_hash)
@@ -135,7 +160,10 @@ pub fn patch_join(text: &str, s: &JoinSecrets, control_plane: bool, endpoint: &s
     patch_kind(&text, "JoinConfiguration", |m| {
         if let Some(bt) = map_at(m, "discovery").and_then(|d| map_at(d, "bootstrapToken")) {
             bt.insert("token".into(), s.token.as_str().into());
-            bt.insert("caCertHashes".into(), Value::Sequence(vec![s.ca_cert_hash.as_str().into()]));
+            bt.insert(
+                "caCertHashes".into(),
+                Value::Sequence(vec![s.ca_cert_hash.as_str().into()]),
+            );
             if !bt.contains_key("apiServerEndpoint") {
                 bt.insert("apiServerEndpoint".into(), endpoint.into());
             }
@@ -156,9 +184,16 @@ mod tests {
 
     #[test]
     fn init_gets_token_and_key_and_keeps_other_documents() {
-        let out = patch_init(INIT, "abcdef.0123456789abcdef", "k".repeat(64).as_str()).expect("patch");
-        let docs: Vec<Value> = out.split("---\n").map(|d| serde_yaml::from_str(d).expect("yaml")).collect();
-        assert_eq!(docs[0]["bootstrapTokens"][0]["token"], Value::from("abcdef.0123456789abcdef"));
+        let out =
+            patch_init(INIT, "abcdef.0123456789abcdef", "k".repeat(64).as_str()).expect("patch");
+        let docs: Vec<Value> = out
+            .split("---\n")
+            .map(|d| serde_yaml::from_str(d).expect("yaml"))
+            .collect();
+        assert_eq!(
+            docs[0]["bootstrapTokens"][0]["token"],
+            Value::from("abcdef.0123456789abcdef")
+        );
         assert_eq!(docs[0]["certificateKey"], Value::from("k".repeat(64)));
         assert_eq!(docs[0]["nodeRegistration"]["name"], Value::from("c1"));
         assert!(out.ends_with("kind: ClusterConfiguration\ncontrolPlaneEndpoint: 10.0.0.10:6443\n"));
@@ -174,22 +209,46 @@ mod tests {
             key_uploaded: 0,
             ca_cert_hash: "sha256:00".into(),
         };
-        let v: Value = serde_yaml::from_str(&patch_join(join, &s, true, "10.0.0.10:6443").expect("patch")).expect("yaml");
-        assert_eq!(v["discovery"]["bootstrapToken"]["token"], Value::from(s.token.as_str()));
-        assert_eq!(v["discovery"]["bootstrapToken"]["caCertHashes"][0], Value::from("sha256:00"));
-        assert_eq!(v["discovery"]["bootstrapToken"]["apiServerEndpoint"], Value::from("10.0.0.10:6443"));
-        assert_eq!(v["controlPlane"]["certificateKey"], Value::from(s.certificate_key.as_str()));
+        let v: Value =
+            serde_yaml::from_str(&patch_join(join, &s, true, "10.0.0.10:6443").expect("patch"))
+                .expect("yaml");
+        assert_eq!(
+            v["discovery"]["bootstrapToken"]["token"],
+            Value::from(s.token.as_str())
+        );
+        assert_eq!(
+            v["discovery"]["bootstrapToken"]["caCertHashes"][0],
+            Value::from("sha256:00")
+        );
+        assert_eq!(
+            v["discovery"]["bootstrapToken"]["apiServerEndpoint"],
+            Value::from("10.0.0.10:6443")
+        );
+        assert_eq!(
+            v["controlPlane"]["certificateKey"],
+            Value::from(s.certificate_key.as_str())
+        );
         let with_placeholders = "kind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    token: '@@CLUSTERCTL_JOIN_TOKEN@@'\n    caCertHashes: ['@@CLUSTERCTL_CA_CERT_HASH@@']\n";
         let out = patch_join(with_placeholders, &s, false, "e:1").expect("patch");
-        assert!(!out.contains("@@") && out.contains(&s.token) && out.contains("sha256:00"), "{out}");
-        let w: Value = serde_yaml::from_str(&patch_join(join, &s, false, "e:1").expect("patch")).expect("yaml");
+        assert!(
+            !out.contains("@@") && out.contains(&s.token) && out.contains("sha256:00"),
+            "{out}"
+        );
+        let w: Value = serde_yaml::from_str(&patch_join(join, &s, false, "e:1").expect("patch"))
+            .expect("yaml");
         assert!(w.get("controlPlane").is_none());
         assert!(patch_join("kind: Other\n", &s, false, "e:1").is_err());
     }
 
     #[test]
     fn freshness_windows() {
-        let s = JoinSecrets { token: String::new(), token_created: 1000, certificate_key: String::new(), key_uploaded: 1000, ca_cert_hash: String::new() };
+        let s = JoinSecrets {
+            token: String::new(),
+            token_created: 1000,
+            certificate_key: String::new(),
+            key_uploaded: 1000,
+            ca_cert_hash: String::new(),
+        };
         assert!(s.token_fresh(1000 + 22 * 3600));
         assert!(!s.token_fresh(1000 + 23 * 3600));
         assert!(s.key_fresh(1000 + 3600));

@@ -88,7 +88,12 @@ impl NodeFile {
     pub fn new(path: impl Into<String>, mode: u32, content: impl Into<Vec<u8>>) -> Self {
         let path = path.into();
         let purpose = purpose_of(&path);
-        NodeFile { path, mode, content: content.into(), purpose }
+        NodeFile {
+            path,
+            mode,
+            content: content.into(),
+            purpose,
+        }
     }
     /// Lower-case hex sha256 of the content.
     pub fn sha256(&self) -> String {

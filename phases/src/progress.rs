@@ -28,7 +28,11 @@ impl TtyReporter {
             bar.enable_steady_tick(Duration::from_millis(120));
             bars.insert(n.clone(), bar);
         }
-        TtyReporter { multi, bars, verbose }
+        TtyReporter {
+            multi,
+            bars,
+            verbose,
+        }
     }
     fn bar(&self, node: &str) -> Option<&ProgressBar> {
         self.bars.get(node)

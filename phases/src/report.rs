@@ -48,11 +48,17 @@ pub struct PlainReporter {
 impl PlainReporter {
     /// A reporter writing to standard error; `verbose` also shows queries and command output.
     pub fn stderr(verbose: bool) -> Self {
-        PlainReporter { out: Mutex::new(Box::new(std::io::stderr())), verbose }
+        PlainReporter {
+            out: Mutex::new(Box::new(std::io::stderr())),
+            verbose,
+        }
     }
     /// A reporter writing to `out`.
     pub fn to(out: Box<dyn Write + Send>, verbose: bool) -> Self {
-        PlainReporter { out: Mutex::new(out), verbose }
+        PlainReporter {
+            out: Mutex::new(out),
+            verbose,
+        }
     }
     fn line(&self, node: &str, phase: &str, text: &str) {
         if let Ok(mut w) = self.out.lock() {
@@ -70,7 +76,10 @@ impl Reporter for PlainReporter {
     fn phase_end(&self, phase: &str, node: &str, outcome: &Outcome) {
         let text = match outcome {
             Outcome::Done { changes: 0 } => "already done, nothing changed".to_string(),
-            Outcome::Done { changes } => format!("done ({changes} change{})", if *changes == 1 { "" } else { "s" }),
+            Outcome::Done { changes } => format!(
+                "done ({changes} change{})",
+                if *changes == 1 { "" } else { "s" }
+            ),
             Outcome::Skipped(why) => format!("skipped ({why})"),
             Outcome::Failed => "FAILED".to_string(),
         };

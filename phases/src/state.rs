@@ -37,7 +37,12 @@ pub struct NodeState {
 impl NodeState {
     /// An empty record for `node` of `cluster`.
     pub fn new(cluster: &str, node: &str) -> Self {
-        NodeState { version: 1, cluster: cluster.into(), node: node.into(), ..Default::default() }
+        NodeState {
+            version: 1,
+            cluster: cluster.into(),
+            node: node.into(),
+            ..Default::default()
+        }
     }
     /// Parses a record; `None` when it is not one for this cluster and node (or not JSON).
     pub fn parse(bytes: &[u8], cluster: &str, node: &str) -> Option<Self> {
@@ -68,8 +73,16 @@ impl LocalCache {
         LocalCache { dir: dir.into() }
     }
     fn path(&self, node: &str) -> PathBuf {
-        let safe: String =
-            node.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+        let safe: String = node
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         self.dir.join(format!("{safe}.json"))
     }
     /// The cached record of `node`, if any and valid.
@@ -94,7 +107,13 @@ mod tests {
     #[test]
     fn record_round_trips_and_checks_owner() {
         let mut s = NodeState::new("lab", "c1");
-        s.phases.insert("init".into(), PhaseRecord { inputs: "abc".into(), at: 1 });
+        s.phases.insert(
+            "init".into(),
+            PhaseRecord {
+                inputs: "abc".into(),
+                at: 1,
+            },
+        );
         let bytes = s.to_json();
         assert_eq!(NodeState::parse(&bytes, "lab", "c1"), Some(s.clone()));
         assert_eq!(NodeState::parse(&bytes, "lab", "c2"), None);

@@ -13,7 +13,8 @@ pub fn sha256_hex(data: &[u8]) -> String {
 /// with embedded single quotes written as `'\''`.
 pub fn sh_quote(s: &str) -> String {
     let safe = !s.is_empty()
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
     if safe {
         s.to_string()
     } else {
@@ -31,7 +32,10 @@ pub fn tail(text: &[u8], lines: usize) -> String {
 
 /// Seconds since the Unix epoch, local clock (0 if the clock is before 1970).
 pub fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// The UTC time of day `HH:MM:SS` for the local clock, for plain progress lines.
@@ -70,7 +74,10 @@ mod tests {
 
     #[test]
     fn quoting_keeps_safe_words_and_quotes_the_rest() {
-        assert_eq!(sh_quote("/etc/kubernetes/admin.conf"), "/etc/kubernetes/admin.conf");
+        assert_eq!(
+            sh_quote("/etc/kubernetes/admin.conf"),
+            "/etc/kubernetes/admin.conf"
+        );
         assert_eq!(sh_quote("a b"), "'a b'");
         assert_eq!(sh_quote("it's"), "'it'\\''s'");
         assert_eq!(sh_quote(""), "''");
@@ -86,7 +93,9 @@ mod tests {
     fn tokens_use_the_kubeadm_alphabet() {
         let t = random_token_chars(16).unwrap_or_default();
         assert_eq!(t.len(), 16);
-        assert!(t.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+        assert!(t
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
         assert_ne!(t, random_token_chars(16).unwrap_or_default());
     }
 }

@@ -17,8 +17,8 @@ use clusterctl_phases::engine::{check_selection, Engine, Options};
 use clusterctl_phases::progress::TtyReporter;
 use clusterctl_phases::up::{self, NodeFacts, UpData, UpSpec};
 use clusterctl_phases::{
-    CniChoice, FilePurpose, Mode, NodeFile, NodeInfo, PlainReporter, PlanEntry, PlanKind, QuietReporter, Reporter, Role,
-    RuntimeKind, Secrets,
+    CniChoice, FilePurpose, Mode, NodeFile, NodeInfo, PlainReporter, PlanEntry, PlanKind,
+    QuietReporter, Reporter, Role, RuntimeKind, Secrets,
 };
 use clusterctl_render::Purpose;
 use clusterctl_spec::model::{CniPlugin, Provider};
@@ -77,8 +77,12 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
     let loaded = match (&args.profile, &args.file) {
         (Some(p), _) => clusterctl_spec::from_profile(p),
         (None, Some(f)) => clusterctl_spec::load(f),
-        (None, None) if Path::new("cluster.yaml").exists() => clusterctl_spec::load(Path::new("cluster.yaml")),
-        (None, None) if args.dry_run => clusterctl_spec::from_profile(clusterctl_spec::DEFAULT_PROFILE),
+        (None, None) if Path::new("cluster.yaml").exists() => {
+            clusterctl_spec::load(Path::new("cluster.yaml"))
+        }
+        (None, None) if args.dry_run => {
+            clusterctl_spec::from_profile(clusterctl_spec::DEFAULT_PROFILE)
+        }
         (None, None) => {
             eprintln!("no cluster file: pass -f FILE or --profile NAME (or --dry-run to see the `lab` profile's plan)");
             return Ok(ExitCode::from(crate::EXIT_INVALID));
@@ -100,7 +104,12 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     }
-    let mode = Mode { dry_run: args.dry_run, probe: args.probe, fix: args.fix, verbose: args.verbose };
+    let mode = Mode {
+        dry_run: args.dry_run,
+        probe: args.probe,
+        fix: args.fix,
+        verbose: args.verbose,
+    };
     let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
     let tty = std::io::stderr().is_terminal() && !args.dry_run;
     let tty_reporter = tty.then(|| Arc::new(TtyReporter::new(&names, args.verbose)));
@@ -120,7 +129,12 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         }
     };
     let secrets = Secrets::default();
-    let first_cp = spec.nodes.iter().find(|n| n.is_control_plane()).map(|n| n.name.clone()).unwrap_or_default();
+    let first_cp = spec
+        .nodes
+        .iter()
+        .find(|n| n.is_control_plane())
+        .map(|n| n.name.clone())
+        .unwrap_or_default();
     let data = UpData {
         renderer: Box::new(renderer(cluster.clone(), spec.nodes.clone())),
         facts: Default::default(),
@@ -138,22 +152,42 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         parallel: args.parallel,
         skip: args.skip_phases.clone(),
         only: args.only.clone(),
-        cache: clusterctl_phases::local::cache_dir(&spec.cluster).map(clusterctl_phases::state::LocalCache::new),
+        cache: clusterctl_phases::local::cache_dir(&spec.cluster)
+            .map(clusterctl_phases::state::LocalCache::new),
     };
-    let engine = Engine::new(spec.nodes.clone(), transports, opts, reporter.clone(), secrets);
+    let engine = Engine::new(
+        spec.nodes.clone(),
+        transports,
+        opts,
+        reporter.clone(),
+        secrets,
+    );
     let (summary, result) = engine.run(&phases, &data);
     if let Some(t) = &tty_reporter {
         t.finish();
     }
     if args.dry_run {
-        print_plan(&cluster, &spec, &phases, &provider_plan, &summary.plan, args.probe);
+        print_plan(
+            &cluster,
+            &spec,
+            &phases,
+            &provider_plan,
+            &summary.plan,
+            args.probe,
+        );
     }
     match result {
         Ok(()) => {
             if args.dry_run {
-                println!("{} change(s) planned; nothing was changed (dry run).", summary.total_changes());
+                println!(
+                    "{} change(s) planned; nothing was changed (dry run).",
+                    summary.total_changes()
+                );
             } else if summary.total_changes() == 0 {
-                reporter.note(&format!("up: cluster `{}` is up to date; nothing changed", spec.cluster));
+                reporter.note(&format!(
+                    "up: cluster `{}` is up to date; nothing changed",
+                    spec.cluster
+                ));
             } else {
                 reporter.note(&format!(
                     "up: cluster `{}` converged: {} change(s) on {} node(s); kubectl context `{}`",
@@ -180,7 +214,11 @@ fn up_spec(cluster: &ValidCluster, args: &Args) -> UpSpec {
         .iter()
         .map(|n| NodeInfo {
             name: n.name.clone(),
-            role: if n.is_control_plane() { Role::ControlPlane } else { Role::Worker },
+            role: if n.is_control_plane() {
+                Role::ControlPlane
+            } else {
+                Role::Worker
+            },
             address: n.address.map(|a| a.to_string()).unwrap_or_default(),
             labels: n.labels.clone(),
             taints: n
@@ -226,26 +264,42 @@ fn purpose(p: Purpose) -> Option<FilePurpose> {
         Purpose::KubeadmInit => FilePurpose::KubeadmInit,
         Purpose::KubeadmJoin => FilePurpose::KubeadmJoin,
         Purpose::KubeVip => FilePurpose::KubeVip,
-        Purpose::AuditPolicy | Purpose::AuthenticationConfig | Purpose::OidcCa => FilePurpose::Other,
+        Purpose::AuditPolicy | Purpose::AuthenticationConfig | Purpose::OidcCa => {
+            FilePurpose::Other
+        }
         Purpose::ContainerdConfig
         | Purpose::ContainerdHosts
         | Purpose::RegistryCa
         | Purpose::CrioConfig
         | Purpose::RegistriesConf => FilePurpose::Runtime,
         Purpose::Sysctl | Purpose::KernelModules => FilePurpose::Host,
-        Purpose::CniConfig | Purpose::CniAgentConfig | Purpose::CniAgentUnit | Purpose::ClusterManifest => {
-            FilePurpose::Cni
-        }
-        Purpose::KubeadmReset | Purpose::KubeadmUpgrade | Purpose::KindConfig | Purpose::HelmValues => return None,
+        Purpose::CniConfig
+        | Purpose::CniAgentConfig
+        | Purpose::CniAgentUnit
+        | Purpose::ClusterManifest => FilePurpose::Cni,
+        Purpose::KubeadmReset
+        | Purpose::KubeadmUpgrade
+        | Purpose::KindConfig
+        | Purpose::HelmValues => return None,
     })
 }
 
 /// Render facts from the gathered ones (assumed facts for nodes not reached).
-fn render_facts(cluster: &ValidCluster, nodes: &[NodeInfo], facts: &BTreeMap<String, NodeFacts>) -> clusterctl_render::Facts {
+fn render_facts(
+    cluster: &ValidCluster,
+    nodes: &[NodeInfo],
+    facts: &BTreeMap<String, NodeFacts>,
+) -> clusterctl_render::Facts {
     let mut out = clusterctl_render::Facts::assumed(cluster);
     for (name, f) in facts.iter().filter(|(_, f)| f.known) {
         let entry = out.nodes.entry(name.clone()).or_default();
-        if let Some(major) = f.containerd_version.trim_start_matches('v').split('.').next().and_then(|m| m.parse().ok()) {
+        if let Some(major) = f
+            .containerd_version
+            .trim_start_matches('v')
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+        {
             entry.containerd_major = major;
         }
         entry.cgroup = if f.cgroup_version == 1 {
@@ -253,7 +307,11 @@ fn render_facts(cluster: &ValidCluster, nodes: &[NodeInfo], facts: &BTreeMap<Str
         } else {
             clusterctl_render::CgroupVersion::V2
         };
-        let address = nodes.iter().find(|n| &n.name == name).map(|n| n.address.clone()).unwrap_or_default();
+        let address = nodes
+            .iter()
+            .find(|n| &n.name == name)
+            .map(|n| n.address.clone())
+            .unwrap_or_default();
         entry.vip_interface = f
             .interfaces
             .iter()
@@ -269,21 +327,32 @@ fn render_facts(cluster: &ValidCluster, nodes: &[NodeInfo], facts: &BTreeMap<Str
 fn renderer(
     cluster: ValidCluster,
     nodes: Vec<NodeInfo>,
-) -> impl Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String> + Send + Sync {
+) -> impl Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String> + Send + Sync
+{
     move |facts| {
-        let rendered = clusterctl_render::render(&cluster, &render_facts(&cluster, &nodes, facts)).map_err(|e| e.to_string())?;
+        let rendered = clusterctl_render::render(&cluster, &render_facts(&cluster, &nodes, facts))
+            .map_err(|e| e.to_string())?;
         let mut out: BTreeMap<String, Vec<NodeFile>> = BTreeMap::new();
         for (node, files) in &rendered.per_node {
             let list = out.entry(node.clone()).or_default();
             for f in files {
                 if let Some(p) = purpose(f.purpose) {
-                    list.push(NodeFile { path: f.path.clone(), mode: f.mode, content: f.content.clone(), purpose: p });
+                    list.push(NodeFile {
+                        path: f.path.clone(),
+                        mode: f.mode,
+                        content: f.content.clone(),
+                        purpose: p,
+                    });
                 }
             }
         }
         if let Some(first) = nodes.iter().find(|n| n.is_control_plane()) {
             let list = out.entry(first.name.clone()).or_default();
-            for f in rendered.cluster.iter().filter(|f| f.purpose == Purpose::ClusterManifest) {
+            for f in rendered
+                .cluster
+                .iter()
+                .filter(|f| f.purpose == Purpose::ClusterManifest)
+            {
                 list.push(NodeFile {
                     path: format!("/etc/clusterctl/{}", f.path.trim_start_matches('/')),
                     mode: f.mode,
@@ -315,22 +384,47 @@ fn connect(
     let mut out: BTreeMap<String, Arc<dyn Transport>> = BTreeMap::new();
     match cluster.provider() {
         Provider::Docker => {
-            let mut options = clusterctl_exec::DockerNodeOptions::kind(&format!("v{}", spec.kubernetes_version));
+            let mut options =
+                clusterctl_exec::DockerNodeOptions::kind(&format!("v{}", spec.kubernetes_version));
             options.image = cluster.docker_node_image();
             let s = cluster.spec();
-            options.env.extend(s.docker.run_options.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            options.env.extend(
+                s.docker
+                    .run_options
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
             for m in &s.docker.run_options.extra_mounts {
-                options.binds.push(format!("{}:{}:{}", m.host_path, m.container_path, if m.read_only { "ro" } else { "rw" }));
+                options.binds.push(format!(
+                    "{}:{}:{}",
+                    m.host_path,
+                    m.container_path,
+                    if m.read_only { "ro" } else { "rw" }
+                ));
             }
-            plan.push(format!("create network clusterctl-{} (if missing)", spec.cluster));
+            plan.push(format!(
+                "create network clusterctl-{} (if missing)",
+                spec.cluster
+            ));
             for n in &spec.nodes {
                 plan.push(format!(
                     "create container {}-{} ({}, image {}){}",
                     spec.cluster,
                     n.name,
-                    if n.is_control_plane() { "control-plane" } else { "worker" },
+                    if n.is_control_plane() {
+                        "control-plane"
+                    } else {
+                        "worker"
+                    },
                     options.image,
-                    if spec.nodes.iter().find(|m| m.is_control_plane()).map(|m| &m.name) == Some(&n.name) {
+                    if spec
+                        .nodes
+                        .iter()
+                        .find(|m| m.is_control_plane())
+                        .map(|m| &m.name)
+                        == Some(&n.name)
+                    {
                         ", API server published on 127.0.0.1"
                     } else {
                         ""
@@ -340,17 +434,32 @@ fn connect(
             if args.dry_run && !args.probe {
                 return Ok(out);
             }
-            let provider = clusterctl_exec::DockerProvider::new(spec.cluster.clone(), options).map_err(|e| e.to_string())?;
+            let provider = clusterctl_exec::DockerProvider::new(spec.cluster.clone(), options)
+                .map_err(|e| e.to_string())?;
             let specs: Vec<clusterctl_exec::NodeSpec> = spec
                 .nodes
                 .iter()
-                .map(|n| clusterctl_exec::NodeSpec::new(n.name.clone(), exec_role(n.role), n.address.clone()))
+                .map(|n| {
+                    clusterctl_exec::NodeSpec::new(
+                        n.name.clone(),
+                        exec_role(n.role),
+                        n.address.clone(),
+                    )
+                })
                 .collect();
-            let nodes = if args.dry_run { provider.list() } else { provider.create(&specs) }.map_err(|e| e.to_string())?;
+            let nodes = if args.dry_run {
+                provider.list()
+            } else {
+                provider.create(&specs)
+            }
+            .map_err(|e| e.to_string())?;
             for dn in nodes {
                 if let Some(n) = spec.nodes.iter_mut().find(|n| n.name == dn.name) {
                     n.address = dn.address.clone().unwrap_or_default();
-                    out.insert(dn.name.clone(), Arc::new(provider.docker_transport(&dn.name)));
+                    out.insert(
+                        dn.name.clone(),
+                        Arc::new(provider.docker_transport(&dn.name)),
+                    );
                 }
             }
         }
@@ -358,15 +467,22 @@ fn connect(
             if args.dry_run && !args.probe {
                 return Ok(out);
             }
-            let known_hosts = args.known_hosts.clone().or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts")));
+            let known_hosts = args.known_hosts.clone().or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
+            });
             let mut errors = Vec::new();
             for (vn, n) in cluster.nodes().iter().zip(spec.nodes.iter()) {
                 let auth = match &vn.ssh.key_file {
-                    Some(k) => clusterctl_exec::SshAuth::KeyFile { path: expand_home(k), passphrase: None },
+                    Some(k) => clusterctl_exec::SshAuth::KeyFile {
+                        path: expand_home(k),
+                        passphrase: None,
+                    },
                     None => clusterctl_exec::SshAuth::Agent,
                 };
                 let policy = match vn.ssh.host_key_policy {
-                    clusterctl_spec::model::HostKeyPolicy::Strict => clusterctl_exec::HostKeyPolicy::Strict,
+                    clusterctl_spec::model::HostKeyPolicy::Strict => {
+                        clusterctl_exec::HostKeyPolicy::Strict
+                    }
                     _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
                 };
                 let mut options = clusterctl_exec::SshOptions::new(auth);
@@ -374,7 +490,12 @@ fn connect(
                     options.known_hosts = k.clone();
                 }
                 options.host_key_policy = policy;
-                let target = clusterctl_exec::SshTarget { node: n.name.clone(), host: n.address.clone(), port: vn.ssh.port, user: vn.ssh.user.clone() };
+                let target = clusterctl_exec::SshTarget {
+                    node: n.name.clone(),
+                    host: n.address.clone(),
+                    port: vn.ssh.port,
+                    user: vn.ssh.user.clone(),
+                };
                 match clusterctl_exec::SshTransport::connect(target, options) {
                     Ok(t) => {
                         out.insert(n.name.clone(), Arc::new(t));
@@ -383,7 +504,10 @@ fn connect(
                 }
             }
             if !errors.is_empty() {
-                return Err(format!("cannot reach every node:\n  {}", errors.join("\n  ")));
+                return Err(format!(
+                    "cannot reach every node:\n  {}",
+                    errors.join("\n  ")
+                ));
             }
         }
     }
@@ -422,7 +546,11 @@ fn print_plan(
     println!(
         "clusterctl up --dry-run: {} ({}): nothing is changed",
         spec.cluster,
-        if probe { "probing the nodes read-only" } else { "offline: no node is contacted" }
+        if probe {
+            "probing the nodes read-only"
+        } else {
+            "offline: no node is contacted"
+        }
     );
     println!(
         "cluster {}: Kubernetes v{}, provider {}, {} control plane(s) + {} worker(s), endpoint {}, runtime {}, CNI {}",
@@ -439,9 +567,19 @@ fn print_plan(
             CniChoice::None => "none".to_string(),
         }
     );
-    println!("phases: {}", phases.iter().map(|p| p.name).collect::<Vec<_>>().join(" → "));
+    println!(
+        "phases: {}",
+        phases
+            .iter()
+            .map(|p| p.name)
+            .collect::<Vec<_>>()
+            .join(" → ")
+    );
     if !provider_plan.is_empty() {
-        println!("\nprovider {}:", format!("{:?}", cluster.provider()).to_lowercase());
+        println!(
+            "\nprovider {}:",
+            format!("{:?}", cluster.provider()).to_lowercase()
+        );
         for p in provider_plan {
             println!("  {p}");
         }
@@ -449,8 +587,23 @@ fn print_plan(
     let width = phases.iter().map(|p| p.name.len()).max().unwrap_or(10);
     let mut groups: Vec<(String, String)> = vec![("local".into(), "local (this machine)".into())];
     for n in &spec.nodes {
-        let addr = if n.address.is_empty() { "address assigned by the provider".to_string() } else { n.address.clone() };
-        groups.push((n.name.clone(), format!("node {} ({}, {addr})", n.name, if n.is_control_plane() { "control-plane" } else { "worker" })));
+        let addr = if n.address.is_empty() {
+            "address assigned by the provider".to_string()
+        } else {
+            n.address.clone()
+        };
+        groups.push((
+            n.name.clone(),
+            format!(
+                "node {} ({}, {addr})",
+                n.name,
+                if n.is_control_plane() {
+                    "control-plane"
+                } else {
+                    "worker"
+                }
+            ),
+        ));
     }
     for (name, title) in groups {
         let entries: Vec<&PlanEntry> = plan.iter().filter(|e| e.node == name).collect();

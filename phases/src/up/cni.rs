@@ -26,7 +26,12 @@ pub fn inputs(data: &UpData, node: &NodeInfo) -> String {
     }
     if let Some(b) = &data.spec.binary {
         if let Ok(m) = std::fs::metadata(b) {
-            let t = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_secs()).unwrap_or(0);
+            let t = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
             s.push_str(&format!("binary {} {t}\n", m.len()));
         }
     }
@@ -38,7 +43,11 @@ pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let mut changed = false;
     match &data.spec.binary {
         Some(b) => changed |= ctx.put_local_file(b, PLUGIN_PATH, 0o755)?,
-        None => return Err(ctx.local_error("the path of the clusterctl binary to install as the CNI plugin is unknown")),
+        None => {
+            return Err(ctx.local_error(
+                "the path of the clusterctl binary to install as the CNI plugin is unknown",
+            ))
+        }
     }
     let files = data.files_of(ctx.name(), FilePurpose::Cni);
     let unit_path = format!("/etc/systemd/system/{AGENT_UNIT}");
@@ -63,7 +72,9 @@ pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         ctx.run_script(&format!("{KUBECTL} apply -f {}", sh_quote(&f.path)))?;
     }
     if changed {
-        ctx.run_script(&format!("systemctl enable {AGENT_UNIT} && systemctl restart {AGENT_UNIT}"))?;
+        ctx.run_script(&format!(
+            "systemctl enable {AGENT_UNIT} && systemctl restart {AGENT_UNIT}"
+        ))?;
     } else if ctx.test(&format!("systemctl is-active --quiet {AGENT_UNIT}"))? != Some(true) {
         ctx.run_script(&format!("systemctl enable --now {AGENT_UNIT}"))?;
     }
@@ -75,7 +86,9 @@ pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 pub fn run_manifests(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let files = data.files_of(ctx.name(), FilePurpose::Cni);
     super::files::place(ctx, &files)?;
-    for f in files.iter().filter(|f| f.path.ends_with(".yaml") || f.path.ends_with(".yml") || f.path.ends_with(".json")) {
+    for f in files.iter().filter(|f| {
+        f.path.ends_with(".yaml") || f.path.ends_with(".yml") || f.path.ends_with(".json")
+    }) {
         ctx.run_script(&format!("{KUBECTL} apply -f {}", sh_quote(&f.path)))?;
     }
     Ok(())

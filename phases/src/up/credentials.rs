@@ -30,20 +30,31 @@ pub const CA_HASH_SCRIPT: &str = "openssl x509 -pubkey -noout -in /etc/kubernete
 /// Secrets valid for a join (`control_plane`: the certificate key must be valid too), creating fresh
 /// ones on the first control plane when needed. `joining` receives the plan entries of the steps run on
 /// the first control plane. `Ok(None)` offline.
-pub fn get(joining: &mut NodeCtx, data: &UpData, control_plane: bool) -> Result<Option<JoinSecrets>, PhaseError> {
+pub fn get(
+    joining: &mut NodeCtx,
+    data: &UpData,
+    control_plane: bool,
+) -> Result<Option<JoinSecrets>, PhaseError> {
     let Ok(mut slot) = data.join.lock() else {
         return Err(joining.local_error("internal lock poisoned"));
     };
     let now = now_secs();
     if let Some(s) = slot.as_ref() {
-        if s.token_fresh(now) && (!control_plane || s.key_fresh(now)) && !s.ca_cert_hash.is_empty() {
+        if s.token_fresh(now) && (!control_plane || s.key_fresh(now)) && !s.ca_cert_hash.is_empty()
+        {
             return Ok(Some(s.clone()));
         }
     }
     let Some(first) = data.first_cp().cloned() else {
         return Err(joining.local_error("the cluster has no control-plane node"));
     };
-    let mut cp = NodeCtx::new(first.clone(), data.first_cp_transport.clone(), data.mode, data.reporter.clone(), data.secrets.clone());
+    let mut cp = NodeCtx::new(
+        first.clone(),
+        data.first_cp_transport.clone(),
+        data.mode,
+        data.reporter.clone(),
+        data.secrets.clone(),
+    );
     cp.phase = format!("{}/credentials", joining.phase);
     let result = refresh(&mut cp, data, slot.clone(), control_plane, now);
     for mut e in cp.plan.drain(..) {
@@ -57,7 +68,13 @@ pub fn get(joining: &mut NodeCtx, data: &UpData, control_plane: bool) -> Result<
     Ok(fresh)
 }
 
-fn refresh(cp: &mut NodeCtx, data: &UpData, known: Option<JoinSecrets>, control_plane: bool, now: u64) -> Result<Option<JoinSecrets>, PhaseError> {
+fn refresh(
+    cp: &mut NodeCtx,
+    data: &UpData,
+    known: Option<JoinSecrets>,
+    control_plane: bool,
+    now: u64,
+) -> Result<Option<JoinSecrets>, PhaseError> {
     let stored = match known {
         Some(s) => Some(s),
         None => match cp.read_file(JOIN_SECRETS_PATH)? {
@@ -76,7 +93,9 @@ fn refresh(cp: &mut NodeCtx, data: &UpData, known: Option<JoinSecrets>, control_
     cp.secrets().add(&s.certificate_key);
     let mut changed = false;
     if !s.token_fresh(now) {
-        let out = cp.run(Cmd::new("kubeadm token create --ttl 24h0m0s 2>/dev/null | tail -n 1"))?;
+        let out = cp.run(Cmd::new(
+            "kubeadm token create --ttl 24h0m0s 2>/dev/null | tail -n 1",
+        ))?;
         let token = match out {
             Some(o) => o.stdout_str(),
             None => "<new-bootstrap-token>".into(), // dry-run with --probe
@@ -91,13 +110,20 @@ fn refresh(cp: &mut NodeCtx, data: &UpData, known: Option<JoinSecrets>, control_
     }
     if control_plane && !s.key_fresh(now) {
         let Some(cfg) = init_config(data, &cp.node.name) else {
-            return Err(cp.local_error("no kubeadm init configuration was rendered for the first control plane"));
+            return Err(cp.local_error(
+                "no kubeadm init configuration was rendered for the first control plane",
+            ));
         };
-        let key = new_certificate_key().map_err(|e| cp.local_error(format!("generating a certificate key: {e}")))?;
+        let key = new_certificate_key()
+            .map_err(|e| cp.local_error(format!("generating a certificate key: {e}")))?;
         cp.secrets().add(&key);
-        let text = patch_init(&String::from_utf8_lossy(&cfg.content), &s.token, &key).map_err(|e| cp.local_error(e))?;
+        let text = patch_init(&String::from_utf8_lossy(&cfg.content), &s.token, &key)
+            .map_err(|e| cp.local_error(e))?;
         cp.put_file(&cfg.path, 0o600, text.as_bytes())?;
-        cp.run(Cmd::new(format!("kubeadm init phase upload-certs --upload-certs --config {}", sh_quote(&cfg.path))))?;
+        cp.run(Cmd::new(format!(
+            "kubeadm init phase upload-certs --upload-certs --config {}",
+            sh_quote(&cfg.path)
+        )))?;
         s.certificate_key = key;
         s.key_uploaded = now;
         changed = true;
@@ -105,7 +131,9 @@ fn refresh(cp: &mut NodeCtx, data: &UpData, known: Option<JoinSecrets>, control_
     if s.ca_cert_hash.is_empty() {
         let hash = cp.read(CA_HASH_SCRIPT)?.unwrap_or_default();
         if hash.len() != 64 {
-            return Err(cp.local_error("could not compute the CA cert hash from /etc/kubernetes/pki/ca.crt"));
+            return Err(cp.local_error(
+                "could not compute the CA cert hash from /etc/kubernetes/pki/ca.crt",
+            ));
         }
         s.ca_cert_hash = format!("sha256:{hash}");
         changed = true;

@@ -56,10 +56,15 @@ true"#;
 
 /// Parses the output of [`FACTS_SCRIPT`].
 pub fn parse(out: &str) -> NodeFacts {
-    let mut f = NodeFacts { known: true, ..Default::default() };
+    let mut f = NodeFacts {
+        known: true,
+        ..Default::default()
+    };
     let mut names = Vec::new();
     for line in out.lines() {
-        let Some((k, v)) = line.split_once('=') else { continue };
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
         let v = v.trim().to_string();
         match k {
             "os_id" => f.os_id = v,
@@ -67,7 +72,15 @@ pub fn parse(out: &str) -> NodeFacts {
             "os_like" => f.os_like = v,
             "arch" => f.arch = v,
             "kernel" => f.kernel = v,
-            "cgroupfs" => f.cgroup_version = if v == "cgroup2fs" { 2 } else if v.is_empty() { 0 } else { 1 },
+            "cgroupfs" => {
+                f.cgroup_version = if v == "cgroup2fs" {
+                    2
+                } else if v.is_empty() {
+                    0
+                } else {
+                    1
+                }
+            }
             "init" => f.init = v,
             "if" => names.push(v),
             "addr" => {
@@ -113,7 +126,13 @@ mod tests {
         let f = parse(out);
         assert_eq!(f.os_id, "debian");
         assert_eq!(f.cgroup_version, 1);
-        assert_eq!(f.interfaces, vec![("lo".into(), "127.0.0.1/8".into()), ("eth0".into(), "172.18.0.2/16".into())]);
+        assert_eq!(
+            f.interfaces,
+            vec![
+                ("lo".into(), "127.0.0.1/8".into()),
+                ("eth0".into(), "172.18.0.2/16".into())
+            ]
+        );
         assert_eq!(f.containerd_version, "1.6.20~ds1");
         assert!(f.has_kubelet_conf && !f.has_admin_conf && f.known);
     }

@@ -12,7 +12,10 @@ use crate::model::{FilePurpose, NodeFile};
 /// Errors: the renderer's message.
 pub fn render(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let facts = data.facts.lock().map(|f| f.clone()).unwrap_or_default();
-    let files = data.renderer.render(&facts).map_err(|e| ctx.local_error(format!("rendering: {e}")))?;
+    let files = data
+        .renderer
+        .render(&facts)
+        .map_err(|e| ctx.local_error(format!("rendering: {e}")))?;
     let count: usize = files.values().map(Vec::len).sum();
     ctx.info(&format!("{count} files rendered for {} nodes", files.len()));
     if let Ok(mut slot) = data.files.write() {
@@ -41,8 +44,14 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     for path in &changed {
         if path.starts_with("/etc/modules-load.d/") {
             let f = host.iter().find(|f| &f.path == path);
-            let text = f.map(|f| String::from_utf8_lossy(&f.content).into_owned()).unwrap_or_default();
-            for m in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let text = f
+                .map(|f| String::from_utf8_lossy(&f.content).into_owned())
+                .unwrap_or_default();
+            for m in text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            {
                 let m = crate::util::sh_quote(m);
                 ctx.run_script(&format!("[ -d /sys/module/{m} ] || modprobe {m} || echo \"warning: kernel module {m} could not be loaded\" >&2"))?;
             }
@@ -50,10 +59,21 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             // Only the values that differ are written (/proc/sys may be read-only where they already
             // hold, e.g. in containers).
             let f = host.iter().find(|f| &f.path == path);
-            let text = f.map(|f| String::from_utf8_lossy(&f.content).into_owned()).unwrap_or_default();
-            for (k, v) in text.lines().filter(|l| !l.trim_start().starts_with('#')).filter_map(|l| l.split_once('=')) {
-                let (k, v) = (crate::util::sh_quote(k.trim()), crate::util::sh_quote(v.trim()));
-                ctx.run_script(&format!("[ \"$(sysctl -n {k})\" = {v} ] || sysctl -w {k}={v}"))?;
+            let text = f
+                .map(|f| String::from_utf8_lossy(&f.content).into_owned())
+                .unwrap_or_default();
+            for (k, v) in text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with('#'))
+                .filter_map(|l| l.split_once('='))
+            {
+                let (k, v) = (
+                    crate::util::sh_quote(k.trim()),
+                    crate::util::sh_quote(v.trim()),
+                );
+                ctx.run_script(&format!(
+                    "[ \"$(sysctl -n {k})\" = {v} ] || sysctl -w {k}={v}"
+                ))?;
             }
         }
     }

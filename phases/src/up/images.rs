@@ -19,7 +19,8 @@ pub fn inputs(data: &UpData, _: &NodeInfo) -> String {
 /// two-part names without a registry host, `:latest` when it has neither tag nor digest.
 pub fn normalise(reference: &str) -> String {
     let first = reference.split('/').next().unwrap_or_default();
-    let has_host = reference.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    let has_host = reference.contains('/')
+        && (first.contains('.') || first.contains(':') || first == "localhost");
     let mut r = if has_host {
         reference.to_string()
     } else if reference.contains('/') {
@@ -39,13 +40,18 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     for image in &data.spec.preload_images {
         let full = normalise(image);
         let present = match data.spec.runtime {
-            RuntimeKind::Containerd => format!("ctr -n k8s.io images ls -q | grep -Fqx {}", sh_quote(&full)),
+            RuntimeKind::Containerd => {
+                format!("ctr -n k8s.io images ls -q | grep -Fqx {}", sh_quote(&full))
+            }
             RuntimeKind::Crio => format!("crictl inspecti {} >/dev/null 2>&1", sh_quote(&full)),
         };
         if ctx.test(&present)? == Some(true) {
             continue;
         }
-        let remote = format!("/var/lib/clusterctl/images/{}.tar", &sha256_hex(full.as_bytes())[..16]);
+        let remote = format!(
+            "/var/lib/clusterctl/images/{}.tar",
+            &sha256_hex(full.as_bytes())[..16]
+        );
         if ctx.mode.dry_run {
             ctx.info(&format!("docker save {image} (on this machine)"));
             ctx.changes += 1;
@@ -56,7 +62,11 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 text: format!("write {remote} (image archive of {image})"),
             });
         } else {
-            let local = std::env::temp_dir().join(format!("clusterctl-{}-{}.tar", std::process::id(), ctx.name()));
+            let local = std::env::temp_dir().join(format!(
+                "clusterctl-{}-{}.tar",
+                std::process::id(),
+                ctx.name()
+            ));
             let st = std::process::Command::new("docker")
                 .args(["save", "-o"])
                 .arg(&local)
@@ -65,15 +75,23 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 .map_err(|e| ctx.local_error(format!("running `docker save {image}`: {e}")))?;
             if !st.status.success() {
                 let _ = std::fs::remove_file(&local);
-                return Err(ctx.local_error(format!("`docker save {image}` failed: {}", crate::util::tail(&st.stderr, 5))));
+                return Err(ctx.local_error(format!(
+                    "`docker save {image}` failed: {}",
+                    crate::util::tail(&st.stderr, 5)
+                )));
             }
             let r = ctx.put_local_file(&local, &remote, 0o600);
             let _ = std::fs::remove_file(&local);
             r?;
         }
         let import = match data.spec.runtime {
-            RuntimeKind::Containerd => format!("ctr -n k8s.io images import {remote} && rm -f {remote}"),
-            RuntimeKind::Crio => format!("skopeo copy docker-archive:{remote} containers-storage:{} && rm -f {remote}", sh_quote(&full)),
+            RuntimeKind::Containerd => {
+                format!("ctr -n k8s.io images import {remote} && rm -f {remote}")
+            }
+            RuntimeKind::Crio => format!(
+                "skopeo copy docker-archive:{remote} containers-storage:{} && rm -f {remote}",
+                sh_quote(&full)
+            ),
         };
         ctx.run_script(&import)?;
     }
@@ -89,7 +107,10 @@ mod tests {
         assert_eq!(normalise("cka-api:v4"), "docker.io/library/cka-api:v4");
         assert_eq!(normalise("nginx"), "docker.io/library/nginx:latest");
         assert_eq!(normalise("bitnami/redis:7"), "docker.io/bitnami/redis:7");
-        assert_eq!(normalise("harbor.example.com/library/app:1"), "harbor.example.com/library/app:1");
+        assert_eq!(
+            normalise("harbor.example.com/library/app:1"),
+            "harbor.example.com/library/app:1"
+        );
         assert_eq!(normalise("localhost:5000/app"), "localhost:5000/app:latest");
     }
 }

@@ -18,13 +18,25 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if ctx.test(&format!("test -f {KUBELET_CONF}"))? == Some(true) {
         return Ok(());
     }
-    let Some(cfg) = data.files_of(ctx.name(), FilePurpose::KubeadmJoin).into_iter().next() else {
-        return Err(ctx.local_error(format!("no kubeadm join configuration was rendered for node {}", ctx.name())));
+    let Some(cfg) = data
+        .files_of(ctx.name(), FilePurpose::KubeadmJoin)
+        .into_iter()
+        .next()
+    else {
+        return Err(ctx.local_error(format!(
+            "no kubeadm join configuration was rendered for node {}",
+            ctx.name()
+        )));
     };
     let cp = ctx.node.is_control_plane();
     let secrets = credentials::get(ctx, data, cp)?.unwrap_or_else(credentials::placeholders);
-    let text = patch_join(&String::from_utf8_lossy(&cfg.content), &secrets, cp, &data.spec.endpoint)
-        .map_err(|e| ctx.local_error(e))?;
+    let text = patch_join(
+        &String::from_utf8_lossy(&cfg.content),
+        &secrets,
+        cp,
+        &data.spec.endpoint,
+    )
+    .map_err(|e| ctx.local_error(e))?;
     ctx.put_file(&cfg.path, 0o600, text.as_bytes())?;
     let mut cmd = Cmd::new(format!("kubeadm join --config {}", sh_quote(&cfg.path)));
     cmd.timeout = Some(Duration::from_secs(600));

@@ -30,7 +30,9 @@ fn named(name: &str, key: &str, inner: Value) -> Value {
 
 fn upsert(root: &mut Mapping, list: &str, entry: Value) {
     let name = entry.get("name").cloned();
-    let v = root.entry(list.into()).or_insert_with(|| Value::Sequence(Vec::new()));
+    let v = root
+        .entry(list.into())
+        .or_insert_with(|| Value::Sequence(Vec::new()));
     if !v.is_sequence() {
         *v = Value::Sequence(Vec::new());
     }
@@ -44,23 +46,42 @@ fn upsert(root: &mut Mapping, list: &str, entry: Value) {
 /// (`https://host:port`). Errors: `admin` is not a kubeconfig with a cluster and a user.
 pub fn merge(existing: &str, admin: &str, cluster: &str, server: &str) -> Result<String, String> {
     let a: Value = serde_yaml::from_str(admin).map_err(|e| format!("admin kubeconfig: {e}"))?;
-    let mut c = a["clusters"][0]["cluster"].as_mapping().cloned().ok_or("admin kubeconfig has no cluster")?;
-    let u = a["users"][0]["user"].as_mapping().cloned().ok_or("admin kubeconfig has no user")?;
+    let mut c = a["clusters"][0]["cluster"]
+        .as_mapping()
+        .cloned()
+        .ok_or("admin kubeconfig has no cluster")?;
+    let u = a["users"][0]["user"]
+        .as_mapping()
+        .cloned()
+        .ok_or("admin kubeconfig has no user")?;
     c.insert("server".into(), server.into());
     let mut root = match serde_yaml::from_str::<Value>(existing) {
         Ok(Value::Mapping(m)) => m,
         _ => Mapping::new(),
     };
-    root.entry("apiVersion".into()).or_insert_with(|| "v1".into());
+    root.entry("apiVersion".into())
+        .or_insert_with(|| "v1".into());
     root.entry("kind".into()).or_insert_with(|| "Config".into());
     let user = format!("{cluster}-admin");
-    upsert(&mut root, "clusters", named(cluster, "cluster", Value::Mapping(c)));
+    upsert(
+        &mut root,
+        "clusters",
+        named(cluster, "cluster", Value::Mapping(c)),
+    );
     upsert(&mut root, "users", named(&user, "user", Value::Mapping(u)));
     let mut ctxm = Mapping::new();
     ctxm.insert("cluster".into(), cluster.into());
     ctxm.insert("user".into(), user.as_str().into());
-    upsert(&mut root, "contexts", named(cluster, "context", Value::Mapping(ctxm)));
-    let cur = root.get("current-context").and_then(Value::as_str).unwrap_or_default().to_string();
+    upsert(
+        &mut root,
+        "contexts",
+        named(cluster, "context", Value::Mapping(ctxm)),
+    );
+    let cur = root
+        .get("current-context")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     if cur.is_empty() {
         root.insert("current-context".into(), cluster.into());
     }
@@ -79,15 +100,24 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 node: ctx.name().to_string(),
                 phase: ctx.phase.clone(),
                 kind: crate::ctx::PlanKind::Local,
-                text: format!("merge {ADMIN_CONF} into {} as context `{}` with server {server} (mode 0600)", path.display(), data.spec.cluster),
+                text: format!(
+                    "merge {ADMIN_CONF} into {} as context `{}` with server {server} (mode 0600)",
+                    path.display(),
+                    data.spec.cluster
+                ),
             });
             return Ok(());
         }
-        Some(None) => return Err(ctx.local_error(format!("{ADMIN_CONF} does not exist on the first control plane"))),
+        Some(None) => {
+            return Err(ctx.local_error(format!(
+                "{ADMIN_CONF} does not exist on the first control plane"
+            )))
+        }
         Some(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
     };
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    let merged = merge(&existing, &admin, &data.spec.cluster, &server).map_err(|e| ctx.local_error(e))?;
+    let merged =
+        merge(&existing, &admin, &data.spec.cluster, &server).map_err(|e| ctx.local_error(e))?;
     ctx.put_local(&path, 0o600, merged.as_bytes())?;
     Ok(())
 }
@@ -107,11 +137,22 @@ mod tests {
         let clusters = v["clusters"].as_sequence().expect("clusters");
         assert_eq!(clusters.len(), 2);
         assert_eq!(clusters[1]["name"], Value::from("topgun"));
-        assert_eq!(clusters[1]["cluster"]["server"], Value::from("https://10.0.0.10:6443"));
-        assert_eq!(v["contexts"][0]["context"]["user"], Value::from("topgun-admin"));
+        assert_eq!(
+            clusters[1]["cluster"]["server"],
+            Value::from("https://10.0.0.10:6443")
+        );
+        assert_eq!(
+            v["contexts"][0]["context"]["user"],
+            Value::from("topgun-admin")
+        );
         // Merging again gives the same file.
-        assert_eq!(merge(&out, ADMIN, "topgun", "https://10.0.0.10:6443").expect("merge"), out);
-        let fresh: Value = serde_yaml::from_str(&merge("", ADMIN, "lab", "https://x:6443").expect("merge")).expect("yaml");
+        assert_eq!(
+            merge(&out, ADMIN, "topgun", "https://10.0.0.10:6443").expect("merge"),
+            out
+        );
+        let fresh: Value =
+            serde_yaml::from_str(&merge("", ADMIN, "lab", "https://x:6443").expect("merge"))
+                .expect("yaml");
         assert_eq!(fresh["current-context"], Value::from("lab"));
     }
 }

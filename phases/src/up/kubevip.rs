@@ -13,14 +13,20 @@ use crate::model::FilePurpose;
 /// `super-admin.conf`, as the seed's `sed` does; the mount path inside the pod stays `admin.conf`.
 pub fn with_super_admin(content: &[u8]) -> Vec<u8> {
     String::from_utf8_lossy(content)
-        .replace(&format!("path: {ADMIN_CONF}"), &format!("path: {SUPER_ADMIN_CONF}"))
+        .replace(
+            &format!("path: {ADMIN_CONF}"),
+            &format!("path: {SUPER_ADMIN_CONF}"),
+        )
         .into_bytes()
 }
 
 /// `content` with the kubeconfig hostPath pointing at `admin.conf` (whichever the renderer chose).
 pub fn with_admin(content: &[u8]) -> Vec<u8> {
     String::from_utf8_lossy(content)
-        .replace(&format!("path: {SUPER_ADMIN_CONF}"), &format!("path: {ADMIN_CONF}"))
+        .replace(
+            &format!("path: {SUPER_ADMIN_CONF}"),
+            &format!("path: {ADMIN_CONF}"),
+        )
         .into_bytes()
 }
 
@@ -33,9 +39,16 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let initialised = ctx.test(&format!("test -f {ADMIN_CONF}"))?.unwrap_or(false);
     let first = is_first_cp(ctx, data);
     for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
-        let content = if first && !initialised { with_super_admin(&f.content) } else { with_admin(&f.content) };
+        let content = if first && !initialised {
+            with_super_admin(&f.content)
+        } else {
+            with_admin(&f.content)
+        };
         if first && !initialised {
-            ctx.info(&format!("{} uses {SUPER_ADMIN_CONF} until init has finished", f.path));
+            ctx.info(&format!(
+                "{} uses {SUPER_ADMIN_CONF} until init has finished",
+                f.path
+            ));
         }
         ctx.put_file(&f.path, f.mode, &content)?;
     }

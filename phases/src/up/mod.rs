@@ -74,14 +74,22 @@ pub struct UpSpec {
 /// Renders every node's files from the gathered facts (the CLI wraps `clusterctl_render::render`).
 pub trait Renderer: Send + Sync {
     /// Files per node name. Errors: a message naming what could not be rendered.
-    fn render(&self, facts: &BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String>;
+    fn render(
+        &self,
+        facts: &BTreeMap<String, NodeFacts>,
+    ) -> Result<BTreeMap<String, Vec<NodeFile>>, String>;
 }
 
 impl<F> Renderer for F
 where
-    F: Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String> + Send + Sync,
+    F: Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String>
+        + Send
+        + Sync,
 {
-    fn render(&self, facts: &BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String> {
+    fn render(
+        &self,
+        facts: &BTreeMap<String, NodeFacts>,
+    ) -> Result<BTreeMap<String, Vec<NodeFile>>, String> {
         self(facts)
     }
 }
@@ -117,12 +125,20 @@ impl UpData {
     pub fn files_of(&self, node: &str, purpose: FilePurpose) -> Vec<NodeFile> {
         self.files
             .read()
-            .map(|f| f.get(node).map(|v| v.iter().filter(|x| x.purpose == purpose).cloned().collect()).unwrap_or_default())
+            .map(|f| {
+                f.get(node)
+                    .map(|v| v.iter().filter(|x| x.purpose == purpose).cloned().collect())
+                    .unwrap_or_default()
+            })
             .unwrap_or_default()
     }
     /// The facts of `node` (default when unknown, e.g. offline).
     pub fn facts_of(&self, node: &str) -> NodeFacts {
-        self.facts.lock().ok().and_then(|f| f.get(node).cloned()).unwrap_or_default()
+        self.facts
+            .lock()
+            .ok()
+            .and_then(|f| f.get(node).cloned())
+            .unwrap_or_default()
     }
 }
 
@@ -144,9 +160,33 @@ fn no_inputs(_: &UpData, _: &NodeInfo) -> String {
 /// The phases of `up` for `spec`, in order.
 pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
     let mut v = vec![
-        Phase { name: "facts", targets: Targets::All, serial: false, record: false, required: true, inputs: no_inputs, run: facts::run },
-        Phase { name: "render", targets: Targets::Local, serial: false, record: false, required: true, inputs: no_inputs, run: files::render },
-        Phase { name: "preflight", targets: Targets::All, serial: false, record: false, required: false, inputs: no_inputs, run: preflight::run },
+        Phase {
+            name: "facts",
+            targets: Targets::All,
+            serial: false,
+            record: false,
+            required: true,
+            inputs: no_inputs,
+            run: facts::run,
+        },
+        Phase {
+            name: "render",
+            targets: Targets::Local,
+            serial: false,
+            record: false,
+            required: true,
+            inputs: no_inputs,
+            run: files::render,
+        },
+        Phase {
+            name: "preflight",
+            targets: Targets::All,
+            serial: false,
+            record: false,
+            required: false,
+            inputs: no_inputs,
+            run: preflight::run,
+        },
         Phase {
             name: "files",
             targets: Targets::All,
@@ -240,11 +280,43 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmJoin]),
         run: join::run,
     });
-    v.push(Phase { name: "labels", targets: Targets::FirstControlPlane, serial: false, record: true, required: false, inputs: labels::inputs, run: labels::run });
+    v.push(Phase {
+        name: "labels",
+        targets: Targets::FirstControlPlane,
+        serial: false,
+        record: true,
+        required: false,
+        inputs: labels::inputs,
+        run: labels::run,
+    });
     if !spec.preload_images.is_empty() {
-        v.push(Phase { name: "images", targets: Targets::All, serial: false, record: true, required: false, inputs: images::inputs, run: images::run });
+        v.push(Phase {
+            name: "images",
+            targets: Targets::All,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: images::inputs,
+            run: images::run,
+        });
     }
-    v.push(Phase { name: "wait-ready", targets: Targets::FirstControlPlane, serial: false, record: false, required: false, inputs: no_inputs, run: ready::run });
-    v.push(Phase { name: "kubeconfig", targets: Targets::FirstControlPlane, serial: false, record: false, required: false, inputs: no_inputs, run: kubeconfig::run });
+    v.push(Phase {
+        name: "wait-ready",
+        targets: Targets::FirstControlPlane,
+        serial: false,
+        record: false,
+        required: false,
+        inputs: no_inputs,
+        run: ready::run,
+    });
+    v.push(Phase {
+        name: "kubeconfig",
+        targets: Targets::FirstControlPlane,
+        serial: false,
+        record: false,
+        required: false,
+        inputs: no_inputs,
+        run: kubeconfig::run,
+    });
     v
 }

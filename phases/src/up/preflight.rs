@@ -56,14 +56,20 @@ pub struct Probe {
 pub fn parse(out: &str) -> Probe {
     let mut p = Probe::default();
     for line in out.lines() {
-        let Some((k, v)) = line.split_once('=') else { continue };
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
         let v = v.trim();
         match k {
             "swap" => p.swap = v.parse().unwrap_or(0),
             "mod_overlay" | "mod_br_netfilter" => p.modules.push((k[4..].to_string(), v == "1")),
             "ip_forward" => p.sysctls.push(("net.ipv4.ip_forward".into(), v.into())),
-            "bnf4" => p.sysctls.push(("net.bridge.bridge-nf-call-iptables".into(), v.into())),
-            "bnf6" => p.sysctls.push(("net.bridge.bridge-nf-call-ip6tables".into(), v.into())),
+            "bnf4" => p
+                .sysctls
+                .push(("net.bridge.bridge-nf-call-iptables".into(), v.into())),
+            "bnf6" => p
+                .sysctls
+                .push(("net.bridge.bridge-nf-call-ip6tables".into(), v.into())),
             "listen" => {
                 if let Ok(port) = u16::from_str_radix(v, 16) {
                     p.listening.push(port);
@@ -89,7 +95,9 @@ pub fn required_ports(role: Role) -> &'static [u16] {
 }
 
 fn kernel_at_least(kernel: &str, major: u64, minor: u64) -> Option<bool> {
-    let mut it = kernel.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty());
+    let mut it = kernel
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty());
     let a: u64 = it.next()?.parse().ok()?;
     let b: u64 = it.next()?.parse().ok()?;
     Some((a, b) >= (major, minor))
@@ -112,20 +120,54 @@ pub fn evaluate(
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut push = |id: &str, message: String, fix: Option<String>, warning: bool| {
-        out.push(Finding { id: id.into(), message, fix, warning })
+        out.push(Finding {
+            id: id.into(),
+            message,
+            fix,
+            warning,
+        })
     };
-    let el = facts.os_like.contains("rhel") || ["rhel", "rocky", "almalinux", "centos"].contains(&facts.os_id.as_str());
+    let el = facts.os_like.contains("rhel")
+        || ["rhel", "rocky", "almalinux", "centos"].contains(&facts.os_id.as_str());
     let supported = match facts.os_id.as_str() {
-        "debian" => facts.os_version.parse::<u32>().map(|v| v >= 11).unwrap_or(true),
-        "ubuntu" => minor_version(&facts.os_version).map(|v| v >= (20, 4)).unwrap_or(true),
-        _ => el && facts.os_version.split('.').next().and_then(|m| m.parse::<u32>().ok()).is_some_and(|m| m >= 9),
+        "debian" => facts
+            .os_version
+            .parse::<u32>()
+            .map(|v| v >= 11)
+            .unwrap_or(true),
+        "ubuntu" => minor_version(&facts.os_version)
+            .map(|v| v >= (20, 4))
+            .unwrap_or(true),
+        _ => {
+            el && facts
+                .os_version
+                .split('.')
+                .next()
+                .and_then(|m| m.parse::<u32>().ok())
+                .is_some_and(|m| m >= 9)
+        }
     };
     if !supported {
-        push("os", format!("unsupported OS `{} {}` (Debian ≥ 11, Ubuntu ≥ 20.04, EL 9)", facts.os_id, facts.os_version), None, false);
+        push(
+            "os",
+            format!(
+                "unsupported OS `{} {}` (Debian ≥ 11, Ubuntu ≥ 20.04, EL 9)",
+                facts.os_id, facts.os_version
+            ),
+            None,
+            false,
+        );
     }
     if p.swap > 0 {
-        push("swap", format!("{} swap device(s) active; the kubelet needs swap off", p.swap),
-            Some(r"swapoff -a && sed -ri '/\sswap\s/s/^#?/#/' /etc/fstab".into()), false);
+        push(
+            "swap",
+            format!(
+                "{} swap device(s) active; the kubelet needs swap off",
+                p.swap
+            ),
+            Some(r"swapoff -a && sed -ri '/\sswap\s/s/^#?/#/' /etc/fstab".into()),
+            false,
+        );
     }
     for (m, loaded) in &p.modules {
         if !loaded {
@@ -141,20 +183,42 @@ pub fn evaluate(
         }
     }
     if !facts.has_kubelet_conf {
-        let busy: Vec<String> = required_ports(role).iter().filter(|p2| p.listening.contains(p2)).map(|p2| p2.to_string()).collect();
+        let busy: Vec<String> = required_ports(role)
+            .iter()
+            .filter(|p2| p.listening.contains(p2))
+            .map(|p2| p2.to_string())
+            .collect();
         if !busy.is_empty() {
-            push("ports", format!("port(s) {} already in use", busy.join(", ")), None, false);
+            push(
+                "ports",
+                format!("port(s) {} already in use", busy.join(", ")),
+                None,
+                false,
+            );
         }
     }
     if !facts.init.is_empty() && facts.init != "systemd" {
-        push("cgroup-driver", format!("PID 1 is `{}`; the systemd cgroup driver needs systemd", facts.init), None, false);
+        push(
+            "cgroup-driver",
+            format!(
+                "PID 1 is `{}`; the systemd cgroup driver needs systemd",
+                facts.init
+            ),
+            None,
+            false,
+        );
     }
     if facts.cgroup_version == 1 {
         let needs = minor_version(k8s_version).is_some_and(|v| v >= (1, 35));
         if needs && !kubelet_allows_cgroup_v1 {
             push("cgroup-version", format!("cgroup v1 host: Kubernetes {k8s_version} needs cgroup v2 or the kubelet's `failCgroupV1: false`"), None, false);
         } else {
-            push("cgroup-version", "cgroup v1 host (deprecated by Kubernetes; cgroup v2 recommended)".into(), None, true);
+            push(
+                "cgroup-version",
+                "cgroup v1 host (deprecated by Kubernetes; cgroup v2 recommended)".into(),
+                None,
+                true,
+            );
         }
     }
     if p.ntp != "yes" {
@@ -162,10 +226,20 @@ pub fn evaluate(
             Some("systemctl enable --now chronyd 2>/dev/null || systemctl enable --now systemd-timesyncd".into()), true);
     }
     if kernel_at_least(&facts.kernel, 4, 19) == Some(false) {
-        push("kernel", format!("kernel {} is older than 4.19", facts.kernel), None, false);
+        push(
+            "kernel",
+            format!("kernel {} is older than 4.19", facts.kernel),
+            None,
+            false,
+        );
     }
     if el && p.firewalld == "active" {
-        push("firewalld", "firewalld is active".into(), Some("systemctl disable --now firewalld.service".into()), false);
+        push(
+            "firewalld",
+            "firewalld is active".into(),
+            Some("systemctl disable --now firewalld.service".into()),
+            false,
+        );
     }
     if p.selinux == "Enforcing" {
         push("selinux", "SELinux is enforcing".into(),
@@ -179,7 +253,15 @@ pub fn evaluate(
         missing.push("kubelet");
     }
     if !missing.is_empty() {
-        push("tools", format!("{} not installed (install the packages, or `clusterctl airgap import`)", missing.join(" and ")), None, false);
+        push(
+            "tools",
+            format!(
+                "{} not installed (install the packages, or `clusterctl airgap import`)",
+                missing.join(" and ")
+            ),
+            None,
+            false,
+        );
     }
     out
 }
@@ -198,9 +280,20 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         .files
         .read()
         .ok()
-        .and_then(|f| f.get(ctx.name()).map(|v| v.iter().any(|x| String::from_utf8_lossy(&x.content).contains("failCgroupV1: false"))))
+        .and_then(|f| {
+            f.get(ctx.name()).map(|v| {
+                v.iter()
+                    .any(|x| String::from_utf8_lossy(&x.content).contains("failCgroupV1: false"))
+            })
+        })
         .unwrap_or(false);
-    let findings = evaluate(ctx.node.role, &facts, &parse(&out), &data.spec.kubernetes_version, allows_v1);
+    let findings = evaluate(
+        ctx.node.role,
+        &facts,
+        &parse(&out),
+        &data.spec.kubernetes_version,
+        allows_v1,
+    );
     let mut problems = Vec::new();
     for f in findings {
         let ignored = data.spec.ignore_preflight.iter().any(|i| i == &f.id);
@@ -211,10 +304,19 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             }
         }
         if f.warning || ignored {
-            ctx.reporter().note(&format!("[{}] preflight warning: {}: {}", ctx.name(), f.id, f.message));
+            ctx.reporter().note(&format!(
+                "[{}] preflight warning: {}: {}",
+                ctx.name(),
+                f.id,
+                f.message
+            ));
             ctx.info(&format!("warning: {}: {}", f.id, f.message));
         } else {
-            let hint = if f.fix.is_some() { " (fixable with --fix)" } else { "" };
+            let hint = if f.fix.is_some() {
+                " (fixable with --fix)"
+            } else {
+                ""
+            };
             problems.push(format!("{}: {}{hint}", f.id, f.message));
         }
     }
@@ -230,13 +332,24 @@ mod tests {
     use super::*;
 
     fn facts() -> NodeFacts {
-        NodeFacts { os_id: "debian".into(), os_version: "12".into(), kernel: "6.1.0-28-amd64".into(), cgroup_version: 2, init: "systemd".into(), known: true, ..Default::default() }
+        NodeFacts {
+            os_id: "debian".into(),
+            os_version: "12".into(),
+            kernel: "6.1.0-28-amd64".into(),
+            cgroup_version: 2,
+            init: "systemd".into(),
+            known: true,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn a_good_node_has_no_findings() {
         let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n");
-        assert_eq!(evaluate(Role::ControlPlane, &facts(), &p, "1.34.1", false), vec![]);
+        assert_eq!(
+            evaluate(Role::ControlPlane, &facts(), &p, "1.34.1", false),
+            vec![]
+        );
     }
 
     #[test]
@@ -246,13 +359,29 @@ mod tests {
         f.cgroup_version = 1;
         f.os_id = "rocky".into();
         f.os_version = "9.6".into();
-        let ids: Vec<String> = evaluate(Role::ControlPlane, &f, &p, "v1.35.0", false).into_iter().map(|f| f.id).collect();
+        let ids: Vec<String> = evaluate(Role::ControlPlane, &f, &p, "v1.35.0", false)
+            .into_iter()
+            .map(|f| f.id)
+            .collect();
         assert_eq!(
             ids,
-            ["swap", "module/br_netfilter", "sysctl/net.ipv4.ip_forward", "sysctl/net.bridge.bridge-nf-call-iptables", "ports", "cgroup-version", "time-sync", "firewalld", "selinux", "tools"]
+            [
+                "swap",
+                "module/br_netfilter",
+                "sysctl/net.ipv4.ip_forward",
+                "sysctl/net.bridge.bridge-nf-call-iptables",
+                "ports",
+                "cgroup-version",
+                "time-sync",
+                "firewalld",
+                "selinux",
+                "tools"
+            ]
         );
         // 0x192B = 6443 is in use; a node already in the cluster does not check ports.
         f.has_kubelet_conf = true;
-        assert!(!evaluate(Role::ControlPlane, &f, &p, "1.35.0", true).iter().any(|x| x.id == "ports" || (x.id == "cgroup-version" && !x.warning)));
+        assert!(!evaluate(Role::ControlPlane, &f, &p, "1.35.0", true)
+            .iter()
+            .any(|x| x.id == "ports" || (x.id == "cgroup-version" && !x.warning)));
     }
 }

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 /// Names of the Nodes whose `Ready` condition is `True` in a `v1.NodeList` JSON.
 pub fn ready_nodes(json: &str) -> Vec<String> {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else { return Vec::new() };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
+        return Vec::new();
+    };
     v["items"]
         .as_array()
         .map(|items| {
@@ -16,7 +18,8 @@ pub fn ready_nodes(json: &str) -> Vec<String> {
                 .iter()
                 .filter(|n| {
                     n["status"]["conditions"].as_array().is_some_and(|c| {
-                        c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")
+                        c.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
                     })
                 })
                 .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
@@ -30,12 +33,20 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let start = Instant::now();
     loop {
         let Some(json) = ctx.read(&format!("{KUBECTL} get nodes -o json"))? else {
-            ctx.info(&format!("wait until every node is Ready (timeout {}s)", data.spec.ready_timeout.as_secs()));
+            ctx.info(&format!(
+                "wait until every node is Ready (timeout {}s)",
+                data.spec.ready_timeout.as_secs()
+            ));
             return Ok(());
         };
         let ready = ready_nodes(&json);
-        let missing: Vec<&str> =
-            data.spec.nodes.iter().map(|n| n.name.as_str()).filter(|n| !ready.iter().any(|r| r == n)).collect();
+        let missing: Vec<&str> = data
+            .spec
+            .nodes
+            .iter()
+            .map(|n| n.name.as_str())
+            .filter(|n| !ready.iter().any(|r| r == n))
+            .collect();
         if missing.is_empty() {
             return Ok(());
         }

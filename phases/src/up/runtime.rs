@@ -16,7 +16,10 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if !changed.is_empty() {
         ctx.run_script(&format!("systemctl restart {unit}"))?;
     }
-    if ctx.test(&format!("systemctl is-enabled --quiet {unit} && systemctl is-active --quiet {unit}"))? != Some(true) {
+    if ctx.test(&format!(
+        "systemctl is-enabled --quiet {unit} && systemctl is-active --quiet {unit}"
+    ))? != Some(true)
+    {
         ctx.run_script(&format!("systemctl enable --now {unit}"))?;
     }
     Ok(())
