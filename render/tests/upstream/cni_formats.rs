@@ -56,6 +56,8 @@ pub struct IpPool {
     pub allowed_uses: Option<Vec<String>>,
 }
 
+/// Variant names are the upstream values verbatim.
+#[allow(clippy::upper_case_acronyms)]
 #[derive(Debug, Deserialize)]
 pub enum Encapsulation {
     IPIPCrossSubnet,
