@@ -254,3 +254,40 @@ pub fn upload_packages(
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn img(mirror: &str) -> BundleImage {
+        BundleImage {
+            source: "registry.k8s.io/pause:3.10.1".into(),
+            mirror: mirror.into(),
+            digest: Digest::of(b"x"),
+            source_digest: Digest::of(b"x"),
+            media_type: crate::oci::OCI_MANIFEST.into(),
+            size: 1,
+            platforms: vec![],
+        }
+    }
+
+    #[test]
+    fn import_scripts_per_runtime() {
+        let images = [img("harbor.example.com/library/pause:3.10.1")];
+        let c = import_script(
+            &Runtime::default(),
+            "/var/lib/clusterctl/airgap/images-a.tar",
+            &images,
+        );
+        assert_eq!(
+            c,
+            "ctr -n k8s.io images import --all-platforms '/var/lib/clusterctl/airgap/images-a.tar'; rc=$?; rm -f '/var/lib/clusterctl/airgap/images-a.tar'; exit $rc"
+        );
+        let o = import_script(&Runtime::Crio, "/tmp/i.tar", &images);
+        assert_eq!(
+            o,
+            "set -e; skopeo copy --quiet 'oci-archive:/tmp/i.tar:harbor.example.com/library/pause:3.10.1' 'containers-storage:harbor.example.com/library/pause:3.10.1'; rm -f '/tmp/i.tar'"
+        );
+        assert_eq!(shell_quote("a'b"), "'a'\\''b'");
+    }
+}

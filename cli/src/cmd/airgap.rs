@@ -187,7 +187,6 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            let mirror = mirror.or_else(|| cluster.mirror_prefix().map(str::to_string));
             let opts = ImportOptions {
                 client: client_options(&cluster),
                 mirror_prefix: mirror,
