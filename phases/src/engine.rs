@@ -33,7 +33,7 @@ pub enum Targets {
 
 impl Targets {
     /// The nodes of `nodes` this selects, in file order.
-    pub fn select<'a>(self, nodes: &'a [NodeInfo]) -> Vec<&'a NodeInfo> {
+    pub fn select(self, nodes: &[NodeInfo]) -> Vec<&NodeInfo> {
         let first_cp = nodes.iter().position(|n| n.role == Role::ControlPlane);
         nodes
             .iter()

@@ -19,6 +19,12 @@ pub fn inputs(data: &UpData, _: &NodeInfo) -> String {
         .collect()
 }
 
+/// A label as (key, value).
+pub type Label = (String, String);
+
+/// A taint as (key, value, effect).
+pub type Taint = (String, String, String);
+
 /// A taint `key[=value]:Effect` split into (key, value, effect). `None` when malformed.
 pub fn parse_taint(t: &str) -> Option<(String, String, String)> {
     let (kv, effect) = t.rsplit_once(':')?;
@@ -28,9 +34,7 @@ pub fn parse_taint(t: &str) -> Option<(String, String, String)> {
 }
 
 /// The labels and taints (as `key=value:Effect`) of a Node object (Kubernetes API `v1.Node` JSON).
-pub fn node_labels_taints(
-    json: &str,
-) -> Option<(Vec<(String, String)>, Vec<(String, String, String)>)> {
+pub fn node_labels_taints(json: &str) -> Option<(Vec<Label>, Vec<Taint>)> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     let labels = v["metadata"]["labels"]
         .as_object()
