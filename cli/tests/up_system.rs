@@ -1,5 +1,5 @@
-//! Whole-system test of `clusterctl up` on the test bed: the `ha-containerd` profile (3 control planes
-//! + 2 of its workers) mapped onto systemd node containers reached over real SSH, with the recording
+//! Whole-system test of `clusterctl up` on the test bed: the `ha-containerd` profile (3 control planes and
+//! 2 of its workers) mapped onto systemd node containers reached over real SSH, with the recording
 //! kubeadm/kubelet/kubectl stand-ins of `tests/standins/` installed on the nodes (no Kubernetes can run
 //! here). Checks: a wrong host key is refused; an `up` killed after `init` converges when run again;
 //! every phase ran on the right nodes in the right order; every rendered file landed with its content
