@@ -60,6 +60,7 @@ impl Plugin {
     }
 
     /// Runs a plugin binary `prog` (ours or a reference one) inside `node` with `CNI_*` set.
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         prog: &Path,
