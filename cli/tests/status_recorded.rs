@@ -18,21 +18,20 @@ fn fixture(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default()).unwrap_or(Value::Null)
 }
 
-/// The cluster file: SSH nodes on a closed loopback port (the runtimes cannot be asked), `lab-worker2`
+/// The cluster file: Docker-provider nodes that have no containers (the runtimes cannot be asked), `lab-worker2`
 /// declared with `disktype: ssd` (the recorded node has `hdd`), `lab-worker3` not registered.
 const CLUSTER: &str = "apiVersion: clusterctl.io/v1alpha1
 kind: Cluster
 metadata: {name: lab}
 spec:
   kubernetesVersion: v1.34.1
-  provider: ssh
+  provider: docker
   networking: {podSubnet: 192.168.0.0/16, serviceSubnet: 10.96.0.0/16}
-  ssh: {user: root, port: 1, hostKeyPolicy: strict}
   nodes:
-    - {name: lab-control-plane, role: control-plane, address: 127.0.0.1}
-    - {name: lab-worker, role: worker, address: 127.0.0.1}
-    - {name: lab-worker2, role: worker, address: 127.0.0.1, labels: {disktype: ssd}}
-    - {name: lab-worker3, role: worker, address: 127.0.0.1}
+    - {name: lab-control-plane, role: control-plane}
+    - {name: lab-worker, role: worker}
+    - {name: lab-worker2, role: worker, labels: {disktype: ssd}}
+    - {name: lab-worker3, role: worker}
 ";
 
 fn server() -> ApiServer {
