@@ -57,8 +57,7 @@ fn leave_up_traces(n: &TestNode, cluster: &str) {
          echo 'net.ipv4.ip_forward = 1' > /etc/sysctl.d/99-kubernetes.conf
          printf 'overlay\\nbr_netfilter\\n' > /etc/modules-load.d/kubernetes.conf
          printf '%s' '{state}' > /var/lib/clusterctl/state.json
-         ip link add cc-vxlan type vxlan id 1 dstport 8472 dev eth0
-         echo keep > /etc/not-clusterctl.conf"
+         ip link add cc-vxlan type vxlan id 1 dstport 8472 dev eth0"
     );
     let (st, _, err) = n.exec(&script, b"").expect("exec");
     assert_eq!(st, 0, "seeding {}: {err}", n.name);
@@ -73,11 +72,12 @@ fn destroy_leaves_each_node_as_before_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (cp, w) = (&tc.nodes[0], &tc.nodes[1]);
     let name = "dstlab";
-    // The packages `up` would find: the kubeadm stand-in, the directories kubelet's package makes.
+    // The packages `up` would find: the kubeadm stand-in, the directories the kubelet and CNI plugin
+    // packages make; and a file that is not clusterctl's.
     for n in [cp, w] {
         let (st, _, err) = n
             .exec(
-                "set -e; cat > /usr/local/bin/kubeadm; chmod 755 /usr/local/bin/kubeadm; mkdir -p /etc/kubernetes/manifests /var/log/clusterctl-standin",
+                "set -e; cat > /usr/local/bin/kubeadm; chmod 755 /usr/local/bin/kubeadm; mkdir -p /etc/kubernetes/manifests /var/log/clusterctl-standin /etc/cni/net.d /opt/cni/bin; echo keep > /etc/not-clusterctl.conf",
                 STANDIN.as_bytes(),
             )
             .expect("exec");
@@ -184,5 +184,9 @@ fn destroy_leaves_each_node_as_before_up() {
         "",
     );
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("0 path(s) removed"), "{out}");
+    // Only the reset configuration it uploaded for its own `kubeadm reset` is removed again.
+    assert!(out.contains("1 path(s) removed"), "{out}");
+    for (i, n) in [cp, w].iter().enumerate() {
+        assert_eq!(n.sh(LISTING).expect("listing"), before[i], "{} after a second destroy", n.name);
+    }
 }
