@@ -34,8 +34,6 @@ for s in scripts/services/*.sh; do
 done
 
 # 3. Build once, then run everything.
-log "building"
-cargo build --workspace --all-targets --locked 2>&1 | tail -3
 log "running tests"
 cargo test --workspace --locked -- --test-threads="${TEST_THREADS:-4}"
 log "running benchmarks in short mode"
