@@ -35,7 +35,7 @@ done
 
 # 3. Build once, then run everything.
 log "running tests"
-cargo test --workspace --locked -- --test-threads="${TEST_THREADS:-4}"
+cargo test --workspace --locked --no-fail-fast -- --test-threads="${TEST_THREADS:-4}"
 log "running benchmarks in short mode"
-BENCH_SHORT=1 cargo test --workspace --benches --locked
+BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast
 log "done"
