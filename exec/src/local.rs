@@ -188,11 +188,6 @@ impl Transport for LocalTransport {
         raw::run(self, cmd, on_output)
     }
 
-    fn upload(&self, data: &[u8], file: &FileSpec) -> Result<(), ExecError> {
-        let mut r: &[u8] = data;
-        raw::upload_stream(self, &mut r, data.len() as u64, file, &mut |_| {})
-    }
-
     fn upload_stream(
         &self,
         reader: &mut dyn Read,

@@ -122,7 +122,11 @@ pub trait Transport: Send + Sync {
     }
     /// Writes `data` to `file.path` with `file.mode` (atomically: a temp file in the same directory,
     /// size-checked, then renamed into place; a failed upload leaves the old file untouched).
-    fn upload(&self, data: &[u8], file: &FileSpec) -> Result<(), ExecError>;
+    /// By default this is `upload_stream` over the bytes with no progress callback.
+    fn upload(&self, data: &[u8], file: &FileSpec) -> Result<(), ExecError> {
+        let mut reader: &[u8] = data;
+        self.upload_stream(&mut reader, data.len() as u64, file, &mut |_| {})
+    }
     /// Streams `size` bytes from `reader` to `file.path`; `progress` receives the running byte count.
     fn upload_stream(
         &self,
