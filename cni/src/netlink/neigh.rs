@@ -96,30 +96,11 @@ impl Netlink {
 
     /// Permanent IPv4 neighbour entries on interface `index`.
     pub fn neighs(&mut self, index: u32) -> NlResult<Vec<NeighEntry>> {
-        let mut q = NeighbourMessage::default();
-        q.header.family = AddressFamily::Inet;
-        let all = self.dump(RouteNetlinkMessage::GetNeighbour(q), "dump neighbours")?;
-        let mut out = Vec::new();
-        for m in all {
-            let RouteNetlinkMessage::NewNeighbour(n) = m else {
-                continue;
-            };
-            if n.header.ifindex != index || n.header.state != NeighbourState::Permanent {
-                continue;
-            }
-            let ip = n.attributes.iter().find_map(|a| match a {
-                NeighbourAttribute::Destination(a) => ipv4(a),
-                _ => None,
-            });
-            let mac = n.attributes.iter().find_map(|a| match a {
-                NeighbourAttribute::LinkLayerAddress(m) => mac6(m),
-                _ => None,
-            });
-            if let (Some(ip), Some(mac)) = (ip, mac) {
-                out.push(NeighEntry { index, ip, mac });
-            }
-        }
-        Ok(out)
+        let found = self.permanent_entries(AddressFamily::Inet, index, "dump neighbours")?;
+        Ok(found
+            .into_iter()
+            .map(|(ip, mac)| NeighEntry { index, ip, mac })
+            .collect())
     }
 
     /// Adds or replaces a permanent fdb entry on a VXLAN device (idempotent).
@@ -148,9 +129,24 @@ impl Netlink {
 
     /// Permanent fdb entries with a remote destination on device `index`.
     pub fn fdbs(&mut self, index: u32) -> NlResult<Vec<FdbEntry>> {
+        let found = self.permanent_entries(AddressFamily::Bridge, index, "dump fdb")?;
+        Ok(found
+            .into_iter()
+            .map(|(dst, mac)| FdbEntry { index, mac, dst })
+            .collect())
+    }
+
+    /// (destination IPv4, link-layer address) of every permanent entry of `family` on device
+    /// `index`: the neighbour table for `Inet`, the fdb for `Bridge`. `op` names the dump in errors.
+    fn permanent_entries(
+        &mut self,
+        family: AddressFamily,
+        index: u32,
+        op: &str,
+    ) -> NlResult<Vec<(Ipv4Addr, [u8; 6])>> {
         let mut q = NeighbourMessage::default();
-        q.header.family = AddressFamily::Bridge;
-        let all = self.dump(RouteNetlinkMessage::GetNeighbour(q), "dump fdb")?;
+        q.header.family = family;
+        let all = self.dump(RouteNetlinkMessage::GetNeighbour(q), op)?;
         let mut out = Vec::new();
         for m in all {
             let RouteNetlinkMessage::NewNeighbour(n) = m else {
@@ -168,7 +164,7 @@ impl Netlink {
                 _ => None,
             });
             if let (Some(dst), Some(mac)) = (dst, mac) {
-                out.push(FdbEntry { index, mac, dst });
+                out.push((dst, mac));
             }
         }
         Ok(out)
