@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod diagnose;
+pub mod drain;
 pub mod image;
 pub mod kube_impl;
 pub mod kubeconfig;
