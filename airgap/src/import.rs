@@ -35,9 +35,58 @@ pub struct ImportReport {
     pub manifests_put: usize,
 }
 
+/// The identity of a bundle file as the file system reports it: canonical path, device, inode, size,
+/// modification and status-change times (ns). Any write to the file changes its ctime, which no
+/// user-level call can set back, so an equal stamp means the same unchanged file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStamp {
+    /// Canonical path.
+    pub path: PathBuf,
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// `st_size` in bytes.
+    pub size: u64,
+    /// `st_mtime` in ns since the epoch.
+    pub mtime_ns: i128,
+    /// `st_ctime` in ns since the epoch.
+    pub ctime_ns: i128,
+}
+
+impl FileStamp {
+    /// The stamp of the file at `path`. Errors: I/O (missing file, unreadable metadata).
+    pub fn of(path: &Path) -> Result<FileStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let canon = std::fs::canonicalize(path).map_err(|e| AirgapError::io(path, e))?;
+        let m = std::fs::metadata(&canon).map_err(|e| AirgapError::io(path, e))?;
+        Ok(FileStamp {
+            path: canon,
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+            ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+        })
+    }
+}
+
+/// A full verification remembered in the import record: the file it was made on, the sha256 of its
+/// `SHA256SUMS` entry, and the verified bundle (manifest, index, entry table).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerifiedStamp {
+    /// The file verified.
+    pub file: FileStamp,
+    /// sha256 of its `SHA256SUMS` entry.
+    pub sums: Digest,
+    /// What the verification found.
+    pub bundle: VerifiedBundle,
+}
+
 /// The record of past imports (`<bundle>.imported.json` unless chosen otherwise): target reference
-/// → digest pushed, and node → digests loaded. Holds no secrets.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// → digest pushed, node → digests loaded, and the last full verification of the bundle. Holds no
+/// secrets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ImportState {
     /// Mirror reference → manifest digest pushed there.
     #[serde(default)]
@@ -45,6 +94,9 @@ pub struct ImportState {
     /// Node name → image digests loaded into its runtime.
     #[serde(default)]
     pub nodes: BTreeMap<String, Vec<Digest>>,
+    /// The last full verification (written after an import that verified the whole bundle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<VerifiedStamp>,
 }
 
 impl ImportState {

@@ -205,20 +205,29 @@ pub fn load_into_node(
     Ok(report)
 }
 
-/// Streams the bundle's packages for a node (`os_family` and `arch` equal, or `any`) and its
-/// binaries to `<remote_dir>/packages/<file>` and `<remote_dir>/bin/<file>` on the node (mode 0644,
-/// binaries 0755), checking each again on the way. Returns the remote paths written, in bundle
-/// order; installing them (dnf/apt/dpkg) is the packages phase's job. Errors: upload failures.
-pub fn upload_packages(
-    transport: &dyn Transport,
+/// One bundle file a node needs: the entry, where it goes on the node and its mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFile {
+    /// The bundle entry (path, size, sha256, OS family, arch).
+    pub file: crate::bundle::BundleFile,
+    /// Absolute path on the node: `<remote_dir>/packages/<file>` or `<remote_dir>/bin/<file>`.
+    pub remote: String,
+    /// File mode on the node: 0644 for packages, 0755 for binaries.
+    pub mode: u32,
+    /// True for `bin/…` entries (the clusterctl binary), false for `airgap.packages`.
+    pub binary: bool,
+}
+
+/// The bundle's packages for a node (`os_family` and `arch` equal, or OS family `any`) and its
+/// binaries, in bundle order, with their paths under `remote_dir` on the node.
+pub fn files_for(
     bundle: &VerifiedBundle,
     os_family: &str,
     arch: &str,
     remote_dir: &str,
-) -> Result<Vec<String>> {
-    let node = transport.node().to_string();
-    let mut written = Vec::new();
-    let wanted = bundle
+) -> Vec<NodeFile> {
+    let dir = remote_dir.trim_end_matches('/');
+    bundle
         .manifest
         .packages
         .iter()
@@ -226,33 +235,182 @@ pub fn upload_packages(
             p.os.as_deref().is_none_or(|o| o == os_family || o == "any")
                 && p.arch.as_deref().is_none_or(|a| a == arch)
         })
-        .map(|p| (p, "packages", 0o644))
-        .chain(bundle.manifest.binaries.iter().map(|b| (b, "bin", 0o755)));
-    for (file, dir, mode) in wanted {
-        let name = file.path.rsplit('/').next().unwrap_or(&file.name);
-        let remote = format!("{}/{dir}/{name}", remote_dir.trim_end_matches('/'));
-        let mut reader = crate::digest::Hashing::new(bundle.open(&file.path)?);
-        let spec = FileSpec {
-            path: PathBuf::from(&remote),
-            mode,
-            owner: None,
-        };
-        transport
-            .upload_stream(&mut reader, file.size, &spec, &mut |_| {})
-            .map_err(|e| AirgapError::Node {
-                node: node.clone(),
-                reason: format!("upload of {}: {e}", file.path),
-            })?;
-        let (got, n, _) = reader.finish();
-        if got != file.sha256 || n != file.size {
-            return Err(AirgapError::Entry {
-                entry: file.path.clone(),
-                reason: "changed since verification".into(),
-            });
-        }
-        written.push(remote);
+        .map(|p| (p, false))
+        .chain(bundle.manifest.binaries.iter().map(|b| (b, true)))
+        .map(|(file, binary)| {
+            let name = file.path.rsplit('/').next().unwrap_or(&file.name);
+            let sub = if binary { "bin" } else { "packages" };
+            NodeFile {
+                file: file.clone(),
+                remote: format!("{dir}/{sub}/{name}"),
+                mode: if binary { 0o755 } else { 0o644 },
+                binary,
+            }
+        })
+        .collect()
+}
+
+/// Streams one bundle file to the node (`upload_stream`, `progress` gets bytes sent so far) and
+/// checks its sha256 and size again on the way. Errors: upload failure (`AirgapError::Node`) or
+/// the entry changed since verification (`AirgapError::Entry`).
+pub fn upload_file(
+    transport: &dyn Transport,
+    bundle: &VerifiedBundle,
+    f: &NodeFile,
+    progress: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let mut reader = crate::digest::Hashing::new(bundle.open(&f.file.path)?);
+    let spec = FileSpec {
+        path: PathBuf::from(&f.remote),
+        mode: f.mode,
+        owner: None,
+    };
+    transport
+        .upload_stream(&mut reader, f.file.size, &spec, progress)
+        .map_err(|e| AirgapError::Node {
+            node: transport.node().to_string(),
+            reason: format!("upload of {}: {e}", f.file.path),
+        })?;
+    let (got, n, _) = reader.finish();
+    if got != f.file.sha256 || n != f.file.size {
+        return Err(AirgapError::Entry {
+            entry: f.file.path.clone(),
+            reason: "changed since verification".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Streams the bundle's packages for a node (see [`files_for`]) to `<remote_dir>/packages/<file>`
+/// and its binaries to `<remote_dir>/bin/<file>` (mode 0644, binaries 0755), checking each again on
+/// the way. Returns the remote paths written, in bundle order; installing them is
+/// [`install_step`]'s job. Errors: upload failures.
+pub fn upload_packages(
+    transport: &dyn Transport,
+    bundle: &VerifiedBundle,
+    os_family: &str,
+    arch: &str,
+    remote_dir: &str,
+) -> Result<Vec<String>> {
+    let mut written = Vec::new();
+    for f in files_for(bundle, os_family, arch, remote_dir) {
+        upload_file(transport, bundle, &f, &mut |_| {})?;
+        written.push(f.remote);
     }
     Ok(written)
+}
+
+/// How a package file is installed on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InstallKind {
+    /// A `.deb`: `dpkg -i` (all of a node's at once, so they may depend on each other).
+    Deb,
+    /// An `.rpm`: `rpm -U --replacepkgs` (all at once).
+    Rpm,
+    /// A static binary of OS family `any`: copied to `/usr/local/bin/<name>` (mode 0755).
+    Binary,
+}
+
+/// How `f` is installed, with a read-only shell check that exits 0 when it already is; `None` for
+/// files that are only carried (the clusterctl binary, archives such as `.tgz`).
+pub fn install_step(f: &NodeFile) -> Option<(InstallKind, String)> {
+    if f.binary {
+        return None;
+    }
+    let q = shell_quote(&f.remote);
+    if f.remote.ends_with(".deb") {
+        Some((
+            InstallKind::Deb,
+            format!(
+                "p=$(dpkg-deb -f {q} Package) && v=$(dpkg-deb -f {q} Version) && \
+                 [ \"$(dpkg-query -W -f='${{Status}} ${{Version}}' \"$p\" 2>/dev/null)\" = \"install ok installed $v\" ]"
+            ),
+        ))
+    } else if f.remote.ends_with(".rpm") {
+        Some((
+            InstallKind::Rpm,
+            format!("rpm -q \"$(rpm -qp --qf '%{{NAME}}-%{{VERSION}}-%{{RELEASE}}.%{{ARCH}}' {q})\" >/dev/null 2>&1"),
+        ))
+    } else if f.file.os.as_deref() == Some("any")
+        && crate::bundle::verify::safe_path(&f.file.name)
+        && !f.file.name.contains('/')
+        && !f.remote.ends_with(".tgz")
+        && !f.remote.ends_with(".gz")
+        && !f.remote.ends_with(".tar")
+    {
+        let dest = shell_quote(&format!("/usr/local/bin/{}", f.file.name));
+        Some((
+            InstallKind::Binary,
+            format!("cmp -s {q} {dest} && [ \"$(stat -c %a {dest})\" = 755 ]"),
+        ))
+    } else {
+        None
+    }
+}
+
+/// The script installing `files` (all of one [`InstallKind`]) on a node.
+pub fn install_script(kind: InstallKind, files: &[&NodeFile]) -> String {
+    let list: Vec<String> = files.iter().map(|f| shell_quote(&f.remote)).collect();
+    match kind {
+        InstallKind::Deb => format!("dpkg -i {}", list.join(" ")),
+        InstallKind::Rpm => format!("rpm -U --replacepkgs {}", list.join(" ")),
+        InstallKind::Binary => files
+            .iter()
+            .map(|f| {
+                format!(
+                    "install -m 0755 {} {}",
+                    shell_quote(&f.remote),
+                    shell_quote(&format!("/usr/local/bin/{}", f.file.name))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" && "),
+    }
+}
+
+/// The OS family of a node from `/etc/os-release` `ID` and `ID_LIKE`: `debian` (Debian, Ubuntu and
+/// derivatives), `rhel` (RHEL, CentOS, Rocky, Alma, Fedora and derivatives) or `other`.
+pub fn os_family(os_id: &str, os_like: &str) -> &'static str {
+    let words: Vec<&str> = std::iter::once(os_id)
+        .chain(os_like.split_whitespace())
+        .collect();
+    if words.iter().any(|w| matches!(*w, "debian" | "ubuntu")) {
+        "debian"
+    } else if words
+        .iter()
+        .any(|w| matches!(*w, "rhel" | "centos" | "fedora" | "rocky" | "almalinux"))
+    {
+        "rhel"
+    } else {
+        "other"
+    }
+}
+
+/// The OCI/Debian architecture name of `uname -m` output: `x86_64` → `amd64`, `aarch64` → `arm64`,
+/// anything else unchanged.
+pub fn oci_arch(uname_m: &str) -> String {
+    match uname_m.trim() {
+        "x86_64" => "amd64".into(),
+        "aarch64" | "arm64" => "arm64".into(),
+        "ppc64le" => "ppc64le".into(),
+        "s390x" => "s390x".into(),
+        other => other.into(),
+    }
+}
+
+/// Parses `ctr images ls` output (columns `REF TYPE DIGEST SIZE PLATFORMS LABELS`, one header
+/// line) into image name → manifest digest. Lines that do not parse are left out.
+pub fn parse_ctr_images(out: &str) -> std::collections::BTreeMap<String, Digest> {
+    out.lines()
+        .filter(|l| !l.starts_with("REF "))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?;
+            let _kind = w.next()?;
+            let d = Digest::parse(w.next()?).ok()?;
+            Some((name.to_string(), d))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -289,5 +447,76 @@ mod tests {
             "set -e; skopeo copy --quiet 'oci-archive:/tmp/i.tar:harbor.example.com/library/pause:3.10.1' 'containers-storage:harbor.example.com/library/pause:3.10.1'; rm -f '/tmp/i.tar'"
         );
         assert_eq!(shell_quote("a'b"), "'a'\\''b'");
+    }
+
+    fn file(name: &str, path: &str, os: &str, binary: bool) -> NodeFile {
+        NodeFile {
+            file: crate::bundle::BundleFile {
+                name: name.into(),
+                path: path.into(),
+                os: Some(os.into()),
+                arch: Some("amd64".into()),
+                size: 1,
+                sha256: Digest::of(b"x"),
+            },
+            remote: format!("/r/{}", path.rsplit('/').next().unwrap_or_default()),
+            mode: 0o644,
+            binary,
+        }
+    }
+
+    #[test]
+    fn install_steps_per_kind() {
+        let deb = file(
+            "kubeadm",
+            "packages/debian-amd64/kubeadm_1.deb",
+            "debian",
+            false,
+        );
+        let rpm = file(
+            "kubeadm",
+            "packages/rhel-amd64/kubeadm-1.rpm",
+            "rhel",
+            false,
+        );
+        let bin = file("crictl", "packages/any-amd64/crictl", "any", false);
+        let evil = file("../../etc/x", "packages/any-amd64/x", "any", false);
+        let tgz = file("cni", "packages/any-amd64/cni.tgz", "any", false);
+        let me = file("clusterctl", "bin/clusterctl", "any", true);
+        assert_eq!(install_step(&deb).map(|s| s.0), Some(InstallKind::Deb));
+        assert!(install_step(&deb)
+            .map(|s| s.1)
+            .unwrap_or_default()
+            .contains("dpkg-deb -f '/r/kubeadm_1.deb' Package"));
+        assert_eq!(install_step(&rpm).map(|s| s.0), Some(InstallKind::Rpm));
+        assert_eq!(install_step(&bin).map(|s| s.0), Some(InstallKind::Binary));
+        assert_eq!(install_step(&evil), None);
+        assert_eq!(install_step(&tgz), None);
+        assert_eq!(install_step(&me), None);
+        assert_eq!(
+            install_script(InstallKind::Deb, &[&deb]),
+            "dpkg -i '/r/kubeadm_1.deb'"
+        );
+        assert_eq!(
+            install_script(InstallKind::Binary, &[&bin]),
+            "install -m 0755 '/r/crictl' '/usr/local/bin/crictl'"
+        );
+    }
+
+    #[test]
+    fn os_families_arches_and_ctr_listing() {
+        assert_eq!(os_family("debian", ""), "debian");
+        assert_eq!(os_family("linuxmint", "ubuntu debian"), "debian");
+        assert_eq!(os_family("rocky", "rhel centos fedora"), "rhel");
+        assert_eq!(os_family("alpine", ""), "other");
+        assert_eq!(oci_arch("x86_64\n"), "amd64");
+        assert_eq!(oci_arch("aarch64"), "arm64");
+        let d = Digest::of(b"m");
+        let out = format!(
+            "REF TYPE DIGEST SIZE PLATFORMS LABELS\nregistry.k8s.io/pause:3.10.1 application/vnd.oci.image.manifest.v1+json {d} 1.2 KiB linux/amd64 -\nbroken line\n"
+        );
+        let m = parse_ctr_images(&out);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m.get("registry.k8s.io/pause:3.10.1"), Some(&d));
     }
 }

@@ -2,11 +2,15 @@
 //! of a cluster, write its bundle (pull into the cache next to the output, then write), and import
 //! a bundle (verify every byte first, then push to the mirror and record what was pushed).
 
-use crate::bundle::{verify_bundle, write_bundle, BundleInput, BundleSummary, VerifiedBundle};
+use crate::bundle::verify::sums_digest;
+use crate::bundle::{
+    verify_bundle, write_bundle, BundleInput, BundleSummary, VerifiedBundle, SUMS_ENTRY,
+};
+use crate::digest::Digest;
 use crate::error::{AirgapError, Result};
 use crate::import::{
-    import_to_registry, import_to_registry_with, precheck, ImportReport, ImportState,
-    RegistryImportOptions,
+    import_to_registry, import_to_registry_with, precheck, target_ref, FileStamp, ImportReport,
+    ImportState, RegistryImportOptions, VerifiedStamp,
 };
 use crate::packages::{prepare_packages, self_binary, PackageSource};
 use crate::plan::{list_images, platforms, requests};
@@ -14,13 +18,18 @@ use crate::pull::{pull_images, PullOptions, PullStats};
 use crate::registry::{ClientOptions, EnvCredentials, RegistryClient};
 use crate::store::BlobStore;
 use clusterctl_spec::ValidCluster;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// Registry options for a cluster: the mirror's CA and the names of its credential variables.
+/// Registry options for a cluster: the mirror's CA and the names of its credential variables. A
+/// mirror given with a CA (`caFile`) is spoken to over HTTPS even on a loopback address.
 pub fn client_options(cluster: &ValidCluster) -> ClientOptions {
     let mut o = ClientOptions::default();
     if let Some(m) = cluster.mirror() {
         o.ca_pem = m.ca_pem.clone();
+        if m.ca_pem.is_some() {
+            o.tls_hosts.push(m.host.clone());
+        }
         if let (Some(u), Some(p)) = (&m.username_env, &m.password_env) {
             o.credentials.push(EnvCredentials {
                 registry: m.host.clone(),
@@ -125,39 +134,7 @@ pub struct ImportOptions {
     pub expect: Option<(String, String)>,
 }
 
-/// Verifies `bundle` completely, then pushes it to the mirror and saves the state. Nothing is sent
-/// to any registry but read-only `HEAD`s for references recorded by an earlier import (run while
-/// verifying, so a repeated import costs little more than the verification) unless verification
-/// passed and, when `opts.expect` is set, the bundle was made for that cluster and version.
-/// Errors: verification (naming the entry), a bundle for another cluster, then push errors.
-pub fn import_bundle(
-    bundle: &Path,
-    opts: &ImportOptions,
-) -> Result<(VerifiedBundle, ImportReport)> {
-    let state_path = opts
-        .state
-        .clone()
-        .unwrap_or_else(|| ImportState::default_path(bundle));
-    let mut state = ImportState::load(&state_path);
-    // Client setup (TLS roots) and the read-only pre-check run beside the verification.
-    let (vb, prepared) = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            RegistryClient::new(opts.client.clone()).map(|c| {
-                let heads = precheck(&c, &state);
-                (c, heads)
-            })
-        });
-        let vb = verify_bundle(bundle);
-        let prepared = h.join().unwrap_or_else(|_| {
-            Err(AirgapError::Transport {
-                url: "registry client".into(),
-                reason: "setup thread panicked".into(),
-            })
-        });
-        (vb, prepared)
-    });
-    let vb = vb?;
-    let (client, heads) = prepared?;
+fn check_expected(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<()> {
     if let Some((cluster, version)) = &opts.expect {
         if &vb.manifest.cluster != cluster || &vb.manifest.kubernetes_version != version {
             return Err(AirgapError::Bundle {
@@ -169,11 +146,115 @@ pub fn import_bundle(
             });
         }
     }
+    Ok(())
+}
+
+/// Client setup (TLS roots) and the read-only `HEAD`s of every recorded reference, run beside
+/// `work` (which reads the bundle).
+fn with_prechecked<T: Send>(
+    opts: &ImportOptions,
+    state: &ImportState,
+    work: impl FnOnce() -> T + Send,
+) -> (T, Result<(RegistryClient, HashMap<String, Option<Digest>>)>) {
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            RegistryClient::new(opts.client.clone()).map(|c| {
+                let heads = precheck(&c, state);
+                (c, heads)
+            })
+        });
+        let t = work();
+        let prepared = h.join().unwrap_or_else(|_| {
+            Err(AirgapError::Transport {
+                url: "registry client".into(),
+                reason: "setup thread panicked".into(),
+            })
+        });
+        (t, prepared)
+    })
+}
+
+/// True when the record and the registry agree that every image of `vb` is at its target.
+fn all_served(
+    vb: &VerifiedBundle,
+    opts: &ImportOptions,
+    state: &ImportState,
+    heads: &HashMap<String, Option<Digest>>,
+) -> Result<bool> {
+    for img in &vb.manifest.images {
+        let key = target_ref(&img.source, &img.mirror, opts.mirror_prefix.as_deref())?.to_string();
+        if state.registry.get(&key) != Some(&img.digest)
+            || heads.get(&key) != Some(&Some(img.digest.clone()))
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Verifies `bundle` completely, then pushes it to the mirror and saves the state. Nothing is sent
+/// to any registry but read-only `HEAD`s for references recorded by an earlier import (run while
+/// verifying, so a repeated import costs little more than the verification) unless verification
+/// passed and, when `opts.expect` is set, the bundle was made for that cluster and version.
+///
+/// A repeated import of the same unchanged file is quicker still: when the record holds a full
+/// verification of this very file ([`FileStamp`]: same path, device, inode, size, mtime and ctime —
+/// any write changes the ctime) and its `SHA256SUMS` entry still hashes the same, and the registry
+/// serves every image with the recorded digest, nothing needs to be read or written and the blobs
+/// are not hashed again. Anything else (a changed or copied file, an image missing from the
+/// registry) takes the full verification before any write.
+/// Errors: verification (naming the entry), a bundle for another cluster, then push errors.
+pub fn import_bundle(
+    bundle: &Path,
+    opts: &ImportOptions,
+) -> Result<(VerifiedBundle, ImportReport)> {
+    let state_path = opts
+        .state
+        .clone()
+        .unwrap_or_else(|| ImportState::default_path(bundle));
+    let mut state = ImportState::load(&state_path);
+    let stamp = FileStamp::of(bundle).ok();
+    let cached = match (&stamp, &state.verified) {
+        (Some(s), Some(v)) if &v.file == s => Some(v.clone()),
+        _ => None,
+    };
+    let mut prepared = None;
+    if let Some(c) = cached {
+        let (sums, ready) = with_prechecked(opts, &state, || sums_digest(bundle));
+        if sums.ok().as_ref() == Some(&c.sums) {
+            check_expected(&c.bundle, opts)?;
+            let (client, heads) = ready?;
+            if all_served(&c.bundle, opts, &state, &heads)? {
+                let report = ImportReport {
+                    images_skipped: c.bundle.manifest.images.len(),
+                    ..Default::default()
+                };
+                return Ok((c.bundle, report));
+            }
+            prepared = Some(Ok((client, heads)));
+        }
+    }
+    let (vb, prepared) = match prepared {
+        Some(p) => (verify_bundle(bundle), p),
+        None => with_prechecked(opts, &state, || verify_bundle(bundle)),
+    };
+    let vb = vb?;
+    let (client, heads) = prepared?;
+    check_expected(&vb, opts)?;
     let ropts = RegistryImportOptions {
         mirror_prefix: opts.mirror_prefix.clone(),
         jobs: opts.jobs.max(1),
     };
     let result = import_to_registry_with(&client, &vb, &ropts, &mut state, &heads);
+    if result.is_ok() {
+        if let (Some(file), Some(sums)) = (stamp, vb.entries.get(SUMS_ENTRY)) {
+            state.verified = Some(VerifiedStamp {
+                file,
+                sums: sums.digest.clone(),
+                bundle: vb.clone(),
+            });
+        }
+    }
     state.save(&state_path)?;
     Ok((vb, result?))
 }

@@ -252,4 +252,46 @@ fn tampered_bundles_change_nothing() {
     let (_, report) = import_bundle(&good, &opts).expect("good import");
     assert_eq!(report.images_pushed, 2);
     assert!(reg.blob_count() > 0);
+
+    // Importing the same unchanged file again: the record's full verification of this very file
+    // holds, the registry serves both images, nothing is written.
+    let writes = |reg: &Registry| -> usize {
+        ["PUT", "POST", "PATCH"]
+            .iter()
+            .map(|m| reg.count_requests(m, "/v2/"))
+            .sum()
+    };
+    let before = writes(&reg);
+    let (_, again) = import_bundle(&good, &opts).expect("second import");
+    assert_eq!((again.images_skipped, again.images_pushed), (2, 0));
+    assert_eq!(writes(&reg), before);
+
+    // The same file changed in place (same size, mtime set back): verified in full again and
+    // refused, naming the entry; still nothing written.
+    let vb = clusterctl_airgap::bundle::verify_bundle(&good).expect("verifies");
+    let (name, loc) = vb
+        .entries
+        .iter()
+        .filter(|(n, _)| n.starts_with("oci/blobs/"))
+        .max_by_key(|(_, l)| l.size)
+        .map(|(n, l)| (n.clone(), l.clone()))
+        .expect("a blob");
+    let mtime = std::fs::metadata(&good)
+        .and_then(|m| m.modified())
+        .expect("mtime")
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    let mut bytes = std::fs::read(&good).expect("read");
+    bytes[loc.offset as usize + 3] ^= 0x08;
+    std::fs::write(&good, &bytes).expect("write in place");
+    let st = std::process::Command::new("touch")
+        .arg("-d")
+        .arg(format!("@{}.{:09}", mtime.as_secs(), mtime.subsec_nanos()))
+        .arg(&good)
+        .status()
+        .expect("touch");
+    assert!(st.success());
+    let err = import_bundle(&good, &opts).expect_err("changed bundle must be verified again");
+    assert!(err.to_string().contains(&name), "{err}");
+    assert_eq!(writes(&reg), before);
 }

@@ -3,6 +3,10 @@
 //! `Registry::start()` writes a distribution v2 config (filesystem storage in a temp dir, deletes
 //! enabled, access log on), starts `docker-registry serve CONFIG` on a free `127.0.0.1` port and
 //! returns once `GET /v2/` answers 200. The guard kills the process and removes the directory.
+//! `Registry::start_tls` serves HTTPS with a certificate from a CA made per test ([`TestCa`], rcgen).
+//! Test images are built here from random bytes (never pulled): [`layer`] (a gzip'd tar holding one
+//! file), [`image`] (OCI config with the layers' `diff_ids` and an OCI manifest), pushed with
+//! [`Registry::push`] (monolithic `POST ?digest=` uploads and a manifest `PUT`, plain HTTP).
 
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
@@ -24,15 +28,26 @@ pub struct Registry {
     child: Child,
     addr: String,
     dir: tempfile::TempDir,
+    tls: bool,
 }
 
 impl Registry {
     /// Starts a registry on a free loopback port. Errors: binary missing, or it does not answer
     /// `GET /v2/` within 15 s (its log is included in the error).
     pub fn start() -> Result<Registry> {
+        Self::start_with(None)
+    }
+
+    /// Starts a registry serving HTTPS on a free loopback port with `ca`'s serving certificate
+    /// (names `127.0.0.1` and `localhost`). Errors: as [`Registry::start`].
+    pub fn start_tls(ca: &TestCa) -> Result<Registry> {
+        Self::start_with(Some(ca))
+    }
+
+    fn start_with(tls: Option<&TestCa>) -> Result<Registry> {
         let mut last = None;
         for _ in 0..3 {
-            match Self::try_start() {
+            match Self::try_start(tls) {
                 Ok(r) => return Ok(r),
                 Err(e) => last = Some(e),
             }
@@ -40,7 +55,7 @@ impl Registry {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("registry did not start")))
     }
 
-    fn try_start() -> Result<Registry> {
+    fn try_start(tls: Option<&TestCa>) -> Result<Registry> {
         if !available() {
             bail!("{REGISTRY_BIN} is not installed (Debian package docker-registry)");
         }
@@ -49,10 +64,21 @@ impl Registry {
         let addr = format!("127.0.0.1:{port}");
         let storage = dir.path().join("storage");
         std::fs::create_dir_all(&storage)?;
-        let config = format!(
+        let mut config = format!(
             "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
             storage.display()
         );
+        if let Some(ca) = tls {
+            let cert = dir.path().join("server.crt");
+            let key = dir.path().join("server.key");
+            std::fs::write(&cert, &ca.server_cert_pem)?;
+            std::fs::write(&key, &ca.server_key_pem)?;
+            config.push_str(&format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                cert.display(),
+                key.display()
+            ));
+        }
         let cfg = dir.path().join("config.yml");
         std::fs::write(&cfg, config)?;
         let log = std::fs::File::create(dir.path().join("registry.log"))?;
@@ -64,7 +90,12 @@ impl Registry {
             .stderr(log)
             .spawn()
             .context("spawning docker-registry")?;
-        let reg = Registry { child, addr, dir };
+        let reg = Registry {
+            child,
+            addr,
+            dir,
+            tls: tls.is_some(),
+        };
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
             if reg.ping() {
@@ -83,6 +114,11 @@ impl Registry {
         let Ok(mut s) = TcpStream::connect(&self.addr) else {
             return false;
         };
+        if self.tls {
+            // The TLS listener accepts once the certificate loaded; a TLS handshake is left to the
+            // client under test.
+            return true;
+        }
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
         if s.write_all(format!("GET /v2/ HTTP/1.0\r\nHost: {}\r\n\r\n", self.addr).as_bytes())
             .is_err()
@@ -140,6 +176,248 @@ impl Registry {
         );
         n
     }
+}
+
+impl Registry {
+    fn request(&self, method: &str, path: &str, ctype: &str, body: &[u8]) -> Result<(u16, String)> {
+        if self.tls {
+            bail!("Registry::push speaks plain HTTP only");
+        }
+        let mut s = TcpStream::connect(&self.addr)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let head = format!(
+            "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        s.write_all(head.as_bytes())?;
+        s.write_all(body)?;
+        let mut resp = Vec::new();
+        s.read_to_end(&mut resp)?;
+        let text = String::from_utf8_lossy(&resp).into_owned();
+        let status = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        Ok((status, text))
+    }
+
+    /// Pushes `img` as `repo:tag` (blobs by monolithic `POST /v2/<repo>/blobs/uploads/?digest=`,
+    /// then the manifest). Errors: the registry answered anything but 201.
+    pub fn push(&self, repo: &str, tag: &str, img: &TestImage) -> Result<()> {
+        for b in &img.blobs {
+            let (st, text) = self.request(
+                "POST",
+                &format!("/v2/{repo}/blobs/uploads/?digest={}", b.digest),
+                "application/octet-stream",
+                &b.bytes,
+            )?;
+            if st != 201 {
+                bail!("blob upload {} to {repo}: {st}: {text}", b.digest);
+            }
+        }
+        let (st, text) = self.request(
+            "PUT",
+            &format!("/v2/{repo}/manifests/{tag}"),
+            &img.manifest.media_type,
+            &img.manifest.bytes,
+        )?;
+        if st != 201 {
+            bail!("manifest {repo}:{tag}: {st}: {text}");
+        }
+        Ok(())
+    }
+}
+
+/// A CA made for one test with a serving certificate for `127.0.0.1` and `localhost` (rcgen).
+pub struct TestCa {
+    /// The CA certificate (PEM): what the client under test is told to trust.
+    pub ca_pem: String,
+    /// The serving certificate (PEM), signed by the CA.
+    pub server_cert_pem: String,
+    /// The serving certificate's private key (PKCS#8 PEM).
+    pub server_key_pem: String,
+}
+
+impl TestCa {
+    /// Makes a CA named `name` and its serving certificate. Errors: key generation or signing.
+    pub fn new(name: &str) -> Result<TestCa> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+            SanType,
+        };
+        let ca_key = KeyPair::generate().context("CA key")?;
+        let mut ca = CertificateParams::new(Vec::<String>::new()).context("CA params")?;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, name);
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_cert = ca.self_signed(&ca_key).context("self-signing the CA")?;
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().context("server key")?;
+        let mut leaf =
+            CertificateParams::new(vec!["localhost".to_string()]).context("server params")?;
+        leaf.distinguished_name.push(DnType::CommonName, "registry");
+        leaf.subject_alt_names
+            .push(SanType::IpAddress(std::net::IpAddr::V4(
+                std::net::Ipv4Addr::LOCALHOST,
+            )));
+        let cert = leaf
+            .signed_by(&key, &issuer)
+            .context("signing the server certificate")?;
+        Ok(TestCa {
+            ca_pem: ca_cert.pem(),
+            server_cert_pem: cert.pem(),
+            server_key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// A tiny deterministic PRNG (xorshift64*): random-looking, reproducible test content.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = if self.0 == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            self.0
+        };
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// `n` random bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            v.extend_from_slice(&self.next_u64().to_le_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+}
+
+/// A blob of a test image with its descriptor facts.
+#[derive(Clone, Debug)]
+pub struct TestBlob {
+    /// Content.
+    pub bytes: Vec<u8>,
+    /// `sha256:<hex>` of the content.
+    pub digest: String,
+    /// OCI media type.
+    pub media_type: String,
+    /// `sha256:<hex>` of the uncompressed tar (layers only).
+    pub diff_id: Option<String>,
+}
+
+impl TestBlob {
+    fn new(bytes: Vec<u8>, media_type: &str, diff_id: Option<String>) -> TestBlob {
+        TestBlob {
+            digest: sha256_digest(&bytes),
+            bytes,
+            media_type: media_type.to_string(),
+            diff_id,
+        }
+    }
+    /// The OCI descriptor `{mediaType, digest, size}`.
+    pub fn desc(&self) -> serde_json::Value {
+        serde_json::json!({"mediaType": self.media_type, "digest": self.digest, "size": self.bytes.len()})
+    }
+}
+
+/// `sha256:<hex>` of `bytes`.
+pub fn sha256_digest(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
+/// A test image: its manifest and the blobs it needs (config first, then layers).
+#[derive(Clone, Debug)]
+pub struct TestImage {
+    /// The OCI image manifest.
+    pub manifest: TestBlob,
+    /// Config, then layers.
+    pub blobs: Vec<TestBlob>,
+    /// Architecture in the config (`amd64`, `arm64`).
+    pub arch: String,
+}
+
+/// A gzip'd tar layer (OCI `layer.v1.tar+gzip`) holding file `name` of `size` random bytes.
+/// Errors: none in practice (in-memory writes).
+pub fn layer(rng: &mut Rng, name: &str, size: usize) -> Result<TestBlob> {
+    let data = rng.bytes(size);
+    let mut tb = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_mtime(0);
+    h.set_entry_type(tar::EntryType::Regular);
+    tb.append_data(&mut h, name, data.as_slice())?;
+    let raw = tb.into_inner()?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&raw)?;
+    Ok(TestBlob::new(
+        gz.finish()?,
+        "application/vnd.oci.image.layer.v1.tar+gzip",
+        Some(sha256_digest(&raw)),
+    ))
+}
+
+/// An OCI image (linux/`arch`) of `layers` whose config carries label `fixture=<label>`.
+pub fn image(layers: &[TestBlob], arch: &str, label: &str) -> TestImage {
+    let diff_ids: Vec<&str> = layers.iter().filter_map(|l| l.diff_id.as_deref()).collect();
+    let config = serde_json::json!({
+        "architecture": arch, "os": "linux",
+        "config": {"Labels": {"fixture": label}, "Cmd": ["/bin/true"]},
+        "rootfs": {"type": "layers", "diff_ids": diff_ids}
+    });
+    let config = TestBlob::new(
+        config.to_string().into_bytes(),
+        "application/vnd.oci.image.config.v1+json",
+        None,
+    );
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": config.desc(),
+        "layers": layers.iter().map(TestBlob::desc).collect::<Vec<_>>()
+    });
+    let manifest = TestBlob::new(
+        manifest.to_string().into_bytes(),
+        "application/vnd.oci.image.manifest.v1+json",
+        None,
+    );
+    let mut blobs = vec![config];
+    blobs.extend(layers.iter().cloned());
+    TestImage {
+        manifest,
+        blobs,
+        arch: arch.to_string(),
+    }
+}
+
+/// An OCI image index over `images`, each entry with its platform (`linux/<arch>`).
+pub fn index(images: &[TestImage]) -> TestBlob {
+    let manifests: Vec<serde_json::Value> = images
+        .iter()
+        .map(|i| {
+            let mut d = i.manifest.desc();
+            d["platform"] = serde_json::json!({"os": "linux", "architecture": i.arch});
+            d
+        })
+        .collect();
+    let bytes = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": manifests
+    })
+    .to_string()
+    .into_bytes();
+    TestBlob::new(bytes, "application/vnd.oci.image.index.v1+json", None)
 }
 
 impl Drop for Registry {

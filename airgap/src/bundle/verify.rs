@@ -15,7 +15,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Where a verified entry's bytes are in the bundle file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EntryLoc {
     /// Byte offset of the entry's data in the tar file.
     pub offset: u64,
@@ -25,8 +25,9 @@ pub struct EntryLoc {
     pub digest: Digest,
 }
 
-/// A bundle whose every byte was checked.
-#[derive(Debug, Clone)]
+/// A bundle whose every byte was checked (kept in the import record, see
+/// [`crate::import::VerifiedStamp`], so an unchanged file need not be read again).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct VerifiedBundle {
     /// Path of the bundle file.
     pub path: PathBuf,
@@ -77,6 +78,26 @@ fn parse_sums(text: &str) -> Result<BTreeMap<String, Digest>> {
         }
     }
     Ok(out)
+}
+
+/// The sha256 of the bundle's first entry, `SHA256SUMS` (which pins every other entry), reading only
+/// that entry. Errors: I/O, or the first entry is not `SHA256SUMS`.
+pub fn sums_digest(path: &Path) -> Result<Digest> {
+    let f = std::fs::File::open(path).map_err(|e| AirgapError::io(path, e))?;
+    let mut ar = tar::Archive::new(std::io::BufReader::new(f));
+    let mut entries = ar.entries().map_err(|e| AirgapError::io(path, e))?;
+    let mut first = entries
+        .next()
+        .ok_or_else(|| refuse(SUMS_ENTRY, "missing"))?
+        .map_err(|e| AirgapError::io(path, e))?;
+    if first.path_bytes().as_ref() != SUMS_ENTRY.as_bytes() {
+        return Err(refuse(SUMS_ENTRY, "must be the first entry"));
+    }
+    let (d, n) = crate::digest::digest_reader(&mut first).map_err(|e| AirgapError::io(path, e))?;
+    if n != first.size() {
+        return Err(refuse(SUMS_ENTRY, "truncated"));
+    }
+    Ok(d)
 }
 
 /// Verifies the bundle at `path`. Errors: `AirgapError::Entry` naming the first bad entry

@@ -23,8 +23,11 @@ pub struct ClientOptions {
     pub ca_file: Option<PathBuf>,
     /// Extra CA certificates given as PEM text (e.g. the mirror's `caFile` as read by the loader).
     pub ca_pem: Option<String>,
-    /// Registries (host[:port]) spoken to over plain HTTP. Loopback hosts always are.
+    /// Registries (host[:port]) spoken to over plain HTTP. Loopback hosts are too, unless listed in
+    /// `tls_hosts`.
     pub plain_http: Vec<String>,
+    /// Registries (host[:port]) spoken to over HTTPS even on loopback (a mirror given with a CA).
+    pub tls_hosts: Vec<String>,
     /// Basic credentials per registry, read from environment variables.
     pub credentials: Vec<EnvCredentials>,
     /// Whole-request timeout.
@@ -39,6 +42,7 @@ impl Default for ClientOptions {
             ca_file: None,
             ca_pem: None,
             plain_http: Vec::new(),
+            tls_hosts: Vec::new(),
             credentials: Vec::new(),
             timeout: Duration::from_secs(600),
             chunk_size: 64 << 20,
@@ -75,6 +79,22 @@ fn transport_err(url: &str, e: impl std::fmt::Display) -> AirgapError {
         url: url.to_string(),
         reason: e.to_string(),
     }
+}
+
+/// A request error with its causes (e.g. rustls's `invalid peer certificate: UnknownIssuer` under
+/// reqwest's `error sending request`), so a wrong CA is named.
+fn request_err(url: &str, e: reqwest::Error) -> AirgapError {
+    let mut reason = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        let text = s.to_string();
+        if !reason.contains(&text) {
+            reason.push_str(": ");
+            reason.push_str(&text);
+        }
+        src = s.source();
+    }
+    transport_err(url, reason)
 }
 
 fn status_err(method: &str, url: &str, resp: Response) -> AirgapError {
@@ -135,7 +155,12 @@ impl RegistryClient {
         } else {
             registry
         };
-        let plain = is_loopback(api)
+        let tls = self
+            .opts
+            .tls_hosts
+            .iter()
+            .any(|p| p == registry || p == api);
+        let plain = (is_loopback(api) && !tls)
             || self
                 .opts
                 .plain_http
@@ -171,7 +196,7 @@ impl RegistryClient {
         } else if let Some((u, p)) = self.creds(registry) {
             req = req.basic_auth(u, Some(p));
         }
-        let resp = req.send().map_err(|e| transport_err(&key, e))?;
+        let resp = req.send().map_err(|e| request_err(&key, e))?;
         if resp.status() != StatusCode::UNAUTHORIZED {
             return Ok(resp);
         }
@@ -204,7 +229,7 @@ impl RegistryClient {
                 make()?.bearer_auth(t)
             }
         };
-        let resp = req.send().map_err(|e| transport_err(&key, e))?;
+        let resp = req.send().map_err(|e| request_err(&key, e))?;
         if resp.status() == StatusCode::UNAUTHORIZED {
             return Err(AirgapError::Auth {
                 registry: registry.to_string(),
@@ -238,7 +263,7 @@ impl RegistryClient {
         if let Some((u, p)) = self.creds(registry) {
             req = req.basic_auth(u, Some(p));
         }
-        let resp = req.send().map_err(|e| transport_err(realm, e))?;
+        let resp = req.send().map_err(|e| request_err(realm, e))?;
         if !resp.status().is_success() {
             return Err(AirgapError::Auth {
                 registry: registry.into(),

@@ -1,6 +1,7 @@
-//! Test fixtures for the air-gap tests: OCI images built here from random bytes (never pulled from
-//! anywhere) — gzip'd tar layers, configs with correct `diff_ids`, OCI manifests, a two-platform
-//! index — written as an OCI layout and pushed into a loopback `docker-registry` with `skopeo copy`.
+//! Test fixtures for the air-gap tests: OCI images built from random bytes by the test bed
+//! (`clusterctl_testbed::registry`: gzip'd tar layers, configs with correct `diff_ids`, OCI
+//! manifests, a two-platform index; here with typed digests), written as an OCI layout and pushed
+//! into a loopback `docker-registry` with `skopeo copy`.
 
 #![allow(dead_code)]
 
@@ -8,33 +9,13 @@ pub mod containerd;
 
 use clusterctl_airgap::digest::Digest;
 use clusterctl_testbed::registry::Registry;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A tiny deterministic PRNG (xorshift64*) so fixtures are random-looking but reproducible.
-pub struct Rng(pub u64);
+use clusterctl_testbed::registry as tb;
+pub use clusterctl_testbed::registry::Rng;
 
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        let mut v = Vec::with_capacity(n + 8);
-        while v.len() < n {
-            v.extend_from_slice(&self.next().to_le_bytes());
-        }
-        v.truncate(n);
-        v
-    }
-}
-
-/// A blob with its descriptor facts.
+/// A blob with its descriptor facts (the test bed's [`tb::TestBlob`] with typed digests).
 #[derive(Clone, Debug)]
 pub struct Blob {
     pub bytes: Vec<u8>,
@@ -48,29 +29,27 @@ impl Blob {
     pub fn desc(&self) -> serde_json::Value {
         serde_json::json!({"mediaType": self.media_type, "digest": self.digest.to_string(), "size": self.bytes.len()})
     }
+    fn from_tb(b: tb::TestBlob) -> Blob {
+        Blob {
+            digest: Digest::parse(&b.digest).expect("digest"),
+            bytes: b.bytes,
+            media_type: b.media_type,
+            diff_id: b.diff_id.map(|d| Digest::parse(&d).expect("diff_id")),
+        }
+    }
+    fn to_tb(&self) -> tb::TestBlob {
+        tb::TestBlob {
+            bytes: self.bytes.clone(),
+            digest: self.digest.to_string(),
+            media_type: self.media_type.clone(),
+            diff_id: self.diff_id.as_ref().map(|d| d.to_string()),
+        }
+    }
 }
 
 /// A gzip'd tar layer holding one file of `size` random bytes.
 pub fn layer(rng: &mut Rng, name: &str, size: usize) -> Blob {
-    let data = rng.bytes(size);
-    let mut tb = tar::Builder::new(Vec::new());
-    let mut h = tar::Header::new_gnu();
-    h.set_size(data.len() as u64);
-    h.set_mode(0o644);
-    h.set_mtime(0);
-    h.set_entry_type(tar::EntryType::Regular);
-    tb.append_data(&mut h, name, data.as_slice())
-        .expect("tar in memory");
-    let raw = tb.into_inner().expect("tar in memory");
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(&raw).expect("gzip in memory");
-    let bytes = gz.finish().expect("gzip in memory");
-    Blob {
-        digest: Digest::of(&bytes),
-        bytes,
-        media_type: "application/vnd.oci.image.layer.v1.tar+gzip".into(),
-        diff_id: Some(Digest::of(&raw)),
-    }
+    Blob::from_tb(tb::layer(rng, name, size).expect("layer in memory"))
 }
 
 /// An image: manifest bytes and the blobs it needs.
@@ -81,63 +60,30 @@ pub struct Image {
     pub arch: String,
 }
 
+impl Image {
+    fn to_tb(&self) -> tb::TestImage {
+        tb::TestImage {
+            manifest: self.manifest.to_tb(),
+            blobs: self.blobs.iter().map(Blob::to_tb).collect(),
+            arch: self.arch.clone(),
+        }
+    }
+}
+
 pub fn image(layers: &[Blob], arch: &str, label: &str) -> Image {
-    let diff_ids: Vec<String> = layers
-        .iter()
-        .filter_map(|l| l.diff_id.as_ref().map(|d| d.to_string()))
-        .collect();
-    let config = serde_json::to_vec(&serde_json::json!({
-        "architecture": arch, "os": "linux",
-        "config": {"Labels": {"fixture": label}, "Cmd": ["/bin/true"]},
-        "rootfs": {"type": "layers", "diff_ids": diff_ids}
-    }))
-    .expect("json");
-    let config = Blob {
-        digest: Digest::of(&config),
-        bytes: config,
-        media_type: "application/vnd.oci.image.config.v1+json".into(),
-        diff_id: None,
-    };
-    let manifest = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": config.desc(),
-        "layers": layers.iter().map(Blob::desc).collect::<Vec<_>>()
-    }))
-    .expect("json");
-    let manifest = Blob {
-        digest: Digest::of(&manifest),
-        bytes: manifest,
-        media_type: "application/vnd.oci.image.manifest.v1+json".into(),
-        diff_id: None,
-    };
-    let mut blobs = vec![config];
-    blobs.extend(layers.iter().cloned());
+    let layers: Vec<tb::TestBlob> = layers.iter().map(Blob::to_tb).collect();
+    let i = tb::image(&layers, arch, label);
     Image {
-        manifest,
-        blobs,
-        arch: arch.to_string(),
+        manifest: Blob::from_tb(i.manifest),
+        blobs: i.blobs.into_iter().map(Blob::from_tb).collect(),
+        arch: i.arch,
     }
 }
 
 /// An index over `images` with their platforms.
 pub fn index(images: &[Image]) -> Blob {
-    let bytes = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": images.iter().map(|i| {
-            let mut d = i.manifest.desc();
-            d["platform"] = serde_json::json!({"os": "linux", "architecture": i.arch});
-            d
-        }).collect::<Vec<_>>()
-    }))
-    .expect("json");
-    Blob {
-        digest: Digest::of(&bytes),
-        bytes,
-        media_type: "application/vnd.oci.image.index.v1+json".into(),
-        diff_id: None,
-    }
+    let images: Vec<tb::TestImage> = images.iter().map(Image::to_tb).collect();
+    Blob::from_tb(tb::index(&images))
 }
 
 /// What the fixture registry holds.
