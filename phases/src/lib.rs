@@ -14,6 +14,7 @@ pub mod progress;
 pub mod report;
 pub mod state;
 pub mod up;
+pub mod upgrade;
 pub mod util;
 
 pub use ctx::{Mode, NodeCtx, PlanEntry, PlanKind, Secrets};

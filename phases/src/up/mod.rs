@@ -16,6 +16,7 @@ pub mod kubevip;
 pub mod labels;
 pub mod preflight;
 pub mod ready;
+pub mod rollout;
 pub mod runtime;
 
 use crate::ctx::{Mode, Secrets};
@@ -178,6 +179,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             inputs: no_inputs,
             run: files::render,
         },
+        rollout::version_phase(),
         Phase {
             name: "preflight",
             targets: Targets::All,
@@ -280,6 +282,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmJoin]),
         run: join::run,
     });
+    v.extend(rollout::phases());
     v.push(Phase {
         name: "labels",
         targets: Targets::FirstControlPlane,

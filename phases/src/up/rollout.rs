@@ -1,0 +1,454 @@
+//! Day-2 changes in `up`: when the file's API server settings (certSANs, OIDC, audit, extraArgs — the
+//! rendered `ClusterConfiguration` and the files the API server reads) or kubelet settings (the rendered
+//! `KubeletConfiguration`) differ from what was applied, `up` rolls them out the way the kubeadm
+//! documentation ("Reconfiguring a kubeadm cluster") and the seed's hand-run OIDC change do:
+//!
+//! - `rollout/kubeadm-config` (first control plane): `kubeadm init phase upload-config kubeadm --config`
+//!   updates the `kube-system/kubeadm-config` ConfigMap (what later joins and upgrades read);
+//! - `rollout/apiserver` (control planes, ONE AT A TIME): the API server's files (authentication
+//!   configuration, audit policy, OIDC CA) placed; when the serving certificate lacks a certSAN, the old
+//!   `apiserver.{crt,key}` moved aside and `kubeadm init phase certs apiserver --config` run (kubeadm
+//!   reuses an existing certificate, and `kubeadm certs renew` keeps the old SANs, so the old pair must
+//!   go first); `kubeadm init phase control-plane apiserver --config` regenerates the static pod; then
+//!   the node's API server must answer `/livez` before the next control plane starts;
+//! - `rollout/kubelet-config` (first control plane): `kubeadm init phase upload-config kubelet --config`
+//!   updates the `kubelet-config` ConfigMap;
+//! - `rollout/kubelet` (every node, one at a time): `kubeadm upgrade node phase kubelet-config` rewrites
+//!   `/var/lib/kubelet/config.yaml` from it, then the kubelet is restarted and must be active again.
+//!
+//! What was applied is the phase's input digest in the node's state record (the engine skips a phase
+//! recorded with the same digest). A node without a record was set up by `init`/`join` from the files
+//! of this run, so the first run only records the baseline. The configuration given to kubeadm
+//! (`/etc/kubernetes/kubeadm/rollout.yaml`, 0600) is the first control plane's rendered
+//! `ClusterConfiguration` and `KubeletConfiguration` with an `InitConfiguration` naming the node's own
+//! advertise address, so each API server keeps its address.
+//!
+//! Also the `version` check: `up` never changes the Kubernetes version of a running cluster; a file
+//! whose `kubernetesVersion` differs from the control plane's (the kube-apiserver static pod's image
+//! tag) is refused with a pointer to `clusterctl upgrade`.
+
+use super::{UpData, ADMIN_CONF};
+use crate::ctx::NodeCtx;
+use crate::engine::{InputsFn, Phase, PhaseFn, Targets};
+use crate::error::PhaseError;
+use crate::model::{FilePurpose, NodeInfo};
+use crate::state::{NodeState, STATE_PATH};
+use crate::upgrade::version;
+use clusterctl_exec::Cmd;
+use serde_yaml::{Mapping, Value};
+use std::time::Duration;
+
+/// The kubeadm configuration written for the rollout commands on each control plane (0600).
+pub const ROLLOUT_CONFIG: &str = "/etc/kubernetes/kubeadm/rollout.yaml";
+/// The kube-apiserver static pod manifest kubeadm writes.
+pub const APISERVER_MANIFEST: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";
+/// The API server's serving certificate and key.
+pub const APISERVER_CERT: &str = "/etc/kubernetes/pki/apiserver.crt";
+
+/// The document of `kind` in a multi-document YAML text, as a mapping.
+fn doc(text: &str, kind: &str) -> Option<Mapping> {
+    text.split("\n---")
+        .filter_map(|d| serde_yaml::from_str::<Value>(d).ok())
+        .filter_map(|v| match v {
+            Value::Mapping(m) => Some(m),
+            _ => None,
+        })
+        .find(|m| m.get("kind").and_then(Value::as_str) == Some(kind))
+}
+
+fn yaml(m: &Mapping) -> String {
+    serde_yaml::to_string(&Value::Mapping(m.clone())).unwrap_or_default()
+}
+
+/// The first control plane's rendered init configuration text (empty when not rendered).
+fn init_text(data: &UpData) -> String {
+    data.first_cp()
+        .and_then(|n| super::init::init_config(data, &n.name))
+        .map(|f| String::from_utf8_lossy(&f.content).into_owned())
+        .unwrap_or_default()
+}
+
+/// The rendered `ClusterConfiguration` without `kubernetesVersion` (a version change is an upgrade,
+/// not a rollout), as YAML.
+fn cluster_configuration(data: &UpData) -> Option<String> {
+    let mut m = doc(&init_text(data), "ClusterConfiguration")?;
+    m.remove("kubernetesVersion");
+    Some(yaml(&m))
+}
+
+/// Digest material of `rollout/kubeadm-config`: the ClusterConfiguration.
+pub fn cluster_inputs(data: &UpData, _: &NodeInfo) -> String {
+    cluster_configuration(data).unwrap_or_default()
+}
+
+/// Digest material of `rollout/apiserver` on `node`: the ClusterConfiguration and the node's API server
+/// files (path, mode, sha256).
+pub fn apiserver_inputs(data: &UpData, node: &NodeInfo) -> String {
+    let mut s = cluster_inputs(data, node);
+    for f in data.files_of(&node.name, FilePurpose::Other) {
+        s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
+    }
+    s
+}
+
+/// Digest material of the kubelet phases: the rendered KubeletConfiguration.
+pub fn kubelet_inputs(data: &UpData, _: &NodeInfo) -> String {
+    doc(&init_text(data), "KubeletConfiguration")
+        .map(|m| yaml(&m))
+        .unwrap_or_default()
+}
+
+/// The kubeadm configuration for the rollout commands on `node`: an InitConfiguration with the node's
+/// own name and advertise address (bind port, CRI socket and the rest as rendered, without bootstrap
+/// token or certificate key), the ClusterConfiguration and the KubeletConfiguration as rendered.
+/// Errors: nothing rendered for the first control plane.
+pub fn rollout_config(data: &UpData, node: &NodeInfo) -> Result<String, String> {
+    rollout_config_from(&init_text(data), node)
+}
+
+/// [`rollout_config`] from the first control plane's rendered init configuration `text`.
+pub fn rollout_config_from(text: &str, node: &NodeInfo) -> Result<String, String> {
+    let mut init = doc(text, "InitConfiguration")
+        .ok_or("no InitConfiguration rendered for the first control plane")?;
+    let cluster = doc(text, "ClusterConfiguration")
+        .ok_or("no ClusterConfiguration rendered for the first control plane")?;
+    init.remove("bootstrapTokens");
+    init.remove("certificateKey");
+    let address = node
+        .address
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    if let Some(Value::Mapping(ep)) = init.get_mut("localAPIEndpoint") {
+        ep.insert("advertiseAddress".into(), address.into());
+    } else {
+        let mut ep = Mapping::new();
+        ep.insert("advertiseAddress".into(), address.into());
+        init.insert("localAPIEndpoint".into(), Value::Mapping(ep));
+    }
+    if let Some(Value::Mapping(reg)) = init.get_mut("nodeRegistration") {
+        reg.insert("name".into(), node.name.clone().into());
+    }
+    let mut out = yaml(&init);
+    out.push_str("---\n");
+    out.push_str(&yaml(&cluster));
+    if let Some(k) = doc(text, "KubeletConfiguration") {
+        out.push_str("---\n");
+        out.push_str(&yaml(&k));
+    }
+    Ok(out)
+}
+
+/// The API server port of the rendered InitConfiguration (`localAPIEndpoint.bindPort`, default 6443).
+fn bind_port(data: &UpData) -> u64 {
+    doc(&init_text(data), "InitConfiguration")
+        .and_then(|m| {
+            m.get("localAPIEndpoint")
+                .and_then(|e| e.get("bindPort"))
+                .and_then(Value::as_u64)
+        })
+        .unwrap_or(6443)
+}
+
+/// `certSANs` of the rendered ClusterConfiguration.
+fn cert_sans(data: &UpData) -> Vec<String> {
+    doc(&init_text(data), "ClusterConfiguration")
+        .and_then(|m| {
+            m.get("apiServer")
+                .and_then(|a| a.get("certSANs"))
+                .and_then(Value::as_sequence)
+                .map(|s| {
+                    s.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+        })
+        .unwrap_or_default()
+}
+
+/// True when this phase has no record yet on the node: the node was configured by `init`/`join` from
+/// this run's files, and the run only records the baseline. Offline (dry run): `false` (plan it all).
+fn baseline(ctx: &mut NodeCtx, data: &UpData) -> Result<bool, PhaseError> {
+    let Some(found) = ctx.read_file(STATE_PATH)? else {
+        return Ok(false);
+    };
+    let recorded = found
+        .and_then(|b| NodeState::parse(&b, &data.spec.cluster, ctx.name()))
+        .is_some_and(|s| s.phases.contains_key(ctx.phase.as_str()));
+    if !recorded {
+        ctx.info("first run: recorded as applied by init/join");
+    }
+    Ok(!recorded)
+}
+
+fn place_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let node = ctx.node.clone();
+    let cfg = rollout_config(data, &node).map_err(|e| ctx.local_error(e))?;
+    ctx.put_file(ROLLOUT_CONFIG, 0o600, cfg.as_bytes())?;
+    Ok(())
+}
+
+fn kubeadm(ctx: &mut NodeCtx, args: &str) -> Result<(), PhaseError> {
+    let mut c = Cmd::new(format!("kubeadm {args} --config {ROLLOUT_CONFIG}"));
+    c.timeout = Some(Duration::from_secs(300));
+    ctx.run(c)?;
+    Ok(())
+}
+
+/// `rollout/kubeadm-config` (first control plane): updates the kubeadm-config ConfigMap.
+pub fn kubeadm_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    if baseline(ctx, data)? {
+        return Ok(());
+    }
+    place_config(ctx, data)?;
+    kubeadm(ctx, "init phase upload-config kubeadm")
+}
+
+/// The SANs the serving certificate at [`APISERVER_CERT`] carries (`DNS:x`, `IP Address:y` → `x`, `y`);
+/// `None` when there is no certificate.
+fn current_sans(ctx: &mut NodeCtx) -> Result<Option<Vec<String>>, PhaseError> {
+    let script = format!(
+        "if [ -f {APISERVER_CERT} ]; then openssl x509 -in {APISERVER_CERT} -noout -ext subjectAltName; else echo absent; fi"
+    );
+    let Some(out) = ctx.read(&script)? else {
+        return Ok(None);
+    };
+    if out.trim() == "absent" {
+        return Ok(None);
+    }
+    Ok(Some(
+        out.lines()
+            .skip_while(|l| !l.contains("Subject Alternative Name"))
+            .skip(1)
+            .flat_map(|l| l.split(','))
+            .filter_map(|e| e.trim().split_once(':').map(|(_, v)| v.trim().to_string()))
+            .collect(),
+    ))
+}
+
+/// `rollout/apiserver` (control planes, serial): files, certificate when a certSAN is missing, static
+/// pod regenerated, `/livez` answered before the next control plane.
+pub fn apiserver(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    if baseline(ctx, data)? {
+        return Ok(());
+    }
+    if ctx.test(&format!("test -f {ADMIN_CONF}"))? == Some(false) {
+        return Err(ctx.check_error(vec![format!(
+            "{ADMIN_CONF} is missing: this control plane was not set up by kubeadm"
+        )]));
+    }
+    for f in data.files_of(ctx.name(), FilePurpose::Other) {
+        ctx.put_file(&f.path, f.mode, &f.content)?;
+    }
+    place_config(ctx, data)?;
+    let want = cert_sans(data);
+    if let Some(have) = current_sans(ctx)? {
+        let missing: Vec<&String> = want.iter().filter(|s| !have.contains(s)).collect();
+        if !missing.is_empty() {
+            ctx.info(&format!(
+                "the API server certificate lacks certSAN(s) {}",
+                missing
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            let stamp = crate::util::now_secs();
+            ctx.run_script(&format!(
+                "mv {APISERVER_CERT} {APISERVER_CERT}.{stamp}.old && mv /etc/kubernetes/pki/apiserver.key /etc/kubernetes/pki/apiserver.key.{stamp}.old"
+            ))?;
+            kubeadm(ctx, "init phase certs apiserver")?;
+        }
+    }
+    kubeadm(ctx, "init phase control-plane apiserver")?;
+    wait_healthy(ctx, bind_port(data))
+}
+
+/// Waits (up to 5 minutes) until the node's API server answers `ok` on `/livez`.
+fn wait_healthy(ctx: &mut NodeCtx, port: u64) -> Result<(), PhaseError> {
+    let url = format!("https://127.0.0.1:{port}/livez");
+    let script = format!(
+        "sleep 2; for i in $(seq 1 150); do\n\
+         \x20 if [ \"$(curl -ks --max-time 5 {url})\" = ok ]; then echo \"{url}: ok\"; exit 0; fi\n\
+         \x20 sleep 2\n\
+         done\n\
+         echo \"{url} did not answer ok within 5 minutes\" >&2; exit 1"
+    );
+    let label = format!("wait until {url} answers ok");
+    if ctx.mode.dry_run {
+        ctx.info(&label);
+        return Ok(());
+    }
+    let mut c = Cmd::new(script);
+    c.timeout = Some(Duration::from_secs(330));
+    match ctx.query_labelled(c.clone(), Some(&label))? {
+        Some(o) if !o.success() => Err(ctx.command_error(&c, &o)),
+        _ => {
+            ctx.reporter().change(
+                &ctx.phase,
+                ctx.name(),
+                &format!("API server healthy ({url})"),
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `rollout/kubelet-config` (first control plane): updates the kubelet-config ConfigMap.
+pub fn kubelet_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    if baseline(ctx, data)? {
+        return Ok(());
+    }
+    place_config(ctx, data)?;
+    kubeadm(ctx, "init phase upload-config kubelet")
+}
+
+/// `rollout/kubelet` (every node, serial): `/var/lib/kubelet/config.yaml` rewritten from the ConfigMap,
+/// kubelet restarted and active again.
+pub fn kubelet(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    if baseline(ctx, data)? {
+        return Ok(());
+    }
+    let mut c = Cmd::new("kubeadm upgrade node phase kubelet-config");
+    c.timeout = Some(Duration::from_secs(300));
+    ctx.run(c)?;
+    ctx.run_script(
+        "systemctl restart kubelet && for i in $(seq 1 30); do systemctl is-active --quiet kubelet && exit 0; sleep 1; done; systemctl is-active kubelet",
+    )?;
+    Ok(())
+}
+
+/// `version` (first control plane, every run): refuses a `kubernetesVersion` different from the one the
+/// control plane runs (the kube-apiserver static pod's image tag), pointing to `clusterctl upgrade`. A
+/// node without the manifest (not initialised yet) or a manifest naming no version passes.
+pub fn version_check(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let Some(Some(bytes)) = ctx.read_file(APISERVER_MANIFEST)? else {
+        return Ok(());
+    };
+    let Some(running) = version::apiserver_manifest_version(&String::from_utf8_lossy(&bytes))
+    else {
+        return Ok(());
+    };
+    let wanted = version::parse(&data.spec.kubernetes_version).map_err(|e| ctx.local_error(e))?;
+    if running == wanted {
+        return Ok(());
+    }
+    let how = if running < wanted {
+        format!(
+            "run `clusterctl upgrade -f <file> --to {wanted}` (one minor at a time); `up` never changes the version of a running cluster"
+        )
+    } else {
+        format!("going down is not supported: set kubernetesVersion back to {running}")
+    };
+    Err(ctx.check_error(vec![format!(
+        "the control plane runs v{running} and the file says kubernetesVersion {wanted}: {how}"
+    )]))
+}
+
+fn no_inputs(_: &UpData, _: &NodeInfo) -> String {
+    String::new()
+}
+
+/// The `version` phase (required: runs even with `--only`), placed right after `render`.
+pub fn version_phase() -> Phase<UpData> {
+    Phase {
+        name: "version",
+        targets: Targets::FirstControlPlane,
+        serial: false,
+        record: false,
+        required: true,
+        inputs: no_inputs,
+        run: version_check,
+    }
+}
+
+/// The rollout phases, in order, placed after the joins.
+pub fn phases() -> Vec<Phase<UpData>> {
+    let p = |name: &'static str,
+             targets: Targets,
+             serial: bool,
+             inputs: InputsFn<UpData>,
+             run: PhaseFn<UpData>| Phase {
+        name,
+        targets,
+        serial,
+        record: true,
+        required: false,
+        inputs,
+        run,
+    };
+    vec![
+        p(
+            "rollout/kubeadm-config",
+            Targets::FirstControlPlane,
+            false,
+            cluster_inputs,
+            kubeadm_config,
+        ),
+        p(
+            "rollout/apiserver",
+            Targets::ControlPlanes,
+            true,
+            apiserver_inputs,
+            apiserver,
+        ),
+        p(
+            "rollout/kubelet-config",
+            Targets::FirstControlPlane,
+            false,
+            kubelet_inputs,
+            kubelet_config,
+        ),
+        p(
+            "rollout/kubelet",
+            Targets::All,
+            true,
+            kubelet_inputs,
+            kubelet,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INIT: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nbootstrapTokens:\n- token: abcdef.0123456789abcdef\ncertificateKey: '00'\nlocalAPIEndpoint:\n  advertiseAddress: 10.0.0.1\n  bindPort: 6443\nnodeRegistration:\n  name: c1\n  criSocket: unix:///run/containerd/containerd.sock\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.34.1\napiServer:\n  certSANs:\n  - 127.0.0.1\n  - api.example.com\n---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 110\n";
+
+    #[test]
+    fn documents_are_found_by_kind() {
+        let c = doc(INIT, "ClusterConfiguration").expect("cluster");
+        assert_eq!(
+            c.get("kubernetesVersion").and_then(Value::as_str),
+            Some("v1.34.1")
+        );
+        assert!(doc(INIT, "JoinConfiguration").is_none());
+    }
+
+    #[test]
+    fn rollout_config_names_the_node_and_drops_secrets() {
+        let node = NodeInfo::new("c2", crate::model::Role::ControlPlane, "10.0.0.2");
+        let text = rollout_config_from(INIT, &node).expect("config");
+        let init = doc(&text, "InitConfiguration").expect("init");
+        assert!(init.get("bootstrapTokens").is_none() && init.get("certificateKey").is_none());
+        assert_eq!(
+            init.get("localAPIEndpoint")
+                .and_then(|e| e.get("advertiseAddress"))
+                .and_then(Value::as_str),
+            Some("10.0.0.2")
+        );
+        assert_eq!(
+            init.get("nodeRegistration")
+                .and_then(|e| e.get("name"))
+                .and_then(Value::as_str),
+            Some("c2")
+        );
+        assert!(doc(&text, "ClusterConfiguration").is_some());
+        assert!(doc(&text, "KubeletConfiguration").is_some());
+        assert!(!text.contains("abcdef"));
+        let k = doc(INIT, "KubeletConfiguration").expect("kubelet");
+        assert_eq!(k.get("maxPods").and_then(Value::as_u64), Some(110));
+    }
+}

@@ -1,0 +1,154 @@
+//! The phases of `clusterctl upgrade -f FILE --to VERSION` (kubeadm's upgrade procedure, kubernetes.io
+//! "Upgrading kubeadm clusters"), run in this order:
+//!
+//! 1. [`prepare_phases`] over every node: `upgrade/kubeadm` installs the target kubeadm on each node
+//!    (in parallel; from the air-gap bundle when the file names one), then `upgrade/etcd-snapshot` saves
+//!    an etcd snapshot on the first control plane before anything in the cluster changes;
+//! 2. [`node_phases`] once per node, ONE NODE AT A TIME, the first control plane first, then the other
+//!    control planes, then the workers (file order): `upgrade/drain` (cordon and evict through the API),
+//!    `upgrade/apply` (`kubeadm upgrade plan` + `kubeadm upgrade apply --config`, first control plane)
+//!    or `upgrade/node` (`kubeadm upgrade node`, the others), `upgrade/kubelet` (target kubelet and
+//!    kubectl, kubelet restarted), `upgrade/uncordon` (uncordon, then wait until the Node is Ready with
+//!    the target kubelet version).
+//!
+//! Every phase is recorded in the node's state record with the target version as its input, so a run
+//! that stopped (the failing node stays cordoned) resumes where it stopped, and a finished upgrade run
+//! again changes nothing. The Kubernetes API is reached through the [`NodeApi`] the caller provides.
+
+pub mod packages;
+pub mod steps;
+pub mod version;
+
+use std::sync::Arc;
+
+use clusterctl_exec::Transport;
+use semver::Version;
+
+use crate::engine::{Phase, Targets};
+use crate::model::NodeInfo;
+
+/// Where the rendered UpgradeConfiguration is placed on the first control plane (kubeadm v1beta4).
+pub const UPGRADE_CONFIG: &str = "/etc/kubernetes/kubeadm/upgrade.yaml";
+/// Where the pre-upgrade etcd snapshots are kept on the first control plane (directory 0700).
+pub const SNAPSHOT_DIR: &str = "/var/lib/clusterctl/etcd-snapshots";
+
+/// The Kubernetes API calls an upgrade makes, blocking. Errors are messages in words.
+pub trait NodeApi: Send + Sync {
+    /// Cordons `node` and evicts its pods (not mirror or DaemonSet pods), waiting until they are gone.
+    /// Returns a one-line summary (e.g. `2 pod(s) evicted`).
+    fn drain(&self, node: &str) -> Result<String, String>;
+    /// Marks `node` schedulable again.
+    fn uncordon(&self, node: &str) -> Result<(), String>;
+    /// Waits until `node` is Ready and its kubelet reports `version` (e.g. `v1.35.0`).
+    fn wait_ready(&self, node: &str, version: &str) -> Result<(), String>;
+}
+
+/// Places the air-gap bundle's package files on a node under
+/// [`packages::BUNDLE_DIR`]`/packages` (the CLI wraps `clusterctl_airgap::node::upload_packages`).
+pub trait BundlePackages: Send + Sync {
+    /// Uploads the packages for the node behind `transport`. Errors: a message in words.
+    fn upload(&self, transport: &dyn Transport) -> Result<(), String>;
+}
+
+/// The upgrade as its phases need it.
+#[derive(Clone)]
+pub struct UpgradeSpec {
+    /// `metadata.name`.
+    pub cluster: String,
+    /// The target version (the file's kubernetesVersion, equal to `--to`).
+    pub to: Version,
+    /// Nodes in file order.
+    pub nodes: Vec<NodeInfo>,
+    /// The rendered UpgradeConfiguration (kubeadm v1beta4), when the kubeadm API has one; `None`:
+    /// `kubeadm upgrade apply v<to>` with flags (v1beta3).
+    pub upgrade_config: Option<Vec<u8>>,
+}
+
+/// What the upgrade phases share.
+pub struct UpgradeData {
+    /// The upgrade.
+    pub spec: UpgradeSpec,
+    /// The API (drain, uncordon, wait Ready).
+    pub api: Arc<dyn NodeApi>,
+    /// The air-gap bundle's packages, when the file names a bundle; `None`: the package manager.
+    pub bundle: Option<Arc<dyn BundlePackages>>,
+}
+
+impl UpgradeData {
+    /// Where packages come from.
+    pub fn source(&self) -> packages::Source {
+        if self.bundle.is_some() {
+            packages::Source::Bundle
+        } else {
+            packages::Source::PackageManager
+        }
+    }
+}
+
+fn to_input(d: &UpgradeData, _: &NodeInfo) -> String {
+    format!("v{}", d.spec.to)
+}
+
+fn apply_input(d: &UpgradeData, _: &NodeInfo) -> String {
+    let cfg = d
+        .spec
+        .upgrade_config
+        .as_deref()
+        .map(crate::util::sha256_hex)
+        .unwrap_or_default();
+    format!("v{} {cfg}", d.spec.to)
+}
+
+fn phase(
+    name: &'static str,
+    targets: Targets,
+    inputs: crate::engine::InputsFn<UpgradeData>,
+    run: crate::engine::PhaseFn<UpgradeData>,
+) -> Phase<UpgradeData> {
+    Phase {
+        name,
+        targets,
+        serial: false,
+        record: true,
+        required: false,
+        inputs,
+        run,
+    }
+}
+
+/// `upgrade/kubeadm` (every node, in parallel) and `upgrade/etcd-snapshot` (first control plane).
+pub fn prepare_phases() -> Vec<Phase<UpgradeData>> {
+    vec![
+        phase("upgrade/kubeadm", Targets::All, to_input, steps::kubeadm),
+        phase(
+            "upgrade/etcd-snapshot",
+            Targets::FirstControlPlane,
+            to_input,
+            steps::etcd_snapshot,
+        ),
+    ]
+}
+
+/// The phases of one node, for an engine over that node alone (targets `All`): drain, `upgrade/apply`
+/// (`first`: the first control plane) or `upgrade/node`, kubelet, uncordon.
+pub fn node_phases(first: bool) -> Vec<Phase<UpgradeData>> {
+    let kubeadm_step = if first {
+        phase("upgrade/apply", Targets::All, apply_input, steps::apply)
+    } else {
+        phase("upgrade/node", Targets::All, to_input, steps::node)
+    };
+    vec![
+        phase("upgrade/drain", Targets::All, to_input, steps::drain),
+        kubeadm_step,
+        phase("upgrade/kubelet", Targets::All, to_input, steps::kubelet),
+        phase("upgrade/uncordon", Targets::All, to_input, steps::uncordon),
+    ]
+}
+
+/// Every phase name of an upgrade, in order (for `--dry-run` output and docs).
+pub fn phase_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = prepare_phases().iter().map(|p| p.name).collect();
+    v.extend(node_phases(true).iter().map(|p| p.name));
+    v.insert(4, "upgrade/node");
+    v
+}

@@ -1,0 +1,187 @@
+//! The bodies of the upgrade phases (see the module above for their order). Each checks before it
+//! changes where a check exists (`kubeadm version`, the snapshot file, `admin.conf`), acts through
+//! `NodeCtx` (so a dry run only records) and, for the API steps, through [`super::NodeApi`].
+
+use std::time::Duration;
+
+use clusterctl_exec::Cmd;
+
+use super::packages::install_script;
+use super::{UpgradeData, SNAPSHOT_DIR, UPGRADE_CONFIG};
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::up::{ADMIN_CONF, KUBELET_CONF};
+
+fn long(script: String) -> Cmd {
+    let mut c = Cmd::new(script);
+    c.timeout = Some(Duration::from_secs(900));
+    c
+}
+
+fn install(ctx: &mut NodeCtx, data: &UpgradeData, packages: &[&str]) -> Result<(), PhaseError> {
+    if let Some(b) = &data.bundle {
+        if ctx.mode.dry_run {
+            ctx.info(&format!(
+                "upload the bundle's packages to {}",
+                super::packages::BUNDLE_DIR
+            ));
+        } else if let Some(t) = ctx.transport().cloned() {
+            ctx.reporter()
+                .change(&ctx.phase, ctx.name(), "upload the bundle's packages");
+            b.upload(t.as_ref()).map_err(|e| ctx.local_error(e))?;
+        }
+    }
+    ctx.run(long(install_script(data.source(), packages, &data.spec.to)))?;
+    Ok(())
+}
+
+/// `upgrade/kubeadm`: installs the target kubeadm unless `kubeadm version -o short` already prints it.
+pub fn kubeadm(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    let want = format!("v{}", data.spec.to);
+    let have = ctx
+        .query(Cmd::new("kubeadm version -o short"))?
+        .map(|o| o.stdout_str().trim().to_string());
+    if have.as_deref() == Some(want.as_str()) {
+        ctx.info(&format!("kubeadm {want} already installed"));
+        return Ok(());
+    }
+    install(ctx, data, &["kubeadm"])
+}
+
+/// The script saving an etcd snapshot to `file`: `etcdctl` on the node when installed, else inside the
+/// running etcd static pod's container (`crictl exec`, whose image ships etcdctl; the data directory
+/// `/var/lib/etcd` is a hostPath, so the snapshot is written there and moved). Authenticates with the
+/// healthcheck client certificate kubeadm creates under `/etc/kubernetes/pki/etcd/`.
+pub fn snapshot_script(file: &str) -> String {
+    let certs = "--endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt \
+                 --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
+                 --key=/etc/kubernetes/pki/etcd/healthcheck-client.key";
+    format!(
+        "set -e\n\
+         umask 077\n\
+         mkdir -p {SNAPSHOT_DIR} && chmod 700 {SNAPSHOT_DIR}\n\
+         if command -v etcdctl >/dev/null 2>&1; then\n\
+         \x20 ETCDCTL_API=3 etcdctl {certs} snapshot save {file}.part\n\
+         else\n\
+         \x20 id=$(crictl ps -q --name '^etcd$' --state running | head -n1)\n\
+         \x20 [ -n \"$id\" ] || {{ echo 'no running etcd container on this node' >&2; exit 1; }}\n\
+         \x20 crictl exec \"$id\" etcdctl {certs} snapshot save /var/lib/etcd/clusterctl-snapshot.db\n\
+         \x20 mv /var/lib/etcd/clusterctl-snapshot.db {file}.part\n\
+         fi\n\
+         chmod 600 {file}.part && mv {file}.part {file}\n"
+    )
+}
+
+/// `upgrade/etcd-snapshot`: `<SNAPSHOT_DIR>/pre-upgrade-v<to>.db` on the first control plane, unless it
+/// is already there (a resumed run keeps the snapshot taken before the first change).
+pub fn etcd_snapshot(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    let file = format!("{SNAPSHOT_DIR}/pre-upgrade-v{}.db", data.spec.to);
+    if ctx.test(&format!("test -s {file}"))? == Some(true) {
+        ctx.info(&format!("snapshot {file} already taken"));
+        return Ok(());
+    }
+    ctx.run(long(snapshot_script(&file)))?;
+    Ok(())
+}
+
+fn api_change(
+    ctx: &mut NodeCtx,
+    what: &str,
+    f: impl FnOnce() -> Result<String, String>,
+) -> Result<(), PhaseError> {
+    ctx.changes += 1;
+    if ctx.mode.dry_run {
+        ctx.info(&format!("API: {what}"));
+        return Ok(());
+    }
+    ctx.reporter()
+        .change(&ctx.phase, ctx.name(), &format!("API: {what}"));
+    let done = f().map_err(|e| ctx.local_error(format!("{what}: {e}")))?;
+    if !done.is_empty() {
+        ctx.reporter()
+            .change(&ctx.phase, ctx.name(), &format!("API: {done}"));
+    }
+    Ok(())
+}
+
+/// `upgrade/drain`: cordons the node and evicts its pods through the API.
+pub fn drain(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    let node = ctx.name().to_string();
+    api_change(ctx, &format!("drain node {node}"), || data.api.drain(&node))
+}
+
+/// `upgrade/apply` (first control plane): places the UpgradeConfiguration, runs `kubeadm upgrade plan`
+/// (fails when kubeadm refuses the target) and `kubeadm upgrade apply --config … --yes`.
+pub fn apply(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    if ctx.test(&format!("test -f {ADMIN_CONF}"))? == Some(false) {
+        return Err(ctx.check_error(vec![format!(
+            "{ADMIN_CONF} is missing: this node is not an initialised control plane (run `clusterctl up` first)"
+        )]));
+    }
+    let to = &data.spec.to;
+    let (plan, apply) = match &data.spec.upgrade_config {
+        Some(cfg) => {
+            ctx.put_file(UPGRADE_CONFIG, 0o600, cfg)?;
+            (
+                format!("kubeadm upgrade plan --config {UPGRADE_CONFIG}"),
+                format!("kubeadm upgrade apply --config {UPGRADE_CONFIG} --yes"),
+            )
+        }
+        None => (
+            format!("kubeadm upgrade plan v{to}"),
+            format!("kubeadm upgrade apply v{to} --yes"),
+        ),
+    };
+    ctx.run(long(plan))?;
+    ctx.run(long(apply))?;
+    Ok(())
+}
+
+/// `upgrade/node` (other nodes): `kubeadm upgrade node` (with the UpgradeConfiguration when there is
+/// one), which upgrades a control plane's static pods or a worker's kubelet configuration.
+pub fn node(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    if ctx.test(&format!("test -f {KUBELET_CONF}"))? == Some(false) {
+        return Err(ctx.check_error(vec![format!(
+            "{KUBELET_CONF} is missing: this node has not joined the cluster (run `clusterctl up` first)"
+        )]));
+    }
+    let cmd = match &data.spec.upgrade_config {
+        Some(cfg) => {
+            ctx.put_file(UPGRADE_CONFIG, 0o600, cfg)?;
+            format!("kubeadm upgrade node --config {UPGRADE_CONFIG}")
+        }
+        None => "kubeadm upgrade node".to_string(),
+    };
+    ctx.run(long(cmd))?;
+    Ok(())
+}
+
+/// `upgrade/kubelet`: installs the target kubelet and kubectl, then `systemctl daemon-reload && systemctl
+/// restart kubelet`.
+pub fn kubelet(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    install(ctx, data, &["kubelet", "kubectl"])?;
+    ctx.run_script("systemctl daemon-reload && systemctl restart kubelet")?;
+    Ok(())
+}
+
+/// `upgrade/uncordon`: uncordons the node, then waits until it is Ready with the target kubelet.
+pub fn uncordon(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    let node = ctx.name().to_string();
+    api_change(ctx, &format!("uncordon node {node}"), || {
+        data.api.uncordon(&node).map(|_| String::new())
+    })?;
+    let want = format!("v{}", data.spec.to);
+    if ctx.mode.dry_run {
+        ctx.info(&format!("wait until {node} is Ready with kubelet {want}"));
+        return Ok(());
+    }
+    data.api
+        .wait_ready(&node, &want)
+        .map_err(|e| ctx.local_error(format!("waiting for {node} to be Ready: {e}")))?;
+    ctx.reporter().change(
+        &ctx.phase,
+        &node,
+        &format!("node {node} Ready with kubelet {want}"),
+    );
+    Ok(())
+}
