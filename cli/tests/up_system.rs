@@ -4,8 +4,11 @@
 //! here). Checks: a wrong host key is refused; an `up` killed after `init` converges when run again;
 //! every phase ran on the right nodes in the right order; every rendered file landed with its content
 //! and mode; containerd was really reconfigured and restarted; kube-vip used `super-admin.conf` during
-//! init and `admin.conf` after; labels and taints reached the Nodes; the kubeconfig was merged with the
-//! VIP; a second `up` runs no mutating command; no secret appears in output, state or cache.
+//! init and `admin.conf` after; labels and taints reached the Nodes through the Kubernetes API (the
+//! stand-in's `admin.conf` points at a recording HTTPS API server bound on the docker network's gateway:
+//! the label and taint PATCHes with their content types and bodies, and the Node list polled until every
+//! node is Ready); the kubeconfig was merged with the VIP; a second `up` runs no mutating command and
+//! patches nothing; no secret appears in output, state or cache.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -13,8 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use clusterctl_testbed::apiserver::{ApiServer, Recorded, TEST_TOKEN};
 use clusterctl_testbed::docker::{docker_available, ClusterOptions, TestCluster, TestNode};
 use clusterctl_testbed::{is_root, require};
+use serde_json::{json, Value};
 
 const STANDINS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/standins");
 const KUBELET_UNIT: &str = "[Unit]\nDescription=kubelet STAND-IN (clusterctl tests)\n[Service]\nExecStart=/usr/bin/kubelet\nRestart=always\n[Install]\nWantedBy=multi-user.target\n";
@@ -93,13 +98,8 @@ fn up_cmd(file: &Path, home: &Path, known_hosts: &Path, extra: &[&str]) -> Comma
         .arg(known_hosts)
         .arg("--kubeconfig")
         .arg(home.join("kubeconfig"))
-        // Node containers cannot load kernel modules; the test bed host may lack br_netfilter.
-        .args([
-            "--ready-timeout",
-            "30",
-            "--ignore-preflight",
-            "time-sync,module/br_netfilter",
-        ])
+        // No preflight check is ignored: node containers pass them truthfully (time-sync is a warning).
+        .args(["--ready-timeout", "30"])
         .args(extra)
         .env("HOME", home)
         .env("HARBOR_USERNAME", "robot")
@@ -159,6 +159,47 @@ fn containerd_invocation(node: &TestNode) -> String {
     sh(node, "systemctl show -p InvocationID --value containerd")
 }
 
+/// A core/v1 Node as the API server returns it: `labels`, no taints, Ready `True` or `False` (with the
+/// reason kubelet gives before a CNI is installed).
+fn node_object(name: &str, ready: bool, labels: Value) -> Value {
+    let cond = if ready {
+        json!({"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"})
+    } else {
+        json!({"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+               "message": "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"})
+    };
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": "1", "labels": labels},
+           "spec": {"podCIDR": "10.244.0.0/24"},
+           "status": {"conditions": [cond], "nodeInfo": {"kubeletVersion": "v1.34.1"}}})
+}
+
+/// Serves the Nodes `names` (each also at `/api/v1/nodes/<name>`, which PATCH answers with); `ready`
+/// says which are Ready.
+fn serve_nodes(api: &ApiServer, names: &[&str], ready: impl Fn(&str) -> bool) {
+    let items: Vec<Value> = names
+        .iter()
+        .map(|n| {
+            node_object(
+                n,
+                ready(n),
+                json!({"kubernetes.io/hostname": n, "kubernetes.io/os": "linux"}),
+            )
+        })
+        .collect();
+    for (n, item) in names.iter().zip(&items) {
+        api.serve(&format!("/api/v1/nodes/{n}"), item.clone());
+    }
+    api.serve(
+        "/api/v1/nodes",
+        json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": items}),
+    );
+}
+
+fn is_node_list(r: &Recorded) -> bool {
+    r.method == "GET" && r.path == "/api/v1/nodes"
+}
+
 /// Line index of the first line containing every needle.
 fn line_of(out: &str, needles: &[&str]) -> usize {
     out.lines()
@@ -206,6 +247,18 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     let file = cluster_file(home.path(), nodes, &cluster.key.private, &vip);
     let known_hosts = nodes[0].known_hosts.clone();
 
+    // The recording API server, where this machine (clusterctl's kube client) and the nodes reach it;
+    // the kubeadm stand-in writes admin.conf for it. topgun-w2 is NotReady until the Nodes have been
+    // listed once after the labels phase patched (wait-ready must poll until it turns Ready).
+    let api =
+        ApiServer::start_on(cluster.gateway.parse().expect("gateway address")).expect("api server");
+    serve_nodes(&api, &names, |n| n != "topgun-w2");
+    let api_dir = store.path().join("api");
+    std::fs::create_dir_all(&api_dir).expect("api dir");
+    std::fs::write(api_dir.join("url"), api.url()).expect("url");
+    std::fs::write(api_dir.join("ca.crt"), api.ca_pem()).expect("ca");
+    std::fs::write(api_dir.join("token"), TEST_TOKEN).expect("token");
+
     // 1. A changed host key is refused before anything runs.
     let bad = home.path().join("bad_known_hosts");
     let good = std::fs::read_to_string(&known_hosts).expect("known_hosts");
@@ -233,21 +286,66 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
 
     let before: Vec<String> = nodes.iter().map(containerd_invocation).collect();
 
-    // 2. An `up` killed right after init, then run again: converges, init ran once.
+    // 2. An `up` whose `kubeadm init` fails half-way (certificates and static pods written, no
+    // admin.conf): it stops at init and says where, with the command, its status and output.
+    std::fs::write(store.path().join("fail-init-once"), "").expect("flag");
+    let failed = up(&file, home.path(), &known_hosts, &[]);
+    assert_eq!(failed.code, 1, "{}", failed.out);
+    assert!(
+        failed.out.contains("phase `init` failed on node `topgun-c1`: command `kubeadm init --config /etc/kubernetes/kubeadm/init.yaml --upload-certs` exited with status 1")
+            && failed.out.contains("timed out waiting for the condition"),
+        "{}",
+        failed.out
+    );
+    assert!(!failed.out.contains("join/"), "{}", failed.out);
+
+    // 3. An `up` killed right after init (which resets the half-done one first), then run again:
+    // converges.
     let killed = up_killed_after_init(&file, home.path(), &known_hosts);
     assert!(killed.contains("] init: done"), "{killed}");
-    let r = up(&file, home.path(), &known_hosts, &[]);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            // Turn topgun-w2 Ready once wait-ready has seen it NotReady (a Node list after a PATCH).
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let rec = api.recorded();
+                if let Some(p) = rec.iter().position(|r| r.method == "PATCH") {
+                    if rec[p..].iter().any(is_node_list) {
+                        serve_nodes(&api, &names, |_| true);
+                        return;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let r = up(&file, home.path(), &known_hosts, &[]);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        r
+    });
     assert_eq!(r.code, 0, "{}", r.out);
-    let out = format!("{killed}{}", r.out);
+    let out = format!("{}{killed}{}", failed.out, r.out);
 
     // Phases on the right nodes, in order.
     let c1 = calls(by_name["topgun-c1"]);
-    assert_eq!(
-        c1.iter()
-            .filter(|l| l.starts_with("kubeadm init --config"))
-            .count(),
-        1,
-        "{c1:?}"
+    let inits: Vec<usize> = (0..c1.len())
+        .filter(|i| c1[*i].starts_with("kubeadm init --config"))
+        .collect();
+    let resets: Vec<usize> = (0..c1.len())
+        .filter(|i| c1[*i] == "kubeadm reset -f --config /etc/kubernetes/kubeadm/reset.yaml")
+        .collect();
+    assert_eq!(inits.len(), 2, "the failed init and one more: {c1:?}");
+    assert_eq!(resets.len(), 1, "{c1:?}");
+    assert!(inits[0] < resets[0] && resets[0] < inits[1], "{c1:?}");
+    let reset_cfg = sh(
+        by_name["topgun-c1"],
+        &format!(
+            "cat /var/log/clusterctl-standin/{}-kubeadm.yaml",
+            resets[0] + 1
+        ),
+    );
+    assert!(
+        reset_cfg.contains("kind: ResetConfiguration"),
+        "{reset_cfg}"
     );
     assert!(
         c1.contains(
@@ -367,14 +465,65 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
         "kubelet restarted after the switch"
     );
 
-    // Labels at registration, taints reconciled through the API.
-    let w1_store = store.path().join("nodes/topgun-w1");
-    assert!(std::fs::read_to_string(w1_store.join("labels"))
-        .unwrap_or_default()
-        .contains("disktype=ssd"));
-    assert!(std::fs::read_to_string(w1_store.join("taints"))
-        .unwrap_or_default()
-        .contains("dedicated=db:NoSchedule"));
+    // Taints at registration (nodeRegistration.taints of the join configuration kubeadm was given) ...
+    let w1_join = sh(
+        by_name["topgun-w1"],
+        "cat /etc/kubernetes/kubeadm/join.yaml",
+    );
+    assert!(
+        w1_join.contains("taints:\n  - key: dedicated\n    value: db\n    effect: NoSchedule"),
+        "{w1_join}"
+    );
+    // ... and reconciled through the Kubernetes API from this machine: the Nodes listed, then one
+    // merge patch of the labels and one strategic merge patch of the taints of topgun-w1 only.
+    let rec = api.recorded();
+    let patches: Vec<&Recorded> = rec.iter().filter(|r| r.method == "PATCH").collect();
+    assert_eq!(patches.len(), 2, "{patches:#?}");
+    assert!(
+        patches
+            .iter()
+            .all(|p| p.path == "/api/v1/nodes/topgun-w1"
+                && p.query.contains("fieldManager=clusterctl")),
+        "{patches:#?}"
+    );
+    assert_eq!(patches[0].content_type, "application/merge-patch+json");
+    assert_eq!(
+        patches[0].json(),
+        json!({"metadata": {"labels": {"disktype": "ssd"}}})
+    );
+    assert_eq!(
+        patches[1].content_type,
+        "application/strategic-merge-patch+json"
+    );
+    assert_eq!(
+        patches[1].json(),
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}})
+    );
+    let first_patch = rec.iter().position(|r| r.method == "PATCH").unwrap_or(0);
+    assert!(
+        rec[..first_patch].iter().any(is_node_list),
+        "labels listed the Nodes first: {rec:#?}"
+    );
+    // wait-ready saw topgun-w2 NotReady and listed again until it was Ready.
+    assert!(
+        rec[first_patch..]
+            .iter()
+            .filter(|r| is_node_list(r))
+            .count()
+            >= 2,
+        "wait-ready polled: {rec:#?}"
+    );
+    assert!(
+        out.contains("[topgun-c1] labels: api: node topgun-w1: set labels disktype=ssd"),
+        "{out}"
+    );
+    assert!(
+        !calls(by_name["topgun-c1"])
+            .iter()
+            .any(|l| l.starts_with("kubectl")
+                && (l.contains(" label ") || l.contains(" taint ") || l.contains(" get "))),
+        "no kubectl on the node for Nodes"
+    );
 
     // The kubeconfig: context named after the cluster, VIP as server, 0600.
     let kc = std::fs::read_to_string(home.path().join("kubeconfig")).expect("kubeconfig");
@@ -392,8 +541,9 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
         0o600
     );
 
-    // 3. A second `up`: no mutating command, nothing restarted, no new stand-in call.
+    // 4. A second `up`: no mutating command, nothing restarted, no new stand-in call.
     let calls_before: Vec<Vec<String>> = nodes.iter().map(calls).collect();
+    let api_before = api.recorded().len();
     let inv_before: Vec<String> = nodes.iter().map(containerd_invocation).collect();
     let start = Instant::now();
     let again = up(&file, home.path(), &known_hosts, &[]);
@@ -422,13 +572,18 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
             .collect()
     };
     assert_eq!(stand_in_calls(&calls_before), stand_in_calls(&calls_after));
+    let api_again: Vec<Recorded> = api.recorded().split_off(api_before);
+    assert!(
+        api_again.iter().all(|r| r.method == "GET") && api_again.iter().any(is_node_list),
+        "second run only reads Nodes: {api_again:#?}"
+    );
     assert_eq!(
         inv_before,
         nodes.iter().map(containerd_invocation).collect::<Vec<_>>()
     );
     eprintln!("second up took {:?}", start.elapsed());
 
-    // 4. No secret in output, state or cache.
+    // 5. No secret in output, state or cache.
     let join = sh(c1n, "cat /var/lib/clusterctl/join.json");
     assert_eq!(sh(c1n, "stat -c %a /var/lib/clusterctl/join.json"), "600");
     let j: serde_json::Value = serde_json::from_str(&join).expect("join.json");

@@ -67,7 +67,35 @@ impl KubeClusterApi {
             ..Default::default()
         };
         let client = rt.block_on(async {
-            let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+            let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| cfg_err(e.to_string()))?;
+            // A 429 must reach the caller: an eviction refused by a PodDisruptionBudget is retried
+            // by the drain (with its own interval and deadline), not for minutes inside the client.
+            config.default_retry = false;
+            Client::try_from(config).map_err(|e| cfg_err(e.to_string()))
+        })?;
+        Ok(KubeClusterApi { rt, client })
+    }
+
+    /// A client for the kubeconfig `text` (YAML, e.g. kubeadm's `admin.conf` read from a control
+    /// plane), using its `current-context`. The text is parsed in memory, never written to disk (it
+    /// holds the admin credentials). Errors: [`ApiError::Config`] naming `what` (e.g.
+    /// `admin.conf of c1`) when the text is not a kubeconfig or its credentials cannot be loaded; the
+    /// message never quotes the text. No request is made here.
+    pub fn from_kubeconfig_text(text: &str, what: &str) -> Result<Self, ApiError> {
+        let cfg_err = |reason: String| ApiError::Config {
+            what: what.to_string(),
+            reason,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| cfg_err(format!("cannot start the async runtime: {e}")))?;
+        let kubeconfig = Kubeconfig::from_yaml(text)
+            .map_err(|_| cfg_err("is not a kubeconfig (v1 Config YAML)".to_string()))?;
+        let client = rt.block_on(async {
+            let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .map_err(|e| cfg_err(e.to_string()))?;
             Client::try_from(config).map_err(|e| cfg_err(e.to_string()))

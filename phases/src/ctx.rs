@@ -67,6 +67,8 @@ pub enum PlanKind {
     Local,
     /// Information (e.g. "already done").
     Info,
+    /// A change made through the Kubernetes API from this machine (e.g. a Node label patch).
+    Api,
 }
 
 /// One line of the `--dry-run` plan.
@@ -354,25 +356,28 @@ impl NodeCtx {
         Ok(true)
     }
 
-    /// Places a large local file (e.g. the clusterctl binary) at `path` with `mode`, streamed with byte
-    /// progress, unless the node's copy has the same sha256 and mode. Returns whether it wrote.
+    /// Places a large local file (e.g. the clusterctl binary) at `path` with `mode`, streamed from the
+    /// file with byte progress, unless the node's copy has the same sha256 and mode (the local sha256
+    /// is computed once per run, [`crate::util::file_sha256`]). Returns whether it wrote.
     pub fn put_local_file(
         &mut self,
         local: &std::path::Path,
         path: &str,
         mode: u32,
     ) -> Result<bool, PhaseError> {
-        let data = std::fs::read(local)
-            .map_err(|e| self.local_error(format!("reading {}: {e}", local.display())))?;
-        let want = crate::util::sha256_hex(&data);
+        let read_err = |ctx: &Self, e: std::io::Error| {
+            ctx.local_error(format!("reading {}: {e}", local.display()))
+        };
+        let want = crate::util::file_sha256(local).map_err(|e| read_err(self, e))?;
         if let Some(Some((sha, m))) = self.file_digest(path)? {
             if sha == want && m == mode {
                 return Ok(false);
             }
         }
+        let file = std::fs::File::open(local).map_err(|e| read_err(self, e))?;
+        let total = file.metadata().map_err(|e| read_err(self, e))?.len();
         let what = format!(
-            "write {path} ({} bytes, mode {mode:04o}, from {})",
-            data.len(),
+            "write {path} ({total} bytes, mode {mode:04o}, from {})",
             local.display()
         );
         self.changes += 1;
@@ -389,16 +394,43 @@ impl NodeCtx {
             mode,
             owner: None,
         };
-        let total = data.len() as u64;
         let reporter = self.reporter.clone();
         let node = self.node.name.clone();
         let shown = path.to_string();
-        let mut reader = std::io::Cursor::new(data);
+        let mut reader = std::io::BufReader::new(file);
         t.upload_stream(&mut reader, total, &spec, &mut |done| {
             reporter.upload_progress(&node, &shown, done, total)
         })
         .map_err(|e| self.transport_err(&what, e))?;
         Ok(true)
+    }
+
+    /// A read-only Kubernetes API call made from this machine (shown with `-v` as `api: WHAT`).
+    pub fn api_query(&self, what: &str) {
+        self.reporter
+            .query(&self.phase, &self.node.name, &format!("api: {what}"));
+    }
+
+    /// A change made through the Kubernetes API from this machine (`what`, e.g. `node w1: set labels
+    /// disktype=ssd (merge patch)`): counted as a change, reported as `api: WHAT`, and in dry-run only
+    /// recorded in the plan. `call` makes the change; its error (never holding a credential) becomes a
+    /// [`PhaseError::Local`] naming the phase, the node and `what`.
+    pub fn api_change(
+        &mut self,
+        what: &str,
+        call: impl FnOnce() -> Result<(), String>,
+    ) -> Result<(), PhaseError> {
+        self.changes += 1;
+        if self.mode.dry_run {
+            self.record(PlanKind::Api, what);
+            return Ok(());
+        }
+        self.reporter.change(
+            &self.phase,
+            &self.node.name,
+            &format!("api: {}", self.secrets.redact(what)),
+        );
+        call().map_err(|e| self.local_error(format!("Kubernetes API: {what}: {e}")))
     }
 
     /// Writes a file on the local machine (mode `mode`, parents created) unless it already holds `data`.

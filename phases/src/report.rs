@@ -75,7 +75,7 @@ impl Reporter for PlainReporter {
     }
     fn phase_end(&self, phase: &str, node: &str, outcome: &Outcome) {
         let text = match outcome {
-            Outcome::Done { changes: 0 } => "already done, nothing changed".to_string(),
+            Outcome::Done { changes: 0 } => "done, nothing to change".to_string(),
             Outcome::Done { changes } => format!(
                 "done ({changes} change{})",
                 if *changes == 1 { "" } else { "s" }

@@ -9,6 +9,30 @@ pub fn sha256_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
 
+/// Lower-case hex sha256 of the local file at `path`, streamed (large binaries are not read into
+/// memory), memoised per process by (path, size, modification time) so that one run hashes the
+/// clusterctl binary once for all its nodes. Errors: the file cannot be read.
+pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    type Key = (std::path::PathBuf, u64, Option<SystemTime>);
+    static CACHE: OnceLock<Mutex<HashMap<Key, String>>> = OnceLock::new();
+    let meta = std::fs::metadata(path)?;
+    let key = (path.to_path_buf(), meta.len(), meta.modified().ok());
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(h) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(h);
+    }
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h)?;
+    let hex = hex::encode(h.finalize());
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, hex.clone());
+    }
+    Ok(hex)
+}
+
 /// `s` quoted for a POSIX shell: bare when it holds only safe characters, otherwise in single quotes
 /// with embedded single quotes written as `'\''`.
 pub fn sh_quote(s: &str) -> String {

@@ -635,6 +635,20 @@ pub struct DockerRunOptions {
     /// Extra environment variables of the node containers.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Run the node containers privileged (`docker run --privileged`). Default true (kind's run
+    /// options). With `false`, `capAdd` lists the capabilities the nodes get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privileged: Option<bool>,
+    /// Capabilities added (`docker run --cap-add`), e.g. `SYS_ADMIN`, `NET_ADMIN`.
+    #[serde(default)]
+    pub cap_add: Vec<String>,
+    /// tmpfs mounts added to kind's `/tmp` and `/run` (`docker run --tmpfs PATH[:OPTIONS]`), e.g.
+    /// `/var/lib/containerd:exec`; an entry for `/tmp` or `/run` replaces kind's.
+    #[serde(default)]
+    pub tmpfs: Vec<String>,
+    /// Cgroup namespace (`docker run --cgroupns`): `private` (default, kind) or `host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroupns: Option<String>,
 }
 
 /// A bind mount (kind `Mount`).

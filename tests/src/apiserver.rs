@@ -8,7 +8,10 @@
 //!   `fieldSelector` of `a.b=c` terms (comma-joined) by filtering items on those fields;
 //! - `PATCH`/`POST`/`DELETE` answer the response registered for that method and path, else the object
 //!   registered for `GET` on the same path (a patch returns the object), else a 404 `Status`;
-//! - anything unregistered is a 404 `Status` (kind `Status`, reason `NotFound`), as the API server says.
+//! - anything unregistered is a 404 `Status` (kind `Status`, reason `NotFound`), as the API server says;
+//! - a watch (`GET` with `watch=true` or `watch=1`) of a path registered with [`ApiServer::serve_watch`]
+//!   answers its events as newline-delimited `WatchEvent` JSON and ends the stream (as a watch timeout
+//!   does); without such a registration it is answered like a plain `GET`.
 //!
 //! The server runs on its own threads (blocking I/O, one thread per connection) and stops on drop.
 
@@ -86,6 +89,13 @@ impl ApiServer {
     /// Starts a server on `ip` (a free port); the serving certificate names `ip`, `127.0.0.1` and
     /// `localhost`.
     pub fn start_on(ip: IpAddr) -> Result<ApiServer> {
+        Self::start_named(ip, &[])
+    }
+
+    /// Like [`ApiServer::start_on`], the certificate also naming the DNS names `names` (e.g. a
+    /// cluster's `controlPlaneEndpoint` host, for clients that reach the server through a forward and
+    /// check the certificate against that name, kubeconfig `tls-server-name`).
+    pub fn start_named(ip: IpAddr, names: &[&str]) -> Result<ApiServer> {
         use rcgen::{
             BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
             SanType,
@@ -107,9 +117,9 @@ impl ApiServer {
         let ca_pem = ca_cert.pem();
         let issuer = Issuer::new(ca_params, ca_key);
         let leaf_key = KeyPair::generate().context("server key")?;
-        let mut leaf =
-            CertificateParams::new(vec!["localhost".to_string(), "kubernetes".to_string()])
-                .context("server params")?;
+        let mut dns = vec!["localhost".to_string(), "kubernetes".to_string()];
+        dns.extend(names.iter().map(|n| n.to_string()));
+        let mut leaf = CertificateParams::new(dns).context("server params")?;
         leaf.distinguished_name
             .push(DnType::CommonName, "kube-apiserver");
         leaf.subject_alt_names.push(SanType::IpAddress(ip));
@@ -190,6 +200,12 @@ impl ApiServer {
     /// Registers `GET path` → 200 `body`.
     pub fn serve(&self, path: &str, body: Value) {
         self.respond("GET", path, 200, body);
+    }
+
+    /// Registers the events a watch of `path` answers with (each a `WatchEvent`: `{"type": "ADDED",
+    /// "object": {…}}`), one JSON line each; the stream then ends.
+    pub fn serve_watch(&self, path: &str, events: Vec<Value>) {
+        self.respond("WATCH", path, 200, Value::Array(events));
     }
 
     /// Every request received so far, in arrival order.
@@ -279,8 +295,25 @@ fn serve_connection(
                 body,
             });
         }
-        let (code, answer) = answer(shared, &method, &path, &query);
-        let text = serde_json::to_vec(&answer).unwrap_or_default();
+        let watch = method == "GET"
+            && query
+                .split('&')
+                .any(|kv| kv == "watch=true" || kv == "watch=1");
+        let (code, answer) = match watch.then(|| answer(shared, "WATCH", &path, "")) {
+            Some((200, Value::Array(events))) => (200, Value::Array(events)),
+            _ => answer(shared, &method, &path, &query),
+        };
+        let text = match (&answer, watch) {
+            (Value::Array(events), true) => events
+                .iter()
+                .flat_map(|e| {
+                    let mut line = serde_json::to_vec(e).unwrap_or_default();
+                    line.push(b'\n');
+                    line
+                })
+                .collect(),
+            _ => serde_json::to_vec(&answer).unwrap_or_default(),
+        };
         let head = format!(
             "HTTP/1.1 {code} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             reason_phrase(code),

@@ -53,14 +53,52 @@ register() { # the Node object the kubelet would register, with its node-labels 
 
 static_pods() {
   for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
-    printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: kube-system}\n# written by the kubeadm stand-in\n' "$c" \
-      > /etc/kubernetes/manifests/$c.yaml
+    control_plane_pod "$c" "$(field kubernetesVersion)"
   done
 }
+
+# Upgrade and day-2 cases (`clusterctl upgrade`, `up`'s rollout): ----------------------------------
+control_plane_pod() { # $1 component, $2 version (vX.Y.Z, may be empty): the static pod kubeadm writes
+  printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: kube-system}\n# written by the kubeadm stand-in\n' "$1" \
+    > /etc/kubernetes/manifests/$1.yaml
+  [ -n "$2" ] && printf 'spec:\n  containers:\n  - name: %s\n    image: registry.k8s.io/%s:%s\n' "$1" "$1" "$2" \
+    >> /etc/kubernetes/manifests/$1.yaml
+  return 0
+}
+standin_phase() { # kubeadm init phase control-plane|upload-config|certs …, kubeadm certs renew …
+  case "$1 $2" in
+    "control-plane apiserver")
+      v=$(sed -n 's#.*image: .*kube-apiserver:##p' /etc/kubernetes/manifests/kube-apiserver.yaml 2>/dev/null | head -n1)
+      [ -n "$v" ] || v=$(field kubernetesVersion)
+      control_plane_pod kube-apiserver "$v"
+      echo "[control-plane] Creating static Pod manifest for \"kube-apiserver\"" ;;
+    "upload-config kubeadm")
+      echo "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace" ;;
+    "upload-config kubelet")
+      mkdir -p /var/lib/clusterctl-standin
+      awk '/^kind: KubeletConfiguration/{f=1} /^---/{if(f)exit} f' "$cfg" > /var/lib/clusterctl-standin/kubelet-config.yaml
+      echo "[kubelet] Creating a ConfigMap \"kubelet-config\" in namespace kube-system with the configuration for the kubelets in the cluster" ;;
+    "certs apiserver")
+      if [ -f /etc/kubernetes/pki/apiserver.crt ]; then
+        echo "[certs] Using existing apiserver certificate and key on disk"; return 0
+      fi
+      sans=$(awk '/^  certSANs:/{f=1;next} f&&/^  - /{sub(/^  - /,"");gsub(/"/,"");print;next} f{exit}' "$cfg" \
+        | sed -E 's/^([0-9.]+)$/IP:\1/; t; s/^/DNS:/' | paste -sd, -)
+      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kube-apiserver \
+        -addext "subjectAltName=DNS:kubernetes${sans:+,$sans}" \
+        -keyout /etc/kubernetes/pki/apiserver.key -out /etc/kubernetes/pki/apiserver.crt 2>/dev/null
+      echo "[certs] Generating \"apiserver\" certificate and key" ;;
+    *) echo "kubeadm stand-in: unsupported phase: $*" >&2; exit 1 ;;
+  esac
+}
+
 
 case "${1:-}" in
   version) echo 'kubeadm version: &version.Info{GitVersion:"v1.34.1-standin"}' ;;
   init)
+    case "${2:-} ${3:-}" in
+      "phase control-plane"|"phase upload-config"|"phase certs") shift 2; standin_phase "$@"; exit 0 ;;
+    esac
     if [ "${2:-}" = phase ]; then
       # kubeadm init phase upload-certs --upload-certs --config F
       key=$(field certificateKey)
@@ -125,6 +163,31 @@ case "${1:-}" in
     kubeconfig /etc/kubernetes/kubelet.conf "system:node:$(hostname)" "https://$endpoint"
     register
     ;;
+  upgrade)
+    case "${2:-}" in
+      plan)
+        v=$(field kubernetesVersion); [ -n "$v" ] || v="${3:-}"
+        echo "[upgrade/versions] Target version: $v" ;;
+      apply)
+        [ -f /etc/kubernetes/admin.conf ] || { echo "[upgrade] no admin.conf: not a control plane" >&2; exit 1; }
+        [ -f /etc/clusterctl-standin/fail-kubeadm-upgrade-apply ] && { echo "[upgrade/apply] FATAL: injected failure (stand-in)" >&2; exit 1; }
+        v=$(field kubernetesVersion); [ -n "$v" ] || v="${3:-}"
+        for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do control_plane_pod "$c" "$v"; done
+        echo "[upgrade] SUCCESS! A control plane node of your cluster was upgraded to \"$v\"." ;;
+      node)
+        if [ "${3:-} ${4:-}" = "phase kubelet-config" ]; then
+          mkdir -p /var/lib/kubelet
+          cp /var/lib/clusterctl-standin/kubelet-config.yaml /var/lib/kubelet/config.yaml
+          echo "[upgrade] The configuration for this node was successfully upgraded!"; exit 0
+        fi
+        [ -f /etc/kubernetes/kubelet.conf ] || { echo "[upgrade] no kubelet.conf: not a node of the cluster" >&2; exit 1; }
+        [ -f /etc/clusterctl-standin/fail-kubeadm-upgrade-node ] && { echo "[upgrade/node] FATAL: injected failure (stand-in)" >&2; exit 1; }
+        echo "[upgrade] The configuration for this node was successfully upgraded!" ;;
+      *) echo "kubeadm stand-in: unsupported: $*" >&2; exit 1 ;;
+    esac ;;
+  certs)
+    [ "${2:-}" = renew ] || { echo "kubeadm stand-in: unsupported: $*" >&2; exit 1; }
+    echo "[renew] certificate ${3:-} renewed" ;;
   reset)
     rm -rf /etc/kubernetes/*.conf /etc/kubernetes/manifests/* /etc/kubernetes/pki
     ;;

@@ -1,8 +1,12 @@
-//! `cni`: the builtin dataplane — the clusterctl binary installed as `/opt/cni/bin/clusterctl-cni` (the
-//! multi-call name that makes it the CNI plugin), the agent's rendered unit and configuration placed,
-//! and the agent unit `clusterctl-cni-agent.service` enabled and (re)started when something changed —
-//! on every node; or, for calico/cilium/flannel/kindnet, the rendered manifests applied with `kubectl
-//! apply` on the first control plane.
+//! `cni`: the builtin dataplane — the clusterctl binary uploaded once per node as
+//! `/usr/local/bin/clusterctl` (what the agent unit runs: `clusterctl cni agent --config
+//! /etc/clusterctl/cni/agent.json`) and copied on the node to `/opt/cni/bin/clusterctl-cni` (the
+//! multi-call name that makes it the CNI plugin) — each skipped when the node's copy has the same
+//! sha256 —, the rendered `agent.json`, conflist template and unit placed, and the agent unit
+//! `clusterctl-cni-agent.service` enabled and (re)started when something changed — on every node; or,
+//! for calico/cilium/flannel/kindnet, the rendered manifests applied with `kubectl apply` on the first
+//! control plane (kubectl there, because the manifests are many kinds of objects that `kubectl apply`
+//! already orders and merges; Nodes themselves go through the API from this machine, `labels`).
 
 use super::{UpData, KUBECTL};
 use crate::ctx::NodeCtx;
@@ -12,11 +16,13 @@ use crate::util::sh_quote;
 
 /// Where the builtin plugin binary is installed (CNI `binDir`).
 pub const PLUGIN_PATH: &str = "/opt/cni/bin/clusterctl-cni";
+/// Where the clusterctl binary is installed on nodes (the agent unit's `ExecStart`).
+pub const BINARY_PATH: &str = "/usr/local/bin/clusterctl";
 /// The agent's systemd unit name.
 pub const AGENT_UNIT: &str = "clusterctl-cni-agent.service";
-/// The unit used when the renderer provides none: the installed binary run under the name
-/// `clusterctl` (systemd's `@` prefix sets argv\[0\]) as `clusterctl cni agent`.
-pub const DEFAULT_UNIT: &str = "[Unit]\nDescription=clusterctl CNI overlay agent\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=@/opt/cni/bin/clusterctl-cni clusterctl cni agent\nRestart=always\nRestartSec=5\n\n[Install]\nWantedBy=multi-user.target\n";
+/// The unit used when the renderer provides none: the installed binary run as
+/// `clusterctl cni agent --config /etc/clusterctl/cni/agent.json`.
+pub const DEFAULT_UNIT: &str = "[Unit]\nDescription=clusterctl CNI overlay agent\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=/usr/local/bin/clusterctl cni agent --config /etc/clusterctl/cni/agent.json\nRestart=always\nRestartSec=5\n\n[Install]\nWantedBy=multi-user.target\n";
 
 /// Digest material: the CNI files of the node, and the binary's size and modification time.
 pub fn inputs(data: &UpData, node: &NodeInfo) -> String {
@@ -40,14 +46,19 @@ pub fn inputs(data: &UpData, node: &NodeInfo) -> String {
 
 /// The builtin CNI phase (every node).
 pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    let mut changed = false;
-    match &data.spec.binary {
-        Some(b) => changed |= ctx.put_local_file(b, PLUGIN_PATH, 0o755)?,
-        None => {
-            return Err(ctx.local_error(
-                "the path of the clusterctl binary to install as the CNI plugin is unknown",
-            ))
-        }
+    let Some(bin) = &data.spec.binary else {
+        return Err(ctx.local_error(
+            "the path of the clusterctl binary to install as the CNI plugin is unknown",
+        ));
+    };
+    let mut changed = ctx.put_local_file(bin, BINARY_PATH, 0o755)?;
+    let want = crate::util::file_sha256(bin)
+        .map_err(|e| ctx.local_error(format!("reading {}: {e}", bin.display())))?;
+    let plugin_ok =
+        matches!(ctx.file_digest(PLUGIN_PATH)?, Some(Some((sha, 0o755))) if sha == want);
+    if !plugin_ok {
+        ctx.run_script(&format!("install -D -m 0755 {BINARY_PATH} {PLUGIN_PATH}"))?;
+        changed = true;
     }
     let files = data.files_of(ctx.name(), FilePurpose::Cni);
     let unit_path = format!("/etc/systemd/system/{AGENT_UNIT}");

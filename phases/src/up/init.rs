@@ -3,6 +3,13 @@
 //! here (never by kubeadm, so that they are known before any output is shown and are redacted from it),
 //! written into the init configuration (0600) and into `/var/lib/clusterctl/join.json` (0600) for the
 //! joins.
+//!
+//! A `kubeadm init` that failed half-way (no `admin.conf`, but what init writes before it — the CA,
+//! the control-plane static pods, etcd's data — is there) would fail again on its own leftovers
+//! (kubeadm's preflight refuses existing manifests and a non-empty `/var/lib/etcd`). Such a node is
+//! reset first: `kubeadm reset -f --config /etc/kubernetes/kubeadm/reset.yaml` (the rendered
+//! v1beta4 `ResetConfiguration`; plain `kubeadm reset -f` when none was rendered), then the kube-vip
+//! manifest, which reset removes with the other static pods, is put back before init runs again.
 
 use super::{UpData, ADMIN_CONF};
 use crate::ctx::NodeCtx;
@@ -23,10 +30,42 @@ pub fn init_config(data: &UpData, node: &str) -> Option<crate::model::NodeFile> 
         .next()
 }
 
+/// What `kubeadm init` leaves behind before it writes `admin.conf`: any of these means a half-done
+/// init (kubeadm's `certs`, `control-plane`, `etcd` phases run before `kubeconfig admin`).
+pub const HALF_INIT_CHECK: &str = "test -e /etc/kubernetes/pki/ca.key \
+ -o -e /etc/kubernetes/manifests/kube-apiserver.yaml \
+ -o -e /etc/kubernetes/manifests/etcd.yaml \
+ -o -d /var/lib/etcd/member";
+
+/// Resets a half-done init and puts the kube-vip manifest back (see the module documentation).
+fn reset_half_init(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let reset = data
+        .files_of(ctx.name(), FilePurpose::KubeadmReset)
+        .into_iter()
+        .next();
+    let mut cmd = match &reset {
+        Some(f) => {
+            ctx.put_file(&f.path, f.mode, &f.content)?;
+            Cmd::new(format!("kubeadm reset -f --config {}", sh_quote(&f.path)))
+        }
+        None => Cmd::new("kubeadm reset -f"),
+    };
+    cmd.timeout = Some(Duration::from_secs(300));
+    ctx.run(cmd)?;
+    for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
+        ctx.put_file(&f.path, f.mode, &f.content)?;
+    }
+    Ok(())
+}
+
 /// The `init` phase.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if ctx.test(&format!("test -f {ADMIN_CONF}"))? == Some(true) {
         return Ok(());
+    }
+    if ctx.test(HALF_INIT_CHECK)? == Some(true) {
+        ctx.info("kubeadm init failed half-way before: reset first");
+        reset_half_init(ctx, data)?;
     }
     let Some(cfg) = init_config(data, ctx.name()) else {
         return Err(ctx.local_error(

@@ -43,8 +43,15 @@ fn upsert(root: &mut Mapping, list: &str, entry: Value) {
 }
 
 /// Merges the admin kubeconfig `admin` into `existing` (empty: a new file) for `cluster` with `server`
-/// (`https://host:port`). Errors: `admin` is not a kubeconfig with a cluster and a user.
-pub fn merge(existing: &str, admin: &str, cluster: &str, server: &str) -> Result<String, String> {
+/// (`https://host:port`) and, when given, `tls-server-name` (the host the serving certificate names
+/// when `server` is a local forward). Errors: `admin` is not a kubeconfig with a cluster and a user.
+pub fn merge(
+    existing: &str,
+    admin: &str,
+    cluster: &str,
+    server: &str,
+    tls_server_name: Option<&str>,
+) -> Result<String, String> {
     let a: Value = serde_yaml::from_str(admin).map_err(|e| format!("admin kubeconfig: {e}"))?;
     let mut c = a["clusters"][0]["cluster"]
         .as_mapping()
@@ -55,6 +62,10 @@ pub fn merge(existing: &str, admin: &str, cluster: &str, server: &str) -> Result
         .cloned()
         .ok_or("admin kubeconfig has no user")?;
     c.insert("server".into(), server.into());
+    match tls_server_name {
+        Some(n) => c.insert("tls-server-name".into(), n.into()),
+        None => c.remove("tls-server-name"),
+    };
     let mut root = match serde_yaml::from_str::<Value>(existing) {
         Ok(Value::Mapping(m)) => m,
         _ => Mapping::new(),
@@ -93,7 +104,11 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(path) = target(data.spec.kubeconfig.as_ref()) else {
         return Err(ctx.local_error("no kubeconfig path: set KUBECONFIG or HOME"));
     };
-    let server = format!("https://{}", data.spec.endpoint);
+    let local = data.api.local();
+    let server = local
+        .map(|l| l.server.clone())
+        .unwrap_or_else(|| format!("https://{}", data.spec.endpoint));
+    let tls_name = local.map(|l| l.tls_server_name.as_str());
     let admin = match ctx.read_file(ADMIN_CONF)? {
         None => {
             ctx.plan.push(crate::ctx::PlanEntry {
@@ -116,8 +131,8 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         Some(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
     };
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    let merged =
-        merge(&existing, &admin, &data.spec.cluster, &server).map_err(|e| ctx.local_error(e))?;
+    let merged = merge(&existing, &admin, &data.spec.cluster, &server, tls_name)
+        .map_err(|e| ctx.local_error(e))?;
     ctx.put_local(&path, 0o600, merged.as_bytes())?;
     Ok(())
 }
@@ -131,7 +146,7 @@ mod tests {
     #[test]
     fn merges_under_the_cluster_name_with_the_vip() {
         let existing = "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster: {server: https://1.2.3.4:6443}\ncontexts: []\nusers: []\ncurrent-context: other\n";
-        let out = merge(existing, ADMIN, "topgun", "https://10.0.0.10:6443").expect("merge");
+        let out = merge(existing, ADMIN, "topgun", "https://10.0.0.10:6443", None).expect("merge");
         let v: Value = serde_yaml::from_str(&out).expect("yaml");
         assert_eq!(v["current-context"], Value::from("other"));
         let clusters = v["clusters"].as_sequence().expect("clusters");
@@ -147,12 +162,17 @@ mod tests {
         );
         // Merging again gives the same file.
         assert_eq!(
-            merge(&out, ADMIN, "topgun", "https://10.0.0.10:6443").expect("merge"),
+            merge(&out, ADMIN, "topgun", "https://10.0.0.10:6443", None).expect("merge"),
             out
         );
-        let fresh: Value =
-            serde_yaml::from_str(&merge("", ADMIN, "lab", "https://x:6443").expect("merge"))
-                .expect("yaml");
+        let fresh: Value = serde_yaml::from_str(
+            &merge("", ADMIN, "lab", "https://x:6443", Some("lab-cp")).expect("merge"),
+        )
+        .expect("yaml");
         assert_eq!(fresh["current-context"], Value::from("lab"));
+        assert_eq!(
+            fresh["clusters"][0]["cluster"]["tls-server-name"],
+            Value::from("lab-cp")
+        );
     }
 }

@@ -1,14 +1,18 @@
 //! `labels`: the node labels and taints of the cluster file, already set at registration through the
-//! join configuration, reconciled through the Kubernetes API (for nodes that joined before the file
-//! changed): each Node is read (`kubectl get node -o json`) and only the labels and taints that differ
-//! are set (`kubectl label --overwrite`, `kubectl taint --overwrite`), from the first control plane.
-//! Labels and taints not in the file are left alone.
+//! join configuration (kubelet `node-labels`, `nodeRegistration.taints`), reconciled through the
+//! Kubernetes API from this machine (for nodes that joined before the file changed): the Nodes are
+//! listed once (`GET /api/v1/nodes`), and only what differs is patched — labels with a JSON merge patch
+//! of `metadata.labels` (RFC 7386), taints by a strategic merge patch replacing `spec.taints` with the
+//! current list where the file's taints replace those with the same key and effect (as
+//! `kubectl taint --overwrite` does). Labels and taints not in the file are left alone.
 
-use super::{UpData, KUBECTL};
+use super::api::api_error;
+use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::model::NodeInfo;
-use crate::util::sh_quote;
+use clusterctl_kubeapi::{Node, TaintSpec};
+use std::collections::BTreeMap;
 
 /// Digest material: every node's labels and taints.
 pub fn inputs(data: &UpData, _: &NodeInfo) -> String {
@@ -19,88 +23,140 @@ pub fn inputs(data: &UpData, _: &NodeInfo) -> String {
         .collect()
 }
 
-/// A label as (key, value).
-pub type Label = (String, String);
-
-/// A taint as (key, value, effect).
-pub type Taint = (String, String, String);
-
-/// A taint `key[=value]:Effect` split into (key, value, effect). `None` when malformed.
-pub fn parse_taint(t: &str) -> Option<(String, String, String)> {
+/// A taint `key[=value]:Effect` as a core/v1 `Taint` (`value` `None` when empty). `None` when
+/// malformed (no key or no effect).
+pub fn parse_taint(t: &str) -> Option<TaintSpec> {
     let (kv, effect) = t.rsplit_once(':')?;
     let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-    (!k.is_empty() && !effect.is_empty())
-        .then(|| (k.to_string(), v.to_string(), effect.to_string()))
+    (!k.is_empty() && !effect.is_empty()).then(|| TaintSpec {
+        key: k.to_string(),
+        value: (!v.is_empty()).then(|| v.to_string()),
+        effect: effect.to_string(),
+    })
 }
 
-/// The labels and taints (as `key=value:Effect`) of a Node object (Kubernetes API `v1.Node` JSON).
-pub fn node_labels_taints(json: &str) -> Option<(Vec<Label>, Vec<Taint>)> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let labels = v["metadata"]["labels"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let taints = v["spec"]["taints"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| {
-                    let s = |f: &str| t[f].as_str().unwrap_or_default().to_string();
-                    (s("key"), s("value"), s("effect"))
+/// The labels of `want` that `node` lacks or has with another value, as a merge-patch map.
+pub fn label_patch(
+    node: Option<&Node>,
+    want: &BTreeMap<String, String>,
+) -> BTreeMap<String, Option<String>> {
+    let have = node.and_then(|n| n.metadata.labels.as_ref());
+    want.iter()
+        .filter(|(k, v)| have.and_then(|h| h.get(*k)) != Some(*v))
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect()
+}
+
+/// The Node's taints (core/v1 `spec.taints`) as [`TaintSpec`]s.
+pub fn node_taints(node: Option<&Node>) -> Vec<TaintSpec> {
+    node.and_then(|n| n.spec.as_ref())
+        .and_then(|s| s.taints.as_ref())
+        .map(|ts| {
+            ts.iter()
+                .map(|t| TaintSpec {
+                    key: t.key.clone(),
+                    value: t.value.clone().filter(|v| !v.is_empty()),
+                    effect: t.effect.clone(),
                 })
                 .collect()
         })
-        .unwrap_or_default();
-    Some((labels, taints))
+        .unwrap_or_default()
 }
 
-/// The `labels` phase (first control plane).
+/// The Node's new taint list when some of `want` are missing: `have` with every taint of the same key
+/// and effect as a wanted one replaced by it, the others appended. `None` when nothing differs.
+pub fn taint_update(have: &[TaintSpec], want: &[TaintSpec]) -> Option<Vec<TaintSpec>> {
+    if want.iter().all(|w| have.contains(w)) {
+        return None;
+    }
+    let mut out: Vec<TaintSpec> = have
+        .iter()
+        .filter(|h| !want.iter().any(|w| w.key == h.key && w.effect == h.effect))
+        .cloned()
+        .collect();
+    out.extend(want.iter().cloned());
+    Some(out)
+}
+
+fn show_taint(t: &TaintSpec) -> String {
+    match &t.value {
+        Some(v) => format!("{}={v}:{}", t.key, t.effect),
+        None => format!("{}:{}", t.key, t.effect),
+    }
+}
+
+/// The `labels` phase (first control plane; API calls from this machine).
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    for n in &data.spec.nodes {
-        if n.labels.is_empty() && n.taints.is_empty() {
-            continue;
+    let wanted: Vec<&NodeInfo> = data
+        .spec
+        .nodes
+        .iter()
+        .filter(|n| !n.labels.is_empty() || !n.taints.is_empty())
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let api = data.api.get(ctx)?;
+    let nodes: Vec<Node> = match &api {
+        Some(api) => {
+            ctx.api_query("list nodes (GET /api/v1/nodes)");
+            api.nodes().map_err(|e| api_error(ctx, e))?
         }
-        let name = sh_quote(&n.name);
-        let current = ctx.read(&format!("{KUBECTL} get node {name} -o json"))?;
-        let (have_l, have_t) = match current.as_deref().map(node_labels_taints) {
-            Some(Some(x)) => x,
-            Some(None) => {
-                return Err(ctx.local_error(format!(
-                    "the API returned no valid Node object for {}",
-                    n.name
-                )))
-            }
-            None => (Vec::new(), Vec::new()),
-        };
-        let missing: Vec<String> = n
-            .labels
+        None => Vec::new(),
+    };
+    for n in wanted {
+        let node = nodes
             .iter()
-            .filter(|(k, v)| !have_l.iter().any(|(hk, hv)| hk == *k && hv == *v))
-            .map(|(k, v)| sh_quote(&format!("{k}={v}")))
-            .collect();
-        if !missing.is_empty() {
-            ctx.run_script(&format!(
-                "{KUBECTL} label node {name} --overwrite {}",
-                missing.join(" ")
-            ))?;
+            .find(|o| o.metadata.name.as_deref() == Some(n.name.as_str()));
+        if api.is_some() && node.is_none() {
+            return Err(ctx.check_error(vec![format!(
+                "Node {} is not registered with the API server (its kubelet has not joined)",
+                n.name
+            )]));
         }
+        let mut want_taints = Vec::new();
         for t in &n.taints {
-            let Some(want) = parse_taint(t) else {
+            let Some(spec) = parse_taint(t) else {
                 return Err(ctx.local_error(format!(
                     "taint `{t}` of node {} is not key[=value]:Effect",
                     n.name
                 )));
             };
-            if !have_t.contains(&want) {
-                ctx.run_script(&format!(
-                    "{KUBECTL} taint node {name} --overwrite {}",
-                    sh_quote(t)
-                ))?;
-            }
+            want_taints.push(spec);
+        }
+        let labels = label_patch(node, &n.labels);
+        if !labels.is_empty() {
+            let shown: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or_default()))
+                .collect();
+            let what = format!(
+                "node {}: set labels {} (merge patch of metadata.labels)",
+                n.name,
+                shown.join(",")
+            );
+            let api = api.clone();
+            let name = n.name.clone();
+            ctx.api_change(&what, move || match api {
+                Some(a) => a
+                    .patch_node_labels(&name, &labels)
+                    .map_err(|e| e.to_string()),
+                None => Ok(()),
+            })?;
+        }
+        if let Some(all) = taint_update(&node_taints(node), &want_taints) {
+            let shown: Vec<String> = want_taints.iter().map(show_taint).collect();
+            let what = format!(
+                "node {}: set taints {} (strategic merge patch of spec.taints)",
+                n.name,
+                shown.join(",")
+            );
+            let api = api.clone();
+            let name = n.name.clone();
+            ctx.api_change(&what, move || match api {
+                Some(a) => a.set_node_taints(&name, &all).map_err(|e| e.to_string()),
+                None => Ok(()),
+            })?;
         }
     }
     Ok(())
@@ -110,23 +166,35 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 mod tests {
     use super::*;
 
+    fn node(json: &str) -> Node {
+        serde_json::from_str(json).expect("node")
+    }
+
     #[test]
-    fn reads_labels_and_taints_of_a_node() {
-        let json = r#"{"kind":"Node","metadata":{"name":"w1","labels":{"disktype":"ssd"}},"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}"#;
-        let (l, t) = node_labels_taints(json).expect("node");
-        assert_eq!(l, vec![("disktype".into(), "ssd".into())]);
-        assert_eq!(
-            t,
-            vec![("dedicated".into(), "gpu".into(), "NoSchedule".into())]
+    fn patches_only_what_differs() {
+        let n = node(
+            r#"{"metadata":{"name":"w1","labels":{"disktype":"hdd","zone":"a"}},"spec":{"taints":[{"key":"dedicated","value":"web","effect":"NoSchedule"},{"key":"other","effect":"NoExecute"}]}}"#,
         );
+        let want: BTreeMap<String, String> = [("disktype", "ssd"), ("zone", "a")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let patch = label_patch(Some(&n), &want);
         assert_eq!(
-            parse_taint("dedicated=gpu:NoSchedule"),
-            Some(("dedicated".into(), "gpu".into(), "NoSchedule".into()))
+            patch,
+            [("disktype".to_string(), Some("ssd".to_string()))]
+                .into_iter()
+                .collect()
         );
+        let want_t = vec![parse_taint("dedicated=db:NoSchedule").expect("taint")];
+        let all = taint_update(&node_taints(Some(&n)), &want_t).expect("differs");
         assert_eq!(
-            parse_taint("x:NoExecute"),
-            Some(("x".into(), "".into(), "NoExecute".into()))
+            all.iter().map(show_taint).collect::<Vec<_>>(),
+            vec!["other:NoExecute", "dedicated=db:NoSchedule"]
         );
+        assert_eq!(taint_update(&all, &want_t), None);
+        assert_eq!(parse_taint("x:NoExecute").map(|t| t.value), Some(None));
         assert_eq!(parse_taint("nothing"), None);
+        assert_eq!(parse_taint(":NoSchedule"), None);
     }
 }

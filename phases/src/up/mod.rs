@@ -4,6 +4,7 @@
 //! `wait-ready` → `kubeconfig`. [`phases`] builds the list for a cluster (kube-vip phases only with a
 //! VIP, the CNI phase shaped by the CNI choice); [`UpData`] is what they share.
 
+pub mod api;
 pub mod cni;
 pub mod credentials;
 pub mod facts;
@@ -39,7 +40,8 @@ pub const ADMIN_CONF: &str = "/etc/kubernetes/admin.conf";
 pub const SUPER_ADMIN_CONF: &str = "/etc/kubernetes/super-admin.conf";
 /// The kubelet's kubeconfig; its presence means the node has joined (or was initialised).
 pub const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
-/// `kubectl` with the admin kubeconfig, as run on the first control plane.
+/// `kubectl` with the admin kubeconfig, as run on the first control plane (only to apply the CNI's
+/// manifests; Nodes are read and patched through the Kubernetes API from this machine, [`api`]).
 pub const KUBECTL: &str = "kubectl --kubeconfig /etc/kubernetes/admin.conf";
 
 /// The cluster as the phases of `up` need it (built by the CLI from the validated cluster file).
@@ -115,6 +117,8 @@ pub struct UpData {
     pub reporter: Arc<dyn Reporter>,
     /// Redaction list.
     pub secrets: Secrets,
+    /// The Kubernetes API client (`labels`, `wait-ready`), built at first use from `admin.conf`.
+    pub api: api::ApiAccess,
 }
 
 impl UpData {

@@ -1,72 +1,82 @@
-//! `wait-ready`: polls the Nodes (`kubectl get nodes -o json` on the first control plane, read-only)
-//! until every node of the file reports the `Ready` condition `True`, or the timeout passes.
+//! `wait-ready`: polls the Nodes through the Kubernetes API from this machine (`GET /api/v1/nodes`
+//! every 2 s, read-only) until every node of the file reports the `Ready` condition `True`, or
+//! `--ready-timeout` passes; then names each node not Ready with the reason kubelet gives (e.g.
+//! `container runtime network not ready: NetworkPluginNotReady`).
 
-use super::{UpData, KUBECTL};
+use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
+use clusterctl_kubeapi::{node_status, Node};
 use std::time::{Duration, Instant};
 
-/// Names of the Nodes whose `Ready` condition is `True` in a `v1.NodeList` JSON.
-pub fn ready_nodes(json: &str) -> Vec<String> {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
-        return Vec::new();
-    };
-    v["items"]
-        .as_array()
-        .map(|items| {
-            items
+/// How often the Nodes are listed.
+pub const POLL: Duration = Duration::from_secs(2);
+
+/// The nodes of `want` not Ready in `nodes`, each as `name (reason)`.
+pub fn not_ready(nodes: &[Node], want: &[&str]) -> Vec<String> {
+    want.iter()
+        .filter_map(|w| {
+            match nodes
                 .iter()
-                .filter(|n| {
-                    n["status"]["conditions"].as_array().is_some_and(|c| {
-                        c.iter()
-                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                    })
-                })
-                .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
-                .collect()
+                .find(|n| n.metadata.name.as_deref() == Some(*w))
+            {
+                None => Some(format!("{w} (not registered)")),
+                Some(n) => {
+                    let s = node_status(n);
+                    (!s.ready).then(|| format!("{w} ({})", s.reason.unwrap_or_default()))
+                }
+            }
         })
-        .unwrap_or_default()
+        .collect()
 }
 
-/// The `wait-ready` phase. Errors: [`PhaseError::Check`] naming the nodes not Ready at the timeout.
+/// The `wait-ready` phase. Errors: [`PhaseError::Check`] naming the nodes not Ready at the timeout
+/// (or the last API error when the API server never answered).
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let timeout = data.spec.ready_timeout;
+    let Some(api) = data.api.get(ctx)? else {
+        ctx.info(&format!(
+            "wait until every node is Ready (Kubernetes API from this machine, timeout {}s)",
+            timeout.as_secs()
+        ));
+        return Ok(());
+    };
+    let want: Vec<&str> = data.spec.nodes.iter().map(|n| n.name.as_str()).collect();
     let start = Instant::now();
     loop {
-        let Some(json) = ctx.read(&format!("{KUBECTL} get nodes -o json"))? else {
-            ctx.info(&format!(
-                "wait until every node is Ready (timeout {}s)",
-                data.spec.ready_timeout.as_secs()
-            ));
-            return Ok(());
+        ctx.api_query("list nodes (GET /api/v1/nodes)");
+        let problems = match api.nodes() {
+            Ok(nodes) => not_ready(&nodes, &want),
+            Err(e) => vec![format!("the API server did not answer: {e}")],
         };
-        let ready = ready_nodes(&json);
-        let missing: Vec<&str> = data
-            .spec
-            .nodes
-            .iter()
-            .map(|n| n.name.as_str())
-            .filter(|n| !ready.iter().any(|r| r == n))
-            .collect();
-        if missing.is_empty() {
+        if problems.is_empty() {
             return Ok(());
         }
-        if start.elapsed() >= data.spec.ready_timeout {
+        if start.elapsed() >= timeout {
             return Err(ctx.check_error(vec![format!(
                 "not Ready after {}s: {}",
-                data.spec.ready_timeout.as_secs(),
-                missing.join(", ")
+                timeout.as_secs(),
+                problems.join(", ")
             )]));
         }
-        std::thread::sleep(Duration::from_secs(3).min(data.spec.ready_timeout));
+        std::thread::sleep(POLL.min(timeout));
     }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn picks_ready_nodes() {
-        let json = r#"{"items":[{"metadata":{"name":"c1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}},{"metadata":{"name":"w1"},"status":{"conditions":[{"type":"Ready","status":"False"}]}}]}"#;
-        assert_eq!(super::ready_nodes(json), vec!["c1".to_string()]);
-        assert!(super::ready_nodes("not json").is_empty());
+    fn names_the_nodes_not_ready_with_their_reason() {
+        let nodes: Vec<clusterctl_kubeapi::Node> = serde_json::from_str(
+            r#"[{"metadata":{"name":"c1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}},
+                {"metadata":{"name":"w1"},"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"}]}}]"#,
+        )
+        .expect("nodes");
+        let out = super::not_ready(&nodes, &["c1", "w1", "w2"]);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(
+            out[0].starts_with("w1 (container runtime network not ready: NetworkPluginNotReady")
+        );
+        assert_eq!(out[1], "w2 (not registered)");
     }
 }

@@ -285,6 +285,18 @@ fn check_docker(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             );
         }
     }
+    if let Some(c) = &d.run_options.cgroupns {
+        if c != "private" && c != "host" {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::docker",
+                    format!("cgroupns {c:?} is not `private` or `host`"),
+                )
+                .help("write `private` (kind's default) or `host`")
+                .at("spec.docker.runOptions.cgroupns"),
+            );
+        }
+    }
     for (i, m) in d.run_options.extra_mounts.iter().enumerate() {
         for (field, v) in [
             ("hostPath", &m.host_path),
