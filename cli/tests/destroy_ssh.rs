@@ -1,53 +1,91 @@
 //! `clusterctl destroy` on the test bed, SSH provider: two systemd node containers (a control plane and
 //! a worker) with the recording kubeadm stand-in installed. What `up` leaves on a node is put there
 //! (rendered files, the state record naming one more file, the CNI conflist, IPAM state, the VXLAN
-//! device), then `destroy` must leave each node as it was before (a listing of every path and link it
-//! touches, compared before and after), call `kubeadm reset -f --config` with the rendered
-//! ResetConfiguration, the worker before the control plane, keep files that are not its own, and remove
-//! the kubeconfig context. Without `--yes`, an answer other than `yes` changes nothing.
+//! device, the masquerade chain of the CNI agent's iptables fallback, the kube-vip VIP on the control
+//! plane's interface, the runtime config replaced after the real undo code backed it up, the real
+//! `--fix` of the swap check commenting swap out of fstab), then `destroy` must leave each node as it
+//! was before: a listing of every path, link, address, iptables/nftables rule, fstab line and the
+//! runtime config's digest, compared before and after. Also: `kubeadm reset -f --config` with the
+//! rendered ResetConfiguration, the worker before the control plane, files that are not clusterctl's
+//! kept, the kubeconfig context removed; packages kept unless `--purge` (a Debian package named
+//! `cri-tools` installed before is purged by a second `destroy --purge`). Without `--yes`, an answer
+//! other than `yes` changes nothing.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::sync::Arc;
 
+use clusterctl_phases::model::{NodeFile, NodeInfo, Role};
+use clusterctl_phases::{Mode, NodeCtx, QuietReporter, Secrets};
+use clusterctl_testbed::cli::{
+    install_standin, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, KUBEADM_STANDIN,
+};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
 use clusterctl_testbed::{is_root, require};
-use std::io::Write;
 
-const STANDIN: &str = include_str!("../../tests/standins/kubeadm-standin.sh");
-
-/// Every path and link `destroy` may touch, one per line, sorted.
+/// Every path, link, address, firewall rule and fstab line `destroy` may touch, and the runtime
+/// config's digest, one per line, sorted.
 const LISTING: &str = "{ find /etc /opt /usr/local /var/lib/clusterctl /var/lib/cni /run/clusterctl-cni 2>/dev/null; \
-    ip -o link show | awk -F': ' '{print \"link \" $2}' | sed 's/@.*//'; } | sort";
+    ip -o link show | awk -F': ' '{print \"link \" $2}' | sed 's/@.*//'; \
+    ip -o addr show | awk '{print \"addr \" $2 \" \" $4}'; \
+    iptables-save 2>/dev/null | grep -v '^#' | sed -E 's/\\[[0-9]+:[0-9]+\\]//; s/^/rule /'; \
+    nft list ruleset 2>/dev/null | sed 's/^/nft /'; \
+    sed 's/^/fstab /' /etc/fstab; \
+    sha256sum /etc/containerd/config.toml | sed 's/^/sha /'; } | sort";
 
-fn clusterctl(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("KUBECONFIG", dir.join("kubeconfig"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run clusterctl");
-    if let Some(mut i) = child.stdin.take() {
-        let _ = i.write_all(stdin.as_bytes());
-    }
-    let out = child.wait_with_output().expect("wait");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Shims so that no test touches the host's swap (a container's /proc/swaps is the host's).
+const SWAP_SHIMS: &str = "mkdir -p /usr/local/sbin && for c in swapoff swapon; do \
+    printf '#!/bin/sh\\necho \"%s $*\" >> /var/log/swap-shim.log\\n' $c > /usr/local/sbin/$c; chmod 755 /usr/local/sbin/$c; done";
+
+/// A Debian package named `cri-tools` (one file under /usr/share), as the packages `up` needs are.
+const DUMMY_PACKAGE: &str = "set -e; d=$(mktemp -d); mkdir -p $d/DEBIAN $d/usr/share/cri-tools-test; \
+    printf 'Package: cri-tools\\nVersion: 0.0-test\\nArchitecture: all\\nMaintainer: test <t@example.org>\\nDescription: clusterctl destroy test package\\n' > $d/DEBIAN/control; \
+    echo test > $d/usr/share/cri-tools-test/x; dpkg-deb --build $d /tmp/cri-tools.deb >/dev/null; dpkg -i /tmp/cri-tools.deb >/dev/null; rm -rf $d /tmp/cri-tools.deb";
+
+fn exec(n: &TestNode, script: &str) {
+    let (st, _, err) = n.exec(script, b"").expect("exec");
+    assert_eq!(st, 0, "{} on {}: {err}", script, n.name);
 }
 
-/// What `up` would have left on `n` (files, state record, VXLAN device).
-fn leave_up_traces(n: &TestNode, cluster: &str) {
+/// What `up` would have left on `n` (files, state record, VXLAN device, masquerade chain, replaced
+/// runtime config, swap fix; the VIP when given).
+fn leave_up_traces(n: &TestNode, cluster: &str, vip: Option<&str>) {
+    // The runtime phase's backup, by the real code, then the replacement it precedes.
+    let transport: Arc<dyn clusterctl_exec::Transport> = Arc::new(n.transport().expect("ssh"));
+    let mut ctx = NodeCtx::new(
+        NodeInfo::new(n.name.clone(), Role::Worker, n.address.clone()),
+        Some(transport),
+        Mode::default(),
+        Arc::new(QuietReporter),
+        Secrets::default(),
+    );
+    let config = NodeFile::new(
+        "/etc/containerd/config.toml",
+        0o644,
+        "version = 2\n# written by clusterctl up (test)\n",
+    );
+    clusterctl_phases::undo::backup_before_overwrite(&mut ctx, std::slice::from_ref(&config))
+        .expect("backup");
+    // Run twice, the second finds its backup and does nothing (never backs up clusterctl's own file).
+    let changes = ctx.changes;
+    clusterctl_phases::undo::backup_before_overwrite(&mut ctx, std::slice::from_ref(&config))
+        .expect("backup again");
+    assert_eq!(ctx.changes, changes, "a second backup was made");
+    let (st, _, err) = n
+        .exec("cat > /etc/containerd/config.toml", &config.content)
+        .expect("exec");
+    assert_eq!(st, 0, "{err}");
+    // The real `--fix` of the swap check (swapoff/swapon are shims here).
+    exec(n, clusterctl_phases::undo::SWAP_FIX);
+    assert!(
+        !n.sh("grep -E '^/swapfile' /etc/fstab || true")
+            .expect("fstab")
+            .contains("/swapfile"),
+        "the fix commented swap out"
+    );
     let state = format!(
-        "{{\"version\":1,\"cluster\":\"{cluster}\",\"node\":\"{}\",\"phases\":{{}},\"files\":{{\"/etc/clusterctl/recorded-only.conf\":\"00\"}}}}",
+        "{{\"version\":1,\"cluster\":\"{cluster}\",\"node\":\"{}\",\"phases\":{{}},\"files\":{{\"/etc/clusterctl/recorded-only.conf\":\"00\",\"/etc/containerd/config.toml\":\"00\"}}}}",
         n.name
     );
-    let script = format!(
+    let mut script = format!(
         "set -e; mkdir -p /etc/clusterctl/cni /etc/cni/net.d /var/lib/clusterctl/cni/ipam /etc/kubernetes/kubeadm /opt/cni/bin
          echo '{{}}' > /etc/clusterctl/cni/agent.json
          echo recorded > /etc/clusterctl/recorded-only.conf
@@ -55,12 +93,18 @@ fn leave_up_traces(n: &TestNode, cluster: &str) {
          echo 10.244.0.5 > /var/lib/clusterctl/cni/ipam/last
          cp /usr/bin/true /opt/cni/bin/clusterctl-cni
          echo 'net.ipv4.ip_forward = 1' > /etc/sysctl.d/99-kubernetes.conf
+         echo 'net.ipv4.ip_forward = 1' > /etc/sysctl.d/99-clusterctl.conf
          printf 'overlay\\nbr_netfilter\\n' > /etc/modules-load.d/kubernetes.conf
          printf '%s' '{state}' > /var/lib/clusterctl/state.json
-         ip link add cc-vxlan type vxlan id 1 dstport 8472 dev eth0"
+         ip link add cc-vxlan type vxlan id 1 dstport 8472 dev eth0
+         iptables -w -t nat -N CLUSTERCTL-CNI-MASQ
+         iptables -w -t nat -A CLUSTERCTL-CNI-MASQ -s 10.244.0.0/16 ! -d 10.244.0.0/16 -j MASQUERADE
+         iptables -w -t nat -A POSTROUTING -m comment --comment clusterctl-cni -j CLUSTERCTL-CNI-MASQ"
     );
-    let (st, _, err) = n.exec(&script, b"").expect("exec");
-    assert_eq!(st, 0, "seeding {}: {err}", n.name);
+    if let Some(v) = vip {
+        script.push_str(&format!("\n ip addr add {v}/32 dev eth0"));
+    }
+    exec(n, &script);
 }
 
 #[test]
@@ -72,72 +116,90 @@ fn destroy_leaves_each_node_as_before_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (cp, w) = (&tc.nodes[0], &tc.nodes[1]);
     let name = "dstlab";
-    // The packages `up` would find: the kubeadm stand-in, the directories the kubelet and CNI plugin
-    // packages make; and a file that is not clusterctl's.
+    let vip = format!(
+        "{}.250",
+        tc.gateway
+            .rsplit_once('.')
+            .map(|(a, _)| a)
+            .unwrap_or("172.30.0")
+    );
+    // What the node had before `up`: the kubeadm stand-in, the directories the kubelet and CNI plugin
+    // packages make, a package, a swap line in fstab, the runtime's own config; and a file that is not
+    // clusterctl's.
     for n in [cp, w] {
-        let (st, _, err) = n
-            .exec(
-                "set -e; cat > /usr/local/bin/kubeadm; chmod 755 /usr/local/bin/kubeadm; mkdir -p /etc/kubernetes/manifests /var/log/clusterctl-standin /etc/cni/net.d /opt/cni/bin; echo keep > /etc/not-clusterctl.conf",
-                STANDIN.as_bytes(),
-            )
-            .expect("exec");
-        assert_eq!(st, 0, "{err}");
+        install_standin(n, KUBEADM_STANDIN, "/usr/local/bin/kubeadm").expect("stand-in");
+        exec(n, "set -e; mkdir -p /etc/kubernetes/manifests /var/log/clusterctl-standin /etc/cni/net.d /opt/cni/bin; echo keep > /etc/not-clusterctl.conf; echo '/swapfile none swap sw 0 0' >> /etc/fstab; test -f /etc/containerd/config.toml");
+        // The nat table a real node already has (docker, kube-proxy): made by creating a chain once.
+        exec(
+            n,
+            "iptables -w -t nat -N PRE-UP && iptables -w -t nat -X PRE-UP",
+        );
+        exec(n, SWAP_SHIMS);
+        exec(n, DUMMY_PACKAGE);
     }
     let before: Vec<String> = [cp, w]
         .iter()
         .map(|n| n.sh(LISTING).expect("listing"))
         .collect();
-    for n in [cp, w] {
-        leave_up_traces(n, name);
+    assert!(
+        before[0].contains("fstab /swapfile none swap"),
+        "{}",
+        before[0]
+    );
+    leave_up_traces(cp, name, Some(&vip));
+    leave_up_traces(w, name, None);
+    let traced = cp.sh(LISTING).expect("listing");
+    for trace in [
+        "rule :CLUSTERCTL-CNI-MASQ",
+        &format!("addr eth0 {vip}/32"),
+        "fstab #/swapfile",
+        "/var/lib/clusterctl/undo/backup/etc/containerd/config.toml",
+    ] {
+        assert!(traced.contains(trace), "{trace} shows in:\n{traced}");
     }
-    assert_ne!(
-        cp.sh(LISTING).expect("listing"),
-        before[0],
-        "the traces show in the listing"
-    );
 
-    let file = format!(
-        "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  networking: {{podSubnet: 10.244.0.0/16, serviceSubnet: 10.96.0.0/16, cni: {{plugin: builtin}}}}\n  ssh: {{user: root, keyFile: {key}, port: 22, hostKeyPolicy: strict}}\n  nodes:\n    - {{name: {a}, role: control-plane, address: {aa}}}\n    - {{name: {b}, role: worker, address: {ba}}}\n",
-        key = cp.key_file.display(),
-        a = cp.name,
-        aa = cp.address,
-        b = w.name,
-        ba = w.address
-    );
-    std::fs::write(dir.path().join("cluster.yaml"), file).expect("cluster file");
+    let mut nodes = [FileNode::control_plane(cp), FileNode::worker(w)];
+    for n in nodes.iter_mut() {
+        n.address.push_str("/16");
+    }
+    let extra = format!("  controlPlane:\n    vip: {{address: {vip}, interface: eth0}}\n");
     std::fs::write(
-        dir.path().join("kubeconfig"),
+        dir.path().join("cluster.yaml"),
+        ssh_cluster_yaml(name, &tc.key.private, "builtin", None, &extra, &nodes),
+    )
+    .expect("cluster file");
+    let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir.path());
+    std::fs::write(
+        cli.kubeconfig(),
         format!("apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster: {{server: 'https://{}:6443'}}\n- name: keep\n  cluster: {{server: 'https://10.9.9.9:6443'}}\nusers:\n- name: {name}-admin\n  user: {{token: t}}\n- name: keep-admin\n  user: {{token: u}}\ncontexts:\n- name: {name}\n  context: {{cluster: {name}, user: {name}-admin}}\n- name: keep\n  context: {{cluster: keep, user: keep-admin}}\ncurrent-context: {name}\n", cp.address),
     )
     .expect("kubeconfig");
     let kh = cp.known_hosts.to_string_lossy().into_owned();
 
     // Not confirmed: nothing changes.
-    let (code, _, err) = clusterctl(
-        dir.path(),
-        &["destroy", "-f", "cluster.yaml", "--known-hosts", &kh],
-        "no\n",
-    );
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("Type yes"), "{err}");
-    assert!(cp
-        .sh("test -f /var/lib/clusterctl/state.json && echo present")
-        .expect("sh")
-        .contains("present"));
+    let r = cli
+        .run_with_stdin(
+            &["destroy", "-f", "cluster.yaml", "--known-hosts", &kh],
+            "no\n",
+        )
+        .expect("destroy");
+    assert_eq!(r.code, 2, "{}", r.all());
+    assert!(r.stderr.contains("Type yes"), "{}", r.all());
+    assert_eq!(cp.sh(LISTING).expect("listing"), traced);
 
-    let (code, out, err) = clusterctl(
-        dir.path(),
-        &[
+    let r = cli
+        .run(&[
             "destroy",
             "-f",
             "cluster.yaml",
             "--known-hosts",
             &kh,
             "--yes",
-        ],
-        "",
-    );
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+        ])
+        .expect("destroy");
+    let out = r.all();
+    assert_eq!(r.code, 0, "{out}");
+    eprintln!("--- session output ---\n{out}");
 
     // Each node as before.
     for (i, n) in [cp, w].iter().enumerate() {
@@ -147,12 +209,10 @@ fn destroy_leaves_each_node_as_before_up() {
             n.sh("cat /etc/not-clusterctl.conf").expect("sh").trim(),
             "keep"
         );
-        let calls = n
-            .sh("cat /var/log/clusterctl-standin/calls.log")
-            .expect("calls");
+        let calls = standin_calls(n).expect("calls");
         assert_eq!(
-            calls.trim(),
-            "kubeadm reset -f --config /etc/kubernetes/kubeadm/reset.yaml",
+            calls,
+            ["kubeadm reset -f --config /etc/kubernetes/kubeadm/reset.yaml"],
             "{}",
             n.name
         );
@@ -161,6 +221,16 @@ fn destroy_leaves_each_node_as_before_up() {
             .expect("reset config");
         assert!(cfg.contains("kind: ResetConfiguration"), "{cfg}");
         assert!(cfg.contains("kubeadm.k8s.io/v1beta4"), "{cfg}");
+        assert!(
+            n.sh("dpkg -s cri-tools >/dev/null && echo installed")
+                .expect("dpkg")
+                .contains("installed"),
+            "packages are kept without --purge"
+        );
+        assert_eq!(
+            n.sh("systemctl is-active containerd").expect("sh"),
+            "active"
+        );
     }
     // The worker first, the first control plane last.
     let wpos = out
@@ -170,23 +240,52 @@ fn destroy_leaves_each_node_as_before_up() {
         .find(&format!("{}: kubeadm reset: done", cp.name))
         .expect("cp reset reported");
     assert!(wpos < cpos, "{out}");
-    assert!(out.contains("link cc-vxlan deleted"), "{out}");
+    for said in [
+        "link cc-vxlan deleted",
+        "iptables chain CLUSTERCTL-CNI-MASQ deleted",
+        &format!("address {vip}/32 removed from eth0"),
+        "restored /etc/containerd/config.toml",
+        "fstab restored",
+        "containerd restarted",
+    ] {
+        assert!(out.contains(said), "{said}:\n{out}");
+    }
 
     // The kubeconfig keeps only the other cluster.
-    let kc = std::fs::read_to_string(dir.path().join("kubeconfig")).expect("kubeconfig");
+    let kc = std::fs::read_to_string(cli.kubeconfig()).expect("kubeconfig");
     assert!(!kc.contains(&format!("{name}-admin")), "{kc}");
     assert!(kc.contains("keep-admin"), "{kc}");
 
-    // A second destroy finds nothing left and still succeeds.
-    let (code, out, err) = clusterctl(
-        dir.path(),
-        &["destroy", "-f", "cluster.yaml", "--known-hosts", &kh, "-y"],
-        "",
-    );
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    // A second destroy, with --purge, finds nothing of clusterctl's left and purges the package.
+    let r = cli
+        .run(&[
+            "destroy",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "-y",
+            "--purge",
+        ])
+        .expect("destroy");
+    let out = r.all();
+    assert_eq!(r.code, 0, "{out}");
     // Only the reset configuration it uploaded for its own `kubeadm reset` is removed again.
     assert!(out.contains("1 path(s) removed"), "{out}");
+    assert!(
+        out.contains(&format!("{}: packages: purged: cri-tools", w.name)),
+        "{out}"
+    );
     for (i, n) in [cp, w].iter().enumerate() {
-        assert_eq!(n.sh(LISTING).expect("listing"), before[i], "{} after a second destroy", n.name);
+        assert_eq!(
+            n.sh(LISTING).expect("listing"),
+            before[i],
+            "{} after a second destroy",
+            n.name
+        );
+        assert!(n
+            .sh("dpkg -s cri-tools >/dev/null 2>&1 && echo installed || echo gone")
+            .expect("dpkg")
+            .contains("gone"));
     }
 }

@@ -5,57 +5,15 @@
 //! run against the recording API server with a pod that cannot pull that image, and must name both
 //! nodes as holding it (asked of the node runtimes over SSH).
 
-use std::path::Path;
-use std::process::Command;
-
 use clusterctl_testbed::apiserver::ApiServer;
+use clusterctl_testbed::cli::{ssh_cluster_yaml, Clusterctl, FileNode, LocalImage};
 use clusterctl_testbed::docker::{docker, docker_available, TestCluster};
 use clusterctl_testbed::{is_root, require, unique_name};
 use serde_json::{json, Value};
 
-/// Removes the test's local images on drop.
-struct Images(Vec<String>);
-
-impl Drop for Images {
-    fn drop(&mut self) {
-        for i in &self.0 {
-            let _ = docker(&["rmi", "-f", i]);
-        }
-    }
-}
-
-/// A one-file image made with `docker import` (no registry needed).
-fn make_image(dir: &Path, name: &str) -> String {
-    let root = dir.join(format!("rootfs-{}", name.replace([':', '/'], "-")));
-    std::fs::create_dir_all(&root).expect("rootfs");
-    std::fs::write(root.join("hello.txt"), format!("image {name}\n")).expect("content");
-    let tar = dir.join(format!("{}.tar", name.replace([':', '/'], "-")));
-    let st = Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&tar)
-        .arg(".")
-        .status()
-        .expect("tar");
-    assert!(st.success());
-    docker(&["import", &tar.to_string_lossy(), name]).expect("docker import");
-    name.to_string()
-}
-
-fn clusterctl(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("run clusterctl");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+fn run(cli: &Clusterctl, args: &[&str]) -> (i32, String, String) {
+    let r = cli.run(args).expect("run clusterctl");
+    (r.code, r.stdout, r.stderr)
 }
 
 fn images_on(cluster: &TestCluster, i: usize) -> String {
@@ -74,27 +32,30 @@ fn image_load_puts_local_images_into_node_runtimes() {
     let tag = unique_name("t");
     let one = format!("clusterctl-test/cka-api:{tag}");
     let two = format!("clusterctl-test/worker:{tag}");
-    let _images = Images(vec![one.clone(), two.clone()]);
-    make_image(dir.path(), &one);
-    make_image(dir.path(), &two);
+    let _one = LocalImage::import(dir.path(), &one).expect("image");
+    let _two = LocalImage::import(dir.path(), &two).expect("image");
 
     let n0 = &cluster.nodes[0];
     let n1 = &cluster.nodes[1];
-    let file = format!(
-        "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: imglab}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  networking: {{podSubnet: 192.168.0.0/16, serviceSubnet: 10.96.0.0/16}}\n  ssh: {{user: root, keyFile: {key}, port: 22, hostKeyPolicy: strict}}\n  nodes:\n    - {{name: {a}, role: control-plane, address: {aa}}}\n    - {{name: {b}, role: worker, address: {ba}}}\n",
-        key = n0.key_file.display(),
-        a = n0.name,
-        aa = n0.address,
-        b = n1.name,
-        ba = n1.address
-    );
-    std::fs::write(dir.path().join("cluster.yaml"), file).expect("cluster file");
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        ssh_cluster_yaml(
+            "imglab",
+            &n0.key_file,
+            "builtin",
+            None,
+            "",
+            &[FileNode::control_plane(n0), FileNode::worker(n1)],
+        ),
+    )
+    .expect("cluster file");
+    let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir.path());
     let kh = n0.known_hosts.to_string_lossy().into_owned();
     let full_one = format!("docker.io/{one}");
 
     // Only the first node.
-    let (code, out, err) = clusterctl(
-        dir.path(),
+    let (code, out, err) = run(
+        &cli,
         &[
             "image",
             "load",
@@ -127,8 +88,8 @@ fn image_load_puts_local_images_into_node_runtimes() {
     );
 
     // Every node.
-    let (code, out, err) = clusterctl(
-        dir.path(),
+    let (code, out, err) = run(
+        &cli,
         &[
             "image",
             "load",
@@ -150,8 +111,8 @@ fn image_load_puts_local_images_into_node_runtimes() {
     // From an archive.
     let archive = dir.path().join("two.tar");
     docker(&["save", "-o", &archive.to_string_lossy(), &two]).expect("docker save");
-    let (code, out, err) = clusterctl(
-        dir.path(),
+    let (code, out, err) = run(
+        &cli,
         &[
             "image",
             "load",
@@ -175,8 +136,8 @@ fn image_load_puts_local_images_into_node_runtimes() {
     }
 
     // An image Docker does not have: refused, naming it.
-    let (code, _, err) = clusterctl(
-        dir.path(),
+    let (code, _, err) = run(
+        &cli,
         &[
             "image",
             "load",
@@ -216,8 +177,8 @@ fn image_load_puts_local_images_into_node_runtimes() {
     );
     let kc = dir.path().join("kubeconfig");
     std::fs::write(&kc, api.kubeconfig("imglab")).expect("kubeconfig");
-    let (code, out, err) = clusterctl(
-        dir.path(),
+    let (code, out, err) = run(
+        &cli,
         &[
             "status",
             "-f",

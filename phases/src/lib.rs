@@ -13,6 +13,7 @@ pub mod model;
 pub mod progress;
 pub mod report;
 pub mod state;
+pub mod undo;
 pub mod up;
 pub mod upgrade;
 pub mod util;

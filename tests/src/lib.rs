@@ -3,9 +3,11 @@
 //! resource is removed by a drop guard. When `CI` is set, a missing capability fails instead of skipping.
 //!
 //! Modules are owned by area: `netns` (CNI), `docker` (node containers and the node image), `registry`
-//! (OCI registry on loopback), `apiserver` (recording Kubernetes API server on loopback, lifecycle).
+//! (OCI registry on loopback), `apiserver` (recording Kubernetes API server on loopback, lifecycle), `cli`
+//! (running the clusterctl binary, cluster files for test nodes, stand-in installation; lifecycle).
 
 pub mod apiserver;
+pub mod cli;
 pub mod docker;
 pub mod netns;
 pub mod registry;

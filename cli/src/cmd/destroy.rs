@@ -1,4 +1,5 @@
-//! `clusterctl destroy -f FILE [--yes]`: tears the cluster down, best effort per node, with a summary.
+//! `clusterctl destroy -f FILE [--yes] [--purge]`: tears the cluster down, best effort per node, with a
+//! summary.
 //!
 //! Docker provider: removes the cluster's labelled node containers (with their anonymous volumes) and
 //! its network. SSH provider: workers first, then the other control planes, the first control plane
@@ -7,12 +8,19 @@
 //!    ResetConfiguration, uploaded first), when kubeadm is installed; a kubeadm that refuses to mix
 //!    `--force` with `--config` is answered `y` on its prompt instead;
 //! 2. the builtin CNI's agent unit stopped and disabled;
-//! 3. the VXLAN device (`cc-vxlan`, `clusterctl.1`) and the masquerade nftables table
-//!    (`clusterctl-cni`) deleted;
-//! 4. every file clusterctl rendered for the node (the render plan; the runtime's own config only when
-//!    recorded) or recorded as placed (`/var/lib/clusterctl/state.json`), the CNI config, plugin
-//!    binary and IPAM state, removed;
-//! 5. `systemctl daemon-reload`.
+//! 3. network: the VXLAN device (`cc-vxlan`, `clusterctl.1`), the masquerade rule in either of its
+//!    forms (nftables table `ip clusterctl-cni`; iptables jump tagged `clusterctl-cni` in `nat
+//!    POSTROUTING` and the chain `CLUSTERCTL-CNI-MASQ`) and, on control planes, the kube-vip VIP
+//!    wherever it is still assigned;
+//! 4. restore (the undo record, `clusterctl_phases::undo`): runtime configuration files `up` replaced
+//!    are copied back (and the runtime restarted), `/etc/fstab` and the swap devices `--fix` turned
+//!    off are restored;
+//! 5. every file clusterctl rendered for the node (the render plan; the runtime's own config only when
+//!    recorded and not restored) or recorded as placed (`/var/lib/clusterctl/state.json`), the CNI
+//!    config, plugin binary and IPAM state, the `--fix` module and sysctl files, removed;
+//! 6. with `--purge` only: the Kubernetes packages (kubeadm, kubelet, kubectl, cri-tools,
+//!    kubernetes-cni and the file's `airgap.packages`) purged (`dpkg --purge`, or `rpm -e`);
+//! 7. `systemctl daemon-reload`.
 //!
 //! Then, on this machine, the kubeconfig context named after the cluster (with its cluster and user)
 //! and the local state cache are removed. Asks for confirmation unless `--yes`.
@@ -46,6 +54,51 @@ pub struct Args {
     /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
     #[arg(long)]
     pub known_hosts: Option<PathBuf>,
+    /// Also purge the Kubernetes packages from every node (SSH provider).
+    #[arg(long)]
+    pub purge: bool,
+}
+
+/// Packages `--purge` removes (when installed), besides the cluster file's `airgap.packages`.
+pub const K8S_PACKAGES: &[&str] = &[
+    "kubeadm",
+    "kubelet",
+    "kubectl",
+    "cri-tools",
+    "kubernetes-cni",
+];
+
+/// What a node's teardown needs besides its transport and rendered files.
+#[derive(Debug, Clone, Default)]
+pub struct Teardown {
+    /// The kube-vip VIP to take off the node's interfaces (control planes of a cluster with a VIP).
+    pub vip: Option<String>,
+    /// Packages to purge; empty: none (no `--purge`).
+    pub purge: Vec<String>,
+}
+
+impl Teardown {
+    /// The teardown of `node` of `cluster`; `purge`: with `--purge`.
+    pub fn of(cluster: &ValidCluster, node: &ValidNode, purge: bool) -> Self {
+        let mut packages: Vec<String> = Vec::new();
+        if purge {
+            packages.extend(K8S_PACKAGES.iter().map(|p| p.to_string()));
+            if let Some(a) = &cluster.spec().airgap {
+                for p in &a.packages {
+                    if !packages.contains(&p.name) {
+                        packages.push(p.name.clone());
+                    }
+                }
+            }
+        }
+        Teardown {
+            vip: node
+                .is_control_plane()
+                .then(|| cluster.vip().map(|v| v.to_string()))
+                .flatten(),
+            purge: packages,
+        }
+    }
 }
 
 /// VXLAN devices the builtin CNI creates (the agent's default name, and the documented `clusterctl.<VNI>`).
@@ -61,6 +114,8 @@ pub const INSTALLED_PATHS: &[&str] = &[
     "/var/lib/cni/clusterctl",
     "/run/clusterctl-cni",
     "/etc/kubernetes/kubeadm",
+    "/etc/modules-load.d/clusterctl.conf",
+    "/etc/sysctl.d/99-clusterctl.conf",
 ];
 
 /// Rendered files removed only when the state record says clusterctl placed them (a runtime config may
@@ -102,6 +157,50 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
     } else {
         println!("destroy: cluster {}: {failures} step(s) failed (see above); run destroy again after fixing them", cluster.name());
         Ok(ExitCode::FAILURE)
+    }
+}
+
+/// `clusterctl up --recreate`: destroys `cluster` as `destroy --yes` does (every node reset, the
+/// kubeconfig context and the local state cache removed) before `up` builds it again, so that no
+/// recorded phase is skipped. A dry run only says so. `None`: go on with `up`; `Some(code)`: stop
+/// (exit code 1 when a teardown step failed; each is printed).
+pub fn before_recreate(
+    cluster: &ValidCluster,
+    kubeconfig: Option<&PathBuf>,
+    known_hosts: Option<&PathBuf>,
+    dry_run: bool,
+) -> Option<ExitCode> {
+    if dry_run {
+        println!(
+            "--recreate: cluster {} would be destroyed first (as `clusterctl destroy --yes`)",
+            cluster.name()
+        );
+        return None;
+    }
+    let args = Args {
+        file: PathBuf::new(),
+        yes: true,
+        kubeconfig: kubeconfig.cloned(),
+        known_hosts: known_hosts.cloned(),
+        purge: false,
+    };
+    let mut failures = match cluster.provider() {
+        Provider::Docker => destroy_docker(cluster),
+        Provider::Ssh => destroy_ssh(cluster, &args),
+    };
+    failures += cleanup_local(cluster, &args);
+    if failures == 0 {
+        println!(
+            "recreate: cluster {} destroyed; building it again",
+            cluster.name()
+        );
+        None
+    } else {
+        eprintln!(
+            "up --recreate: destroying cluster {} failed in {failures} step(s) (see above); not building it again",
+            cluster.name()
+        );
+        Some(ExitCode::FAILURE)
     }
 }
 
@@ -172,7 +271,8 @@ fn destroy_ssh(cluster: &ValidCluster, args: &Args) -> usize {
             .and_then(|r| r.per_node.get(&n.name))
             .map(|v| v.iter().collect())
             .unwrap_or_default();
-        let steps = reset_node(cluster.name(), &n.name, t.as_ref(), &files);
+        let teardown = Teardown::of(cluster, n, args.purge);
+        let steps = reset_node(cluster.name(), &n.name, t.as_ref(), &files, &teardown);
         for (step, result) in steps {
             match result {
                 Ok(done) => println!("{}: {step}: {done}", n.name),
@@ -211,6 +311,7 @@ pub fn reset_node(
     node: &str,
     t: &dyn Transport,
     rendered: &[&clusterctl_render::RenderedFile],
+    teardown: &Teardown,
 ) -> Vec<(&'static str, Result<String, String>)> {
     let mut steps = Vec::new();
     // 1. kubeadm reset.
@@ -270,13 +371,39 @@ pub fn reset_node(
             "if ip link show dev {d} >/dev/null 2>&1; then ip link del dev {d} && out=\"$out link {d} deleted;\"; fi; "
         ));
     }
-    net.push_str(
-        "if command -v nft >/dev/null 2>&1 && nft list table ip clusterctl-cni >/dev/null 2>&1; then \
-         nft delete table ip clusterctl-cni && out=\"$out nft table clusterctl-cni deleted;\"; fi; \
-         echo \"${out:-nothing to remove}\"",
-    );
+    net.push_str(&masquerade_script());
+    if let Some(vip) = &teardown.vip {
+        net.push_str(&vip_script(vip));
+    }
+    net.push_str("echo \"${out:-nothing to remove}\"");
     steps.push(("network", run_step(t, &net)));
-    // 4. Files: rendered, recorded in the state, installed.
+    // 4. Restore what `up` replaced (undo record).
+    let restore = run_step(
+        t,
+        &format!(
+            "{}\n{}",
+            clusterctl_phases::undo::RESTORE_SCRIPT,
+            clusterctl_phases::undo::RESTORE_HOST_SCRIPT
+        ),
+    );
+    let restored = restore
+        .as_ref()
+        .map(|o| clusterctl_phases::undo::restored_paths(o))
+        .unwrap_or_default();
+    let restore = restore.and_then(|o| {
+        let runtime_restart = restart_runtime_script(&restored);
+        let mut done: Vec<String> = o.lines().map(str::to_string).collect();
+        if !runtime_restart.is_empty() {
+            done.push(run_step(t, &runtime_restart)?);
+        }
+        Ok(if done.is_empty() {
+            "nothing recorded".to_string()
+        } else {
+            done.join("; ")
+        })
+    });
+    steps.push(("restore", restore));
+    // 5. Files: rendered, recorded in the state, installed (not what was just restored).
     let recorded: BTreeSet<String> = match t.download(clusterctl_phases::state::STATE_PATH) {
         Ok(Some(bytes)) => clusterctl_phases::state::NodeState::parse(&bytes, cluster, node)
             .map(|s| s.files.keys().cloned().collect())
@@ -294,6 +421,7 @@ pub fn reset_node(
     let paths: Vec<String> = paths
         .into_iter()
         .filter(|p| p.starts_with('/') && p.len() > 1 && !p.contains("/../"))
+        .filter(|p| !restored.contains(p))
         .collect();
     let mut script = String::from("n=0; ");
     for p in &paths {
@@ -304,12 +432,78 @@ pub fn reset_node(
     }
     script.push_str("echo \"$n path(s) removed\"");
     steps.push(("files", run_step(t, &script)));
-    // 5. systemd.
+    // 6. Packages, only with --purge.
+    if !teardown.purge.is_empty() {
+        steps.push(("packages", run_step(t, &purge_script(&teardown.purge))));
+    }
+    // 7. systemd.
     steps.push((
         "systemd",
         run_step(t, "if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload && echo reloaded; else echo 'no systemd'; fi"),
     ));
     steps
+}
+
+/// The shell fragment removing the masquerade rule in both forms (see `clusterctl_cni::agent::masq`),
+/// appending what it removed to `$out`.
+pub fn masquerade_script() -> String {
+    use clusterctl_cni::agent::masq::TABLE;
+    // The names of the iptables fallback of `cni/src/agent/masq.rs`.
+    const CHAIN: &str = "CLUSTERCTL-CNI-MASQ";
+    const COMMENT: &str = "clusterctl-cni";
+    format!(
+        "if command -v nft >/dev/null 2>&1 && nft list table ip {TABLE} >/dev/null 2>&1; then \
+         nft delete table ip {TABLE} && out=\"$out nft table {TABLE} deleted;\"; fi; \
+         if command -v iptables >/dev/null 2>&1; then \
+         while iptables -w -t nat -D POSTROUTING -m comment --comment {COMMENT} -j {CHAIN} 2>/dev/null; do \
+         out=\"$out iptables jump to {CHAIN} deleted;\"; done; \
+         if iptables -w -t nat -F {CHAIN} 2>/dev/null; then iptables -w -t nat -X {CHAIN} && \
+         out=\"$out iptables chain {CHAIN} deleted;\"; fi; fi; "
+    )
+}
+
+/// The shell fragment taking the address `vip` off every interface that still holds it (kube-vip
+/// assigns it as `<vip>/32` in ARP mode), appending what it removed to `$out`.
+pub fn vip_script(vip: &str) -> String {
+    let v = sh_quote(vip);
+    format!(
+        "for a in $(ip -o addr show | awk -v v={v} '{{split($4, x, \"/\"); if (x[1] == v) print $2 \"|\" $4}}'); do \
+         ip addr del \"${{a#*|}}\" dev \"${{a%%|*}}\" && out=\"$out address ${{a#*|}} removed from ${{a%%|*}};\"; done; "
+    )
+}
+
+/// Restarts the container runtime whose configuration was among `restored`, when it is running.
+fn restart_runtime_script(restored: &[String]) -> String {
+    let unit = if restored.iter().any(|p| p.starts_with("/etc/containerd/")) {
+        "containerd"
+    } else if restored
+        .iter()
+        .any(|p| p.starts_with("/etc/crio/") || p.starts_with("/etc/containers/"))
+    {
+        "crio"
+    } else {
+        return String::new();
+    };
+    format!(
+        "if systemctl is-active --quiet {unit}; then systemctl restart {unit} && echo '{unit} restarted'; else echo '{unit} not running'; fi"
+    )
+}
+
+/// Purges the installed ones of `packages` (Debian family: `dpkg --purge`, all at once so that they
+/// may depend on each other; EL: `rpm -e`); prints what it purged.
+pub fn purge_script(packages: &[String]) -> String {
+    let list: Vec<String> = packages.iter().map(|p| sh_quote(p)).collect();
+    format!(
+        "pk=''; for p in {list}; do \
+         if command -v dpkg-query >/dev/null 2>&1; then \
+           dpkg-query -W -f='${{Status}}' \"$p\" 2>/dev/null | grep -q 'install ok installed' && pk=\"$pk $p\"; \
+         elif command -v rpm >/dev/null 2>&1; then rpm -q \"$p\" >/dev/null 2>&1 && pk=\"$pk $p\"; fi; done; \
+         if [ -z \"$pk\" ]; then echo 'none installed'; \
+         elif command -v dpkg >/dev/null 2>&1; then apt-mark unhold $pk >/dev/null 2>&1 || true; \
+           dpkg --purge $pk >/dev/null && echo \"purged:$pk\"; \
+         else rpm -e $pk && echo \"removed:$pk\"; fi",
+        list = list.join(" ")
+    )
 }
 
 /// Removes the kubeconfig context and the local cache; returns the number of failures.

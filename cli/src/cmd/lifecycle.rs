@@ -1,6 +1,6 @@
-//! Shared by the day-2 commands (`status`, `image load`, `destroy`): loading the cluster file, reaching
+//! Shared by the day-2 commands (`status`, `image load`, `destroy`, `node`): loading the cluster file, reaching
 //! its existing nodes (SSH hosts, or the Docker provider's labelled node containers — never creating
-//! any), and running one closure per node in parallel.
+//! any), finding a kubeconfig for the API, and running one closure per node in parallel.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -178,6 +178,55 @@ pub fn on_each<T: Send>(
             .filter_map(|(n, h)| h.join().ok().map(|r| (n, r)))
             .collect()
     })
+}
+
+/// The kubeconfig path and context for the cluster's API: `kubeconfig` (its context named after the
+/// cluster, else its current context); else the context named after the cluster in
+/// `$KUBECONFIG`/`~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
+/// the first control plane over its transport and kept 0600 in the local cache
+/// (`~/.cache/clusterctl/<cluster>/admin.conf`). Errors: a message naming what is missing.
+pub fn kubeconfig_for(
+    cluster: &ValidCluster,
+    kubeconfig: Option<&PathBuf>,
+    known_hosts: Option<&PathBuf>,
+) -> Result<(PathBuf, Option<String>), String> {
+    let name = cluster.name().to_string();
+    let with_context = |p: &PathBuf| -> Option<String> {
+        let text = std::fs::read_to_string(p).ok()?;
+        clusterctl_kubeapi::kubeconfig::has_context(&text, &name).then(|| name.clone())
+    };
+    if let Some(p) = kubeconfig {
+        return Ok((p.clone(), with_context(p)));
+    }
+    if let Some(p) = clusterctl_phases::up::kubeconfig::target(None) {
+        if let Some(ctx) = with_context(&p) {
+            return Ok((p, Some(ctx)));
+        }
+    }
+    // Fetch admin.conf from the first control plane.
+    let first = cluster.first_control_plane();
+    let reached = reach(cluster, &[first], known_hosts);
+    let Some(t) = reached.transports.get(&first.name) else {
+        return Err(format!(
+            "no kubeconfig context `{name}` and the first control plane {} cannot be reached: {}",
+            first.name,
+            reached.errors.get(&first.name).cloned().unwrap_or_default()
+        ));
+    };
+    let admin = t
+        .download("/etc/kubernetes/admin.conf")
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "no context `{name}` in the kubeconfig and no /etc/kubernetes/admin.conf on {}",
+                first.name
+            )
+        })?;
+    let dir = clusterctl_phases::local::cache_dir(&name).ok_or("no cache directory: set HOME")?;
+    let path = dir.join("admin.conf");
+    clusterctl_phases::local::write_private(&path, 0o600, &admin)
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok((path, None))
 }
 
 /// Single-quotes `s` for `sh`.

@@ -72,7 +72,11 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let (path, context) = match kubeconfig_for(&cluster, &args) {
+    let (path, context) = match lifecycle::kubeconfig_for(
+        &cluster,
+        args.kubeconfig.as_ref(),
+        args.known_hosts.as_ref(),
+    ) {
         Ok(k) => k,
         Err(e) => {
             eprintln!("status: {e}");
@@ -101,50 +105,6 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
-}
-
-/// The kubeconfig path and context to use (see the module doc).
-fn kubeconfig_for(
-    cluster: &ValidCluster,
-    args: &Args,
-) -> Result<(PathBuf, Option<String>), String> {
-    let name = cluster.name().to_string();
-    let with_context = |p: &PathBuf| -> Option<String> {
-        let text = std::fs::read_to_string(p).ok()?;
-        clusterctl_kubeapi::kubeconfig::has_context(&text, &name).then(|| name.clone())
-    };
-    if let Some(p) = &args.kubeconfig {
-        return Ok((p.clone(), with_context(p)));
-    }
-    if let Some(p) = clusterctl_phases::up::kubeconfig::target(None) {
-        if let Some(ctx) = with_context(&p) {
-            return Ok((p, Some(ctx)));
-        }
-    }
-    // Fetch admin.conf from the first control plane.
-    let first = cluster.first_control_plane();
-    let reached = reach(cluster, &[first], args.known_hosts.as_ref());
-    let Some(t) = reached.transports.get(&first.name) else {
-        return Err(format!(
-            "no kubeconfig context `{name}` and the first control plane {} cannot be reached: {}",
-            first.name,
-            reached.errors.get(&first.name).cloned().unwrap_or_default()
-        ));
-    };
-    let admin = t
-        .download("/etc/kubernetes/admin.conf")
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| {
-            format!(
-                "no context `{name}` in the kubeconfig and no /etc/kubernetes/admin.conf on {}",
-                first.name
-            )
-        })?;
-    let dir = clusterctl_phases::local::cache_dir(&name).ok_or("no cache directory: set HOME")?;
-    let path = dir.join("admin.conf");
-    clusterctl_phases::local::write_private(&path, 0o600, &admin)
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
-    Ok((path, None))
 }
 
 /// Builds the report: nodes, stuck pods (asking the node runtimes for images), missing nodes, label

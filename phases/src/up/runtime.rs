@@ -1,7 +1,8 @@
 //! `runtime/containerd` and `runtime/crio`: places the rendered runtime configuration (containerd's
 //! `config.toml` with `SystemdCgroup = true` and the sandbox image, `certs.d/<registry>/hosts.toml`
 //! for the mirror and its CA; CRI-O's drop-ins and `registries.conf`), restarts the runtime only when a
-//! file changed, and makes sure its unit is enabled and active.
+//! file changed, and makes sure its unit is enabled and active. A different file already in place is
+//! backed up first (`crate::undo`), so that `destroy` restores it.
 
 use super::UpData;
 use crate::ctx::NodeCtx;
@@ -12,6 +13,7 @@ use crate::model::FilePurpose;
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let unit = data.spec.runtime.unit();
     let files = data.files_of(ctx.name(), FilePurpose::Runtime);
+    crate::undo::backup_before_overwrite(ctx, &files)?;
     let changed = super::files::place(ctx, &files)?;
     if !changed.is_empty() {
         ctx.run_script(&format!("systemctl restart {unit}"))?;

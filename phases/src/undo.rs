@@ -1,0 +1,120 @@
+//! The undo record: what `up` changed on a node that existed before it, kept on the node under
+//! [`UNDO_DIR`] (root only) so that `clusterctl destroy` can put it back rather than delete it.
+//!
+//! - Runtime configuration (`runtime/<kind>` phase): before a rendered file replaces a different file
+//!   that was already there, the original is copied to `BACKUP_DIR/<path>` (mode, owner and times
+//!   kept); a path that did not exist gets a marker `BACKUP_DIR/<path>.absent`. Either is made once,
+//!   the first time, so a later `up` never backs up clusterctl's own file. [`RESTORE_SCRIPT`] copies
+//!   every backup back and prints the restored paths.
+//! - `--fix` of the swap check: `/etc/fstab` is copied to [`FSTAB_RECORD`] and the active swap devices
+//!   (`/proc/swaps`) listed in [`SWAPS_RECORD`] before `swapoff -a` and commenting swap out of
+//!   fstab ([`SWAP_FIX`]); [`RESTORE_HOST_SCRIPT`] restores fstab and turns those devices on again.
+//!   The other `--fix` changes write files of clusterctl's own (`/etc/modules-load.d/clusterctl.conf`,
+//!   `/etc/sysctl.d/99-clusterctl.conf`, [`FIX_FILES`]), which `destroy` deletes.
+
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::model::NodeFile;
+use crate::util::sh_quote;
+
+/// Where the undo record lives on a node.
+pub const UNDO_DIR: &str = "/var/lib/clusterctl/undo";
+/// Backups of files `up` replaced (`BACKUP_DIR/<absolute path>`).
+pub const BACKUP_DIR: &str = "/var/lib/clusterctl/undo/backup";
+/// `/etc/fstab` as it was before `--fix` commented swap out.
+pub const FSTAB_RECORD: &str = "/var/lib/clusterctl/undo/fstab";
+/// The swap devices that were active before `--fix` turned swap off, one per line.
+pub const SWAPS_RECORD: &str = "/var/lib/clusterctl/undo/swaps";
+/// Files the `--fix` of the module and sysctl checks create (clusterctl's own names).
+pub const FIX_FILES: &[&str] = &[
+    "/etc/modules-load.d/clusterctl.conf",
+    "/etc/sysctl.d/99-clusterctl.conf",
+];
+
+/// The `--fix` of the swap check: records fstab and the active swap devices (once), then `swapoff -a`
+/// and comments every swap line of `/etc/fstab` out (as kubeadm's documentation suggests).
+pub const SWAP_FIX: &str = r"mkdir -p /var/lib/clusterctl/undo && chmod 700 /var/lib/clusterctl/undo && { [ -e /var/lib/clusterctl/undo/fstab ] || { cp -p /etc/fstab /var/lib/clusterctl/undo/fstab && tail -n +2 /proc/swaps | cut -d' ' -f1 > /var/lib/clusterctl/undo/swaps; }; } && swapoff -a && sed -ri '/\sswap\s/s/^#?/#/' /etc/fstab";
+
+/// Copies every backup back to its place (mode, owner, times kept), removes what was absent before,
+/// and prints one line per path: `restored PATH` or `absent PATH`.
+pub const RESTORE_SCRIPT: &str = r#"d=/var/lib/clusterctl/undo/backup
+if [ -d "$d" ]; then
+  (cd "$d" && find . \( -type f -o -type l \) | sort) | while IFS= read -r f; do
+    p="/${f#./}"
+    case "$p" in
+      *.absent) p="${p%.absent}"; rm -f -- "$p" && echo "absent $p" ;;
+      *) mkdir -p -- "$(dirname -- "$p")" && cp -a -- "$d/${f#./}" "$p" && echo "restored $p" ;;
+    esac
+  done
+fi"#;
+
+/// Restores `/etc/fstab` from [`FSTAB_RECORD`] and turns the recorded swap devices on again; prints
+/// what it did (`fstab restored`, `swapon DEVICE`) or nothing when `--fix` changed neither.
+pub const RESTORE_HOST_SCRIPT: &str = r#"u=/var/lib/clusterctl/undo
+if [ -f "$u/fstab" ]; then cp -p "$u/fstab" /etc/fstab && echo "fstab restored"; fi
+if [ -s "$u/swaps" ]; then
+  while IFS= read -r dev; do
+    [ -n "$dev" ] || continue
+    if swapon "$dev" 2>/dev/null; then echo "swapon $dev"; else echo "swapon $dev failed (left off)"; fi
+  done < "$u/swaps"
+fi"#;
+
+/// The paths a [`RESTORE_SCRIPT`] run printed (`restored P` and `absent P` lines): the caller must not
+/// delete them afterwards.
+pub fn restored_paths(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("restored ")
+                .or_else(|| l.strip_prefix("absent "))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Before `files` are placed: for each whose path holds a different file and has no backup or marker
+/// yet, copies the original into [`BACKUP_DIR`]; for a path that does not exist yet, leaves the
+/// `.absent` marker. Checks first (read-only); offline it records nothing.
+pub fn backup_before_overwrite(ctx: &mut NodeCtx, files: &[NodeFile]) -> Result<(), PhaseError> {
+    for f in files {
+        let p = sh_quote(&f.path);
+        let b = sh_quote(&format!("{BACKUP_DIR}{}", f.path));
+        let m = sh_quote(&format!("{BACKUP_DIR}{}.absent", f.path));
+        let want = f.sha256();
+        let check = format!(
+            "[ ! -e {b} ] && [ ! -e {m} ] && {{ [ ! -e {p} ] || [ \"$(sha256sum < {p} | cut -d' ' -f1)\" != {want} ]; }}"
+        );
+        if ctx.test(&check)? != Some(true) {
+            continue;
+        }
+        ctx.run_script(&format!(
+            "mkdir -p \"$(dirname -- {b})\" && chmod 700 {UNDO_DIR} && if [ -e {p} ]; then cp -a -- {p} {b}; else : > {m}; fi"
+        ))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restored_paths_are_read_from_the_restore_output() {
+        let out = "restored /etc/containerd/config.toml\nabsent /etc/containerd/certs.d/r/hosts.toml\nnoise\n";
+        assert_eq!(
+            restored_paths(out),
+            [
+                "/etc/containerd/config.toml",
+                "/etc/containerd/certs.d/r/hosts.toml"
+            ]
+        );
+    }
+
+    #[test]
+    fn swap_fix_records_before_it_changes() {
+        let rec = SWAP_FIX.find("cp -p /etc/fstab").expect("record");
+        let off = SWAP_FIX.find("swapoff -a").expect("swapoff");
+        assert!(rec < off);
+        assert!(SWAP_FIX.contains(FSTAB_RECORD) && SWAP_FIX.contains(SWAPS_RECORD));
+    }
+}
