@@ -155,6 +155,7 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         mode,
         reporter: reporter.clone(),
         secrets: secrets.clone(),
+        api: clusterctl_phases::up::api::ApiAccess::kube_via(local_api(&cluster, &spec, &args)),
         spec: spec.clone(),
     };
     let opts = Options {
@@ -268,8 +269,8 @@ pub(crate) fn up_spec(cluster: &ValidCluster, args: &Args) -> UpSpec {
     }
 }
 
-/// The engine's purpose for a rendered file; `None` for files `up` does not place (reset, upgrade,
-/// kind configuration, Helm values).
+/// The engine's purpose for a rendered file; `None` for files `up` does not place (upgrade, kind
+/// configuration, Helm values).
 fn purpose(p: Purpose) -> Option<FilePurpose> {
     Some(match p {
         Purpose::KubeadmInit => FilePurpose::KubeadmInit,
@@ -288,10 +289,8 @@ fn purpose(p: Purpose) -> Option<FilePurpose> {
         | Purpose::CniAgentConfig
         | Purpose::CniAgentUnit
         | Purpose::ClusterManifest => FilePurpose::Cni,
-        Purpose::KubeadmReset
-        | Purpose::KubeadmUpgrade
-        | Purpose::KindConfig
-        | Purpose::HelmValues => return None,
+        Purpose::KubeadmReset => FilePurpose::KubeadmReset,
+        Purpose::KubeadmUpgrade | Purpose::KindConfig | Purpose::HelmValues => return None,
     })
 }
 
@@ -395,25 +394,7 @@ pub(crate) fn connect(
     let mut out: BTreeMap<String, Arc<dyn Transport>> = BTreeMap::new();
     match cluster.provider() {
         Provider::Docker => {
-            let mut options =
-                clusterctl_exec::DockerNodeOptions::kind(&format!("v{}", spec.kubernetes_version));
-            options.image = cluster.docker_node_image();
-            let s = cluster.spec();
-            options.env.extend(
-                s.docker
-                    .run_options
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            );
-            for m in &s.docker.run_options.extra_mounts {
-                options.binds.push(format!(
-                    "{}:{}:{}",
-                    m.host_path,
-                    m.container_path,
-                    if m.read_only { "ro" } else { "rw" }
-                ));
-            }
+            let options = docker_options(cluster, &spec.kubernetes_version);
             plan.push(format!(
                 "create network clusterctl-{} (if missing)",
                 spec.cluster
@@ -461,7 +442,9 @@ pub(crate) fn connect(
             let nodes = if args.dry_run {
                 provider.list()
             } else {
-                provider.create(&specs)
+                provider
+                    .create(&specs)
+                    .and_then(|n| provider.wait_ready(NODE_BOOT_TIMEOUT).map(|_| n))
             }
             .map_err(|e| e.to_string())?;
             for dn in nodes {
@@ -523,6 +506,75 @@ pub(crate) fn connect(
         }
     }
     Ok(out)
+}
+
+/// How long node containers may take to boot (systemd `running` or `degraded`).
+const NODE_BOOT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The docker provider's node options: kind's run options for the version, with the file's node
+/// image and `spec.docker.runOptions` (env, extra mounts, privileged, capabilities, tmpfs, cgroup
+/// namespace). kind's read-only `/lib/modules` mount is left out when the host has no such directory
+/// (the engine refuses a missing bind source).
+fn docker_options(cluster: &ValidCluster, version: &str) -> clusterctl_exec::DockerNodeOptions {
+    let mut options = clusterctl_exec::DockerNodeOptions::kind(&format!("v{version}"));
+    options.image = cluster.docker_node_image();
+    let ro = &cluster.spec().docker.run_options;
+    if !Path::new("/lib/modules").is_dir() {
+        options.binds.retain(|b| !b.starts_with("/lib/modules:"));
+    }
+    options
+        .env
+        .extend(ro.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for m in &ro.extra_mounts {
+        options.binds.push(format!(
+            "{}:{}:{}",
+            m.host_path,
+            m.container_path,
+            if m.read_only { "ro" } else { "rw" }
+        ));
+    }
+    if let Some(p) = ro.privileged {
+        options.privileged = p;
+    }
+    options.cap_add.extend(ro.cap_add.iter().cloned());
+    for t in &ro.tmpfs {
+        let (path, opts) = t.split_once(':').unwrap_or((t.as_str(), ""));
+        options.tmpfs.retain(|(p, _)| p != path);
+        options.tmpfs.push((path.to_string(), opts.to_string()));
+    }
+    if let Some(c) = &ro.cgroupns {
+        options.cgroupns = Some(c.clone());
+    }
+    options
+}
+
+/// For the docker provider: the API server as this machine reaches it, the first control plane's
+/// 6443 published on 127.0.0.1 (the certificate checked against the endpoint host). `None` for SSH
+/// nodes, offline dry runs, or when nothing is published.
+pub(crate) fn local_api(
+    cluster: &ValidCluster,
+    spec: &UpSpec,
+    args: &Args,
+) -> Option<clusterctl_phases::up::api::LocalApi> {
+    if cluster.provider() != Provider::Docker || (args.dry_run && !args.probe) {
+        return None;
+    }
+    let provider = clusterctl_exec::DockerProvider::new(
+        spec.cluster.clone(),
+        docker_options(cluster, &spec.kubernetes_version),
+    )
+    .ok()?;
+    let first = spec.nodes.iter().find(|n| n.is_control_plane())?;
+    let port = provider
+        .list()
+        .ok()?
+        .into_iter()
+        .find(|n| n.name == first.name)?
+        .api_server_port?;
+    Some(clusterctl_phases::up::api::LocalApi {
+        server: format!("https://127.0.0.1:{port}"),
+        tls_server_name: cluster.endpoint().host.clone(),
+    })
 }
 
 fn exec_role(r: Role) -> clusterctl_exec::Role {
@@ -629,6 +681,7 @@ fn print_plan(
                 PlanKind::Write => "write",
                 PlanKind::Local => "local",
                 PlanKind::Info => "note",
+                PlanKind::Api => "api",
             };
             let text = match e.kind {
                 PlanKind::Write => e.text.trim_start_matches("write ").to_string(),

@@ -10,14 +10,20 @@ use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::model::Role;
 
-/// Read-only probe script; prints `key=value` lines.
+/// Read-only probe script; prints `key=value` lines. A module counts as loaded when what it provides
+/// is there, so that modules built into the kernel (no `/sys/module/<name>` without parameters) and
+/// nodes in containers (which cannot load modules but share the host's kernel) are judged truthfully:
+/// `overlay` — the `overlay` file system in `/proc/filesystems`; `br_netfilter` — the
+/// `net.bridge.bridge-nf-call-iptables` sysctl it registers.
 pub const PREFLIGHT_SCRIPT: &str = r#"echo "swap=$(tail -n +2 /proc/swaps 2>/dev/null | wc -l)"
-for m in overlay br_netfilter; do if [ -d /sys/module/$m ]; then echo "mod_$m=1"; else echo "mod_$m=0"; fi; done
+if [ -d /sys/module/overlay ] || grep -qw overlay /proc/filesystems 2>/dev/null; then echo mod_overlay=1; else echo mod_overlay=0; fi
+if [ -d /sys/module/br_netfilter ] || [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then echo mod_br_netfilter=1; else echo mod_br_netfilter=0; fi
 echo "ip_forward=$(cat /proc/sys/net/ipv4/ip_forward 2>/dev/null)"
 echo "bnf4=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null)"
 echo "bnf6=$(cat /proc/sys/net/bridge/bridge-nf-call-ip6tables 2>/dev/null)"
 awk 'FNR>1 && $4=="0A" {split($2,a,":"); print "listen=" a[2]}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 echo "ntp=$(timedatectl show -p NTPSynchronized --value 2>/dev/null)"
+echo "container=$(systemd-detect-virt -c 2>/dev/null)"
 echo "firewalld=$(systemctl is-active firewalld 2>/dev/null)"
 echo "selinux=$(getenforce 2>/dev/null)"
 echo "kubeadm=$(command -v kubeadm)"
@@ -46,6 +52,7 @@ pub struct Probe {
     sysctls: Vec<(String, String)>,
     listening: Vec<u16>,
     ntp: String,
+    container: String,
     firewalld: String,
     selinux: String,
     kubeadm: String,
@@ -76,6 +83,7 @@ pub fn parse(out: &str) -> Probe {
                 }
             }
             "ntp" => p.ntp = v.into(),
+            "container" => p.container = v.into(),
             "firewalld" => p.firewalld = v.into(),
             "selinux" => p.selinux = v.into(),
             "kubeadm" => p.kubeadm = v.into(),
@@ -221,7 +229,12 @@ pub fn evaluate(
             );
         }
     }
-    if p.ntp != "yes" {
+    let in_container = !p.container.is_empty() && p.container != "none";
+    if p.ntp != "yes" && in_container {
+        // The kernel clock is the host's: a container can neither run a time daemon on it nor set it.
+        push("time-sync", format!("clock not reported synchronised (timedatectl NTPSynchronized); this node is a {} container sharing the host's kernel clock: synchronise the host", p.container),
+            None, true);
+    } else if p.ntp != "yes" {
         push("time-sync", "clock not reported synchronised (timedatectl NTPSynchronized)".into(),
             Some("systemctl enable --now chronyd 2>/dev/null || systemctl enable --now systemd-timesyncd".into()), true);
     }
@@ -350,6 +363,16 @@ mod tests {
             evaluate(Role::ControlPlane, &facts(), &p, "1.34.1", false),
             vec![]
         );
+    }
+
+    #[test]
+    fn a_container_nodes_clock_is_the_hosts() {
+        let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=no\ncontainer=docker\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n");
+        let f = evaluate(Role::Worker, &facts(), &p, "1.34.1", false);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].id, "time-sync");
+        assert!(f[0].warning && f[0].fix.is_none(), "{f:?}");
+        assert!(f[0].message.contains("docker container"), "{f:?}");
     }
 
     #[test]
