@@ -10,6 +10,7 @@ pub mod fake;
 pub mod kubeadm;
 pub mod local;
 pub mod model;
+pub mod node_join;
 pub mod progress;
 pub mod report;
 pub mod state;

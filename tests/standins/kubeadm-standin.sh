@@ -136,8 +136,8 @@ case "${1:-}" in
     ;;
   token)
     # kubeadm token create [--ttl D]: a fresh bootstrap token
-    t1=$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 6)
-    t2=$(head -c 128 /dev/urandom | tr -dc 'a-z0-9' | head -c 16)
+    t1=$(head -c 1024 /dev/urandom | tr -dc 'a-z0-9' | head -c 6)
+    t2=$(head -c 1024 /dev/urandom | tr -dc 'a-z0-9' | head -c 16)
     echo "$t1.$t2"
     ;;
   join)

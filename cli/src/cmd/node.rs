@@ -1,15 +1,200 @@
-//! `clusterctl node …`: join or remove nodes (not built yet).
+//! `clusterctl node join|remove`: adding nodes declared in the cluster file to a running cluster, and
+//! taking one out. `join` runs the phases of `up` restricted to the named nodes
+//! (`clusterctl_phases::node_join`); `remove` drains through the API, resets the node with the rendered
+//! ResetConfiguration and deletes its Node object (`node/remove.rs`).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use clusterctl_phases::engine::{Engine, Options};
+use clusterctl_phases::up::api::ApiAccess;
+use clusterctl_phases::up::UpData;
+use clusterctl_phases::{Mode, NodeCtx, PlainReporter, Reporter, Secrets};
+
+use super::{lifecycle, up};
+
+mod remove;
 
 /// Subcommands of `clusterctl node`.
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// Placeholder until the command is built.
-    Help,
+    /// Join nodes that are in the cluster file but not yet in the cluster (control planes one at a
+    /// time, workers in parallel), with their labels, taints and preloaded images.
+    Join(JoinArgs),
+    /// Drain a node through the API, reset it (`kubeadm reset` with the rendered ResetConfiguration)
+    /// and delete its Node object.
+    Remove(remove::Args),
 }
 
-/// Runs the command. Errors: always, until it is built.
-pub fn run(_cmd: Command) -> miette::Result<ExitCode> {
-    Err(miette::miette!("`clusterctl node` is not implemented yet"))
+/// Arguments of `clusterctl node join`.
+#[derive(clap::Args, Debug)]
+pub struct JoinArgs {
+    /// The cluster file (it must already declare the nodes to join).
+    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
+    pub file: PathBuf,
+    /// The nodes to join (names from the file).
+    #[arg(required = true)]
+    pub nodes: Vec<String>,
+    /// Apply the fixes of the fixable preflight failures on the joining nodes.
+    #[arg(long)]
+    pub fix: bool,
+    /// Preflight checks reported as warnings instead of failures.
+    #[arg(long, value_delimiter = ',')]
+    pub ignore_preflight: Vec<String>,
+    /// Show every check and the output of every command.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Nodes worked on at once.
+    #[arg(long, default_value_t = 16)]
+    pub parallel: usize,
+    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
+    #[arg(long)]
+    pub known_hosts: Option<PathBuf>,
+    /// Seconds to wait for every node to be Ready.
+    #[arg(long, default_value_t = 600)]
+    pub ready_timeout: u64,
+}
+
+/// Runs the command. Exit codes: 0 done, 1 a phase or step failed, 2 invalid input or a refused node.
+pub fn run(cmd: Command) -> miette::Result<ExitCode> {
+    match cmd {
+        Command::Join(a) => join(a),
+        Command::Remove(a) => remove::run(a),
+    }
+}
+
+fn join(args: JoinArgs) -> miette::Result<ExitCode> {
+    let cluster = match lifecycle::load_cluster(&args.file) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let up_args = up::Args {
+        file: Some(args.file.clone()),
+        profile: None,
+        dry_run: false,
+        probe: false,
+        skip_phases: Vec::new(),
+        only: Vec::new(),
+        fix: args.fix,
+        ignore_preflight: args.ignore_preflight.clone(),
+        verbose: args.verbose,
+        parallel: args.parallel,
+        kubeconfig: None,
+        known_hosts: args.known_hosts.clone(),
+        ready_timeout: args.ready_timeout,
+        recreate: false,
+    };
+    let mut spec = up::up_spec(&cluster, &up_args);
+    // Refuse names the file does not declare before contacting anything.
+    if let Err(e) = clusterctl_phases::node_join::engine_nodes(&spec.nodes, &args.nodes, &[]) {
+        if !matches!(
+            e,
+            clusterctl_phases::node_join::JoinRefused::AlreadyJoined(_)
+        ) {
+            eprintln!("node join: {e}");
+            return Ok(ExitCode::from(crate::EXIT_INVALID));
+        }
+    }
+    let transports = match up::connect(&cluster, &mut spec, &up_args, &mut Vec::new()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("node join: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let first_cp = cluster.first_control_plane().name.clone();
+    let Some(cp) = transports.get(&first_cp).cloned() else {
+        eprintln!("node join: the first control plane {first_cp} cannot be reached");
+        return Ok(ExitCode::FAILURE);
+    };
+    let mode = Mode {
+        dry_run: false,
+        probe: false,
+        fix: args.fix,
+        verbose: args.verbose,
+    };
+    let reporter: Arc<dyn Reporter> = Arc::new(PlainReporter::stderr(args.verbose));
+    let secrets = Secrets::default();
+    // The Nodes registered now, through the API as the phases of `up` reach it (the first control
+    // plane's admin.conf, kept in memory); the same client serves the phases below.
+    let api = ApiAccess::kube_via(up::local_api(&cluster, &spec, &up_args));
+    let registered = {
+        let Some(info) = spec.nodes.iter().find(|n| n.name == first_cp).cloned() else {
+            eprintln!("node join: the cluster file has no control plane");
+            return Ok(ExitCode::from(crate::EXIT_INVALID));
+        };
+        let mut ctx = NodeCtx::new(
+            info,
+            Some(cp.clone()),
+            mode,
+            reporter.clone(),
+            secrets.clone(),
+        );
+        let listed = api
+            .get(&mut ctx)
+            .map_err(|e| e.to_string())
+            .and_then(|a| a.ok_or_else(|| "no API client".to_string()))
+            .and_then(|a| a.nodes().map_err(|e| e.to_string()));
+        match listed {
+            Ok(nodes) => nodes
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .collect::<Vec<String>>(),
+            Err(e) => {
+                eprintln!("node join: cannot list the cluster's Nodes: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    };
+    let nodes =
+        match clusterctl_phases::node_join::engine_nodes(&spec.nodes, &args.nodes, &registered) {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("node join: {e}");
+                return Ok(ExitCode::from(crate::EXIT_INVALID));
+            }
+        };
+    let data = UpData {
+        renderer: Box::new(up::renderer(cluster.clone(), spec.nodes.clone())),
+        facts: Default::default(),
+        files: Default::default(),
+        join: Default::default(),
+        first_cp_transport: Some(cp),
+        mode,
+        reporter: reporter.clone(),
+        secrets: secrets.clone(),
+        api,
+        spec: spec.clone(),
+    };
+    let opts = Options {
+        cluster: spec.cluster.clone(),
+        mode,
+        parallel: args.parallel,
+        skip: Vec::new(),
+        only: Vec::new(),
+        cache: clusterctl_phases::local::cache_dir(&spec.cluster)
+            .map(clusterctl_phases::state::LocalCache::new),
+    };
+    let phases = clusterctl_phases::node_join::phases(&spec);
+    let engine = Engine::new(nodes, transports, opts, reporter.clone(), secrets);
+    let (summary, result) = engine.run(&phases, &data);
+    match result {
+        Ok(()) => {
+            reporter.note(&format!(
+                "node join: {} joined cluster `{}` ({} change(s))",
+                args.nodes.join(", "),
+                spec.cluster,
+                summary.total_changes()
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("node join failed:\n{e}");
+            eprintln!(
+                "Fix the cause and run `clusterctl node join` again: finished phases are recorded and skipped."
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }

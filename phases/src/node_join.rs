@@ -1,0 +1,179 @@
+//! `clusterctl node join`: the phases of `up` restricted to nodes that are in the cluster file but not
+//! yet in the cluster. The engine runs over the first control plane (which already ran `init`; its
+//! recorded phases are skipped and its checks find nothing to change) plus the joining nodes, with the
+//! phases that only concern the existing cluster left out (`init`, `control-plane/kube-vip-admin`, the
+//! manifest-applying `cni`, the day-2 `rollout/*` and `kubeconfig`). Control planes join one at a time, workers in parallel,
+//! through the same join credentials as `up` (`up::credentials`: a fresh bootstrap token when the
+//! 24-hour one expires within the hour, a fresh certificate key and `kubeadm init phase upload-certs
+//! --upload-certs` when the 2-hour upload is older than 1 h 50 min).
+
+use crate::engine::{Phase, Targets};
+use crate::model::{CniChoice, NodeInfo};
+use crate::up::{self, UpData, UpSpec};
+
+/// Phases of `up` that `node join` never runs (names or path prefixes, as `--skip-phases`): they only
+/// concern the first control plane, the existing cluster's day-2 rollout, or this machine, and are
+/// `up`'s to run.
+pub const LEFT_OUT: &[&str] = &[
+    "init",
+    "control-plane/kube-vip-admin",
+    "kubeconfig",
+    "rollout",
+];
+
+fn left_out(name: &str) -> bool {
+    LEFT_OUT
+        .iter()
+        .any(|p| name == *p || name.starts_with(&format!("{p}/")))
+}
+
+/// Why a `node join` request is refused (each names the nodes concerned).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JoinRefused {
+    /// No node was named.
+    #[error("name at least one node to join")]
+    NoNode,
+    /// Named nodes that the cluster file does not declare (names; the file's nodes).
+    #[error("node(s) {0} not in the cluster file (it declares: {1}); add them to the file first")]
+    NotInFile(String, String),
+    /// Named nodes already registered in the cluster (names).
+    #[error("node(s) {0} already in the cluster (registered Node objects); nothing to join")]
+    AlreadyJoined(String),
+}
+
+/// The phases `node join` runs for `spec`, in `up`'s order: `up::phases` with those [`runs`] keeps.
+pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
+    up::phases(spec)
+        .into_iter()
+        .filter(|p| runs(p.name, p.targets, &spec.cni))
+        .collect()
+}
+
+/// Whether `node join` runs the phase `name` of `up` (which targets `targets`): not the [`LEFT_OUT`]
+/// ones, and not `cni` when it only applies manifests on the first control plane (the builtin CNI's
+/// phase installs the plugin on every node, so it stays).
+pub fn runs(name: &str, targets: Targets, cni: &CniChoice) -> bool {
+    !left_out(name)
+        && !(name == "cni"
+            && targets == Targets::FirstControlPlane
+            && matches!(cni, CniChoice::Manifests(_)))
+}
+
+/// The nodes the engine runs over: the first control plane, then the `requested` nodes, in the file
+/// order of `nodes` (the cluster file's, e.g. `UpSpec::nodes`). Errors: no node named, a name the file
+/// does not declare, or a node already `registered` (the first control plane always counts as
+/// registered).
+pub fn engine_nodes(
+    nodes: &[NodeInfo],
+    requested: &[String],
+    registered: &[String],
+) -> Result<Vec<NodeInfo>, JoinRefused> {
+    if requested.is_empty() {
+        return Err(JoinRefused::NoNode);
+    }
+    let unknown: Vec<&str> = requested
+        .iter()
+        .filter(|r| !nodes.iter().any(|n| &n.name == *r))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        let all: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        return Err(JoinRefused::NotInFile(unknown.join(", "), all.join(", ")));
+    }
+    let first = nodes.iter().find(|n| n.is_control_plane());
+    let joined: Vec<&str> = requested
+        .iter()
+        .filter(|r| registered.contains(r) || first.is_some_and(|f| &f.name == *r))
+        .map(String::as_str)
+        .collect();
+    if !joined.is_empty() {
+        return Err(JoinRefused::AlreadyJoined(joined.join(", ")));
+    }
+    Ok(nodes
+        .iter()
+        .filter(|n| first.is_some_and(|f| f.name == n.name) || requested.contains(&n.name))
+        .cloned()
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+
+    fn nodes() -> Vec<NodeInfo> {
+        vec![
+            NodeInfo::new("c1", Role::ControlPlane, "10.0.0.1"),
+            NodeInfo::new("w1", Role::Worker, "10.0.0.2"),
+            NodeInfo::new("c2", Role::ControlPlane, "10.0.0.3"),
+            NodeInfo::new("w2", Role::Worker, "10.0.0.4"),
+        ]
+    }
+
+    #[test]
+    fn leaves_out_what_only_the_existing_cluster_needs() {
+        let cilium = CniChoice::Manifests("cilium".into());
+        for kept in [
+            "facts",
+            "preflight",
+            "files",
+            "runtime/containerd",
+            "control-plane/kube-vip",
+            "join/control-plane",
+            "join/worker",
+            "labels",
+            "images",
+            "wait-ready",
+        ] {
+            assert!(runs(kept, Targets::All, &cilium), "{kept}");
+        }
+        for gone in [
+            "init",
+            "control-plane/kube-vip-admin",
+            "kubeconfig",
+            "rollout/apiserver",
+            "rollout/kubelet",
+        ] {
+            assert!(!runs(gone, Targets::All, &cilium), "{gone}");
+        }
+        assert!(!runs("cni", Targets::FirstControlPlane, &cilium));
+        assert!(runs("cni", Targets::All, &CniChoice::Builtin));
+        assert!(
+            !left_out("rollouts"),
+            "a prefix matches whole path segments"
+        );
+    }
+
+    #[test]
+    fn engine_nodes_are_the_first_control_plane_and_the_new_ones_in_file_order() {
+        let got = engine_nodes(
+            &nodes(),
+            &["w2".into(), "c2".into()],
+            &["c1".into(), "w1".into()],
+        )
+        .expect("joinable");
+        let names: Vec<&str> = got.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["c1", "c2", "w2"]);
+    }
+
+    #[test]
+    fn refuses_unknown_registered_and_empty_requests() {
+        let n = nodes();
+        match engine_nodes(&n, &["w9".into()], &[]) {
+            Err(JoinRefused::NotInFile(x, all)) => {
+                assert_eq!(x, "w9");
+                assert_eq!(all, "c1, w1, c2, w2");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            engine_nodes(&n, &["w1".into(), "w2".into()], &["c1".into(), "w1".into()]),
+            Err(JoinRefused::AlreadyJoined("w1".into()))
+        );
+        assert_eq!(
+            engine_nodes(&n, &["c1".into()], &[]),
+            Err(JoinRefused::AlreadyJoined("c1".into()))
+        );
+        assert_eq!(engine_nodes(&n, &[], &[]), Err(JoinRefused::NoNode));
+    }
+}
