@@ -203,13 +203,34 @@ impl Registry {
         Ok((status, text))
     }
 
-    /// Pushes `img` as `repo:tag` (blobs by monolithic `POST /v2/<repo>/blobs/uploads/?digest=`,
-    /// then the manifest). Errors: the registry answered anything but 201.
+    /// Pushes `img` as `repo:tag` (each blob by `POST /v2/<repo>/blobs/uploads/` and one `PUT` of
+    /// the whole blob to the upload location with `?digest=`, then the manifest). Errors: the
+    /// registry refused a step.
     pub fn push(&self, repo: &str, tag: &str, img: &TestImage) -> Result<()> {
         for b in &img.blobs {
             let (st, text) = self.request(
                 "POST",
-                &format!("/v2/{repo}/blobs/uploads/?digest={}", b.digest),
+                &format!("/v2/{repo}/blobs/uploads/"),
+                "application/octet-stream",
+                b"",
+            )?;
+            let location = text
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("location")
+                        .then(|| v.trim().to_string())
+                })
+                .filter(|_| st == 202)
+                .with_context(|| format!("upload start in {repo}: {st}: {text}"))?;
+            let path = match location.find("/v2/") {
+                Some(i) => location[i..].to_string(),
+                None => bail!("upload location {location:?}"),
+            };
+            let sep = if path.contains('?') { '&' } else { '?' };
+            let (st, text) = self.request(
+                "PUT",
+                &format!("{path}{sep}digest={}", b.digest),
                 "application/octet-stream",
                 &b.bytes,
             )?;

@@ -79,22 +79,46 @@ pub enum Command {
     },
 }
 
-fn load(file: &Path) -> miette::Result<clusterctl_spec::ValidCluster> {
-    let loaded = clusterctl_spec::load(file).map_err(miette::Report::new)?;
-    let v = clusterctl_spec::validate(&loaded).map_err(miette::Report::new)?;
-    Ok(v.cluster)
+/// The air-gap settings of `up` for `cluster` loaded from `file` (`None`: a built-in profile, paths
+/// relative to the working directory): `Some` when the file names a bundle (`airgap.bundle`); images
+/// go to the mirror (with its CA and credential variable names) when one is set.
+pub fn for_up(
+    cluster: &clusterctl_spec::ValidCluster,
+    file: Option<&Path>,
+) -> Option<clusterctl_phases::up::airgap::AirgapUp> {
+    let a = cluster.spec().airgap.as_ref()?;
+    let base = file.and_then(Path::parent).unwrap_or(Path::new(""));
+    let mirror = cluster.mirror().map(|_| client_options(cluster));
+    Some(clusterctl_phases::up::airgap::AirgapUp::new(
+        base.join(&a.bundle),
+        mirror,
+    ))
+}
+
+/// The validated cluster, or (diagnostics printed) `Err(exit code 2)`.
+fn load(file: &Path) -> Result<clusterctl_spec::ValidCluster, ExitCode> {
+    match clusterctl_spec::load(file).and_then(|l| clusterctl_spec::validate(&l)) {
+        Ok(v) => Ok(v.cluster),
+        Err(d) => {
+            eprintln!("{d}");
+            Err(ExitCode::from(crate::EXIT_INVALID))
+        }
+    }
 }
 
 fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
     miette::miette!("{e}")
 }
 
-/// Runs the command. Errors: an invalid cluster file (its diagnostics), or the first air-gap error
-/// (naming the image, blob or bundle entry).
+/// Runs the command. Exit code 2 for an invalid cluster file (its diagnostics printed). Errors (exit
+/// code 1): the first air-gap error, naming the image, blob or bundle entry (a refused bundle).
 pub fn run(cmd: Command) -> miette::Result<ExitCode> {
     match cmd {
         Command::Images { file, output } => {
-            let cluster = load(&file)?;
+            let cluster = match load(&file) {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
             let list = clusterctl_airgap::plan::list_images(&cluster);
             match output {
                 Output::Json => println!(
@@ -114,7 +138,10 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
             plain_http,
             no_self,
         } => {
-            let cluster = load(&file)?;
+            let cluster = match load(&file) {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
             let base_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
             let out = match output.or_else(|| {
                 cluster
@@ -175,7 +202,10 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
             jobs,
             verify_only,
         } => {
-            let cluster = load(&file)?;
+            let cluster = match load(&file) {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
             if verify_only {
                 let vb = clusterctl_airgap::bundle::verify_bundle(&bundle).map_err(fail)?;
                 check_matches(&vb, &cluster).map_err(fail)?;

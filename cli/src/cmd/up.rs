@@ -266,6 +266,7 @@ pub(crate) fn up_spec(cluster: &ValidCluster, args: &Args) -> UpSpec {
         binary: std::env::current_exe().ok(),
         ready_timeout: Duration::from_secs(args.ready_timeout),
         ignore_preflight: args.ignore_preflight.clone(),
+        airgap: super::airgap::for_up(cluster, args.file.as_deref()),
     }
 }
 

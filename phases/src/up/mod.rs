@@ -2,8 +2,10 @@
 //! `runtime/<kind>` → `control-plane/kube-vip` → `init` → `control-plane/kube-vip-admin` → `cni` →
 //! `join/control-plane` (one at a time) → `join/worker` (in parallel) → `labels` → `images` →
 //! `wait-ready` → `kubeconfig`. [`phases`] builds the list for a cluster (kube-vip phases only with a
-//! VIP, the CNI phase shaped by the CNI choice); [`UpData`] is what they share.
+//! VIP, the CNI phase shaped by the CNI choice; with an air-gap bundle, [`airgap`]'s phases after
+//! `render` and after the runtime); [`UpData`] is what they share.
 
+pub mod airgap;
 pub mod api;
 pub mod cni;
 pub mod credentials;
@@ -72,6 +74,8 @@ pub struct UpSpec {
     pub ready_timeout: Duration,
     /// Preflight check ids whose failure is reported but does not stop `up` (e.g. `time-sync`).
     pub ignore_preflight: Vec<String>,
+    /// The air-gap bundle to install from (`airgap.bundle`), when the file names one ([`airgap`]).
+    pub airgap: Option<airgap::AirgapUp>,
 }
 
 /// Renders every node's files from the gathered facts (the CLI wraps `clusterctl_render::render`).
@@ -184,6 +188,9 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             run: files::render,
         },
         rollout::version_phase(),
+    ];
+    v.extend(airgap::early_phases(spec));
+    v.extend([
         Phase {
             name: "preflight",
             targets: Targets::All,
@@ -202,7 +209,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             inputs: |d, n| files_inputs(d, n, &[FilePurpose::Host, FilePurpose::Other]),
             run: files::run,
         },
-    ];
+    ]);
     let runtime_name = match spec.runtime {
         RuntimeKind::Containerd => "runtime/containerd",
         RuntimeKind::Crio => "runtime/crio",
@@ -216,6 +223,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         inputs: |d, n| files_inputs(d, n, &[FilePurpose::Runtime]),
         run: runtime::run,
     });
+    v.extend(airgap::image_phases(spec));
     if spec.vip.is_some() {
         v.push(Phase {
             name: "control-plane/kube-vip",

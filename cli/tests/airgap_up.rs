@@ -1,0 +1,291 @@
+//! `clusterctl up` from an air-gap bundle on the test bed: two systemd node containers (a control plane
+//! and a worker, reached over SSH) whose default route is removed, so they reach nothing but the test
+//! network; the recording kubeadm/kubelet/kubectl stand-ins of `tests/standins/`. Every image the
+//! cluster needs is built here from random bytes and served by a loopback `docker-registry` under its
+//! upstream repository path; the bundle is written from it (library call, registry override) with a
+//! `.deb` built here with `dpkg-deb` and a static tool of OS family `any`. Checks: `up` verifies the
+//! bundle, installs the package and the tool before preflight, imports every image into each node's
+//! containerd (name and manifest digest, `ctr -n k8s.io images ls`) after the runtime phase and before
+//! `kubeadm init`; a second `up` loads and writes nothing; a bundle with one flipped byte is refused
+//! naming the entry before any node is touched.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use clusterctl_airgap::plan::list_images;
+use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
+use clusterctl_airgap::ImageRef;
+use clusterctl_testbed::cli::{install_standins, ssh_cluster_yaml, Clusterctl, FileNode, Run};
+use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
+use clusterctl_testbed::registry::{self, image, layer, Registry, Rng};
+use clusterctl_testbed::{is_root, require};
+
+fn sh(node: &TestNode, script: &str) -> String {
+    node.sh(script).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Builds `<dir>/<name>_1.0_all.deb` holding `/usr/share/<name>/marker`.
+fn build_deb(dir: &Path, name: &str) -> String {
+    let root = dir.join("debroot");
+    std::fs::create_dir_all(root.join("DEBIAN")).expect("mkdir");
+    std::fs::create_dir_all(root.join(format!("usr/share/{name}"))).expect("mkdir");
+    std::fs::write(
+        root.join("DEBIAN/control"),
+        format!("Package: {name}\nVersion: 1.0\nArchitecture: all\nMaintainer: clusterctl tests <tests@example.com>\nDescription: air-gap test package\n"),
+    )
+    .expect("control");
+    std::fs::write(
+        root.join(format!("usr/share/{name}/marker")),
+        "from the bundle\n",
+    )
+    .expect("marker");
+    let file = format!("{name}_1.0_all.deb");
+    let st = Command::new("dpkg-deb")
+        .args(["--root-owner-group", "--build"])
+        .arg(&root)
+        .arg(dir.join(&file))
+        .output()
+        .expect("dpkg-deb runs");
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    file
+}
+
+fn host_arch() -> String {
+    let out = Command::new("dpkg")
+        .arg("--print-architecture")
+        .output()
+        .expect("dpkg");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Line index of the first line containing every needle.
+fn line_of(out: &str, needles: &[&str]) -> usize {
+    out.lines()
+        .position(|l| needles.iter().all(|n| l.contains(n)))
+        .unwrap_or_else(|| panic!("no line with {needles:?} in:\n{out}"))
+}
+
+fn images_in(node: &TestNode) -> BTreeMap<String, String> {
+    sh(node, "ctr -n k8s.io images ls")
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?;
+            let digest = w.nth(1)?;
+            Some((name.to_string(), digest.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
+    if !require("root", is_root())
+        || !require("docker", docker_available())
+        || !require("docker-registry", registry::available())
+    {
+        return;
+    }
+    let reg = Registry::start().expect("registry");
+    let cluster = TestCluster::start("agup", 2).expect("node containers");
+    let nodes = &cluster.nodes;
+    for n in nodes {
+        install_standins(n).expect("stand-ins");
+        // Nothing but the test network: no default route.
+        sh(n, "ip route del default 2>/dev/null || true");
+        assert_eq!(sh(n, "ip -4 route show default"), "", "{}", n.name);
+        assert!(
+            n.exec("ip route get 1.1.1.1", b"").expect("exec").0 != 0,
+            "{} still has a route out",
+            n.name
+        );
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    let deb = build_deb(work.path(), "cc-airgap-probe");
+    std::fs::write(
+        work.path().join("probe-tool"),
+        "#!/bin/sh\necho probe-tool from the bundle\n",
+    )
+    .expect("tool");
+    let arch = host_arch();
+    let extra = format!(
+        "  airgap:\n    bundle: site.tar\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n"
+    );
+    let text = ssh_cluster_yaml(
+        "agup",
+        &cluster.key.private,
+        "none",
+        None,
+        &extra,
+        &[
+            FileNode::control_plane(&nodes[0]),
+            FileNode::worker(&nodes[1]),
+        ],
+    );
+    let file = work.path().join("cluster.yaml");
+    std::fs::write(&file, text).expect("cluster file");
+    let loaded = clusterctl_spec::load(&file).expect("load");
+    let valid = clusterctl_spec::validate(&loaded)
+        .map_err(|d| d.to_string())
+        .expect("valid")
+        .cluster;
+
+    // Every image of the plan, built here, served by the loopback registry under its upstream path.
+    let list = list_images(&valid);
+    assert!(list.len() >= 6, "{list:?}");
+    let mut upstreams = std::collections::BTreeSet::new();
+    for (i, img) in list.iter().enumerate() {
+        let r = ImageRef::parse(&img.source).expect("ref");
+        let mut rng = Rng(1000 + i as u64);
+        let l = layer(&mut rng, "payload.bin", 2048).expect("layer");
+        reg.push(
+            &r.repository,
+            r.tag.as_deref().expect("tagged"),
+            &image(&[l], "amd64", &r.repository),
+        )
+        .expect("push");
+        upstreams.insert(r.registry.clone());
+    }
+    let bundle = work.path().join("site.tar");
+    let mut opts = BundleOptions {
+        out: bundle.clone(),
+        base_dir: work.path().to_path_buf(),
+        ..Default::default()
+    };
+    opts.pull.registry_overrides = upstreams
+        .iter()
+        .map(|u| (u.clone(), reg.addr().to_string()))
+        .collect();
+    let (summary, _) = bundle_cluster(&valid, &opts).expect("bundle");
+    let want: BTreeMap<String, String> = summary
+        .manifest
+        .images
+        .iter()
+        .map(|i| (i.mirror.clone(), i.digest.to_string()))
+        .collect();
+    assert_eq!(want.len(), list.len());
+    // The registry is not needed any more: the nodes could not reach it anyway.
+    drop(reg);
+
+    let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), work.path());
+    let known_hosts = nodes[0].known_hosts.display().to_string();
+    let file_s = file.display().to_string();
+    let up = |extra: &[&str]| -> Run {
+        let mut args = vec![
+            "up",
+            "-f",
+            &file_s,
+            "--known-hosts",
+            &known_hosts,
+            "--ready-timeout",
+            "30",
+            "--ignore-preflight",
+            "time-sync,module/br_netfilter",
+            // Labels and readiness go through the Kubernetes API, which the stand-ins do not serve.
+            "--skip-phases",
+            "labels,wait-ready",
+        ];
+        args.extend_from_slice(extra);
+        cli.run(&args).expect("run clusterctl up")
+    };
+
+    // A bundle with one flipped byte is refused, naming the entry, before any node is touched.
+    let good = std::fs::read(&bundle).expect("bundle");
+    let vb = clusterctl_airgap::bundle::verify_bundle(&bundle).expect("verifies");
+    let (victim, loc) = vb
+        .entries
+        .iter()
+        .find(|(n, _)| n.starts_with("packages/"))
+        .map(|(n, l)| (n.clone(), l.clone()))
+        .expect("a package entry");
+    let mut bad = good.clone();
+    bad[loc.offset as usize + 10] ^= 0x01;
+    std::fs::write(&bundle, &bad).expect("tamper");
+    let r = up(&[]);
+    assert_ne!(r.code, 0, "{}", r.all());
+    assert!(
+        r.all().contains(&victim) && r.all().contains("airgap/verify"),
+        "{}",
+        r.all()
+    );
+    for n in nodes {
+        assert_eq!(
+            sh(
+                n,
+                "test -e /var/lib/clusterctl/airgap && echo yes || echo no"
+            ),
+            "no",
+            "{} touched",
+            n.name
+        );
+    }
+    std::fs::write(&bundle, &good).expect("restore");
+
+    // `up` from the bundle.
+    let r = up(&["-v"]);
+    assert_eq!(r.code, 0, "{}", r.all());
+    let out = r.all();
+    let cp = &nodes[0].name;
+    let pkg = line_of(&out, &[&format!("[{cp}] airgap/packages: run: dpkg -i")]);
+    let pre = line_of(&out, &[&format!("[{cp}] preflight:")]);
+    let rt = line_of(
+        &out,
+        &[&format!(
+            "[{cp}] runtime/containerd: run: systemctl restart containerd"
+        )],
+    );
+    let load = line_of(&out, &[&format!("[{cp}] airgap/images: load ")]);
+    let init = line_of(&out, &[&format!("[{cp}] init: run: kubeadm init")]);
+    assert!(pkg < pre && rt < load && load < init, "order:\n{out}");
+    for n in nodes {
+        let have = images_in(n);
+        for (name, digest) in &want {
+            assert_eq!(
+                have.get(name),
+                Some(digest),
+                "{}: {name} not in containerd with its digest: {have:?}",
+                n.name
+            );
+        }
+        assert_eq!(
+            sh(n, "dpkg-query -W -f='${Status} ${Version}' cc-airgap-probe"),
+            "install ok installed 1.0"
+        );
+        assert_eq!(
+            sh(n, "cat /usr/share/cc-airgap-probe/marker"),
+            "from the bundle"
+        );
+        assert_eq!(sh(n, "probe-tool"), "probe-tool from the bundle");
+        assert_eq!(sh(n, "stat -c %a /usr/local/bin/probe-tool"), "755");
+        assert_eq!(
+            sh(n, "ls /var/lib/clusterctl/airgap/packages | sort"),
+            format!("{deb}\nprobe-tool")
+        );
+        assert_eq!(
+            sh(
+                n,
+                "ls /var/lib/clusterctl/airgap | grep -c '^images-' || true"
+            ),
+            "0",
+            "temporary archive left on {}",
+            n.name
+        );
+    }
+
+    // A second `up` loads and writes nothing.
+    let before: Vec<_> = nodes.iter().map(images_in).collect();
+    let again = up(&["-v"]);
+    assert_eq!(again.code, 0, "{}", again.all());
+    let o = again.all();
+    assert!(
+        !o.contains("airgap/images: load") && !o.contains(": write ") && !o.contains(": run: "),
+        "second up changed something:\n{o}"
+    );
+    assert!(o.contains("is up to date; nothing changed"), "{o}");
+    assert_eq!(before, nodes.iter().map(images_in).collect::<Vec<_>>());
+}
