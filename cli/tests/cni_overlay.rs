@@ -9,54 +9,55 @@ use clusterctl_testbed::netns::{Netns, Node, Underlay};
 use cni_support::*;
 use serde_json::Value;
 use std::net::Ipv4Addr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 struct Site {
     dir: tempfile::TempDir,
+    rendered: RenderedCni,
 }
 
 impl Site {
-    fn node_dir(&self, i: usize) -> std::path::PathBuf {
+    fn node_dir(&self, i: usize) -> PathBuf {
         self.dir.path().join(format!("node{i}"))
+    }
+
+    /// Writes node `i`'s rendered settings and conflist template, with every path redirected into
+    /// its test directory and podSubnet 10.251.0.0/16; returns the settings file.
+    fn install(&self, i: usize) -> PathBuf {
+        let dir = self.node_dir(i);
+        let mut cfg = self.rendered.agents[i].clone();
+        cfg.pod_subnet = Some("10.251.0.0/16".into());
+        cfg.conflist_template = dir.join("template.conflist").display().to_string();
+        cfg.conflist_path = dir
+            .join("net.d/10-clusterctl.conflist")
+            .display()
+            .to_string();
+        cfg.pod_cidr_file = dir.join("podcidr").display().to_string();
+        cfg.kubeconfig = None;
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            &cfg.conflist_template,
+            with_data_dir(&self.rendered.template, &dir.join("data")),
+        )
+        .unwrap();
+        let p = dir.join("agent.json");
+        write_agent_config(&p, &cfg);
+        p
     }
 }
 
-fn agent(
-    node: &Node,
-    name: &str,
-    dir: &Path,
-    peers: &Path,
-    extra: &[&str],
-) -> std::process::Output {
+fn agent(node: &Node, config: &Path, peers: &Path) -> std::process::Output {
     let mut c = node.ns.command(env!("CARGO_BIN_EXE_clusterctl"));
-    c.args([
-        "cni",
-        "agent",
-        "--once",
-        "--node-name",
-        name,
-        "--peers-file",
-    ])
-    .arg(peers)
-    .arg("--cni-conf-dir")
-    .arg(dir.join("net.d"))
-    .arg("--podcidr-file")
-    .arg(dir.join("podcidr"))
-    .arg("--data-dir")
-    .arg(dir.join("data"))
-    .args(extra);
+    c.args(["cni", "agent", "--once", "--config"])
+        .arg(config)
+        .arg("--peers-file")
+        .arg(peers);
     c.output().expect("run agent")
 }
 
-fn cleanup(node: &Node, name: &str, dir: &Path, peers: &Path) -> std::process::Output {
+fn cleanup(node: &Node, config: &Path) -> std::process::Output {
     let mut c = node.ns.command(env!("CARGO_BIN_EXE_clusterctl"));
-    c.args(["cni", "cleanup", "--node-name", name, "--peers-file"])
-        .arg(peers)
-        .arg("--cni-conf-dir")
-        .arg(dir.join("net.d"))
-        .arg("--podcidr-file")
-        .arg(dir.join("podcidr"))
-        .args(["--cluster-cidr", "10.251.0.0/16"]);
+    c.args(["cni", "cleanup", "--config"]).arg(config);
     c.output().expect("run cleanup")
 }
 
@@ -75,9 +76,17 @@ fn three_nodes_ping_across_the_vxlan() {
     }
     let ul = Underlay::new(20).unwrap();
     let nodes: Vec<Node> = (0..3).map(|_| ul.add_node(1500).unwrap()).collect();
+    let names: Vec<(String, Ipv4Addr)> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("node{i}"), n.addr))
+        .collect();
+    let refs: Vec<(&str, Ipv4Addr)> = names.iter().map(|(n, a)| (n.as_str(), *a)).collect();
     let site = Site {
         dir: tempfile::tempdir().unwrap(),
+        rendered: rendered_builtin(&refs),
     };
+    let configs: Vec<PathBuf> = (0..nodes.len()).map(|i| site.install(i)).collect();
     let peers = site.dir.path().join("peers");
     let all: String = nodes
         .iter()
@@ -86,13 +95,7 @@ fn three_nodes_ping_across_the_vxlan() {
         .collect();
     std::fs::write(&peers, &all).unwrap();
     for (i, n) in nodes.iter().enumerate() {
-        let o = agent(
-            n,
-            &format!("node{i}"),
-            &site.node_dir(i),
-            &peers,
-            &["--cluster-cidr", "10.251.0.0/16"],
-        );
+        let o = agent(n, &configs[i], &peers);
         assert!(
             o.status.success(),
             "agent node{i}: {}",
@@ -161,6 +164,12 @@ fn three_nodes_ping_across_the_vxlan() {
     assert_eq!(conflists[1]["plugins"][0]["podCIDR"], "10.251.2.0/24");
     assert_eq!(conflists[1]["plugins"][1]["type"], "portmap");
     assert_eq!(
+        conflists[1]["plugins"][0]["mtu"], 1450,
+        "the agent fills in the MTU it derived (underlay 1500 − 50)"
+    );
+    clusterctl_cni::plugin::config::parse(plugin_conf(&conflists[1]).as_bytes())
+        .expect("the plugin parses the conflist the agent completed");
+    assert_eq!(
         std::fs::read_to_string(site.node_dir(2).join("podcidr"))
             .unwrap()
             .trim(),
@@ -206,13 +215,7 @@ fn three_nodes_ping_across_the_vxlan() {
     // Peer set changes: node2 leaves. node0 drops exactly node2's entries and keeps node1's.
     let two: String = all.lines().take(2).map(|l| format!("{l}\n")).collect();
     std::fs::write(&peers, &two).unwrap();
-    let o = agent(
-        n0,
-        "node0",
-        &site.node_dir(0),
-        &peers,
-        &["--cluster-cidr", "10.251.0.0/16"],
-    );
+    let o = agent(n0, &configs[0], &peers);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let log = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -242,7 +245,7 @@ fn three_nodes_ping_across_the_vxlan() {
             "onlink",
         ])
         .unwrap();
-    let o = agent(n0, "node0", &site.node_dir(0), &peers, &[]);
+    let o = agent(n0, &configs[0], &peers);
     let log = String::from_utf8_lossy(&o.stderr);
     assert!(
         log.contains("device created: false, added 0, removed 1"),
@@ -251,7 +254,7 @@ fn three_nodes_ping_across_the_vxlan() {
 
     // Clean-up removes the device, the table and the files.
     for (i, n) in nodes.iter().enumerate() {
-        let o = cleanup(n, &format!("node{i}"), &site.node_dir(i), &peers);
+        let o = cleanup(n, &configs[i]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     assert!(!n0.ns.links().unwrap().contains(&"cc-vxlan".to_string()));

@@ -517,12 +517,10 @@ fn every_cni_pool_is_pod_subnet() {
         }
         for n in c.nodes() {
             if let Some(f) = r.node_file(&n.name, "/etc/clusterctl/cni/agent.json") {
-                let v: serde_json::Value = serde_json::from_str(&f.as_text()).expect("json");
-                assert_eq!(v["podSubnet"].as_str(), Some(pod.as_str()));
-                assert_eq!(
-                    v["nodeCidrMaskSize"].as_u64(),
-                    Some(u64::from(c.node_cidr_mask_size()))
-                );
+                let v: clusterctl_render::cni::builtin::AgentConfig =
+                    serde_json::from_str(&f.as_text()).expect("agent.json");
+                assert_eq!(v.pod_subnet.as_deref(), Some(pod.as_str()));
+                assert_eq!(v.node_name, n.name);
                 checked += 1;
             }
         }

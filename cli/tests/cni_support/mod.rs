@@ -186,3 +186,76 @@ pub fn sh(ns: &Netns, prog: &str, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// What render writes for the builtin CNI on each node: the agent's settings (decoded with the
+/// agent's own type) and the conflist template text.
+pub struct RenderedCni {
+    /// Per node, in the order given: the agent's settings (`/etc/clusterctl/cni/agent.json`).
+    pub agents: Vec<clusterctl_render::cni::builtin::AgentConfig>,
+    /// The conflist template (`/etc/clusterctl/cni/10-clusterctl.conflist`), with the podCIDR placeholder.
+    pub template: String,
+    /// The systemd unit (`/etc/systemd/system/clusterctl-cni-agent.service`).
+    pub unit: String,
+}
+
+/// Renders the `builtin` profile through `clusterctl_render` with its nodes replaced by `nodes`
+/// (name, address; the first is the control plane) and its CNI MTU left unset (so the agent derives
+/// it from the underlay), and returns the builtin CNI's node files, decoded by the agent's parser.
+pub fn rendered_builtin(nodes: &[(&str, Ipv4Addr)]) -> RenderedCni {
+    use clusterctl_render::cni::builtin::{AGENT_CONFIG_PATH, CONFLIST_TEMPLATE_PATH, UNIT_PATH};
+    let profile = clusterctl_spec::from_profile("builtin").expect("builtin profile");
+    let text = profile.source_text.replace("      mtu: 1450\n", "");
+    let head = text.split("\n  nodes:\n").next().expect("nodes section");
+    let mut yaml = format!("{head}\n  nodes:\n");
+    for (i, (name, addr)) in nodes.iter().enumerate() {
+        let role = if i == 0 { "control-plane" } else { "worker" };
+        yaml.push_str(&format!(
+            "    - name: {name}\n      role: {role}\n      address: {addr}/16\n"
+        ));
+    }
+    let loaded = clusterctl_spec::Loaded::from_text("cni-test.yaml", yaml);
+    let cluster = match clusterctl_spec::validate(&loaded) {
+        Ok(v) => v.cluster,
+        Err(d) => panic!("test cluster does not validate: {}", d.summary()),
+    };
+    let facts = clusterctl_render::Facts::assumed(&cluster);
+    let r = clusterctl_render::render(&cluster, &facts).expect("render");
+    let file = |node: &str, path: &str| -> String {
+        r.node_file(node, path)
+            .unwrap_or_else(|| panic!("{node} lacks {path}"))
+            .as_text()
+            .to_string()
+    };
+    let agents = nodes
+        .iter()
+        .map(|(name, _)| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let p = dir.path().join("agent.json");
+            std::fs::write(&p, file(name, AGENT_CONFIG_PATH)).expect("write agent.json");
+            clusterctl_cni::agent::load_config(&p)
+                .expect("the agent parses the rendered agent.json")
+        })
+        .collect();
+    let first = nodes[0].0;
+    RenderedCni {
+        agents,
+        template: file(first, CONFLIST_TEMPLATE_PATH),
+        unit: file(first, UNIT_PATH),
+    }
+}
+
+/// `template` with the `dataDir` of our plugin's entry set to `data_dir` (tests keep IPAM state in
+/// their own directories).
+pub fn with_data_dir(template: &str, data_dir: &Path) -> String {
+    let mut v: Value = serde_json::from_str(template).expect("template JSON");
+    v["plugins"][0]["dataDir"] = Value::from(data_dir.display().to_string());
+    serde_json::to_string_pretty(&v).expect("json")
+}
+
+/// `cfg` written as JSON to `path` (what the agent's `--config` reads).
+pub fn write_agent_config(path: &Path, cfg: &clusterctl_render::cni::builtin::AgentConfig) {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(path, serde_json::to_string_pretty(cfg).expect("json")).expect("write");
+}

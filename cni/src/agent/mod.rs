@@ -38,26 +38,78 @@ pub enum AgentError {
     },
 }
 
-/// Everything the agent needs to know.
-#[derive(Debug, Clone)]
-pub struct AgentConfig {
-    /// This node's name (its entry in the peer set).
-    pub node_name: String,
-    /// The VXLAN device.
-    pub device: DeviceConfig,
-    /// The whole pod network; pod traffic to destinations outside it is masqueraded. `None`: no
-    /// masquerade table.
-    pub cluster_cidr: Option<Ipv4Net>,
-    /// CNI configuration directory (`/etc/cni/net.d`).
-    pub cni_conf_dir: PathBuf,
-    /// cniVersion of the written conflist.
-    pub cni_version: String,
-    /// Network name in the conflist.
-    pub network_name: String,
-    /// IPAM data directory given to the plugin.
-    pub data_dir: PathBuf,
-    /// Where the podCIDR file is written.
-    pub podcidr_file: PathBuf,
+/// The agent's settings: render's type, decoded from `/etc/clusterctl/cni/agent.json` by
+/// [`load_config`] (the one description of them; see `clusterctl_render::cni::builtin::AgentConfig`).
+pub use clusterctl_render::cni::builtin::AgentConfig;
+
+/// Reads and checks the agent's settings file `path` (JSON, unknown keys refused). Errors:
+/// [`AgentError::Io`] when unreadable, [`AgentError::Config`] when not decodable or when a value is
+/// invalid (see [`check_config`]).
+pub fn load_config(path: &Path) -> Result<AgentConfig, AgentError> {
+    let text = std::fs::read_to_string(path).map_err(|e| AgentError::Io {
+        what: format!("read {}", path.display()),
+        source: e,
+    })?;
+    let cfg: AgentConfig = serde_json::from_str(&text)
+        .map_err(|e| AgentError::Config(format!("{}: {e}", path.display())))?;
+    check_config(&cfg)?;
+    Ok(cfg)
+}
+
+/// Checks what decoding cannot: `podSubnet` is an IPv4 CIDR, the VNI fits 24 bits, the port is not
+/// 0, the node name, device name and paths are not empty. Errors: [`AgentError::Config`] naming the key.
+pub fn check_config(cfg: &AgentConfig) -> Result<(), AgentError> {
+    let bad = |k: &str, why: &str| Err(AgentError::Config(format!("agent settings: {k} {why}")));
+    if let Some(s) = &cfg.pod_subnet {
+        if s.parse::<Ipv4Net>().is_err() {
+            return bad("podSubnet", "is not an IPv4 CIDR");
+        }
+    }
+    if cfg.vni == 0 || cfg.vni > 0x00ff_ffff {
+        return bad("vni", "must be 1..16777215");
+    }
+    if cfg.vxlan_port == 0 {
+        return bad("vxlanPort", "must not be 0");
+    }
+    for (k, v) in [
+        ("nodeName", &cfg.node_name),
+        ("vxlanDevice", &cfg.vxlan_device),
+        ("conflistTemplate", &cfg.conflist_template),
+        ("conflistPath", &cfg.conflist_path),
+        ("podCIDRFile", &cfg.pod_cidr_file),
+    ] {
+        if v.is_empty() {
+            return bad(k, "is empty");
+        }
+    }
+    if cfg.vxlan_device.len() > 15 {
+        return bad("vxlanDevice", "is longer than 15 bytes");
+    }
+    Ok(())
+}
+
+/// The VXLAN device settings of `cfg`.
+pub fn device(cfg: &AgentConfig) -> DeviceConfig {
+    DeviceConfig {
+        name: cfg.vxlan_device.clone(),
+        vni: cfg.vni,
+        port: cfg.vxlan_port,
+        mtu: cfg.mtu,
+        underlay: cfg.underlay_interface.clone(),
+    }
+}
+
+fn pod_subnet(cfg: &AgentConfig) -> Result<Option<Ipv4Net>, AgentError> {
+    cfg.pod_subnet
+        .as_deref()
+        .map(|s| {
+            s.parse().map_err(|_| {
+                AgentError::Config(format!(
+                    "agent settings: podSubnet {s:?} is not an IPv4 CIDR"
+                ))
+            })
+        })
+        .transpose()
 }
 
 /// A source of the peer set.
@@ -106,43 +158,38 @@ impl PeerSource for StaticFile {
     }
 }
 
-/// One full pass: reconcile the overlay, then write the podCIDR file, the conflist and the
-/// masquerade table. Returns `Ok(None)` when this node is not in the peer set yet.
+/// One full pass: reconcile the overlay, then write the podCIDR file, the completed conflist and
+/// the masquerade table. Returns `Ok(None)` when this node is not in the peer set yet.
 pub fn pass(cfg: &AgentConfig, peers: &[Peer]) -> Result<Option<Changes>, AgentError> {
     let Some(me) = peers.iter().find(|p| p.name == cfg.node_name) else {
         return Ok(None);
     };
-    let ch = reconcile::reconcile(&cfg.device, me, peers)?;
+    let masq = pod_subnet(cfg)?;
+    let ch = reconcile::reconcile(&device(cfg), me, peers)?;
     let io = |what: &str, source| AgentError::Io {
         what: what.to_string(),
         source,
     };
-    conflist::write_atomic(&cfg.podcidr_file, &format!("{}\n", me.pod_cidr))
+    let template = std::fs::read_to_string(&cfg.conflist_template)
+        .map_err(|e| io(&format!("read {}", cfg.conflist_template), e))?;
+    let text = conflist::complete(&template, me.pod_cidr, ch.mtu)
+        .map_err(|e| AgentError::Config(format!("{}: {e}", cfg.conflist_template)))?;
+    conflist::write_atomic(Path::new(&cfg.pod_cidr_file), &format!("{}\n", me.pod_cidr))
         .map_err(|e| io("write the podCIDR file", e))?;
-    let text = conflist::render(
-        &cfg.network_name,
-        &cfg.cni_version,
-        me.pod_cidr,
-        ch.mtu,
-        &cfg.data_dir,
-    );
-    conflist::write_atomic(&cfg.cni_conf_dir.join(conflist::CONFLIST_NAME), &text)
+    conflist::write_atomic(Path::new(&cfg.conflist_path), &text)
         .map_err(|e| io("write the conflist", e))?;
-    if let Some(c) = cfg.cluster_cidr {
+    if let Some(c) = masq {
         masq::apply(c).map_err(|e| io("install the masquerade table", e))?;
     }
     Ok(Some(ch))
 }
 
 /// Runs the agent: a pass at start (so a restart after a crash converges), then one whenever the
-/// source reports a change, and at least every `resync`. With `once`, one pass and return; it fails
-/// when this node is not in the peer set. Failures of later passes are logged and retried.
-pub fn run(
-    cfg: &AgentConfig,
-    source: &mut dyn PeerSource,
-    once: bool,
-    resync: Duration,
-) -> Result<(), AgentError> {
+/// source reports a change, and at least every `resyncSeconds` (minimum 1). With `once`, one pass
+/// and return; it fails when this node is not in the peer set. Failures of later passes are logged
+/// and retried.
+pub fn run(cfg: &AgentConfig, source: &mut dyn PeerSource, once: bool) -> Result<(), AgentError> {
+    let resync = Duration::from_secs(cfg.resync_seconds.max(1));
     loop {
         let result = source
             .peers()
@@ -181,18 +228,15 @@ pub fn run(
 /// Removes everything the agent installed: the device (with its routes, neighbours, fdb), the
 /// masquerade table, the conflist and the podCIDR file. Missing pieces are fine.
 pub fn cleanup(cfg: &AgentConfig) -> Result<(), AgentError> {
-    reconcile::remove_device(&cfg.device.name)?;
-    if cfg.cluster_cidr.is_some() {
+    reconcile::remove_device(&cfg.vxlan_device)?;
+    if pod_subnet(cfg)?.is_some() {
         masq::remove().map_err(|e| AgentError::Io {
             what: "remove the masquerade table".into(),
             source: e,
         })?;
     }
-    for p in [
-        cfg.cni_conf_dir.join(conflist::CONFLIST_NAME),
-        cfg.podcidr_file.clone(),
-    ] {
-        remove_file(&p)?;
+    for p in [&cfg.conflist_path, &cfg.pod_cidr_file] {
+        remove_file(Path::new(p))?;
     }
     Ok(())
 }

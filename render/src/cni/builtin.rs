@@ -38,33 +38,81 @@ pub const VXLAN_PORT: u16 = 8472;
 /// The agent's ServiceAccount (namespace `kube-system`).
 pub const SERVICE_ACCOUNT: &str = "clusterctl-cni";
 
-/// The agent's settings, JSON (`/etc/clusterctl/cni/agent.json`). The agent may deserialize it with this
-/// very type.
+/// The VXLAN device the agent keeps.
+pub const VXLAN_DEVICE: &str = "cc-vxlan";
+/// Where the agent writes this node's podCIDR for the plugin (the plugin's default `podCIDRFile`).
+pub const POD_CIDR_FILE: &str = "/run/clusterctl-cni/podcidr";
+/// The plugin's IPAM data directory (`dataDir`; state in `<dataDir>/<network name>/state.json`).
+pub const IPAM_DATA_DIR: &str = "/var/lib/cni/clusterctl";
+/// cniVersion of the conflist: 1.0.0, what containerd 1.x and Debian's reference plugins accept
+/// (STATUS and GC need 1.1.0; runtimes that speak it may be given a 1.1.0 list).
+pub const CONFLIST_CNI_VERSION: &str = "1.0.0";
+/// Seconds between full resyncs of the agent when nothing changed.
+pub const RESYNC_SECONDS: u64 = 30;
+
+fn default_device() -> String {
+    VXLAN_DEVICE.to_string()
+}
+fn default_pod_cidr_file() -> String {
+    POD_CIDR_FILE.to_string()
+}
+fn default_resync() -> u64 {
+    RESYNC_SECONDS
+}
+
+/// The agent's settings, JSON (`/etc/clusterctl/cni/agent.json`): the one description of them.
+/// `clusterctl cni agent --config FILE` decodes the file with this very type (unknown keys are
+/// refused), so render and agent cannot drift apart. Paths are absolute paths on the node.
+///
+/// ```json
+/// {"nodeName": "node1", "podSubnet": "10.244.0.0/16", "vni": 1, "vxlanPort": 8472,
+///  "vxlanDevice": "cc-vxlan", "mtu": 1450,
+///  "conflistTemplate": "/etc/clusterctl/cni/10-clusterctl.conflist",
+///  "conflistPath": "/etc/cni/net.d/10-clusterctl.conflist",
+///  "podCIDRFile": "/run/clusterctl-cni/podcidr",
+///  "kubeconfig": "/etc/clusterctl/cni/agent.kubeconfig", "resyncSeconds": 30}
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AgentConfig {
-    /// This node's name (the Node object to read podCIDR from).
+    /// This node's name: its Node object (or its line in a peers file), whose podCIDR and
+    /// InternalIP the agent uses.
     pub node_name: String,
-    /// This node's address (underlay, VTEP source), when known.
+    /// The cluster's podSubnet, IPv4 CIDR (`10.244.0.0/16`): pod traffic to destinations outside
+    /// it is masqueraded. `None`: no masquerade.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub node_address: Option<String>,
-    /// The cluster's podSubnet (masquerade boundary).
-    pub pod_subnet: String,
-    /// Prefix length of each node's podCIDR.
-    pub node_cidr_mask_size: u8,
-    /// VXLAN VNI.
+    pub pod_subnet: Option<String>,
+    /// VXLAN network identifier (VNI), 24 bits.
     pub vni: u32,
-    /// VXLAN UDP port.
+    /// VXLAN UDP destination port.
     pub vxlan_port: u16,
-    /// Pod MTU; `None` = underlay MTU − 50.
+    /// Name of the VXLAN device (default [`VXLAN_DEVICE`]).
+    #[serde(default = "default_device")]
+    pub vxlan_device: String,
+    /// Underlay interface name; `None`: the interface holding this node's InternalIP.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub underlay_interface: Option<String>,
+    /// VXLAN device and pod MTU, bytes; `None`: underlay MTU − 50.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mtu: Option<u32>,
-    /// The conflist template to complete.
+    /// The conflist template to complete ([`crate::placeholders::POD_CIDR`] replaced by the
+    /// node's podCIDR; `mtu` added to the `clusterctl-cni` entry when absent).
     pub conflist_template: String,
     /// Where to install the completed conflist.
     pub conflist_path: String,
-    /// kubeconfig of the agent's ServiceAccount.
-    pub kubeconfig: String,
+    /// Where to write this node's podCIDR (one line) for the plugin (default [`POD_CIDR_FILE`]).
+    #[serde(rename = "podCIDRFile", default = "default_pod_cidr_file")]
+    pub pod_cidr_file: String,
+    /// kubeconfig of the agent's ServiceAccount; `None`: in-cluster or default configuration.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kubeconfig: Option<String>,
+    /// Static peers file (`name address podCIDR` per line) used instead of the Kubernetes Nodes,
+    /// for labs and tests.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peers_file: Option<String>,
+    /// Seconds between full resyncs when nothing changed (default [`RESYNC_SECONDS`]).
+    #[serde(default = "default_resync")]
+    pub resync_seconds: u64,
 }
 
 pub(crate) fn node_files(
@@ -75,15 +123,18 @@ pub(crate) fn node_files(
     let mtu = cx.c.spec().networking.cni.mtu;
     let cfg = AgentConfig {
         node_name: node.name.clone(),
-        node_address: node.address.map(|a| a.to_string()),
-        pod_subnet: cx.c.pod_subnet().to_string(),
-        node_cidr_mask_size: cx.c.node_cidr_mask_size(),
+        pod_subnet: Some(cx.c.pod_subnet().to_string()),
         vni: VNI,
         vxlan_port: VXLAN_PORT,
+        vxlan_device: VXLAN_DEVICE.to_string(),
+        underlay_interface: None,
         mtu,
         conflist_template: CONFLIST_TEMPLATE_PATH.to_string(),
         conflist_path: CONFLIST_PATH.to_string(),
-        kubeconfig: AGENT_KUBECONFIG_PATH.to_string(),
+        pod_cidr_file: POD_CIDR_FILE.to_string(),
+        kubeconfig: Some(AGENT_KUBECONFIG_PATH.to_string()),
+        peers_file: None,
+        resync_seconds: RESYNC_SECONDS,
     };
     out.push(RenderedFile::text(
         AGENT_CONFIG_PATH,
@@ -95,20 +146,26 @@ pub(crate) fn node_files(
     Ok(())
 }
 
-/// The conflist template and the unit: the same on every node.
+/// The conflist template and the unit: the same on every node. The template is our plugin (CNI
+/// spec 1.1.0 "Plugin configuration objects" plus our keys `podCIDR`, `dataDir`, `mtu`), followed by
+/// the reference `portmap` plugin with the `portMappings` capability.
 fn shared_files(mtu: Option<u32>) -> Result<Vec<RenderedFile>, RenderError> {
     let mut out = Vec::new();
     let mut plugin = json!({
         "type": "clusterctl-cni",
-        "ipam": { "subnet": placeholders::POD_CIDR, "dataDir": "/var/lib/clusterctl/cni/ipam" },
+        "podCIDR": placeholders::POD_CIDR,
+        "dataDir": IPAM_DATA_DIR,
     });
     if let (Some(m), Some(obj)) = (mtu, plugin.as_object_mut()) {
         obj.insert("mtu".to_string(), json!(m));
     }
     let conflist = json!({
-        "cniVersion": "1.1.0",
+        "cniVersion": CONFLIST_CNI_VERSION,
         "name": NETWORK_NAME,
-        "plugins": [plugin],
+        "plugins": [
+            plugin,
+            {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true},
+        ],
     });
     out.push(RenderedFile::text(
         CONFLIST_TEMPLATE_PATH,
