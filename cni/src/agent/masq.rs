@@ -1,6 +1,6 @@
-//! Masquerade of pod traffic leaving the pod network, in one nftables table of its own
-//! (`table ip clusterctl-cni`), so that removing it is one `delete table`. The ruleset is applied
-//! atomically with `nft -f -` (one transaction: create-if-missing, delete, re-create):
+//! Masquerade of pod traffic leaving the pod network, kept in one place of its own so that removing
+//! it is one step. With nftables (the `nft` program present), one table `ip clusterctl-cni`,
+//! applied atomically with `nft -f -` (one transaction: create-if-missing, delete, re-create):
 //!
 //! ```text
 //! table ip clusterctl-cni {
@@ -10,6 +10,11 @@
 //!   }
 //! }
 //! ```
+//!
+//! Without `nft`, the iptables fallback: one chain `CLUSTERCTL-CNI-MASQ` of its own in the `nat`
+//! table, holding `-s 10.244.0.0/16 ! -d 10.244.0.0/16 -j MASQUERADE`, entered from `POSTROUTING`
+//! by one jump rule tagged with the comment `clusterctl-cni`; removal deletes the jump, flushes and
+//! deletes the chain. Both are driven through the programs (`nft`, `iptables`), as kube-proxy does.
 
 use ipnet::Ipv4Net;
 use std::io::{self, Write};
@@ -17,6 +22,19 @@ use std::process::{Command, Stdio};
 
 /// The nftables table name.
 pub const TABLE: &str = "clusterctl-cni";
+/// The iptables chain (table `nat`) of the fallback.
+pub const CHAIN: &str = "CLUSTERCTL-CNI-MASQ";
+/// The comment on the fallback's jump rule in `POSTROUTING`.
+pub const COMMENT: &str = "clusterctl-cni";
+
+/// Which firewall holds the masquerade rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// nftables, table [`TABLE`].
+    Nftables,
+    /// iptables, chain [`CHAIN`] in table `nat`.
+    Iptables,
+}
 
 /// The nft script that (re)creates the table for `cluster_cidr`.
 pub fn script(cluster_cidr: Ipv4Net) -> String {
@@ -26,35 +44,142 @@ pub fn script(cluster_cidr: Ipv4Net) -> String {
     )
 }
 
-fn nft(script: &str) -> io::Result<()> {
-    let mut child = Command::new("nft")
-        .args(["-f", "-"])
+/// Runs `prog args` with `stdin`; Ok(true) on exit 0, Ok(false) on another exit status, the spawn
+/// error otherwise (`NotFound` when `prog` is not installed). `stderr` of a failure is returned in
+/// the second field.
+fn run(prog: &str, args: &[&str], stdin: &str) -> io::Result<(bool, String)> {
+    let mut child = Command::new(prog)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(script.as_bytes())?;
+    if let Some(mut i) = child.stdin.take() {
+        i.write_all(stdin.as_bytes())?;
     }
     let out = child.wait_with_output()?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!(
-            "nft: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).trim().to_string(),
+    ))
+}
+
+fn must(prog: &str, args: &[&str], stdin: &str) -> io::Result<()> {
+    match run(prog, args, stdin)? {
+        (true, _) => Ok(()),
+        (false, err) => Err(io::Error::other(format!(
+            "{prog} {}: {err}",
+            args.join(" ")
+        ))),
     }
 }
 
-/// Installs (or replaces) the masquerade table. Errors: `nft` missing or refusing the script.
-pub fn apply(cluster_cidr: Ipv4Net) -> io::Result<()> {
-    nft(&script(cluster_cidr))
+fn nft_present() -> bool {
+    !matches!(run("nft", &["--version"], ""), Err(e) if e.kind() == io::ErrorKind::NotFound)
 }
 
-/// Removes the table whole; a missing table is success.
+/// Installs (or replaces) the masquerade rule with `backend`. Errors: the program missing or
+/// refusing the rules.
+pub fn apply_with(backend: Backend, cluster_cidr: Ipv4Net) -> io::Result<()> {
+    match backend {
+        Backend::Nftables => must("nft", &["-f", "-"], &script(cluster_cidr)),
+        Backend::Iptables => {
+            let c = cluster_cidr.to_string();
+            // Create the chain when missing (a failure here means it exists), then refill it.
+            let _ = run("iptables", &["-w", "-t", "nat", "-N", CHAIN], "")?;
+            must("iptables", &["-w", "-t", "nat", "-F", CHAIN], "")?;
+            must(
+                "iptables",
+                &[
+                    "-w",
+                    "-t",
+                    "nat",
+                    "-A",
+                    CHAIN,
+                    "-s",
+                    &c,
+                    "!",
+                    "-d",
+                    &c,
+                    "-j",
+                    "MASQUERADE",
+                ],
+                "",
+            )?;
+            let jump = [
+                "POSTROUTING",
+                "-m",
+                "comment",
+                "--comment",
+                COMMENT,
+                "-j",
+                CHAIN,
+            ];
+            let check: Vec<&str> = ["-w", "-t", "nat", "-C"]
+                .iter()
+                .chain(&jump)
+                .copied()
+                .collect();
+            if !run("iptables", &check, "")?.0 {
+                let add: Vec<&str> = ["-w", "-t", "nat", "-A"]
+                    .iter()
+                    .chain(&jump)
+                    .copied()
+                    .collect();
+                must("iptables", &add, "")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Installs (or replaces) the masquerade rule: nftables when `nft` is installed, else the iptables
+/// fallback. Returns the backend used. Errors: as [`apply_with`].
+pub fn apply(cluster_cidr: Ipv4Net) -> io::Result<Backend> {
+    let b = if nft_present() {
+        Backend::Nftables
+    } else {
+        Backend::Iptables
+    };
+    apply_with(b, cluster_cidr).map(|()| b)
+}
+
+/// Removes the masquerade rule whole from both backends (the nftables table; the iptables jump and
+/// chain); what is missing, and a backend that is not installed, is fine. Errors: a program present
+/// but failing to remove what exists.
 pub fn remove() -> io::Result<()> {
-    nft(&format!("table ip {TABLE} {{}}\ndelete table ip {TABLE}\n"))
+    if nft_present() {
+        must(
+            "nft",
+            &["-f", "-"],
+            &format!("table ip {TABLE} {{}}\ndelete table ip {TABLE}\n"),
+        )?;
+    }
+    let jump = [
+        "POSTROUTING",
+        "-m",
+        "comment",
+        "--comment",
+        COMMENT,
+        "-j",
+        CHAIN,
+    ];
+    let del: Vec<&str> = ["-w", "-t", "nat", "-D"]
+        .iter()
+        .chain(&jump)
+        .copied()
+        .collect();
+    match run("iptables", &del, "") {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+        // Delete every copy of the jump (one normally).
+        Ok((true, _)) => while run("iptables", &del, "")?.0 {},
+        Ok((false, _)) => {}
+    }
+    if run("iptables", &["-w", "-t", "nat", "-F", CHAIN], "")?.0 {
+        must("iptables", &["-w", "-t", "nat", "-X", CHAIN], "")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
