@@ -1,5 +1,6 @@
 //! Peers from Kubernetes Node objects, through the `kube` client: a list, then a watch from the
-//! list's resourceVersion; any Node event triggers a new list and reconcile. This is the only part
+//! list's resourceVersion; any Node event (or a 410 Gone) triggers a new list and reconcile at once, a
+//! failed watch a new list after [`ERROR_BACKOFF`], the watch's own timeout a periodic resync. This is the only part
 //! of the crate that starts an async runtime (a current-thread tokio runtime owned by
 //! [`KubeNodes`]); the plugin path never reaches it.
 //!
@@ -90,24 +91,62 @@ impl PeerSource for KubeNodes {
             .clamp(1, 290);
         let api = self.api.clone();
         let rv = self.resource_version.clone();
-        let _ = self.rt.block_on(async move {
-            let fut = async {
-                use futures::StreamExt;
-                let wp = WatchParams::default().timeout(secs);
-                let Ok(stream) = api.watch(&wp, &rv).await else {
-                    return;
-                };
-                let mut stream = std::pin::pin!(stream);
-                while let Some(ev) = stream.next().await {
-                    match ev {
-                        Ok(WatchEvent::Bookmark(_)) => continue,
-                        _ => return,
-                    }
-                }
-            };
-            tokio::time::timeout(timeout + Duration::from_secs(5), fut).await
+        let outcome = self.rt.block_on(async move {
+            tokio::time::timeout(
+                timeout + Duration::from_secs(5),
+                watch_once(&api, &rv, secs),
+            )
+            .await
+            .unwrap_or(WatchOutcome::Ended)
         });
+        if let WatchOutcome::Failed(e) = outcome {
+            eprintln!(
+                "clusterctl cni agent: watch nodes: {e}; listing again in {} s",
+                ERROR_BACKOFF.min(timeout).as_secs_f32()
+            );
+            std::thread::sleep(ERROR_BACKOFF.min(timeout));
+        }
     }
+}
+
+/// Pause after a failed watch before the next list, so an unreachable or failing API server is not
+/// hammered (the agent's loop lists again right after [`PeerSource::wait`] returns).
+pub const ERROR_BACKOFF: Duration = Duration::from_secs(2);
+
+/// How one watch ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WatchOutcome {
+    /// A Node was added, modified or deleted, or the server said the resourceVersion is too old
+    /// (410 Gone): list again now.
+    Changed,
+    /// The stream ended without an event (the server's watch timeout).
+    Ended,
+    /// The watch could not start or failed (text): list again after [`ERROR_BACKOFF`].
+    Failed(String),
+}
+
+/// Watches Nodes from resourceVersion `rv` (an empty `rv` watches from "any") for at most `secs`
+/// seconds (the server's `timeoutSeconds`) and reports how it ended; bookmarks are skipped.
+pub async fn watch_once(api: &Api<Node>, rv: &str, secs: u32) -> WatchOutcome {
+    use futures::StreamExt;
+    let wp = WatchParams::default().timeout(secs);
+    let stream = match api.watch(&wp, rv).await {
+        Ok(s) => s,
+        Err(e) => return WatchOutcome::Failed(e.to_string()),
+    };
+    let mut stream = std::pin::pin!(stream);
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(WatchEvent::Bookmark(_)) => continue,
+            Ok(WatchEvent::Error(e)) if e.code == 410 => return WatchOutcome::Changed,
+            Ok(WatchEvent::Error(e)) => {
+                return WatchOutcome::Failed(format!("{} ({})", e.message, e.code))
+            }
+            Ok(_) => return WatchOutcome::Changed,
+            Err(e) => return WatchOutcome::Failed(e.to_string()),
+        }
+    }
+    WatchOutcome::Ended
 }
 
 #[cfg(test)]
