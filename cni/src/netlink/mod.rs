@@ -99,10 +99,19 @@ impl Netlink {
         Ok(self.seq)
     }
 
-    /// Sends one request with `NLM_F_REQUEST | NLM_F_ACK | extra` and waits for its ACK.
-    /// Errors: the kernel's NACK as errno, with `op` as context.
-    pub fn request(&mut self, msg: RouteNetlinkMessage, extra: u16, op: &str) -> NlResult<()> {
-        let seq = self.send(msg, NLM_F_REQUEST | NLM_F_ACK | extra, op)?;
+    /// The one request/reply loop behind [`Netlink::request`], [`Netlink::dump`] and
+    /// [`Netlink::get`]: sends `msg` with `flags`, then reads replies and hands the payload of every
+    /// message carrying our sequence number to `handle` until it returns `Some(result)`. Messages of
+    /// other sequence numbers (late replies of earlier requests) are skipped. Errors: socket I/O, a
+    /// reply that does not decode, or what `handle` returns.
+    fn exchange<T>(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        flags: u16,
+        op: &str,
+        mut handle: impl FnMut(NetlinkPayload<RouteNetlinkMessage>) -> Option<NlResult<T>>,
+    ) -> NlResult<T> {
+        let seq = self.send(msg, flags, op)?;
         loop {
             let n = self.recv(op)?;
             let mut off = 0;
@@ -112,14 +121,8 @@ impl Netlink {
                         .map_err(|e| NetlinkError::new(op, io::Error::other(e.to_string())))?;
                 let len = m.header.length as usize;
                 if m.header.sequence_number == seq {
-                    if let NetlinkPayload::Error(err) = m.payload {
-                        return match err.code {
-                            None => Ok(()),
-                            Some(code) => Err(NetlinkError::new(
-                                op,
-                                io::Error::from_raw_os_error(-code.get()),
-                            )),
-                        };
+                    if let Some(result) = handle(m.payload) {
+                        return result;
                     }
                 }
                 if len == 0 {
@@ -128,6 +131,18 @@ impl Netlink {
                 off += align4(len);
             }
         }
+    }
+
+    /// Sends one request with `NLM_F_REQUEST | NLM_F_ACK | extra` and waits for its ACK.
+    /// Errors: the kernel's NACK as errno, with `op` as context.
+    pub fn request(&mut self, msg: RouteNetlinkMessage, extra: u16, op: &str) -> NlResult<()> {
+        self.exchange(msg, NLM_F_REQUEST | NLM_F_ACK | extra, op, |p| match p {
+            NetlinkPayload::Error(err) => Some(match err.code {
+                None => Ok(()),
+                Some(code) => Err(nack(op, -code.get())),
+            }),
+            _ => None,
+        })
     }
 
     /// Sends a dump request (`NLM_F_REQUEST | NLM_F_DUMP`) and collects every reply message until
@@ -137,67 +152,30 @@ impl Netlink {
         msg: RouteNetlinkMessage,
         op: &str,
     ) -> NlResult<Vec<RouteNetlinkMessage>> {
-        let seq = self.send(msg, NLM_F_REQUEST | NLM_F_DUMP, op)?;
         let mut out = Vec::new();
-        loop {
-            let n = self.recv(op)?;
-            let mut off = 0;
-            while off < n {
-                let m: NetlinkMessage<RouteNetlinkMessage> =
-                    NetlinkMessage::deserialize(&self.buf[off..n])
-                        .map_err(|e| NetlinkError::new(op, io::Error::other(e.to_string())))?;
-                let len = m.header.length as usize;
-                if m.header.sequence_number == seq {
-                    match m.payload {
-                        NetlinkPayload::Done(_) => return Ok(out),
-                        NetlinkPayload::Error(err) => {
-                            if let Some(code) = err.code {
-                                return Err(NetlinkError::new(
-                                    op,
-                                    io::Error::from_raw_os_error(-code.get()),
-                                ));
-                            }
-                        }
-                        NetlinkPayload::InnerMessage(inner) => out.push(inner),
-                        _ => {}
-                    }
-                }
-                if len == 0 {
-                    break;
-                }
-                off += align4(len);
+        self.exchange(msg, NLM_F_REQUEST | NLM_F_DUMP, op, |p| match p {
+            NetlinkPayload::Done(_) => Some(Ok(())),
+            NetlinkPayload::Error(err) => err.code.map(|code| Err(nack(op, -code.get()))),
+            NetlinkPayload::InnerMessage(inner) => {
+                out.push(inner);
+                None
             }
-        }
+            _ => None,
+        })?;
+        Ok(out)
     }
 
     /// Sends a single get request (`NLM_F_REQUEST`) and returns the one reply message.
     /// Errors: the kernel's NACK (e.g. `ENODEV` for a missing link).
     pub fn get(&mut self, msg: RouteNetlinkMessage, op: &str) -> NlResult<RouteNetlinkMessage> {
-        let seq = self.send(msg, NLM_F_REQUEST, op)?;
-        loop {
-            let n = self.recv(op)?;
-            let mut off = 0;
-            while off < n {
-                let m: NetlinkMessage<RouteNetlinkMessage> =
-                    NetlinkMessage::deserialize(&self.buf[off..n])
-                        .map_err(|e| NetlinkError::new(op, io::Error::other(e.to_string())))?;
-                let len = m.header.length as usize;
-                if m.header.sequence_number == seq {
-                    match m.payload {
-                        NetlinkPayload::InnerMessage(inner) => return Ok(inner),
-                        NetlinkPayload::Error(err) => {
-                            let code = err.code.map(|c| -c.get()).unwrap_or(libc::EPROTO);
-                            return Err(NetlinkError::new(op, io::Error::from_raw_os_error(code)));
-                        }
-                        _ => {}
-                    }
-                }
-                if len == 0 {
-                    break;
-                }
-                off += align4(len);
-            }
-        }
+        self.exchange(msg, NLM_F_REQUEST, op, |p| match p {
+            NetlinkPayload::InnerMessage(inner) => Some(Ok(inner)),
+            NetlinkPayload::Error(err) => Some(Err(nack(
+                op,
+                err.code.map(|c| -c.get()).unwrap_or(libc::EPROTO),
+            ))),
+            _ => None,
+        })
     }
 
     fn recv(&mut self, op: &str) -> NlResult<usize> {
@@ -208,6 +186,11 @@ impl Netlink {
             .map_err(|e| NetlinkError::new(op, e))?;
         Ok(n.min(self.buf.len()))
     }
+}
+
+/// The kernel's refusal of `op` with positive errno `errno`.
+fn nack(op: &str, errno: i32) -> NetlinkError {
+    NetlinkError::new(op, io::Error::from_raw_os_error(errno))
 }
 
 fn align4(n: usize) -> usize {
