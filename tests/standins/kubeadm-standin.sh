@@ -19,8 +19,38 @@ field() { # first value of a YAML key in the config (flat grep; enough for the s
   grep -E "^[[:space:]-]*$1:" "$cfg" | head -n1 | sed -E "s/^[^:]*:[[:space:]]*//; s/[\"']//g"
 }
 
+# The test's recording API server (tests/src/apiserver.rs), when the test gives one: ca.crt and token,
+# and either url (admin.conf points there) or proxy (HOST:PORT; this control plane's port 6443
+# forwards there, as if kube-apiserver listened on it, and admin.conf names the endpoint).
+API=/var/lib/clusterctl-standin/api
 kubeconfig() { # $1 path, $2 user, $3 server
   ca=$(base64 -w0 /etc/kubernetes/pki/ca.crt)
+  if [ "$2" != "${2#kubernetes-}" ] && [ -f "$API/ca.crt" ]; then
+    # admin.conf / super-admin.conf: for the recording API server, as the real ones are for the
+    # real API server (its CA, a bearer token instead of a client certificate).
+    ca=$(base64 -w0 "$API/ca.crt")
+    server=$3
+    [ -f "$API/url" ] && server=$(cat "$API/url")
+    cat > "$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubernetes
+  cluster:
+    certificate-authority-data: $ca
+    server: $server
+users:
+- name: $2
+  user:
+    token: $(cat "$API/token")
+contexts:
+- name: $2@kubernetes
+  context: {cluster: kubernetes, user: $2}
+current-context: $2@kubernetes
+KC
+    chmod 600 "$1"
+    return 0
+  fi
   cat > "$1" <<KC
 apiVersion: v1
 kind: Config
@@ -49,6 +79,26 @@ register() { # the Node object the kubelet would register, with its node-labels 
   mkdir -p "$d"
   grep -A1 'name: node-labels' "$cfg" | sed -n 2p | sed -E "s/.*value:[[:space:]]*//; s/[\"']//g" \
     | tr ',' '\n' | grep = > "$d/labels" || true
+}
+
+api_port() { # port 6443 of this node forwards to the recording API server (systemd socket proxy)
+  [ -f "$API/proxy" ] || return 0
+  cat > /etc/systemd/system/kube-apiserver-standin.socket <<UNIT
+[Unit]
+Description=kube-apiserver STAND-IN port (clusterctl tests)
+[Socket]
+ListenStream=6443
+[Install]
+WantedBy=sockets.target
+UNIT
+  cat > /etc/systemd/system/kube-apiserver-standin.service <<UNIT
+[Unit]
+Description=kube-apiserver STAND-IN: forwards to the test's recording API server
+[Service]
+ExecStart=/lib/systemd/systemd-socket-proxyd $(cat "$API/proxy")
+UNIT
+  systemctl daemon-reload
+  systemctl enable --now kube-apiserver-standin.socket >/dev/null 2>&1
 }
 
 static_pods() {
@@ -92,7 +142,6 @@ standin_phase() { # kubeadm init phase control-plane|upload-config|certs …, ku
   esac
 }
 
-
 case "${1:-}" in
   version) echo 'kubeadm version: &version.Info{GitVersion:"v1.34.1-standin"}' ;;
   init)
@@ -110,6 +159,11 @@ case "${1:-}" in
     if [ -f /etc/kubernetes/admin.conf ]; then
       echo "[preflight] /etc/kubernetes/admin.conf already exists" >&2; exit 1
     fi
+    # kubeadm's preflight refuses the leftovers of an init that failed half-way.
+    if [ -f /etc/kubernetes/manifests/kube-apiserver.yaml ]; then
+      echo "[ERROR FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml]: /etc/kubernetes/manifests/kube-apiserver.yaml already exists" >&2
+      exit 1
+    fi
     endpoint=$(field controlPlaneEndpoint)
     [ -n "$endpoint" ] || endpoint="$(hostname -i | cut -d' ' -f1):6443"
     token=$(field token)
@@ -120,10 +174,20 @@ case "${1:-}" in
     fi
     # What kube-vip was configured with while init ran (the test checks super-admin.conf).
     [ -f /etc/kubernetes/manifests/kube-vip.yaml ] && cp /etc/kubernetes/manifests/kube-vip.yaml "$LOG/$n-kube-vip-at-init.yaml"
+    # The test can make one init fail half-way, as a real one failing in wait-control-plane does:
+    # certificates and static pods written, no admin.conf.
+    if [ -f /var/lib/clusterctl-standin/fail-init-once ]; then
+      rm -f /var/lib/clusterctl-standin/fail-init-once
+      static_pods
+      echo "[wait-control-plane] Waiting for the kubelet to boot up the control plane as static Pods" >&2
+      echo "error execution phase wait-control-plane: timed out waiting for the condition (STAND-IN: failing once as asked)" >&2
+      exit 1
+    fi
     kubeconfig /etc/kubernetes/super-admin.conf kubernetes-super-admin "https://$endpoint"
     kubeconfig /etc/kubernetes/admin.conf kubernetes-admin "https://$endpoint"
     kubeconfig /etc/kubernetes/kubelet.conf "system:node:$(hostname)" "https://$endpoint"
     static_pods
+    api_port
     register
     hash=$(openssl x509 -pubkey -noout -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
     echo "[kubeconfig] Writing \"super-admin.conf\" kubeconfig file"
