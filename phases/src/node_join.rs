@@ -53,10 +53,10 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
 /// ones, and not `cni` when it only applies manifests on the first control plane (the builtin CNI's
 /// phase installs the plugin on every node, so it stays).
 pub fn runs(name: &str, targets: Targets, cni: &CniChoice) -> bool {
-    !left_out(name)
-        && !(name == "cni"
-            && targets == Targets::FirstControlPlane
-            && matches!(cni, CniChoice::Manifests(_)))
+    let manifests_only = name == "cni"
+        && targets == Targets::FirstControlPlane
+        && matches!(cni, CniChoice::Manifests(_));
+    !left_out(name) && !manifests_only
 }
 
 /// The nodes the engine runs over: the first control plane, then the `requested` nodes, in the file

@@ -30,6 +30,9 @@ pub fn expand_home(p: &str) -> PathBuf {
     }
 }
 
+/// A connected transport, or why the node could not be reached.
+type Connected = Result<Arc<dyn Transport>, String>;
+
 /// Transports to nodes, and why the others could not be reached (node → reason).
 pub struct Reached {
     /// Node name → transport.
@@ -97,24 +100,23 @@ pub fn reach(
             let known_hosts = known_hosts.cloned().or_else(|| {
                 std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
             });
-            let results: Vec<(String, Result<Arc<dyn Transport>, String>)> =
-                std::thread::scope(|s| {
-                    let handles: Vec<_> = nodes
-                        .iter()
-                        .map(|n| {
-                            let kh = known_hosts.clone();
-                            s.spawn(move || (n.name.clone(), ssh_connect(n, kh)))
+            let results: Vec<(String, Connected)> = std::thread::scope(|s| {
+                let handles: Vec<_> = nodes
+                    .iter()
+                    .map(|n| {
+                        let kh = known_hosts.clone();
+                        s.spawn(move || (n.name.clone(), ssh_connect(n, kh)))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            (String::new(), Err("connect thread panicked".into()))
                         })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                (String::new(), Err("connect thread panicked".into()))
-                            })
-                        })
-                        .collect()
-                });
+                    })
+                    .collect()
+            });
             for (name, r) in results {
                 match r {
                     Ok(t) => {

@@ -171,11 +171,14 @@ fn label_drift(cluster: &ValidCluster, nodes: &[Node]) -> Vec<LabelDrift> {
     out
 }
 
+/// Node name → the image references its runtime holds.
+type ImagesByNode = BTreeMap<String, Vec<String>>;
+
 /// Asks every node's runtime for its images once (lazily, on the first image asked about).
 struct ImageLister<'a> {
     cluster: &'a ValidCluster,
     known_hosts: Option<&'a PathBuf>,
-    listed: Mutex<Option<Option<BTreeMap<String, Vec<String>>>>>,
+    listed: Mutex<Option<Option<ImagesByNode>>>,
 }
 
 /// Lists the runtime's images, one reference per line: containerd through `ctr` (namespace k8s.io),
