@@ -1,16 +1,426 @@
-//! `clusterctl upgrade`: upgrade Kubernetes (not built yet).
+//! `clusterctl upgrade -f FILE --to VERSION`: upgrades the cluster's Kubernetes by one step (a higher
+//! patch, or the next minor), the way the kubeadm upgrade guide does it, with the phases of
+//! `clusterctl_phases::upgrade`: kubeadm on every node first, an etcd snapshot on the first control
+//! plane, then one node at a time — drain through the API, `kubeadm upgrade apply` (first control plane)
+//! or `kubeadm upgrade node`, kubelet and kubectl, uncordon, wait Ready.
+//!
+//! `--to` must be an exact version equal to the file's `spec.kubernetesVersion` (edit the file first:
+//! the file stays the description of the cluster). The running versions — the control plane's from
+//! the kube-apiserver static pod on the first control plane, each node's kubelet from the API — must be
+//! at most one minor below and never above it. Kubeconfig: `--kubeconfig PATH` (its context named after
+//! the cluster, else its current context), else `/etc/kubernetes/admin.conf` read from the first control
+//! plane (kept 0600 in the local cache). Exit codes: 0 upgraded (or already at the version), 1 a step
+//! failed (the node it failed on stays cordoned; running the same command again resumes), 2 invalid
+//! input or a refused version.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clusterctl_exec::{Cmd, Transport};
+use clusterctl_kubeapi::drain::{drain, wait_ready};
+use clusterctl_kubeapi::{ClusterApi, KubeClusterApi};
+use clusterctl_phases::engine::{Engine, Options};
+use clusterctl_phases::upgrade::version::{self, Version};
+use clusterctl_phases::upgrade::{self, BundlePackages, NodeApi, UpgradeData, UpgradeSpec};
+use clusterctl_phases::{Mode, NodeInfo, PlainReporter, Reporter, Role, Secrets};
+use clusterctl_render::Purpose;
+use clusterctl_spec::ValidCluster;
+
+use super::lifecycle::{self, reach};
 
 /// Arguments of `clusterctl upgrade`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The cluster file.
+    /// The cluster file (its `spec.kubernetesVersion` must already say `--to`).
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: std::path::PathBuf,
+    pub file: PathBuf,
+    /// The exact target version, e.g. `1.35.0`: a higher patch, or a patch of the next minor.
+    #[arg(long = "to")]
+    pub to: String,
+    /// The kubeconfig to reach the API with (default: admin.conf of the first control plane).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
+    #[arg(long)]
+    pub known_hosts: Option<PathBuf>,
+    /// Seconds to wait for a node's pods to be evicted.
+    #[arg(long, default_value_t = 300)]
+    pub drain_timeout: u64,
+    /// Seconds to wait for a node to be Ready with the new kubelet.
+    #[arg(long, default_value_t = 600)]
+    pub ready_timeout: u64,
+    /// Print every check and the output of every command.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
-/// Runs the command. Errors: always, until it is built.
-pub fn run(_args: Args) -> miette::Result<ExitCode> {
-    Err(miette::miette!("`clusterctl upgrade` is not implemented yet"))
+/// Runs the command (see the module documentation for exit codes).
+pub fn run(args: Args) -> miette::Result<ExitCode> {
+    let invalid = || Ok(ExitCode::from(crate::EXIT_INVALID));
+    let cluster = match lifecycle::load_cluster(&args.file) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let to = match version::parse(&args.to) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("upgrade: --to {e}");
+            return invalid();
+        }
+    };
+    let file_version = cluster.kubernetes_version().clone();
+    let file_core = Version::new(file_version.major, file_version.minor, file_version.patch);
+    if file_core != to {
+        eprintln!(
+            "upgrade: --to {to} but {} says kubernetesVersion {file_core}: set spec.kubernetesVersion \
+             to {to} in the file first (the file describes the cluster), then run this again",
+            args.file.display()
+        );
+        return invalid();
+    }
+    let nodes = node_infos(&cluster);
+    let all: Vec<_> = cluster.nodes().iter().collect();
+    let reached = reach(&cluster, &all, args.known_hosts.as_ref());
+    if !reached.errors.is_empty() {
+        for (n, e) in &reached.errors {
+            eprintln!("upgrade: node {n}: {e}");
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    let transports = reached.transports;
+    let first = cluster.first_control_plane().name.clone();
+    let Some(first_t) = transports.get(&first).cloned() else {
+        eprintln!("upgrade: no connection to the first control plane {first}");
+        return Ok(ExitCode::FAILURE);
+    };
+
+    // The running versions: the control plane's, then every registered node's kubelet.
+    match control_plane_version(first_t.as_ref()) {
+        Ok(Some(cp)) => {
+            if let Err(e) = version::check_step("the control plane", &cp, &to) {
+                eprintln!("upgrade: refused: {e}");
+                return invalid();
+            }
+        }
+        Ok(None) => {
+            eprintln!(
+                "upgrade: {first} has no kube-apiserver static pod naming its version: is the cluster up? (run `clusterctl up -f {}`)",
+                args.file.display()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => {
+            eprintln!("upgrade: reading the control plane's version on {first}: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let api = match api_for(&cluster, args.kubeconfig.as_deref(), first_t.as_ref()) {
+        Ok(a) => Arc::new(a),
+        Err(e) => {
+            eprintln!("upgrade: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    match api.nodes() {
+        Ok(list) => {
+            for n in &list {
+                let status = clusterctl_kubeapi::node_status(n);
+                if !nodes.iter().any(|x| x.name == status.name) {
+                    continue;
+                }
+                let Ok(v) = version::parse(&status.version) else {
+                    continue;
+                };
+                if let Err(e) = version::check_step(&format!("node {}", status.name), &v, &to) {
+                    eprintln!("upgrade: refused: {e}");
+                    return invalid();
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("upgrade: reading the Nodes: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+
+    let upgrade_config = match rendered_upgrade_config(&cluster) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("upgrade: rendering: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let bundle: Option<Arc<dyn BundlePackages>> = cluster.spec().airgap.as_ref().map(|a| {
+        let dir = args.file.parent().unwrap_or(Path::new("."));
+        Arc::new(Bundle {
+            path: dir.join(&a.bundle),
+            verified: std::sync::Mutex::new(None),
+        }) as Arc<dyn BundlePackages>
+    });
+    let data = UpgradeData {
+        spec: UpgradeSpec {
+            cluster: cluster.name().to_string(),
+            to: to.clone(),
+            nodes: nodes.clone(),
+            upgrade_config,
+        },
+        api: Arc::new(ApiSteps {
+            api: api.clone(),
+            drain_timeout: Duration::from_secs(args.drain_timeout),
+            ready_timeout: Duration::from_secs(args.ready_timeout),
+        }),
+        bundle,
+    };
+    let reporter: Arc<dyn Reporter> = Arc::new(PlainReporter::stderr(args.verbose));
+    let opts = Options {
+        cluster: cluster.name().to_string(),
+        mode: Mode {
+            verbose: args.verbose,
+            ..Mode::default()
+        },
+        parallel: 16,
+        skip: vec![],
+        only: vec![],
+        cache: clusterctl_phases::local::cache_dir(cluster.name())
+            .map(clusterctl_phases::state::LocalCache::new),
+    };
+    let secrets = Secrets::default();
+    reporter.note(&format!(
+        "upgrade: cluster `{}` to v{to}: kubeadm on every node, etcd snapshot on {first}, then one node at a time: {}",
+        cluster.name(),
+        ordered(&nodes, &first)
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" → ")
+    ));
+    let engine = Engine::new(
+        nodes.clone(),
+        transports.clone(),
+        opts.clone(),
+        reporter.clone(),
+        secrets.clone(),
+    );
+    let (mut total, result) = {
+        let (s, r) = engine.run(&upgrade::prepare_phases(), &data);
+        (s.total_changes(), r)
+    };
+    if let Err(e) = result {
+        eprintln!("upgrade failed:\n{e}");
+        eprintln!("{}", resume_hint(&args, &to, None));
+        return Ok(ExitCode::FAILURE);
+    }
+    for node in ordered(&nodes, &first) {
+        let mut one = BTreeMap::new();
+        if let Some(t) = transports.get(&node.name) {
+            one.insert(node.name.clone(), t.clone());
+        }
+        let engine = Engine::new(
+            vec![node.clone()],
+            one,
+            opts.clone(),
+            reporter.clone(),
+            secrets.clone(),
+        );
+        let (s, r) = engine.run(&upgrade::node_phases(node.name == first), &data);
+        total += s.total_changes();
+        if let Err(e) = r {
+            eprintln!("upgrade failed:\n{e}");
+            eprintln!("{}", resume_hint(&args, &to, Some(&node.name)));
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    if total == 0 {
+        reporter.note(&format!(
+            "upgrade: cluster `{}` is already at v{to}; nothing changed",
+            cluster.name()
+        ));
+    } else {
+        reporter.note(&format!(
+            "upgrade: cluster `{}` upgraded to v{to} ({} node(s), {total} change(s))",
+            cluster.name(),
+            nodes.len()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What to do after a failure: the node left cordoned and the command to resume.
+fn resume_hint(args: &Args, to: &Version, node: Option<&str>) -> String {
+    let cordoned = node
+        .map(|n| {
+            format!(
+                "Node {n} is left cordoned (drained) so that nothing is scheduled on a half-upgraded node. "
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{cordoned}Fix the cause and run `clusterctl upgrade -f {} --to {to}` again: it resumes at the \
+         step that failed (finished steps are recorded on each node and skipped).",
+        args.file.display()
+    )
+}
+
+/// The nodes in upgrade order: the first control plane, the other control planes, the workers.
+fn ordered(nodes: &[NodeInfo], first: &str) -> Vec<NodeInfo> {
+    let mut v: Vec<NodeInfo> = nodes.iter().filter(|n| n.name == first).cloned().collect();
+    v.extend(
+        nodes
+            .iter()
+            .filter(|n| n.is_control_plane() && n.name != first)
+            .cloned(),
+    );
+    v.extend(nodes.iter().filter(|n| !n.is_control_plane()).cloned());
+    v
+}
+
+fn node_infos(cluster: &ValidCluster) -> Vec<NodeInfo> {
+    cluster
+        .nodes()
+        .iter()
+        .map(|n| {
+            NodeInfo::new(
+                n.name.clone(),
+                if n.is_control_plane() {
+                    Role::ControlPlane
+                } else {
+                    Role::Worker
+                },
+                n.address.map(|a| a.to_string()).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// The control plane's running version: the kube-apiserver image tag in its static pod manifest.
+/// `Ok(None)` when there is no manifest or it names no version.
+fn control_plane_version(t: &dyn Transport) -> Result<Option<Version>, String> {
+    let bytes = t
+        .download("/etc/kubernetes/manifests/kube-apiserver.yaml")
+        .map_err(|e| e.to_string())?;
+    Ok(bytes.and_then(|b| version::apiserver_manifest_version(&String::from_utf8_lossy(&b))))
+}
+
+/// The rendered UpgradeConfiguration (any node's copy: it is the same for all), `None` when the
+/// kubeadm API version has none (v1beta3).
+fn rendered_upgrade_config(cluster: &ValidCluster) -> Result<Option<Vec<u8>>, String> {
+    let rendered = clusterctl_render::render(cluster, &clusterctl_render::Facts::assumed(cluster))
+        .map_err(|e| e.to_string())?;
+    Ok(rendered
+        .per_node
+        .values()
+        .flatten()
+        .find(|f| f.purpose == Purpose::KubeadmUpgrade)
+        .map(|f| f.content.clone()))
+}
+
+/// The API client: `--kubeconfig` (context named after the cluster when it has one), else admin.conf
+/// from the first control plane, written 0600 to the local cache.
+fn api_for(
+    cluster: &ValidCluster,
+    kubeconfig: Option<&Path>,
+    first: &dyn Transport,
+) -> Result<KubeClusterApi, String> {
+    let name = cluster.name();
+    if let Some(p) = kubeconfig {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        let ctx = clusterctl_kubeapi::kubeconfig::has_context(&text, name).then_some(name);
+        return KubeClusterApi::from_kubeconfig(p, ctx).map_err(|e| e.to_string());
+    }
+    let admin = first
+        .download(clusterctl_phases::up::ADMIN_CONF)
+        .map_err(|e| format!("reading admin.conf on {}: {e}", first.node()))?
+        .ok_or_else(|| format!("no admin.conf on {}", first.node()))?;
+    let dir = clusterctl_phases::local::cache_dir(name).ok_or("no cache directory: set HOME")?;
+    let path = dir.join("admin.conf");
+    clusterctl_phases::local::write_private(&path, 0o600, &admin)
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    KubeClusterApi::from_kubeconfig(&path, None).map_err(|e| e.to_string())
+}
+
+/// [`NodeApi`] over the `kube` client: drain, uncordon, wait Ready (polling every second).
+struct ApiSteps {
+    api: Arc<KubeClusterApi>,
+    drain_timeout: Duration,
+    ready_timeout: Duration,
+}
+
+const POLL: Duration = Duration::from_secs(1);
+
+impl NodeApi for ApiSteps {
+    fn drain(&self, node: &str) -> Result<String, String> {
+        let r =
+            drain(self.api.as_ref(), node, self.drain_timeout, POLL).map_err(|e| e.to_string())?;
+        Ok(format!(
+            "node {node} cordoned, {} pod(s) evicted{}",
+            r.evicted.len(),
+            if r.kept.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} mirror/DaemonSet pod(s) left)", r.kept.len())
+            }
+        ))
+    }
+    fn uncordon(&self, node: &str) -> Result<(), String> {
+        self.api
+            .set_unschedulable(node, false)
+            .map_err(|e| e.to_string())
+    }
+    fn wait_ready(&self, node: &str, version: &str) -> Result<(), String> {
+        wait_ready(
+            self.api.as_ref(),
+            node,
+            Some(version),
+            self.ready_timeout,
+            POLL,
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// The air-gap bundle's packages, verified once (at first use) and uploaded per node.
+struct Bundle {
+    path: PathBuf,
+    verified: std::sync::Mutex<Option<Arc<clusterctl_airgap::bundle::VerifiedBundle>>>,
+}
+
+impl BundlePackages for Bundle {
+    fn upload(&self, transport: &dyn Transport) -> Result<(), String> {
+        let bundle = {
+            let mut slot = self.verified.lock().map_err(|_| "internal lock poisoned")?;
+            match slot.as_ref() {
+                Some(b) => b.clone(),
+                None => {
+                    let b = Arc::new(
+                        clusterctl_airgap::bundle::verify_bundle(&self.path)
+                            .map_err(|e| format!("bundle {}: {e}", self.path.display()))?,
+                    );
+                    *slot = Some(b.clone());
+                    b
+                }
+            }
+        };
+        let out = transport
+            .run(&Cmd::new(
+                ". /etc/os-release; echo \"$ID\"; echo \"$ID_LIKE\"; uname -m",
+            ))
+            .map_err(|e| e.to_string())?;
+        let text = out.stdout_str();
+        let lines: Vec<&str> = text.lines().collect();
+        let line = |i: usize| lines.get(i).copied().unwrap_or_default();
+        let family = clusterctl_airgap::node::os_family(line(0), line(1));
+        let arch = clusterctl_airgap::node::oci_arch(line(2));
+        clusterctl_airgap::node::upload_packages(
+            transport,
+            &bundle,
+            family,
+            &arch,
+            upgrade::packages::BUNDLE_DIR,
+        )
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    }
 }
