@@ -149,13 +149,16 @@ fn check_expected(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<()> {
     Ok(())
 }
 
+/// A registry client with the registry's answers for every recorded reference.
+type Prechecked = (RegistryClient, HashMap<String, Option<Digest>>);
+
 /// Client setup (TLS roots) and the read-only `HEAD`s of every recorded reference, run beside
 /// `work` (which reads the bundle).
 fn with_prechecked<T: Send>(
     opts: &ImportOptions,
     state: &ImportState,
     work: impl FnOnce() -> T + Send,
-) -> (T, Result<(RegistryClient, HashMap<String, Option<Digest>>)>) {
+) -> (T, Result<Prechecked>) {
     std::thread::scope(|s| {
         let h = s.spawn(|| {
             RegistryClient::new(opts.client.clone()).map(|c| {
