@@ -18,6 +18,18 @@ fn long(script: String) -> Cmd {
     c
 }
 
+/// Where the upgrade's scripts are placed on a node (each run as `sh <file>`, so the output shows one
+/// short line per step and the node keeps what ran).
+pub const SCRIPT_DIR: &str = "/var/lib/clusterctl/upgrade";
+
+/// Places `script` as `<SCRIPT_DIR>/<name>.sh` (0700, unless already there) and runs it.
+fn run_file(ctx: &mut NodeCtx, name: &str, script: &str) -> Result<(), PhaseError> {
+    let path = format!("{SCRIPT_DIR}/{name}.sh");
+    ctx.put_file(&path, 0o700, script.as_bytes())?;
+    ctx.run(long(format!("sh {path}")))?;
+    Ok(())
+}
+
 fn install(ctx: &mut NodeCtx, data: &UpgradeData, packages: &[&str]) -> Result<(), PhaseError> {
     if let Some(b) = &data.bundle {
         if ctx.mode.dry_run {
@@ -31,8 +43,12 @@ fn install(ctx: &mut NodeCtx, data: &UpgradeData, packages: &[&str]) -> Result<(
             b.upload(t.as_ref()).map_err(|e| ctx.local_error(e))?;
         }
     }
-    ctx.run(long(install_script(data.source(), packages, &data.spec.to)))?;
-    Ok(())
+    let name = format!("install-{}-v{}", packages.join("-"), data.spec.to);
+    run_file(
+        ctx,
+        &name,
+        &install_script(data.source(), packages, &data.spec.to),
+    )
 }
 
 /// `upgrade/kubeadm`: installs the target kubeadm unless `kubeadm version -o short` already prints it.
@@ -80,8 +96,11 @@ pub fn etcd_snapshot(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseE
         ctx.info(&format!("snapshot {file} already taken"));
         return Ok(());
     }
-    ctx.run(long(snapshot_script(&file)))?;
-    Ok(())
+    run_file(
+        ctx,
+        &format!("etcd-snapshot-v{}", data.spec.to),
+        &snapshot_script(&file),
+    )
 }
 
 fn api_change(
