@@ -447,10 +447,7 @@ pub fn reset_node(
 /// The shell fragment removing the masquerade rule in both forms (see `clusterctl_cni::agent::masq`),
 /// appending what it removed to `$out`.
 pub fn masquerade_script() -> String {
-    use clusterctl_cni::agent::masq::TABLE;
-    // The names of the iptables fallback of `cni/src/agent/masq.rs`.
-    const CHAIN: &str = "CLUSTERCTL-CNI-MASQ";
-    const COMMENT: &str = "clusterctl-cni";
+    use clusterctl_cni::agent::masq::{CHAIN, COMMENT, TABLE};
     format!(
         "if command -v nft >/dev/null 2>&1 && nft list table ip {TABLE} >/dev/null 2>&1; then \
          nft delete table ip {TABLE} && out=\"$out nft table {TABLE} deleted;\"; fi; \
