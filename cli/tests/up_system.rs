@@ -324,6 +324,20 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     });
     assert_eq!(r.code, 0, "{}", r.out);
     let out = format!("{}{killed}{}", failed.out, r.out);
+    // UP_SYSTEM_LOG=FILE keeps the output of the runs (for docs/phases.md's example session).
+    if let Some(p) = std::env::var_os("UP_SYSTEM_LOG") {
+        let _ = std::fs::write(
+            p,
+            format!(
+                "{}
+=== killed
+{killed}
+=== resumed
+{}",
+                failed.out, r.out
+            ),
+        );
+    }
 
     // Phases on the right nodes, in order.
     let c1 = calls(by_name["topgun-c1"]);
@@ -582,6 +596,11 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
         nodes.iter().map(containerd_invocation).collect::<Vec<_>>()
     );
     eprintln!("second up took {:?}", start.elapsed());
+    if let Some(p) = std::env::var_os("UP_SYSTEM_LOG") {
+        let mut log = std::fs::read_to_string(&p).unwrap_or_default();
+        log.push_str(&format!("\n=== again\n{}", again.out));
+        let _ = std::fs::write(p, log);
+    }
 
     // 5. No secret in output, state or cache.
     let join = sh(c1n, "cat /var/lib/clusterctl/join.json");

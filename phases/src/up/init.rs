@@ -64,7 +64,11 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         return Ok(());
     }
     if ctx.test(HALF_INIT_CHECK)? == Some(true) {
-        ctx.info("kubeadm init failed half-way before: reset first");
+        let why = "a kubeadm init failed half-way here before (certificates or static pods, no admin.conf): reset first";
+        ctx.info(why);
+        if !ctx.mode.dry_run {
+            ctx.reporter().change(&ctx.phase, ctx.name(), why);
+        }
         reset_half_init(ctx, data)?;
     }
     let Some(cfg) = init_config(data, ctx.name()) else {
