@@ -36,13 +36,23 @@ fn install_standins(node: &TestNode) {
             .expect("exec");
         assert_eq!(st, 0, "{err}");
     }
-    let (st, _, err) = node
-        .exec(
-            "cat > /etc/systemd/system/kubelet.service && systemctl daemon-reload && systemctl enable --now kubelet",
-            KUBELET_UNIT.as_bytes(),
-        )
-        .expect("exec");
-    assert_eq!(st, 0, "{err}");
+    // Right after boot systemd may still be settling (a concurrent reload refuses the job): a few
+    // tries, each error kept for the message.
+    let mut errors = Vec::new();
+    for _ in 0..5 {
+        let (st, _, err) = node
+            .exec(
+                "cat > /etc/systemd/system/kubelet.service && systemctl daemon-reload && systemctl enable --now kubelet",
+                KUBELET_UNIT.as_bytes(),
+            )
+            .expect("exec");
+        if st == 0 {
+            return;
+        }
+        errors.push(format!("exit {st}: {}", err.trim()));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    panic!("kubelet stand-in unit on {}: {errors:?}", node.name);
 }
 
 /// The ha-containerd profile with its first five nodes mapped onto `nodes`, the VIP on their network.
