@@ -24,8 +24,8 @@ logfile=/var/log/clusterctl-dockerd.log
 if ! pgrep -x dockerd >/dev/null 2>&1; then
   log "starting dockerd (log: $logfile)"
   # containerd is started by dockerd itself when no system containerd socket answers.
-  nohup dockerd >>"$logfile" 2>&1 </dev/null &
-  disown || true
+  # setsid: its own session and process group, so the engine outlives the shell (and job) that started it.
+  setsid -f dockerd >>"$logfile" 2>&1 </dev/null
 fi
 
 for _ in $(seq 1 120); do
