@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clusterctl_exec::{DockerNodeOptions, DockerProvider, Transport};
+use clusterctl_kubeapi::KubeClusterApi;
 use clusterctl_spec::model::Provider;
 use clusterctl_spec::{ValidCluster, ValidNode};
 
@@ -215,20 +216,40 @@ pub fn kubeconfig_for(
             reached.errors.get(&first.name).cloned().unwrap_or_default()
         ));
     };
-    let admin = t
-        .download("/etc/kubernetes/admin.conf")
-        .map_err(|e| e.to_string())?
+    Ok((cache_admin_conf(cluster, t.as_ref())?, None))
+}
+
+/// Downloads `/etc/kubernetes/admin.conf` from the first control plane (`first`) and writes it 0600 to
+/// the cluster's local cache directory (`~/.cache/clusterctl/<cluster>/admin.conf`); returns that path.
+/// Errors: the download failed, the file is missing, or the cache is not writable (as text).
+pub fn cache_admin_conf(cluster: &ValidCluster, first: &dyn Transport) -> Result<PathBuf, String> {
+    let name = cluster.name();
+    let admin = first
+        .download(clusterctl_phases::up::ADMIN_CONF)
+        .map_err(|e| format!("reading admin.conf on {}: {e}", first.node()))?
         .ok_or_else(|| {
             format!(
-                "no context `{name}` in the kubeconfig and no /etc/kubernetes/admin.conf on {}",
-                first.name
+                "no context `{name}` in the kubeconfig and no {} on {}",
+                clusterctl_phases::up::ADMIN_CONF,
+                first.node()
             )
         })?;
-    let dir = clusterctl_phases::local::cache_dir(&name).ok_or("no cache directory: set HOME")?;
+    let dir = clusterctl_phases::local::cache_dir(name).ok_or("no cache directory: set HOME")?;
     let path = dir.join("admin.conf");
     clusterctl_phases::local::write_private(&path, 0o600, &admin)
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
-    Ok((path, None))
+    Ok(path)
+}
+
+/// The cluster's API client: [`kubeconfig_for`], then the `kube` client for that file and context.
+/// Errors: as [`kubeconfig_for`], or the kubeconfig does not give a usable client (as text).
+pub fn cluster_api(
+    cluster: &ValidCluster,
+    kubeconfig: Option<&PathBuf>,
+    known_hosts: Option<&PathBuf>,
+) -> Result<KubeClusterApi, String> {
+    let (path, context) = kubeconfig_for(cluster, kubeconfig, known_hosts)?;
+    KubeClusterApi::from_kubeconfig(&path, context.as_deref()).map_err(|e| e.to_string())
 }
 
 /// Single-quotes `s` for `sh`.

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use clusterctl_exec::Cmd;
-use clusterctl_kubeapi::{diagnose, image_matches, ClusterApi, Diagnosis, KubeClusterApi, Node};
+use clusterctl_kubeapi::{diagnose, image_matches, ClusterApi, Diagnosis, Node};
 use clusterctl_spec::ValidCluster;
 
 use super::lifecycle::{self, reach};
@@ -72,18 +72,11 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let (path, context) = match lifecycle::kubeconfig_for(
+    let api = match lifecycle::cluster_api(
         &cluster,
         args.kubeconfig.as_ref(),
         args.known_hosts.as_ref(),
     ) {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("status: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let api = match KubeClusterApi::from_kubeconfig(&path, context.as_deref()) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("status: {e}");

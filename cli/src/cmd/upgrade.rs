@@ -330,14 +330,7 @@ fn api_for(
         let ctx = clusterctl_kubeapi::kubeconfig::has_context(&text, name).then_some(name);
         return KubeClusterApi::from_kubeconfig(p, ctx).map_err(|e| e.to_string());
     }
-    let admin = first
-        .download(clusterctl_phases::up::ADMIN_CONF)
-        .map_err(|e| format!("reading admin.conf on {}: {e}", first.node()))?
-        .ok_or_else(|| format!("no admin.conf on {}", first.node()))?;
-    let dir = clusterctl_phases::local::cache_dir(name).ok_or("no cache directory: set HOME")?;
-    let path = dir.join("admin.conf");
-    clusterctl_phases::local::write_private(&path, 0o600, &admin)
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let path = super::lifecycle::cache_admin_conf(cluster, first)?;
     KubeClusterApi::from_kubeconfig(&path, None).map_err(|e| e.to_string())
 }
 

@@ -21,9 +21,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clusterctl_exec::{Cmd, Transport};
-use clusterctl_kubeapi::{
-    ApiError, ClusterApi, Event, EvictOutcome, KubeClusterApi, Node, Pod, TaintSpec,
-};
+use clusterctl_kubeapi::{ApiError, ClusterApi, Event, EvictOutcome, Node, Pod, TaintSpec};
 use clusterctl_spec::ValidCluster;
 
 use super::super::{destroy, lifecycle};
@@ -95,18 +93,11 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         );
         return Ok(ExitCode::from(crate::EXIT_INVALID));
     }
-    let (path, context) = match lifecycle::kubeconfig_for(
+    let api = match lifecycle::cluster_api(
         &cluster,
         args.kubeconfig.as_ref(),
         args.known_hosts.as_ref(),
     ) {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("node remove: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let api = match KubeClusterApi::from_kubeconfig(&path, context.as_deref()) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("node remove: {e}");
