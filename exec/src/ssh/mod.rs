@@ -232,14 +232,23 @@ impl SshTransport {
         let ids = agent
             .identities()
             .map_err(|e| fail("listing identities", e))?;
-        let ok = ids.iter().any(|id| agent.userauth(user, id).is_ok());
+        // Each refusal is kept: a timeout or a signing failure reads differently from "key not accepted".
+        let mut refusals: Vec<String> = Vec::new();
+        let ok = ids.iter().any(|id| match agent.userauth(user, id) {
+            Ok(()) => true,
+            Err(e) => {
+                refusals.push(format!("{}: {e}", id.comment()));
+                false
+            }
+        });
         let _ = agent.disconnect();
         if ok {
             Ok(())
         } else {
             Err(self.err(format!(
-                "agent authentication as {user}: none of the agent's {} keys was accepted",
-                ids.len()
+                "agent authentication as {user}: none of the agent's {} keys was accepted ({})",
+                ids.len(),
+                refusals.join("; ")
             )))
         }
     }
