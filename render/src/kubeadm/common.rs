@@ -1,5 +1,5 @@
-//! Values both kubeadm APIs share: controller-manager flags, taints, the node's kubelet flags, and the
-//! kubeadm default timeouts written out explicitly.
+//! Values both kubeadm APIs share: controller-manager flags, taints, the node's kubelet flags (`node-ip`,
+//! `node-labels`), and the kubeadm default timeouts written out explicitly.
 
 use crate::ctx::Ctx;
 use clusterctl_spec::model::{Taint as SpecTaint, TaintEffect};
@@ -53,11 +53,16 @@ pub(crate) fn controller_manager_args(cx: &Ctx) -> BTreeMap<String, String> {
     m
 }
 
-/// kubelet flags of one node: `node-ip` when the node has an address.
+/// kubelet flags of one node (flag name without `--` → value), one entry per flag: `node-ip` when the
+/// node has an address, `node-labels` (`k1=v1,k2=v2`, sorted by key) with the labels the kubelet may set
+/// itself ([`super::node_labels`]) when there are any.
 pub fn kubelet_args(node: &ValidNode) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     if let Some(a) = node.address {
         m.insert("node-ip".to_string(), a.to_string());
+    }
+    if let Some(l) = super::node_labels::node_labels_flag(&node.labels) {
+        m.insert("node-labels".to_string(), l);
     }
     m
 }

@@ -5,6 +5,7 @@
 //! Join secrets are placeholders ([`crate::placeholders`]).
 
 pub mod common;
+pub mod node_labels;
 pub mod v1beta3;
 pub mod v1beta4;
 
