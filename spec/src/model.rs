@@ -700,7 +700,9 @@ pub struct Node {
     /// This control plane's interface for the VIP (kube-vip `vip_interface`), overriding `vip.interface`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vip_interface: Option<String>,
-    /// Node labels (Kubernetes label syntax). Applied after join; kind `nodes[].labels`.
+    /// Node labels (Kubernetes label syntax). Those the kubelet may set itself become its `node-labels`
+    /// at registration (kubeadm `nodeRegistration.kubeletExtraArgs`); all are reconciled through the API
+    /// after join (NodeRestriction keeps e.g. `node-role.kubernetes.io/*` out of the flag); kind `nodes[].labels`.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// Node taints. Becomes kubeadm `nodeRegistration.taints`.
