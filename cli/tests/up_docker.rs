@@ -12,8 +12,10 @@
 //! the worker); the builtin CNI installed for real (the binary uploaded once per node as
 //! `/usr/local/bin/clusterctl`, copied to `/opt/cni/bin/clusterctl-cni`, agent.json, conflist template
 //! and unit placed, unit enabled); the label PATCH arrived through the published port; the kubeconfig
-//! names 127.0.0.1 and the endpoint; a second `up` with the state removed re-uploads nothing; `destroy`
-//! removes containers and network.
+//! names 127.0.0.1 and the endpoint; the builtin CNI agent's kubeconfig (a TokenRequest per node,
+//! 0600, endpoint, admin.conf's CA, the token — printed nowhere, stored in no state); a second `up`
+//! with the state removed re-uploads nothing and requests no token; `destroy` removes containers and
+//! network.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -25,6 +27,7 @@ use serde_json::{json, Value};
 
 const STANDINS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/standins");
 const CLUSTER_LABEL: &str = "io.clusterctl.cluster";
+const TOKEN_PATH: &str = "/api/v1/namespaces/kube-system/serviceaccounts/clusterctl-cni/token";
 
 /// Removes the cluster's containers and network (found by label), also when the test fails.
 struct Cleanup(String);
@@ -136,6 +139,18 @@ fn in_node(container: &str, script: &str) -> String {
     docker(&["exec", container, "sh", "-c", script]).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
+/// The value of the first `key: value` line of a YAML text (quotes removed).
+fn yaml_field(text: &str, key: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let v = l
+            .trim_start()
+            .trim_start_matches("- ")
+            .strip_prefix(key)?
+            .strip_prefix(':')?;
+        Some(v.trim().trim_matches(|c| c == '"' || c == '\'').to_string())
+    })
+}
+
 fn count(out: &str, needle: &str) -> usize {
     out.lines().filter(|l| l.contains(needle)).count()
 }
@@ -171,6 +186,17 @@ fn up_creates_docker_nodes_runs_every_phase_and_destroy_removes_them() {
     api.serve(
         "/api/v1/nodes",
         json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": items}),
+    );
+    // The TokenRequest of the builtin CNI agent's ServiceAccount (a value unique to this run).
+    let agent_token = unique_name("agent-token");
+    api.respond(
+        "POST",
+        TOKEN_PATH,
+        201,
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "metadata": {"name": "clusterctl-cni", "namespace": "kube-system"},
+               "spec": {"audiences": ["https://kubernetes.default.svc"], "expirationSeconds": 31536000},
+               "status": {"token": agent_token, "expirationTimestamp": "2027-11-30T00:00:00Z"}}),
     );
     let api_dir = store.path().join("api");
     std::fs::create_dir_all(&api_dir).expect("api dir");
@@ -345,6 +371,67 @@ fn up_creates_docker_nodes_runs_every_phase_and_destroy_removes_them() {
         "{kc}"
     );
 
+    // The agent's kubeconfig on every node: 0600 root, the endpoint, admin.conf's CA, the token from
+    // one TokenRequest per node; the token in no output and no state record.
+    let token_posts: Vec<&Recorded> = rec
+        .iter()
+        .filter(|r| r.method == "POST" && r.path == TOKEN_PATH)
+        .collect();
+    assert_eq!(token_posts.len(), 2, "{rec:#?}");
+    for p in &token_posts {
+        assert_eq!(p.json()["kind"], "TokenRequest");
+        assert_eq!(p.json()["spec"]["expirationSeconds"], 31536000);
+    }
+    let admin = in_node(&c1, "cat /etc/kubernetes/admin.conf");
+    let admin_ca = yaml_field(&admin, "certificate-authority-data").expect("admin.conf CA");
+    let admin_server = yaml_field(&admin, "server").expect("admin.conf server");
+    assert!(
+        admin_server.starts_with(&format!("https://{endpoint_host}:")),
+        "{admin_server}"
+    );
+    for c in [&c1, &w1] {
+        assert_eq!(
+            in_node(c, "stat -c '%a %U' /etc/clusterctl/cni/agent.kubeconfig"),
+            "600 root",
+            "{c}"
+        );
+        let agent_kc = in_node(c, "cat /etc/clusterctl/cni/agent.kubeconfig");
+        assert_eq!(
+            yaml_field(&agent_kc, "server"),
+            Some(admin_server.clone()),
+            "{c}"
+        );
+        assert_eq!(
+            yaml_field(&agent_kc, "certificate-authority-data"),
+            Some(admin_ca.clone()),
+            "{c}"
+        );
+        assert_eq!(
+            yaml_field(&agent_kc, "token"),
+            Some(agent_token.clone()),
+            "{c}"
+        );
+        assert_eq!(
+            in_node(
+                c,
+                &format!("grep -rlF '{agent_token}' /var/lib/clusterctl || true")
+            ),
+            "",
+            "{c}: the token is in a state record"
+        );
+    }
+    assert!(!out.contains(&agent_token), "the token was printed:\n{out}");
+    let local_hits = Command::new("grep")
+        .args(["-rlF", &agent_token])
+        .arg(home.path())
+        .output()
+        .expect("grep");
+    assert_eq!(
+        String::from_utf8_lossy(&local_hits.stdout),
+        "",
+        "the token is stored on this machine"
+    );
+
     // Without any state record, a second `up` finds the binary in place and uploads nothing.
     for c in [&c1, &w1] {
         in_node(c, "rm -f /var/lib/clusterctl/state.json");
@@ -354,6 +441,18 @@ fn up_creates_docker_nodes_runs_every_phase_and_destroy_removes_them() {
     assert_eq!(code, 0, "{again}");
     assert!(!again.contains(": write "), "second run wrote:\n{again}");
     assert!(!again.contains("kubeadm init --config"), "{again}");
+    assert!(
+        !again.contains(&agent_token),
+        "the token was printed:\n{again}"
+    );
+    assert_eq!(
+        api.recorded()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == TOKEN_PATH)
+            .count(),
+        2,
+        "the second run kept the agents' tokens"
+    );
 
     // destroy removes containers and network.
     let (code, gone) = clusterctl(

@@ -86,4 +86,24 @@ pub trait ClusterApi: Send + Sync {
     fn evict(&self, namespace: &str, pod: &str) -> Result<EvictOutcome, ApiError>;
     /// Deletes a Node object (`DELETE /api/v1/nodes/<name>`); a missing Node is not an error.
     fn delete_node(&self, node: &str) -> Result<(), ApiError>;
+    /// A bearer token for the ServiceAccount `namespace`/`name` through the TokenRequest API
+    /// (authentication.k8s.io/v1 `TokenRequest`, `POST
+    /// /api/v1/namespaces/<namespace>/serviceaccounts/<name>/token`), valid for `expiration_seconds`
+    /// seconds (the API server may shorten it, `--service-account-max-token-expiration`), for the API
+    /// server's default audience and bound to no object. The token is a credential: callers must
+    /// register it for redaction and never print or store it outside a 0600 file. Errors: the
+    /// server's refusal (e.g. 404 when the ServiceAccount does not exist) or an answer without
+    /// `status.token`. The default implementation (clients that cannot do it) always errs.
+    fn service_account_token(
+        &self,
+        namespace: &str,
+        name: &str,
+        expiration_seconds: i64,
+    ) -> Result<String, ApiError> {
+        let _ = expiration_seconds;
+        Err(ApiError::Transport {
+            call: format!("create token for serviceaccount {namespace}/{name}"),
+            reason: "this client cannot request tokens".to_string(),
+        })
+    }
 }

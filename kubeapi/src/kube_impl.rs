@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -233,6 +234,37 @@ impl ClusterApi for KubeClusterApi {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             Err(e) => Err(map_err(&format!("delete node {node}"), e)),
+        }
+    }
+
+    fn service_account_token(
+        &self,
+        namespace: &str,
+        name: &str,
+        expiration_seconds: i64,
+    ) -> Result<String, ApiError> {
+        let call = format!("create token for serviceaccount {namespace}/{name}");
+        let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), namespace);
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                expiration_seconds: Some(expiration_seconds),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = self
+            .rt
+            .block_on(async {
+                api.create_token_request(name, &PostParams::default(), &request)
+                    .await
+            })
+            .map_err(|e| map_err(&call, e))?;
+        match answer.status.map(|s| s.token) {
+            Some(token) if !token.is_empty() => Ok(token),
+            _ => Err(ApiError::Transport {
+                call,
+                reason: "the answer holds no status.token".to_string(),
+            }),
         }
     }
 }

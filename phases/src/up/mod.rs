@@ -8,6 +8,7 @@
 pub mod airgap;
 pub mod api;
 pub mod cni;
+pub mod cni_token;
 pub mod credentials;
 pub mod facts;
 pub mod files;
@@ -256,15 +257,27 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         });
     }
     match spec.cni {
-        CniChoice::Builtin => v.push(Phase {
-            name: "cni",
-            targets: Targets::All,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: cni::inputs,
-            run: cni::run_builtin,
-        }),
+        CniChoice::Builtin => v.extend([
+            Phase {
+                name: "cni",
+                targets: Targets::All,
+                serial: false,
+                record: true,
+                required: false,
+                inputs: cni::inputs,
+                run: cni::run_builtin,
+            },
+            // After `cni` applied the agent's ServiceAccount and RBAC on the first control plane.
+            Phase {
+                name: "cni/agent-credentials",
+                targets: Targets::All,
+                serial: false,
+                record: true,
+                required: false,
+                inputs: cni_token::inputs,
+                run: cni_token::run,
+            },
+        ]),
         CniChoice::Manifests(_) => v.push(Phase {
             name: "cni",
             targets: Targets::FirstControlPlane,

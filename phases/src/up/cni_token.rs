@@ -1,0 +1,155 @@
+//! `cni/agent-credentials`: the builtin CNI agent's kubeconfig, `/etc/clusterctl/cni/agent.kubeconfig`
+//! (mode 0600, root-owned) on every node, after `cni` applied the agent's ServiceAccount and RBAC on the
+//! first control plane. The token comes from the TokenRequest API (authentication.k8s.io/v1, one per
+//! node, valid [`TOKEN_SECONDS`]) through the run's API client; the server is the
+//! `controlPlaneEndpoint` and the CA the one `admin.conf` carries. A node whose file already names the
+//! same server and CA and holds a token keeps it (no request, no write). The token is registered for
+//! redaction as soon as it is known and only ever written into that file.
+
+use super::UpData;
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+
+/// Where the agent reads its kubeconfig (render's `AGENT_KUBECONFIG_PATH`, agent.json `kubeconfig`).
+pub const AGENT_KUBECONFIG: &str = "/etc/clusterctl/cni/agent.kubeconfig";
+/// The agent's ServiceAccount namespace (as render's builtin CNI manifests create it).
+pub const NAMESPACE: &str = "kube-system";
+/// The agent's ServiceAccount (render's `SERVICE_ACCOUNT`).
+pub const SERVICE_ACCOUNT: &str = "clusterctl-cni";
+/// Requested token lifetime in seconds: one year (365 days). The API server may cap it
+/// (`--service-account-max-token-expiration`); re-running `up` after the file is removed renews it.
+pub const TOKEN_SECONDS: i64 = 365 * 24 * 3600;
+
+/// Digest material: the endpoint and the builtin CNI's inputs (the token is never part of it).
+pub fn inputs(data: &UpData, node: &crate::model::NodeInfo) -> String {
+    format!(
+        "endpoint {}\n{}",
+        data.spec.endpoint,
+        super::cni::inputs(data, node)
+    )
+}
+
+/// The kubeconfig text (`v1.Config`, one cluster/user/context named `clusterctl-cni`) for `server`
+/// (`https://host:port`), the base64 PEM CA `ca_data` and the bearer `token`.
+pub fn kubeconfig(server: &str, ca_data: &str, token: &str) -> String {
+    let v = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": SERVICE_ACCOUNT,
+                      "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+        "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
+        "contexts": [{"name": SERVICE_ACCOUNT,
+                      "context": {"cluster": SERVICE_ACCOUNT, "user": SERVICE_ACCOUNT}}],
+        "current-context": SERVICE_ACCOUNT,
+    });
+    serde_yaml::to_string(&v).unwrap_or_default()
+}
+
+/// `(server, certificate-authority-data, token)` of a kubeconfig's first cluster and user; empty
+/// strings for what is missing (also when `text` is not YAML).
+pub fn parts(text: &str) -> (String, String, String) {
+    let v: serde_yaml::Value = serde_yaml::from_str(text).unwrap_or_default();
+    let get = |list: &str, entry: &str, key: &str| {
+        v.get(list)
+            .and_then(|l| l.get(0))
+            .and_then(|c| c.get(entry))
+            .and_then(|c| c.get(key))
+            .and_then(serde_yaml::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    (
+        get("clusters", "cluster", "server"),
+        get("clusters", "cluster", "certificate-authority-data"),
+        get("users", "user", "token"),
+    )
+}
+
+/// The phase (every node, after `cni`).
+pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let Some(first) = data.first_cp().cloned() else {
+        return Err(ctx.local_error("the cluster has no control-plane node"));
+    };
+    let mut cp = NodeCtx::new(
+        first.clone(),
+        data.first_cp_transport.clone(),
+        data.mode,
+        data.reporter.clone(),
+        data.secrets.clone(),
+    );
+    cp.phase = ctx.phase.clone();
+    let result = run_with(ctx, &mut cp, data);
+    for mut e in cp.plan.drain(..) {
+        e.text = format!("on {}: {}", first.name, e.text);
+        e.node = ctx.node.name.clone();
+        ctx.plan.push(e);
+    }
+    result
+}
+
+fn run_with(ctx: &mut NodeCtx, cp: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let server = format!("https://{}", data.spec.endpoint);
+    let ca = match cp.read_file(super::ADMIN_CONF)? {
+        Some(Some(b)) => parts(&String::from_utf8_lossy(&b)).1,
+        // Offline, or a dry run before `init`: the CA is not known yet.
+        _ => String::new(),
+    };
+    if ca.is_empty() && !ctx.mode.dry_run && ctx.can_query() {
+        return Err(ctx.local_error(format!(
+            "{} on the first control plane names no certificate-authority-data",
+            super::ADMIN_CONF
+        )));
+    }
+    if let Some(Some(b)) = ctx.read_file(AGENT_KUBECONFIG)? {
+        let (s, c, token) = parts(&String::from_utf8_lossy(&b));
+        if !token.is_empty() {
+            data.secrets.add(&token);
+        }
+        if s == server && c == ca && !token.is_empty() {
+            return Ok(());
+        }
+    }
+    let api = data.api.get(cp)?;
+    let what = format!("create token for serviceaccount {NAMESPACE}/{SERVICE_ACCOUNT} (TokenRequest, {TOKEN_SECONDS} s)");
+    let mut token = None;
+    let secrets = data.secrets.clone();
+    ctx.api_change(&what, || {
+        let Some(api) = api else {
+            return Err("no API client (admin.conf unreadable)".to_string());
+        };
+        let t = api
+            .service_account_token(NAMESPACE, SERVICE_ACCOUNT, TOKEN_SECONDS)
+            .map_err(|e| e.to_string())?;
+        secrets.add(&t);
+        token = Some(t);
+        Ok(())
+    })?;
+    let token = token.unwrap_or_else(|| "<token>".to_string());
+    ctx.put_file(
+        AGENT_KUBECONFIG,
+        0o600,
+        kubeconfig(&server, &ca, &token).as_bytes(),
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_kubeconfig_round_trips_its_parts() {
+        let text = super::kubeconfig("https://lab:6443", "Q0E=", "tok-abcdef");
+        assert_eq!(
+            super::parts(&text),
+            (
+                "https://lab:6443".to_string(),
+                "Q0E=".to_string(),
+                "tok-abcdef".to_string()
+            )
+        );
+        assert!(text.contains("current-context: clusterctl-cni"), "{text}");
+        assert_eq!(
+            super::parts("not: [yaml"),
+            (String::new(), String::new(), String::new())
+        );
+    }
+}
