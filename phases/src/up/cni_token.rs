@@ -67,24 +67,8 @@ pub fn parts(text: &str) -> (String, String, String) {
 
 /// The phase (every node, after `cni`).
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    let Some(first) = data.first_cp().cloned() else {
-        return Err(ctx.local_error("the cluster has no control-plane node"));
-    };
-    let mut cp = NodeCtx::new(
-        first.clone(),
-        data.first_cp_transport.clone(),
-        data.mode,
-        data.reporter.clone(),
-        data.secrets.clone(),
-    );
-    cp.phase = ctx.phase.clone();
-    let result = run_with(ctx, &mut cp, data);
-    for mut e in cp.plan.drain(..) {
-        e.text = format!("on {}: {}", first.name, e.text);
-        e.node = ctx.node.name.clone();
-        ctx.plan.push(e);
-    }
-    result
+    let phase = ctx.phase.clone();
+    super::on_first_cp(ctx, data, phase, |ctx, cp| run_with(ctx, cp, data))
 }
 
 fn run_with(ctx: &mut NodeCtx, cp: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {

@@ -45,24 +45,10 @@ pub fn get(
             return Ok(Some(s.clone()));
         }
     }
-    let Some(first) = data.first_cp().cloned() else {
-        return Err(joining.local_error("the cluster has no control-plane node"));
-    };
-    let mut cp = NodeCtx::new(
-        first.clone(),
-        data.first_cp_transport.clone(),
-        data.mode,
-        data.reporter.clone(),
-        data.secrets.clone(),
-    );
-    cp.phase = format!("{}/credentials", joining.phase);
-    let result = refresh(&mut cp, data, slot.clone(), control_plane, now);
-    for mut e in cp.plan.drain(..) {
-        e.text = format!("on {}: {}", first.name, e.text);
-        e.node = joining.node.name.clone();
-        joining.plan.push(e);
-    }
-    joining.changes += cp.changes;
+    let phase = format!("{}/credentials", joining.phase);
+    let result = super::on_first_cp(joining, data, phase, |_, cp| {
+        refresh(cp, data, slot.clone(), control_plane, now)
+    });
     let fresh = result?;
     *slot = fresh.clone();
     Ok(fresh)

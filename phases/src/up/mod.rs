@@ -23,7 +23,8 @@ pub mod ready;
 pub mod rollout;
 pub mod runtime;
 
-use crate::ctx::{Mode, Secrets};
+use crate::ctx::{Mode, NodeCtx, Secrets};
+use crate::error::PhaseError;
 use crate::engine::{Phase, Targets};
 use crate::kubeadm::JoinSecrets;
 use crate::model::{CniChoice, FilePurpose, NodeFile, NodeInfo, RuntimeKind};
@@ -347,4 +348,35 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         run: kubeconfig::run,
     });
     v
+}
+
+/// Runs `f` for `ctx`'s node with a second context on the first control plane (`cp`, phase `phase`):
+/// what `cp` plans is shown under `ctx`'s node as `on <first>: …` and its changes count there. Used by
+/// the steps that need the first control plane on another node's behalf (join credentials, the CNI
+/// agent's token). Errors: no control plane in the cluster, or what `f` returns.
+pub(crate) fn on_first_cp<T>(
+    ctx: &mut NodeCtx,
+    data: &UpData,
+    phase: String,
+    f: impl FnOnce(&mut NodeCtx, &mut NodeCtx) -> Result<T, PhaseError>,
+) -> Result<T, PhaseError> {
+    let Some(first) = data.first_cp().cloned() else {
+        return Err(ctx.local_error("the cluster has no control-plane node"));
+    };
+    let mut cp = NodeCtx::new(
+        first.clone(),
+        data.first_cp_transport.clone(),
+        data.mode,
+        data.reporter.clone(),
+        data.secrets.clone(),
+    );
+    cp.phase = phase;
+    let result = f(ctx, &mut cp);
+    for mut e in cp.plan.drain(..) {
+        e.text = format!("on {}: {}", first.name, e.text);
+        e.node = ctx.node.name.clone();
+        ctx.plan.push(e);
+    }
+    ctx.changes += cp.changes;
+    result
 }
