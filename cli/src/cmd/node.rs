@@ -36,24 +36,9 @@ pub struct JoinArgs {
     /// The nodes to join (names from the file).
     #[arg(required = true)]
     pub nodes: Vec<String>,
-    /// Apply the fixes of the fixable preflight failures on the joining nodes.
-    #[arg(long)]
-    pub fix: bool,
-    /// Preflight checks reported as warnings instead of failures.
-    #[arg(long, value_delimiter = ',')]
-    pub ignore_preflight: Vec<String>,
-    /// Show every check and the output of every command.
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
-    /// Nodes worked on at once.
-    #[arg(long, default_value_t = 16)]
-    pub parallel: usize,
-    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
-    #[arg(long)]
-    pub known_hosts: Option<PathBuf>,
-    /// Seconds to wait for every node to be Ready.
-    #[arg(long, default_value_t = 600)]
-    pub ready_timeout: u64,
+    /// How nodes are reached and checked (as for `up`; fixes apply to the joining nodes).
+    #[command(flatten)]
+    pub run: up::NodeRunArgs,
 }
 
 /// Runs the command. Exit codes: 0 done, 1 a phase or step failed, 2 invalid input or a refused node.
@@ -76,13 +61,8 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         probe: false,
         skip_phases: Vec::new(),
         only: Vec::new(),
-        fix: args.fix,
-        ignore_preflight: args.ignore_preflight.clone(),
-        verbose: args.verbose,
-        parallel: args.parallel,
+        nodes: args.run.clone(),
         kubeconfig: None,
-        known_hosts: args.known_hosts.clone(),
-        ready_timeout: args.ready_timeout,
         recreate: false,
     };
     let mut spec = up::up_spec(&cluster, &up_args);
@@ -111,10 +91,10 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     let mode = Mode {
         dry_run: false,
         probe: false,
-        fix: args.fix,
-        verbose: args.verbose,
+        fix: args.run.fix,
+        verbose: args.run.verbose,
     };
-    let reporter: Arc<dyn Reporter> = Arc::new(PlainReporter::stderr(args.verbose));
+    let reporter: Arc<dyn Reporter> = Arc::new(PlainReporter::stderr(args.run.verbose));
     let secrets = Secrets::default();
     // The Nodes registered now, through the API as the phases of `up` reach it (the first control
     // plane's admin.conf, kept in memory); the same client serves the phases below.
@@ -170,7 +150,7 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     let opts = Options {
         cluster: spec.cluster.clone(),
         mode,
-        parallel: args.parallel,
+        parallel: args.run.parallel,
         skip: Vec::new(),
         only: Vec::new(),
         cache: clusterctl_phases::local::cache_dir(&spec.cluster)

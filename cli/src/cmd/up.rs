@@ -24,6 +24,30 @@ use clusterctl_render::Purpose;
 use clusterctl_spec::model::{CniPlugin, Provider};
 use clusterctl_spec::ValidCluster;
 
+/// The options `up` and `node join` share: preflight fixes and ignores, output, parallelism, SSH host
+/// keys and the Ready timeout.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NodeRunArgs {
+    /// Apply the fixes of the fixable preflight failures (swap, modules, sysctls, firewalld, SELinux).
+    #[arg(long)]
+    pub fix: bool,
+    /// Preflight checks reported as warnings instead of failures (ids such as `time-sync`, `swap`).
+    #[arg(long, value_delimiter = ',')]
+    pub ignore_preflight: Vec<String>,
+    /// Show every check and the output of every command.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Nodes worked on at once.
+    #[arg(long, default_value_t = 16)]
+    pub parallel: usize,
+    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
+    #[arg(long)]
+    pub known_hosts: Option<PathBuf>,
+    /// Seconds to wait for every node to be Ready.
+    #[arg(long, default_value_t = 600)]
+    pub ready_timeout: u64,
+}
+
 /// Arguments of `clusterctl up`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -46,28 +70,13 @@ pub struct Args {
     /// Run only these phases (paths or prefixes); facts and render always run.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Apply the fixes of the fixable preflight failures (swap, modules, sysctls, firewalld, SELinux).
-    #[arg(long)]
-    pub fix: bool,
-    /// Preflight checks reported as warnings instead of failures (ids such as `time-sync`, `swap`).
-    #[arg(long, value_delimiter = ',')]
-    pub ignore_preflight: Vec<String>,
-    /// Show every check and the output of every command.
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
-    /// Nodes worked on at once.
-    #[arg(long, default_value_t = 16)]
-    pub parallel: usize,
+    /// How nodes are reached and checked (shared with `node join`).
+    #[command(flatten)]
+    pub nodes: NodeRunArgs,
     /// The kubeconfig to merge the cluster's admin context into (default: `$KUBECONFIG` or
     /// `~/.kube/config`).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
-    #[arg(long)]
-    pub known_hosts: Option<PathBuf>,
-    /// Seconds to wait for every node to be Ready.
-    #[arg(long, default_value_t = 600)]
-    pub ready_timeout: u64,
     /// Destroy the cluster first (as `clusterctl destroy --yes`), then build it again from the file.
     #[arg(long)]
     pub recreate: bool,
@@ -100,7 +109,7 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
     };
     let cluster = validated.cluster;
     if args.recreate {
-        let (kubeconfig, known_hosts) = (args.kubeconfig.as_ref(), args.known_hosts.as_ref());
+        let (kubeconfig, known_hosts) = (args.kubeconfig.as_ref(), args.nodes.known_hosts.as_ref());
         if let Some(code) =
             super::destroy::before_recreate(&cluster, kubeconfig, known_hosts, args.dry_run)
         {
@@ -118,17 +127,17 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
     let mode = Mode {
         dry_run: args.dry_run,
         probe: args.probe,
-        fix: args.fix,
-        verbose: args.verbose,
+        fix: args.nodes.fix,
+        verbose: args.nodes.verbose,
     };
     let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
     let tty = std::io::stderr().is_terminal() && !args.dry_run;
-    let tty_reporter = tty.then(|| Arc::new(TtyReporter::new(&names, args.verbose)));
+    let tty_reporter = tty.then(|| Arc::new(TtyReporter::new(&names, args.nodes.verbose)));
     let reporter: Arc<dyn Reporter> = match &tty_reporter {
         Some(t) => t.clone(),
         // A dry run's output is the plan on stdout; per-phase progress would only repeat it.
-        None if args.dry_run && !args.verbose => Arc::new(QuietReporter),
-        None => Arc::new(PlainReporter::stderr(args.verbose)),
+        None if args.dry_run && !args.nodes.verbose => Arc::new(QuietReporter),
+        None => Arc::new(PlainReporter::stderr(args.nodes.verbose)),
     };
 
     let mut provider_plan = Vec::new();
@@ -161,7 +170,7 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
     let opts = Options {
         cluster: spec.cluster.clone(),
         mode,
-        parallel: args.parallel,
+        parallel: args.nodes.parallel,
         skip: args.skip_phases.clone(),
         only: args.only.clone(),
         cache: clusterctl_phases::local::cache_dir(&spec.cluster)
@@ -264,8 +273,8 @@ pub(crate) fn up_spec(cluster: &ValidCluster, args: &Args) -> UpSpec {
         preload_images: s.images.preload.clone(),
         kubeconfig: args.kubeconfig.clone(),
         binary: std::env::current_exe().ok(),
-        ready_timeout: Duration::from_secs(args.ready_timeout),
-        ignore_preflight: args.ignore_preflight.clone(),
+        ready_timeout: Duration::from_secs(args.nodes.ready_timeout),
+        ignore_preflight: args.nodes.ignore_preflight.clone(),
         airgap: super::airgap::for_up(cluster, args.file.as_deref()),
     }
 }
@@ -462,7 +471,7 @@ pub(crate) fn connect(
             if args.dry_run && !args.probe {
                 return Ok(out);
             }
-            let known_hosts = args.known_hosts.clone().or_else(|| {
+            let known_hosts = args.nodes.known_hosts.clone().or_else(|| {
                 std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
             });
             let mut errors = Vec::new();
