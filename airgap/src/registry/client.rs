@@ -13,7 +13,7 @@ use reqwest::{Method, StatusCode, Url};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// How to reach registries.
@@ -63,7 +63,10 @@ pub struct FetchedManifest {
 
 /// A registry client. Cheap to share across threads (`&RegistryClient` is `Sync`).
 pub struct RegistryClient {
-    http: Client,
+    /// For `http://` URLs: no TLS, so no trust roots loaded (that load is most of a client's set-up).
+    plain: Client,
+    /// For `https://` URLs: the built-in roots plus the configured CA, built on first use.
+    tls: OnceLock<std::result::Result<Client, String>>,
     opts: ClientOptions,
     /// Bearer tokens by "registry/repository".
     tokens: Mutex<HashMap<String, String>>,
@@ -114,9 +117,30 @@ impl RegistryClient {
     pub fn new(opts: ClientOptions) -> Result<Self> {
         // rustls needs one process-wide crypto provider; a second install is a harmless no-op.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut b = Client::builder()
+        // Read and parse the CA now, so a bad CA file is an error here and not at the first request.
+        let _checked = Self::builder(&opts, true)?;
+        let plain = Self::builder(&opts, false)?
+            .build()
+            .map_err(|e| transport_err("client", e))?;
+        Ok(RegistryClient {
+            plain,
+            tls: OnceLock::new(),
+            opts,
+            tokens: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A client builder with the timeouts; `tls`: the built-in trust roots plus the configured CA
+    /// (file or PEM), else no trust roots at all (only for `http://`). Errors: the CA cannot be read or
+    /// parsed.
+    fn builder(opts: &ClientOptions, tls: bool) -> Result<reqwest::blocking::ClientBuilder> {
+        let b = Client::builder()
             .timeout(opts.timeout)
             .connect_timeout(Duration::from_secs(20));
+        if !tls {
+            return Ok(b.tls_certs_only(Vec::new()));
+        }
+        let mut b = b;
         if let Some(ca) = &opts.ca_file {
             let pem = std::fs::read(ca).map_err(|e| AirgapError::io(ca, e))?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
@@ -136,12 +160,21 @@ impl RegistryClient {
             })?;
             b = b.tls_certs_merge(certs);
         }
-        let http = b.build().map_err(|e| transport_err("client", e))?;
-        Ok(RegistryClient {
-            http,
-            opts,
-            tokens: Mutex::new(HashMap::new()),
-        })
+        Ok(b)
+    }
+
+    /// The client for `url`: the root-less one for `http://`, else the TLS one (built on first use).
+    /// Errors: the TLS client cannot be built.
+    fn http_for(&self, url: impl AsRef<str>) -> Result<&Client> {
+        if url.as_ref().starts_with("http://") {
+            return Ok(&self.plain);
+        }
+        let built = self.tls.get_or_init(|| {
+            Self::builder(&self.opts, true)
+                .and_then(|b| b.build().map_err(|e| transport_err("client", e)))
+                .map_err(|e| e.to_string())
+        });
+        built.as_ref().map_err(|e| transport_err("TLS client", e))
     }
 
     /// The options this client was built with.
@@ -259,7 +292,7 @@ impl RegistryClient {
                 q.append_pair("scope", s);
             }
         }
-        let mut req = self.http.get(url.clone());
+        let mut req = self.http_for(&url)?.get(url.clone());
         if let Some((u, p)) = self.creds(registry) {
             req = req.basic_auth(u, Some(p));
         }
@@ -295,7 +328,10 @@ impl RegistryClient {
     ) -> Result<FetchedManifest> {
         let url = self.url(registry, repo, &format!("manifests/{reference}"));
         let resp = self.send(registry, repo, &|| {
-            Ok(self.http.get(&url).header(ACCEPT, MANIFEST_ACCEPT))
+            Ok(self
+                .http_for(&url)?
+                .get(&url)
+                .header(ACCEPT, MANIFEST_ACCEPT))
         })?;
         if !resp.status().is_success() {
             return Err(status_err("GET", &url, resp));
@@ -341,7 +377,10 @@ impl RegistryClient {
     ) -> Result<Option<Digest>> {
         let url = self.url(registry, repo, &format!("manifests/{reference}"));
         let resp = self.send(registry, repo, &|| {
-            Ok(self.http.head(&url).header(ACCEPT, MANIFEST_ACCEPT))
+            Ok(self
+                .http_for(&url)?
+                .head(&url)
+                .header(ACCEPT, MANIFEST_ACCEPT))
         })?;
         if resp.status() == StatusCode::NOT_FOUND {
             return Ok(None);
@@ -369,7 +408,7 @@ impl RegistryClient {
         progress: &dyn Fn(u64),
     ) -> Result<u64> {
         let url = self.url(registry, repo, &format!("blobs/{digest}"));
-        let resp = self.send(registry, repo, &|| Ok(self.http.get(&url)))?;
+        let resp = self.send(registry, repo, &|| Ok(self.http_for(&url)?.get(&url)))?;
         if !resp.status().is_success() {
             return Err(status_err("GET", &url, resp));
         }
@@ -406,7 +445,7 @@ impl RegistryClient {
     /// True when the registry has blob `digest` in `repo` (`HEAD /v2/<repo>/blobs/<digest>`).
     pub fn head_blob(&self, registry: &str, repo: &str, digest: &Digest) -> Result<bool> {
         let url = self.url(registry, repo, &format!("blobs/{digest}"));
-        let resp = self.send(registry, repo, &|| Ok(self.http.head(&url)))?;
+        let resp = self.send(registry, repo, &|| Ok(self.http_for(&url)?.head(&url)))?;
         match resp.status() {
             s if s.is_success() => Ok(true),
             StatusCode::NOT_FOUND => Ok(false),
@@ -429,7 +468,7 @@ impl RegistryClient {
             &format!("blobs/uploads/?mount={digest}&from={from}"),
         );
         let resp = self.send(registry, repo, &|| {
-            Ok(self.http.post(&url).header(CONTENT_LENGTH, 0))
+            Ok(self.http_for(&url)?.post(&url).header(CONTENT_LENGTH, 0))
         })?;
         match resp.status() {
             StatusCode::CREATED => Ok(true),
@@ -473,7 +512,10 @@ impl RegistryClient {
     ) -> Result<()> {
         let start = self.url(registry, repo, "blobs/uploads/");
         let resp = self.send(registry, repo, &|| {
-            Ok(self.http.post(&start).header(CONTENT_LENGTH, 0))
+            Ok(self
+                .http_for(&start)?
+                .post(&start)
+                .header(CONTENT_LENGTH, 0))
         })?;
         if resp.status() != StatusCode::ACCEPTED {
             return Err(status_err("POST", &start, resp));
@@ -485,7 +527,7 @@ impl RegistryClient {
             let resp = self.send(registry, repo, &|| {
                 let r = open()?;
                 Ok(self
-                    .http
+                    .http_for(&put)?
                     .put(put.clone())
                     .header(CONTENT_TYPE, "application/octet-stream")
                     .body(reqwest::blocking::Body::sized(r, size)))
@@ -509,7 +551,7 @@ impl RegistryClient {
             let here = loc.clone();
             let resp = self.send(registry, repo, &|| {
                 Ok(self
-                    .http
+                    .http_for(&here)?
                     .request(Method::PATCH, here.clone())
                     .header(CONTENT_TYPE, "application/octet-stream")
                     .header("Content-Range", range.clone())
@@ -523,7 +565,10 @@ impl RegistryClient {
         }
         let put = Self::with_digest(loc, digest);
         let resp = self.send(registry, repo, &|| {
-            Ok(self.http.put(put.clone()).header(CONTENT_LENGTH, 0))
+            Ok(self
+                .http_for(&put)?
+                .put(put.clone())
+                .header(CONTENT_LENGTH, 0))
         })?;
         if resp.status() != StatusCode::CREATED {
             return Err(status_err("PUT", put.as_str(), resp));
@@ -543,7 +588,7 @@ impl RegistryClient {
         let url = self.url(registry, repo, &format!("manifests/{reference}"));
         let resp = self.send(registry, repo, &|| {
             Ok(self
-                .http
+                .http_for(&url)?
                 .put(&url)
                 .header(CONTENT_TYPE, media_type)
                 .body(bytes.to_vec()))
@@ -572,7 +617,7 @@ impl RegistryClient {
     /// transport, mismatch, I/O.
     pub fn download_to(&self, url: &str, digest: &Digest, dest: &Path) -> Result<u64> {
         let mut resp = self
-            .http
+            .http_for(url)?
             .get(url)
             .send()
             .map_err(|e| transport_err(url, e))?;
