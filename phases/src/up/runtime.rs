@@ -16,7 +16,12 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     crate::undo::backup_before_overwrite(ctx, &files)?;
     let changed = super::files::place(ctx, &files)?;
     if !changed.is_empty() {
-        ctx.run_script(&format!("systemctl restart {unit}"))?;
+        // A runtime still starting from boot can refuse one restart: reset and try once more, and
+        // when it still fails end with the unit's journal, so the error shows why.
+        ctx.run_script(&format!(
+            "systemctl restart {unit} || {{ sleep 2; systemctl reset-failed {unit} 2>/dev/null; \
+             systemctl restart {unit}; }} || {{ journalctl -u {unit} -n 20 --no-pager 2>&1; exit 1; }}"
+        ))?;
     }
     if ctx.test(&format!(
         "systemctl is-enabled --quiet {unit} && systemctl is-active --quiet {unit}"
