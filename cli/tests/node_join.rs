@@ -12,10 +12,11 @@
 
 use std::time::Duration;
 
+use clusterctl_testbed::cli::StandinCluster;
 use clusterctl_testbed::cli::{
     install_standins, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, StandinApi,
 };
-use clusterctl_testbed::docker::{docker_available, ClusterOptions, TestCluster, TestNode};
+use clusterctl_testbed::docker::{docker_available, TestNode};
 use clusterctl_testbed::{is_root, require};
 
 const PREFLIGHT: &[&str] = &[
@@ -44,17 +45,8 @@ fn node_join_adds_a_control_plane_and_a_worker_after_up() {
     if !require("root and a Docker engine", is_root() && docker_available()) {
         return;
     }
-    let store = tempfile::tempdir().expect("store");
-    let tc = TestCluster::start_with(ClusterOptions {
-        prefix: "nj".into(),
-        nodes: 4,
-        extra_run_args: vec![
-            "-v".into(),
-            format!("{}:/var/lib/clusterctl-standin", store.path().display()),
-        ],
-        boot_timeout: Duration::from_secs(120),
-    })
-    .expect("node containers");
+    let sc = StandinCluster::start("nj", 4).expect("node containers");
+    let (store, tc) = (&sc.store, &sc.cluster);
     for n in &tc.nodes {
         install_standins(n).expect("stand-ins");
     }

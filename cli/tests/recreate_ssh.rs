@@ -8,12 +8,12 @@
 //! the API after the re-create) and the preloaded
 //! image on every node.
 
-use std::time::Duration;
 
+use clusterctl_testbed::cli::StandinCluster;
 use clusterctl_testbed::cli::{
     install_standins, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, LocalImage, StandinApi,
 };
-use clusterctl_testbed::docker::{docker_available, ClusterOptions, TestCluster, TestNode};
+use clusterctl_testbed::docker::{docker_available, TestNode};
 use clusterctl_testbed::{is_root, require, unique_name};
 
 const UP: &[&str] = &[
@@ -41,17 +41,8 @@ fn up_recreate_rebuilds_with_labels_taints_and_images() {
     if !require("root and a Docker engine", is_root() && docker_available()) {
         return;
     }
-    let store = tempfile::tempdir().expect("store");
-    let tc = TestCluster::start_with(ClusterOptions {
-        prefix: "rc".into(),
-        nodes: 2,
-        extra_run_args: vec![
-            "-v".into(),
-            format!("{}:/var/lib/clusterctl-standin", store.path().display()),
-        ],
-        boot_timeout: Duration::from_secs(120),
-    })
-    .expect("node containers");
+    let sc = StandinCluster::start("rc", 2).expect("node containers");
+    let (store, tc) = (&sc.store, &sc.cluster);
     for n in &tc.nodes {
         install_standins(n).expect("stand-ins");
     }

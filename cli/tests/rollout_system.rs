@@ -12,13 +12,13 @@
 //! file naming the next minor is refused by `up` with a pointer to `clusterctl upgrade`.
 
 use std::path::Path;
-use std::time::Duration;
 
 use clusterctl_testbed::apiserver::{ApiServer, TEST_TOKEN};
+use clusterctl_testbed::cli::StandinCluster;
 use clusterctl_testbed::cli::{
     install_standin, install_standins, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, Run,
 };
-use clusterctl_testbed::docker::{docker_available, ClusterOptions, TestCluster, TestNode};
+use clusterctl_testbed::docker::{docker_available, TestNode};
 use clusterctl_testbed::{is_root, require};
 use serde_json::{json, Value};
 
@@ -99,17 +99,8 @@ fn changed_oidc_rolls_out_one_control_plane_at_a_time() {
     if !require("root", is_root()) || !require("docker", docker_available()) {
         return;
     }
-    let store = tempfile::tempdir().expect("tempdir");
-    let cluster = TestCluster::start_with(ClusterOptions {
-        prefix: "rollout".into(),
-        nodes: 3,
-        extra_run_args: vec![
-            "-v".into(),
-            format!("{}:/var/lib/clusterctl-standin", store.path().display()),
-        ],
-        boot_timeout: Duration::from_secs(120),
-    })
-    .expect("node containers");
+    let sc = StandinCluster::start("rollout", 3).expect("node containers");
+    let (store, cluster) = (&sc.store, &sc.cluster);
     let nodes = &cluster.nodes;
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
     let api =

@@ -17,7 +17,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clusterctl_testbed::apiserver::{ApiServer, Recorded, TEST_TOKEN};
-use clusterctl_testbed::docker::{docker_available, ClusterOptions, TestCluster, TestNode};
+use clusterctl_testbed::cli::StandinCluster;
+use clusterctl_testbed::docker::{docker_available, TestNode};
 use clusterctl_testbed::{is_root, require};
 use serde_json::{json, Value};
 
@@ -222,17 +223,8 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
     if !require("root", is_root()) || !require("docker", docker_available()) {
         return;
     }
-    let store = tempfile::tempdir().expect("tempdir");
-    let cluster = TestCluster::start_with(ClusterOptions {
-        prefix: "up".into(),
-        nodes: 5,
-        extra_run_args: vec![
-            "-v".into(),
-            format!("{}:/var/lib/clusterctl-standin", store.path().display()),
-        ],
-        boot_timeout: Duration::from_secs(120),
-    })
-    .expect("node containers");
+    let sc = StandinCluster::start("up", 5).expect("node containers");
+    let (store, cluster) = (&sc.store, &sc.cluster);
     let nodes = &cluster.nodes;
     for n in nodes {
         install_standins(n);

@@ -20,10 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clusterctl_testbed::apiserver::{ApiServer, Recorded};
+use clusterctl_testbed::cli::StandinCluster;
 use clusterctl_testbed::cli::{
     install_standin, install_standins, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, Run,
 };
-use clusterctl_testbed::docker::{docker_available, ClusterOptions, TestCluster, TestNode};
+use clusterctl_testbed::docker::{docker_available, TestNode};
 use clusterctl_testbed::{is_root, require};
 use serde_json::{json, Value};
 
@@ -251,17 +252,8 @@ fn upgrade_one_minor_one_node_at_a_time_and_resume_after_a_failure() {
     if !require("root", is_root()) || !require("docker", docker_available()) {
         return;
     }
-    let store = tempfile::tempdir().expect("tempdir");
-    let cluster = TestCluster::start_with(ClusterOptions {
-        prefix: "upgrade".into(),
-        nodes: 3,
-        extra_run_args: vec![
-            "-v".into(),
-            format!("{}:/var/lib/clusterctl-standin", store.path().display()),
-        ],
-        boot_timeout: Duration::from_secs(120),
-    })
-    .expect("node containers");
+    let sc = StandinCluster::start("upgrade", 3).expect("node containers");
+    let (store, cluster) = (&sc.store, &sc.cluster);
     let (c1, c2, w1) = (&cluster.nodes[0], &cluster.nodes[1], &cluster.nodes[2]);
     let fake = fake_cluster(
         store.path(),

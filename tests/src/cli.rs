@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::docker::TestNode;
+use crate::docker::{ClusterOptions, TestCluster, TestNode};
 
 /// The recording kubeadm stand-in (argv log, configs copied, files kubeadm would write).
 pub const KUBEADM_STANDIN: &str = include_str!("../standins/kubeadm-standin.sh");
@@ -329,5 +329,33 @@ impl LocalImage {
 impl Drop for LocalImage {
     fn drop(&mut self) {
         let _ = crate::docker::docker(&["rmi", "-f", &self.name]);
+    }
+}
+
+/// Node containers whose `/var/lib/clusterctl-standin` is one host directory (`store`), shared by the
+/// stand-ins of every node and readable by the test. Fields drop in order: the containers first, then
+/// the directory.
+pub struct StandinCluster {
+    /// The node containers.
+    pub cluster: TestCluster,
+    /// The host directory mounted as `/var/lib/clusterctl-standin` on every node.
+    pub store: tempfile::TempDir,
+}
+
+impl StandinCluster {
+    /// Starts `nodes` node containers named after `prefix` (boot timeout 120 s) with the shared store.
+    /// Errors: the directory or a container cannot be made, or a node does not boot.
+    pub fn start(prefix: &str, nodes: usize) -> Result<StandinCluster> {
+        let store = tempfile::tempdir().context("stand-in store")?;
+        let cluster = TestCluster::start_with(ClusterOptions {
+            prefix: prefix.into(),
+            nodes,
+            extra_run_args: vec![
+                "-v".into(),
+                format!("{}:/var/lib/clusterctl-standin", store.path().display()),
+            ],
+            boot_timeout: std::time::Duration::from_secs(120),
+        })?;
+        Ok(StandinCluster { cluster, store })
     }
 }
