@@ -106,31 +106,30 @@ pub fn apply_with(backend: Backend, cluster_cidr: Ipv4Net) -> io::Result<()> {
                 ],
                 "",
             )?;
-            let jump = [
-                "POSTROUTING",
-                "-m",
-                "comment",
-                "--comment",
-                COMMENT,
-                "-j",
-                CHAIN,
-            ];
-            let check: Vec<&str> = ["-w", "-t", "nat", "-C"]
-                .iter()
-                .chain(&jump)
-                .copied()
-                .collect();
-            if !run("iptables", &check, "")?.0 {
-                let add: Vec<&str> = ["-w", "-t", "nat", "-A"]
-                    .iter()
-                    .chain(&jump)
-                    .copied()
-                    .collect();
-                must("iptables", &add, "")?;
+            if !run("iptables", &jump_rule("-C"), "")?.0 {
+                must("iptables", &jump_rule("-A"), "")?;
             }
             Ok(())
         }
     }
+}
+
+/// The `iptables` arguments that check (`-C`), append (`-A`) or delete (`-D`) our tagged jump from the
+/// nat table's `POSTROUTING` to [`CHAIN`].
+fn jump_rule(op: &'static str) -> [&'static str; 11] {
+    [
+        "-w",
+        "-t",
+        "nat",
+        op,
+        "POSTROUTING",
+        "-m",
+        "comment",
+        "--comment",
+        COMMENT,
+        "-j",
+        CHAIN,
+    ]
 }
 
 /// Installs (or replaces) the masquerade rule: nftables when `nft` is installed, else the iptables
@@ -155,20 +154,7 @@ pub fn remove() -> io::Result<()> {
             &format!("table ip {TABLE} {{}}\ndelete table ip {TABLE}\n"),
         )?;
     }
-    let jump = [
-        "POSTROUTING",
-        "-m",
-        "comment",
-        "--comment",
-        COMMENT,
-        "-j",
-        CHAIN,
-    ];
-    let del: Vec<&str> = ["-w", "-t", "nat", "-D"]
-        .iter()
-        .chain(&jump)
-        .copied()
-        .collect();
+    let del = jump_rule("-D");
     match run("iptables", &del, "") {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
