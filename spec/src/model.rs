@@ -798,4 +798,10 @@ pub struct AirgapPackage {
     /// Lower-case hex SHA-256 of the download.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// Directory on the node into which the archive is unpacked (GNU tar, `--no-same-owner`), e.g.
+    /// `/opt/cni/bin` for the CNI reference plugins' `.tgz`. Only for `.tgz`, `.tar.gz` and `.tar`
+    /// files; an absolute, normalized path (no `.`, `..` or empty components). Without it an archive
+    /// is only carried to the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract_to: Option<String>,
 }

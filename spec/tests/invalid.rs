@@ -134,6 +134,10 @@ const ROWS: &[Row] = &[
     err("crio on docker", &[("provider: ssh", "provider: docker"), ("  networking:\n", "  runtime: {kind: crio}\n  networking:\n")], "the docker provider's node image runs containerd", "runtime", "crio"),
     err("host port mapped by two docker nodes", &[("provider: ssh", "provider: docker"), ("      address: 10.0.0.11/24\n", "      portMappings: [{containerPort: 80, hostPort: 8080}]\n"), ("      address: 10.0.0.21/24\n", "      portMappings: [{containerPort: 443, hostPort: 8080}]\n"), ("  controlPlane:\n    vip:\n      address: 10.0.0.100\n      interface: eth0\n", "")], "host port 8080 is already mapped", "containerPort: 443", "8080"),
     err("airgap url without sha256", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: kubeadm, osFamily: debian, arch: amd64, url: \"https://dl.example.com/kubeadm\"}\n")], "package \"kubeadm\" is downloaded but has no sha256", "", "\"https://dl.example.com/kubeadm\""),
+    err("airgap extractTo on a non-archive", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: kubeadm, osFamily: debian, arch: amd64, path: kubeadm.deb, extractTo: /usr/local/bin}\n")], "\"kubeadm.deb\" is not a .tgz, .tar.gz or .tar archive", "extractTo", "/usr/local/bin"),
+    err("airgap extractTo relative", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: cni-plugins, osFamily: any, arch: amd64, path: cni-plugins-linux-amd64-v1.6.2.tgz, extractTo: opt/cni/bin}\n")], "extractTo \"opt/cni/bin\" is not an absolute, normalized directory", "extractTo", "opt/cni/bin"),
+    err("airgap extractTo with ..", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: crictl, osFamily: any, arch: amd64, url: \"https://dl.example.com/crictl-v1.34.0-linux-amd64.tar.gz\", sha256: 0000000000000000000000000000000000000000000000000000000000000000, extractTo: \"/usr/local/../../etc\"}\n")], "extractTo \"/usr/local/../../etc\" is not an absolute, normalized directory", "extractTo", "\"/usr/local/../../etc\""),
+    err("airgap extractTo trailing slash", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: cni-plugins, osFamily: any, arch: amd64, path: cni.tar, extractTo: /opt/cni/bin/}\n")], "extractTo \"/opt/cni/bin/\" is not an absolute, normalized directory", "extractTo", "/opt/cni/bin/"),
     err("airgap extra version unknown", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.20.0]\n")], "Kubernetes v1.20.0 is not in the supported version table", "", "v1.20.0"),
     Row {
         name: "cgroup v1 on 1.35",
@@ -370,5 +374,32 @@ fn empty_and_non_yaml_inputs() {
     assert!(
         report.to_string().contains("more than one document"),
         "{report}"
+    );
+}
+
+#[test]
+fn extract_to_on_archives_is_valid_and_kept() {
+    let text = BASE.replacen(
+        "  provider: ssh\n",
+        "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: cni-plugins, osFamily: any, arch: amd64, path: cni-plugins-linux-amd64-v1.6.2.tgz, extractTo: /opt/cni/bin}\n      - {name: crictl, osFamily: any, arch: amd64, path: crictl-v1.34.0-linux-amd64.tar.gz, extractTo: /usr/local/bin}\n      - {name: extras, osFamily: any, arch: amd64, path: extras.tar, extractTo: /}\n      - {name: kubeadm, osFamily: debian, arch: amd64, path: kubeadm.deb}\n",
+        1,
+    );
+    let loaded = clusterctl_spec::Loaded::from_text("ok.yaml", text);
+    let valid = validate(&loaded).unwrap_or_else(|r| panic!("valid file refused: {r}"));
+    assert!(
+        valid.warnings.iter().all(|d| !d.message.contains("extractTo")),
+        "{:?}",
+        valid.warnings
+    );
+    let dirs: Vec<Option<&str>> = valid
+        .cluster
+        .spec()
+        .airgap
+        .as_ref()
+        .map(|a| a.packages.iter().map(|p| p.extract_to.as_deref()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        dirs,
+        [Some("/opt/cni/bin"), Some("/usr/local/bin"), Some("/"), None]
     );
 }

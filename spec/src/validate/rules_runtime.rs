@@ -2,14 +2,16 @@
 //! reservations and eviction thresholds are quantities, durations are Go durations and consistent;
 //! Kubernetes ≥ 1.35 on cgroup v1 hosts needs `failCgroupV1: false` (a warning says so); SSH defaults are
 //! usable; docker settings are used with the docker provider; air-gap packages name a file or a URL with
-//! its sha256.
+//! its sha256, and `extractTo` is an absolute, normalized directory on archives only.
 
 use std::collections::BTreeSet;
 
 use super::Ctx;
 use crate::diag::Diagnostic;
 use crate::mirror::ImageRef;
-use crate::model::{CgroupVersion, ClusterFile, DockerProvider, Provider, RuntimeKind};
+use crate::model::{
+    AirgapPackage, CgroupVersion, ClusterFile, DockerProvider, Provider, RuntimeKind,
+};
 use crate::syntax;
 use crate::versions::VersionInfo;
 
@@ -446,6 +448,9 @@ fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
                 );
             }
         }
+        if let Some(dir) = &pkg.extract_to {
+            check_extract_to(ctx, pkg, dir, &format!("{p}.extractTo"));
+        }
         if !seen.insert((pkg.name.clone(), pkg.os_family.clone(), pkg.arch.clone())) {
             ctx.push(
                 Diagnostic::error(
@@ -459,6 +464,56 @@ fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
                 .at(format!("{p}.name")),
             );
         }
+    }
+}
+
+/// The file name a package is carried under: the last component of `path`, or of `url` without its
+/// query and fragment.
+fn package_file_name(pkg: &AirgapPackage) -> Option<&str> {
+    match (&pkg.path, &pkg.url) {
+        (Some(p), _) => p.rsplit('/').next(),
+        (None, Some(u)) => u
+            .split(['?', '#'])
+            .next()
+            .and_then(|u| u.rsplit('/').next()),
+        (None, None) => None,
+    }
+}
+
+/// File name endings `extractTo` accepts (archives GNU tar unpacks).
+const ARCHIVE_ENDINGS: &[&str] = &[".tgz", ".tar.gz", ".tar"];
+
+/// `extractTo`: only for archives, and an absolute, normalized directory (no `.`, `..` or empty
+/// components, no control characters).
+fn check_extract_to(ctx: &mut Ctx<'_>, pkg: &AirgapPackage, dir: &str, at: &str) {
+    if let Some(name) = package_file_name(pkg) {
+        if !ARCHIVE_ENDINGS.iter().any(|e| name.ends_with(e)) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::airgap-package",
+                    format!(
+                        "extractTo is set, but {name:?} is not a .tgz, .tar.gz or .tar archive"
+                    ),
+                )
+                .help("extractTo unpacks archives only; remove it for packages and plain binaries")
+                .at(at),
+            );
+        }
+    }
+    let normalized = dir == "/"
+        || (dir.starts_with('/')
+            && dir[1..]
+                .split('/')
+                .all(|c| !c.is_empty() && c != "." && c != ".."));
+    if !normalized || dir.chars().any(char::is_control) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                format!("extractTo {dir:?} is not an absolute, normalized directory"),
+            )
+            .help("write an absolute path without `.`, `..`, `//` or a trailing `/`, e.g. `/opt/cni/bin`")
+            .at(at),
+        );
     }
 }
 
