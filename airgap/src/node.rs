@@ -309,15 +309,73 @@ pub enum InstallKind {
     Rpm,
     /// A static binary of OS family `any`: copied to `/usr/local/bin/<name>` (mode 0755).
     Binary,
+    /// An archive (`.tgz`, `.tar.gz`, `.tar`) with `extractTo`: unpacked there with GNU tar and
+    /// recorded in its marker (see [`extract_marker`]).
+    Extract,
+}
+
+/// File name endings of the archives [`InstallKind::Extract`] unpacks (the spec's `extractTo` rule).
+const ARCHIVE_ENDINGS: &[&str] = &[".tgz", ".tar.gz", ".tar"];
+
+/// True for an absolute, normalized directory: `/`, or `/`-separated components none of which is
+/// empty, `.` or `..`, and no control characters (the spec's `extractTo` rule, checked again here
+/// because the bundle's manifest is the input).
+fn normalized_dir(dir: &str) -> bool {
+    (dir == "/"
+        || (dir.starts_with('/')
+            && dir[1..]
+                .split('/')
+                .all(|c| !c.is_empty() && c != "." && c != "..")))
+        && !dir.chars().any(char::is_control)
+}
+
+/// Where the node records that archive `f` was unpacked: `<remote_dir>/extracted/<file name>`
+/// (`/var/lib/clusterctl/airgap/extracted/cni-plugins-linux-amd64-v1.6.2.tgz`), holding one line
+/// `sha256:<hex> <directory>`. `None` for files not under `<remote_dir>/packages/`.
+pub fn extract_marker(f: &NodeFile) -> Option<String> {
+    let (base, name) = f.remote.rsplit_once("/packages/")?;
+    (!name.is_empty() && !name.contains('/')).then(|| format!("{base}/extracted/{name}"))
+}
+
+/// The marker line of archive `f` unpacked into `dir`: `sha256:<hex> <dir>`.
+fn marker_line(f: &NodeFile, dir: &str) -> String {
+    format!("{} {dir}", f.file.sha256)
+}
+
+/// The archive facts of `f` when it is to be unpacked: (directory, marker path, tar's
+/// decompression flag). `None` unless `f` is a package with a safe `extract_to` and an archive name.
+fn extraction(f: &NodeFile) -> Option<(&str, String, &'static str)> {
+    let dir = f.file.extract_to.as_deref()?;
+    if f.binary || !normalized_dir(dir) {
+        return None;
+    }
+    let name = f.remote.rsplit('/').next()?;
+    let ending = ARCHIVE_ENDINGS.iter().find(|e| name.ends_with(*e))?;
+    let marker = extract_marker(f)?;
+    Some((dir, marker, if *ending == ".tar" { "" } else { " -z" }))
 }
 
 /// How `f` is installed, with a read-only shell check that exits 0 when it already is; `None` for
-/// files that are only carried (the clusterctl binary, archives such as `.tgz`).
+/// files that are only carried (the clusterctl binary, archives without `extract_to` or whose
+/// `extract_to` is not an absolute, normalized directory). An archive with `extract_to` is
+/// [`InstallKind::Extract`]; its check compares the marker ([`extract_marker`]) with the archive's
+/// sha256 and directory, so a changed archive (or directory) is unpacked again.
 pub fn install_step(f: &NodeFile) -> Option<(InstallKind, String)> {
     if f.binary {
         return None;
     }
     let q = shell_quote(&f.remote);
+    if let Some((dir, marker, _)) = extraction(f) {
+        return Some((
+            InstallKind::Extract,
+            format!(
+                "[ \"$(cat {} 2>/dev/null)\" = {} ] && [ -d {} ]",
+                shell_quote(&marker),
+                shell_quote(&marker_line(f, dir)),
+                shell_quote(dir)
+            ),
+        ));
+    }
     if f.remote.ends_with(".deb") {
         Some((
             InstallKind::Deb,
@@ -348,7 +406,12 @@ pub fn install_step(f: &NodeFile) -> Option<(InstallKind, String)> {
     }
 }
 
-/// The script installing `files` (all of one [`InstallKind`]) on a node.
+/// The script installing `files` (all of one [`InstallKind`]) on a node. For
+/// [`InstallKind::Extract`], per archive: `mkdir -p DIR`, then GNU tar `-x --no-same-owner
+/// --no-overwrite-dir [-z] -f FILE -C DIR` (tar's defaults are kept: leading `/` is stripped from
+/// member names, members containing `..` are skipped and tar exits 2, links are not followed out of
+/// DIR), and only when tar succeeded the marker is written (atomically, by rename). Files that are
+/// not extractable archives are left out.
 pub fn install_script(kind: InstallKind, files: &[&NodeFile]) -> String {
     let list: Vec<String> = files.iter().map(|f| shell_quote(&f.remote)).collect();
     match kind {
@@ -362,6 +425,24 @@ pub fn install_script(kind: InstallKind, files: &[&NodeFile]) -> String {
                     shell_quote(&f.remote),
                     shell_quote(&format!("/usr/local/bin/{}", f.file.name))
                 )
+            })
+            .collect::<Vec<_>>()
+            .join(" && "),
+        InstallKind::Extract => files
+            .iter()
+            .filter_map(|f| {
+                let (dir, marker, z) = extraction(f)?;
+                let d = shell_quote(dir);
+                let m = shell_quote(&marker);
+                let tmp = shell_quote(&format!("{marker}.tmp"));
+                let parent = marker.rsplit_once('/').map(|p| p.0).unwrap_or(".");
+                Some(format!(
+                    "mkdir -p {d} && tar -x --no-same-owner --no-overwrite-dir{z} -f {} -C {d} && \
+                     mkdir -p {} && printf '%s\\n' {} > {tmp} && mv -f {tmp} {m}",
+                    shell_quote(&f.remote),
+                    shell_quote(parent),
+                    shell_quote(&marker_line(f, dir)),
+                ))
             })
             .collect::<Vec<_>>()
             .join(" && "),
@@ -458,6 +539,7 @@ mod tests {
                 arch: Some("amd64".into()),
                 size: 1,
                 sha256: Digest::of(b"x"),
+                extract_to: None,
             },
             remote: format!("/r/{}", path.rsplit('/').next().unwrap_or_default()),
             mode: 0o644,
@@ -501,6 +583,52 @@ mod tests {
             install_script(InstallKind::Binary, &[&bin]),
             "install -m 0755 '/r/crictl' '/usr/local/bin/crictl'"
         );
+    }
+
+    #[test]
+    fn archives_with_extract_to_are_unpacked_and_marked() {
+        let mut tgz = file("cni", "packages/any-amd64/cni.tgz", "any", false);
+        tgz.remote = "/var/lib/clusterctl/airgap/packages/cni.tgz".into();
+        assert_eq!(install_step(&tgz), None, "carried only without extractTo");
+        tgz.file.extract_to = Some("/opt/cni/bin".into());
+        let sha = tgz.file.sha256.to_string();
+        assert_eq!(
+            extract_marker(&tgz).as_deref(),
+            Some("/var/lib/clusterctl/airgap/extracted/cni.tgz")
+        );
+        let (kind, check) = install_step(&tgz).unwrap_or((InstallKind::Deb, String::new()));
+        assert_eq!(kind, InstallKind::Extract);
+        assert_eq!(
+            check,
+            format!("[ \"$(cat '/var/lib/clusterctl/airgap/extracted/cni.tgz' 2>/dev/null)\" = '{sha} /opt/cni/bin' ] && [ -d '/opt/cni/bin' ]")
+        );
+        let mut tar = file("x", "packages/any-amd64/x.tar", "any", false);
+        tar.remote = "/r/packages/x.tar".into();
+        tar.file.extract_to = Some("/".into());
+        assert_eq!(
+            install_script(InstallKind::Extract, &[&tgz, &tar]),
+            format!(
+                "mkdir -p '/opt/cni/bin' && tar -x --no-same-owner --no-overwrite-dir -z -f '/var/lib/clusterctl/airgap/packages/cni.tgz' -C '/opt/cni/bin' && \
+                 mkdir -p '/var/lib/clusterctl/airgap/extracted' && printf '%s\\n' '{sha} /opt/cni/bin' > '/var/lib/clusterctl/airgap/extracted/cni.tgz.tmp' && mv -f '/var/lib/clusterctl/airgap/extracted/cni.tgz.tmp' '/var/lib/clusterctl/airgap/extracted/cni.tgz' && \
+                 mkdir -p '/' && tar -x --no-same-owner --no-overwrite-dir -f '/r/packages/x.tar' -C '/' && \
+                 mkdir -p '/r/extracted' && printf '%s\\n' '{sha} /' > '/r/extracted/x.tar.tmp' && mv -f '/r/extracted/x.tar.tmp' '/r/extracted/x.tar'"
+            )
+        );
+        // Not an archive, or an unsafe directory from a hand-made manifest: only carried.
+        for (remote, dir) in [
+            ("/r/packages/kubeadm", "/usr/local/bin"),
+            ("/r/packages/cni.tgz", "opt/cni"),
+            ("/r/packages/cni.tgz", "/opt/../etc"),
+            ("/r/packages/cni.tgz", "/opt//cni"),
+            ("/r/packages/cni.tgz", "/opt/cni/"),
+            ("/r/packages/cni.tgz", "/opt/\ncni"),
+        ] {
+            let mut f = file("cni", "packages/any-amd64/cni.tgz", "debian", false);
+            f.remote = remote.into();
+            f.file.extract_to = Some(dir.into());
+            assert_eq!(install_step(&f), None, "{remote} {dir:?}");
+            assert_eq!(install_script(InstallKind::Extract, &[&f]), "");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Packages and binaries for the bundle (`airgap.packages`): a local file (relative to the cluster
 //! file) is hashed (and checked when a sha256 is pinned); a URL is downloaded into the blob store
-//! (so a re-run does not download it again) and must match its pinned sha256.
+//! (so a re-run does not download it again) and must match its pinned sha256. An archive's `extractTo`
+//! directory is carried into its manifest entry.
 
 use crate::bundle::PreparedFile;
 use crate::digest::Digest;
@@ -24,6 +25,9 @@ pub struct PackageSource {
     pub url: Option<String>,
     /// Pinned sha256 (hex), required with `url`.
     pub sha256: Option<String>,
+    /// For an archive: the absolute directory on the node to unpack it into (`extractTo`, checked
+    /// by the cluster file's validation); recorded in the bundle manifest entry.
+    pub extract_to: Option<String>,
 }
 
 fn file_name(src: &PackageSource) -> String {
@@ -80,7 +84,7 @@ pub fn prepare_packages(
             }
             (None, None) => return Err(perr("neither path nor url".into())),
         };
-        let prepared = PreparedFile::from_path(
+        let mut prepared = PreparedFile::from_path(
             &src.name,
             &bundle_path,
             &local,
@@ -89,6 +93,7 @@ pub fn prepare_packages(
             Some(src.arch.clone()),
         )
         .map_err(|e| perr(e.to_string()))?;
+        prepared.entry.extract_to = src.extract_to.clone();
         if let Some(d) = &pinned {
             if &prepared.entry.sha256 != d {
                 return Err(perr(format!(

@@ -97,6 +97,7 @@ pub fn bundle_cluster(
                     path: p.path.as_ref().map(|x| opts.base_dir.join(x)),
                     url: p.url.clone(),
                     sha256: p.sha256.clone(),
+                    extract_to: p.extract_to.clone(),
                 })
                 .collect()
         })

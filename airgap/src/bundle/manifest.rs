@@ -1,6 +1,6 @@
 //! The bundle manifest (`manifest.json` in the bundle): what the bundle was made for and everything
 //! it carries — each image with its source reference, mirror reference and manifest digest, each
-//! package and binary with its size and sha256. Field names are camelCase like the cluster file.
+//! package and binary with its size and sha256 (and, for archives, the directory it is unpacked into). Field names are camelCase like the cluster file.
 
 use crate::digest::Digest;
 use serde::{Deserialize, Serialize};
@@ -73,4 +73,9 @@ pub struct BundleFile {
     pub size: u64,
     /// sha256 of the content.
     pub sha256: Digest,
+    /// For archives (`.tgz`, `.tar.gz`, `.tar`): the absolute directory on the node it is unpacked
+    /// into (`airgap.packages[].extractTo`). Absent (and left out of `manifest.json`) when the file
+    /// is only carried, so bundles written before this field still read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract_to: Option<String>,
 }

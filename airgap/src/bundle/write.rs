@@ -29,7 +29,8 @@ pub struct PreparedFile {
 }
 
 impl PreparedFile {
-    /// Hashes local file `source` and describes it as bundle entry `path`. Errors: unreadable file.
+    /// Hashes local file `source` and describes it as bundle entry `path` (no `extract_to`; set
+    /// `entry.extract_to` for an archive to unpack). Errors: unreadable file.
     pub fn from_path(
         name: &str,
         path: &str,
@@ -49,6 +50,7 @@ impl PreparedFile {
                 arch,
                 size,
                 sha256,
+                extract_to: None,
             },
             source: source.to_path_buf(),
             mode,
