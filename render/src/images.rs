@@ -21,6 +21,9 @@ pub struct ImageRef {
     /// The reference under the registry mirror (e.g. `harbor.example.com/library/coredns/coredns:v1.12.1`),
     /// `None` without a mirror.
     pub mirror: Option<String>,
+    /// True when only control-plane nodes run it (see [`control_plane_only`]); false when every node
+    /// may (kube-proxy, CoreDNS, pause, the CNI's images, preloads).
+    pub control_plane_only: bool,
 }
 
 impl ImageRef {
@@ -28,6 +31,26 @@ impl ImageRef {
     pub fn pull_ref(&self) -> &str {
         self.mirror.as_deref().unwrap_or(&self.source)
     }
+}
+
+/// The components whose images only control-plane nodes run: kubeadm's control-plane static pods
+/// (`kube-apiserver`, `kube-controller-manager`, `kube-scheduler`, `etcd`, kubeadm
+/// cmd/kubeadm/app/phases/controlplane and etcd) and the kube-vip static pod, which `clusterctl` places
+/// on control planes only. Everything else may run on any node: kube-proxy and the CNI's agents are
+/// DaemonSets, CoreDNS and the CNI's operators are Deployments the scheduler may place on a worker,
+/// pause is every pod's sandbox, preloads are for any workload.
+pub const CONTROL_PLANE_ONLY: [&str; 5] = [
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "etcd",
+    "kube-vip",
+];
+
+/// Whether `component` (an [`ImageRef::component`], e.g. `etcd`) runs on control-plane nodes only
+/// (one of [`CONTROL_PLANE_ONLY`]).
+pub fn control_plane_only(component: &str) -> bool {
+    CONTROL_PLANE_ONLY.contains(&component)
 }
 
 /// The image settings of the kubeadm ClusterConfiguration and what kubeadm derives from them.
@@ -124,7 +147,8 @@ impl KubeadmImages {
 /// Every image `cluster` pulls, in a stable order: kubeadm's (apiserver, controller-manager, scheduler,
 /// kube-proxy unless disabled, CoreDNS, pause, etcd), kube-vip when a VIP is set, the CNI's pinned images
 /// (none for `builtin`, `kindnet` and `none`), then `images.preload`. Without a mirror every `mirror` is
-/// `None`. An unknown CNI version yields no CNI images here (render reports it as an error).
+/// `None`. Each says whether only control planes need it ([`CONTROL_PLANE_ONLY`]); a worker needs the
+/// others. An unknown CNI version yields no CNI images here (render reports it as an error).
 pub fn images(cluster: &ValidCluster) -> Vec<ImageRef> {
     let k = KubeadmImages::new(cluster);
     let has_mirror = cluster.mirror().is_some();
@@ -136,11 +160,13 @@ pub fn images(cluster: &ValidCluster) -> Vec<ImageRef> {
             component: c.to_string(),
             source,
             mirror: has_mirror.then_some(pull),
+            control_plane_only: control_plane_only(c),
         })
         .collect();
     let mut other = |component: String, source: String| {
         let mirror = has_mirror.then(|| cluster.image(&source));
         out.push(ImageRef {
+            control_plane_only: control_plane_only(&component),
             component,
             source,
             mirror,
@@ -158,4 +184,56 @@ pub fn images(cluster: &ValidCluster) -> Vec<ImageRef> {
         other("preload".to_string(), p.clone());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(name: &str) -> ValidCluster {
+        let loaded = clusterctl_spec::from_profile(name)
+            .unwrap_or_else(|d| panic!("profile {name}: {}", d.summary()));
+        clusterctl_spec::validate(&loaded)
+            .unwrap_or_else(|d| panic!("profile {name}: {}", d.summary()))
+            .cluster
+    }
+
+    #[test]
+    fn control_plane_only_marks_static_pod_images() {
+        // ha-airgap: kube-vip VIP, Cilium, kube-proxy disabled.
+        let list = images(&profile("ha-airgap"));
+        let cp_only: Vec<&str> = list
+            .iter()
+            .filter(|i| i.control_plane_only)
+            .map(|i| i.component.as_str())
+            .collect();
+        assert_eq!(
+            cp_only,
+            [
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+                "etcd",
+                "kube-vip"
+            ]
+        );
+        let everywhere: Vec<&str> = list
+            .iter()
+            .filter(|i| !i.control_plane_only)
+            .map(|i| i.component.as_str())
+            .collect();
+        assert!(everywhere.contains(&"coredns"), "{everywhere:?}");
+        assert!(everywhere.contains(&"pause"), "{everywhere:?}");
+        assert!(
+            everywhere.iter().any(|c| c.starts_with("cni:")),
+            "{everywhere:?}"
+        );
+        assert!(!everywhere.contains(&"kube-proxy"), "kube-proxy disabled");
+        for c in CONTROL_PLANE_ONLY {
+            assert!(control_plane_only(c));
+        }
+        for c in ["kube-proxy", "coredns", "pause", "preload", "cni:cilium"] {
+            assert!(!control_plane_only(c), "{c}");
+        }
+    }
 }
