@@ -7,6 +7,9 @@
 //! Test images are built here from random bytes (never pulled): [`layer`] (a gzip'd tar holding one
 //! file), [`image`] (OCI config with the layers' `diff_ids` and an OCI manifest), pushed with
 //! [`Registry::push`] (monolithic `POST ?digest=` uploads and a manifest `PUT`, plain HTTP).
+//! [`Registry::manifest`] reads a manifest back (`HEAD`/`GET`, its `Docker-Content-Digest`) with the
+//! test bed's own HTTP/TLS code, independent of the product's registry client;
+//! [`Registry::write_requests`] counts the writes in the access log.
 
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
@@ -445,5 +448,113 @@ impl Drop for Registry {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A registry's answer to one manifest request ([`Registry::manifest`]).
+#[derive(Debug, Clone)]
+pub struct ManifestReply {
+    /// HTTP status (200 when the registry serves the manifest, 404 when it does not).
+    pub status: u16,
+    /// The `Docker-Content-Digest` header (`sha256:<hex>`), if sent (distribution spec, "Pulling
+    /// manifests": the digest of the manifest bytes).
+    pub digest: Option<String>,
+    /// The `Content-Type` header, if sent.
+    pub media_type: Option<String>,
+    /// The body (empty for `HEAD`).
+    pub body: Vec<u8>,
+}
+
+/// Every manifest media type a client accepts (OCI image-spec v1.1 and Docker schema 2).
+const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
+
+impl Registry {
+    /// Requests in the access log so far that write (`POST`, `PUT`, `PATCH`, `DELETE` under `/v2/`).
+    pub fn write_requests(&self) -> usize {
+        ["POST", "PUT", "PATCH", "DELETE"]
+            .iter()
+            .map(|m| self.count_requests(m, "/v2/"))
+            .sum()
+    }
+
+    /// `method` (`HEAD` or `GET`) `/v2/<repo>/manifests/<reference>` with every manifest media type in
+    /// `Accept`, read independently of the product's registry client: plain HTTP for a registry
+    /// started with [`Registry::start`], HTTPS trusting only `ca` (required) for one started with
+    /// [`Registry::start_tls`]. Errors: connection, TLS handshake (e.g. an unknown issuer) or an
+    /// unparseable answer; a 404 is an `Ok` reply.
+    pub fn manifest(
+        &self,
+        method: &str,
+        repo: &str,
+        reference: &str,
+        ca: Option<&TestCa>,
+    ) -> Result<ManifestReply> {
+        let req = format!(
+            "{method} /v2/{repo}/manifests/{reference} HTTP/1.0\r\nHost: {}\r\nAccept: {MANIFEST_ACCEPT}\r\n\r\n",
+            self.addr
+        );
+        let tcp = TcpStream::connect(&self.addr)?;
+        tcp.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut resp = Vec::new();
+        if self.tls {
+            let Some(ca) = ca else {
+                bail!("{} serves HTTPS: give the CA to trust", self.addr);
+            };
+            let mut roots = rustls::RootCertStore::empty();
+            use rustls::pki_types::pem::PemObject as _;
+            let cert = rustls::pki_types::CertificateDer::from_pem_slice(ca.ca_pem.as_bytes())
+                .context("the test CA's PEM")?;
+            roots.add(cert).context("adding the test CA")?;
+            let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+            let cfg = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .context("TLS versions")?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            let host = self
+                .addr
+                .rsplit_once(':')
+                .map_or(self.addr.as_str(), |h| h.0);
+            let name = rustls::pki_types::ServerName::try_from(host.to_string())
+                .with_context(|| format!("server name {host}"))?;
+            let conn = rustls::ClientConnection::new(std::sync::Arc::new(cfg), name)?;
+            let mut s = rustls::StreamOwned::new(conn, tcp);
+            s.write_all(req.as_bytes())?;
+            if let Err(e) = s.read_to_end(&mut resp) {
+                // A peer that closes without close_notify after a complete HTTP/1.0 answer.
+                if e.kind() != std::io::ErrorKind::UnexpectedEof || resp.is_empty() {
+                    return Err(e).context(format!("reading from https://{}", self.addr));
+                }
+            }
+        } else {
+            let mut s = tcp;
+            s.write_all(req.as_bytes())?;
+            s.read_to_end(&mut resp)?;
+        }
+        let split = resp
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .with_context(|| format!("no HTTP header from {}", self.addr))?;
+        let head = String::from_utf8_lossy(&resp[..split]).into_owned();
+        let body = resp[split + 4..].to_vec();
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .with_context(|| format!("no status in {head:?}"))?;
+        let header = |name: &str| {
+            head.lines().skip(1).find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| v.trim().to_string())
+            })
+        };
+        Ok(ManifestReply {
+            status,
+            digest: header("Docker-Content-Digest"),
+            media_type: header("Content-Type"),
+            body,
+        })
     }
 }
