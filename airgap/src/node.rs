@@ -2,7 +2,10 @@
 //! node needs are cut out of the verified bundle into an OCI archive (an OCI image layout in a tar,
 //! the format `ctr images import` reads), streamed to the node with `upload_stream`, imported with
 //! `ctr -n k8s.io images import` (containerd) or `skopeo copy oci-archive:… containers-storage:…`
-//! (CRI-O), and removed again. The loaded digests are recorded per node so a second run skips them.
+//! (CRI-O), and removed again. The loaded digests are recorded per node so a second run skips them;
+//! [`crio_images_present`] reads what a CRI-O node's containers-storage already holds. Package files
+//! are streamed to the node and installed (`.deb`, `.rpm`, static binaries, archives unpacked into
+//! their `extractTo` directory).
 
 use crate::bundle::verify::blob_entry;
 use crate::bundle::write::layout_index;
@@ -15,6 +18,12 @@ use clusterctl_exec::{Cmd, FileSpec, Transport};
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
+
+pub mod crio;
+
+/// Which of a set of images a CRI-O node already holds under the right manifest digest (one remote
+/// command for all): see [`crio::images_present`].
+pub use crio::images_present as crio_images_present;
 
 /// The node's container runtime.
 #[derive(Debug, Clone, PartialEq, Eq)]

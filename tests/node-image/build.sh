@@ -1,8 +1,8 @@
 #!/bin/sh
 # The test-bed node image recipe: a Debian root file system that boots systemd as PID 1 and behaves like a
-# bare Kubernetes node (sshd, containerd, runc, the CNI reference plugins, sudo), imported into the local
-# Docker engine with no registry. Called by clusterctl_testbed::docker::NodeImage::ensure(), under a file
-# lock, with: TAG SUITE MIRROR. The tag is a hash of this file, so a changed recipe builds a new image.
+# bare Kubernetes node (sshd, containerd, runc, the CNI reference plugins, sudo, skopeo — which loads OCI
+# archives into containers-storage, the store CRI-O reads), imported into the local Docker engine with no
+# registry. Called by clusterctl_testbed::docker::NodeImage::ensure(), under a file lock, with: TAG SUITE MIRROR. The tag is a hash of this file, so a changed recipe builds a new image.
 #
 # Each container makes its own SSH host keys (ed25519, ECDSA) at first boot (clusterctl-hostkeys.service), so host-key
 # pinning and trust-on-first-use can be tested between nodes. User `tester` (no password) has
@@ -18,7 +18,7 @@ root=$(mktemp -d /var/tmp/clusterctl-node-rootfs.XXXXXX)
 trap 'rm -rf "$root"' EXIT INT TERM
 
 debootstrap --variant=minbase \
-  --include=systemd,systemd-sysv,dbus,openssh-server,iproute2,iputils-ping,ca-certificates,containerd,runc,containernetworking-plugins,sudo,procps \
+  --include=systemd,systemd-sysv,dbus,openssh-server,iproute2,iputils-ping,ca-certificates,containerd,runc,containernetworking-plugins,sudo,procps,skopeo \
   "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { tail -n 30 "$root.log" >&2; rm -f "$root.log"; exit 1; }
 rm -f "$root.log"
 
