@@ -79,3 +79,34 @@ pub struct BundleFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract_to: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extract_to_is_optional_both_ways() {
+        let d = Digest::of(b"cni");
+        let old = format!(
+            r#"{{"name":"cni","path":"packages/any-amd64/cni.tgz","os":"any","arch":"amd64","size":3,"sha256":"{d}"}}"#
+        );
+        let f: BundleFile =
+            serde_json::from_str(&old).expect("an entry written before extractTo reads");
+        assert_eq!(f.extract_to, None);
+        assert_eq!(
+            serde_json::to_string(&f).expect("json"),
+            old,
+            "absent stays absent"
+        );
+        let with = BundleFile {
+            extract_to: Some("/opt/cni/bin".into()),
+            ..f
+        };
+        let text = serde_json::to_string(&with).expect("json");
+        assert!(text.ends_with(r#","extractTo":"/opt/cni/bin"}"#), "{text}");
+        assert_eq!(
+            serde_json::from_str::<BundleFile>(&text).expect("read back"),
+            with
+        );
+    }
+}
