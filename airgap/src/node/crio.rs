@@ -2,17 +2,21 @@
 //! containers-storage (the store CRI-O serves images from) with `skopeo inspect --raw`, in one remote
 //! command for all images.
 //!
-//! What containers-storage stores (checked on the test bed with skopeo 1.9, `airgap/tests/node_crio.rs`):
-//! `skopeo copy oci-archive:FILE:NAME containers-storage:NAME` of a plain image manifest stores that
-//! manifest as the image's primary manifest, so `skopeo inspect --raw containers-storage:NAME` hashes
-//! to the bundle's manifest digest. Of an image index (without `--all`) it stores the one child for
-//! the node's platform as the primary manifest and keeps the index bytes beside it (a
-//! `manifest-sha256:<index digest>` item), so the image is also addressable by the index digest:
-//! `containers-storage:NAME` then gives the child, and `containers-storage:REPO@<index digest>` (or
-//! a pinned `REPO:TAG@<index digest>` name) gives the index itself. The check therefore expects, per image: for a reference pinned by digest
-//! (`…@sha256:…`, which `skopeo inspect` resolves through that digest), the bundle's digest; for a
-//! tagged index, the digest of one of the bundle index's children for `linux/<arch>`; otherwise the
-//! bundle's manifest digest.
+//! What containers-storage stores (checked on the test bed with skopeo 1.9,
+//! `airgap/tests/node_crio.rs`): `skopeo copy oci-archive:FILE:NAME containers-storage:NAME` of a
+//! plain image manifest stores that manifest as the image's primary manifest, so `skopeo inspect
+//! --raw containers-storage:NAME` hashes to the bundle's manifest digest. Of an image index it stores
+//! the one child for the node's platform as the primary manifest and keeps the index bytes beside it
+//! (a `manifest-sha256:<index digest>` item), so the image is also addressable by the index digest:
+//! `containers-storage:NAME` then gives the child, and `containers-storage:REPO@<index digest>` (or a
+//! pinned `REPO:TAG@<index digest>` name) gives the index itself. (`skopeo copy --all` cannot be
+//! used: skopeo 1.9 refuses it with "destination transport containers-storage does not support
+//! copying multiple images as a group"; CRI-O runs only the node's platform anyway.)
+//!
+//! The check therefore expects, per image: for a reference pinned by digest (`…@sha256:…`, which
+//! `skopeo inspect` resolves through that digest), the bundle's digest; for a tagged index, the
+//! digest of one of the bundle index's children for `linux/<arch>`; otherwise the bundle's manifest
+//! digest.
 
 use crate::bundle::{BundleImage, VerifiedBundle};
 use crate::digest::Digest;
