@@ -4,55 +4,28 @@
 //! cluster needs is built here from random bytes and served by a loopback `docker-registry` under its
 //! upstream repository path; the bundle is written from it (library call, registry override) with a
 //! `.deb` built here with `dpkg-deb` and a static tool of OS family `any`. Checks: `up` verifies the
-//! bundle, installs the package and the tool before preflight, imports every image into each node's
-//! containerd (name and manifest digest, `ctr -n k8s.io images ls`) after the runtime phase and before
-//! `kubeadm init`; a second `up` loads and writes nothing; a bundle with one flipped byte is refused
-//! naming the entry before any node is touched.
+//! bundle, installs the package and the tool before preflight, imports into each node's containerd
+//! (name and manifest digest, `ctr -n k8s.io images ls`) after the runtime phase and before `kubeadm
+//! init` exactly the images of the current version its role needs — the control plane all of them,
+//! the worker pause, kube-proxy and CoreDNS but no kube-apiserver, kube-controller-manager,
+//! kube-scheduler or etcd, neither node the images of `airgap.extraVersions` the bundle also carries;
+//! a second `up` loads and writes nothing; a bundle with one flipped byte is refused naming the entry
+//! before any node is touched.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
 
-use clusterctl_airgap::plan::list_images;
+use clusterctl_airgap::plan::{list_images, node_images, select};
 use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
-use clusterctl_airgap::ImageRef;
-use clusterctl_testbed::cli::{install_standins, ssh_cluster_yaml, Clusterctl, FileNode, Run};
+use clusterctl_testbed::cli::{
+    build_deb, install_standins, serve_upstream_images, ssh_cluster_yaml, Clusterctl, FileNode, Run,
+};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
-use clusterctl_testbed::registry::{self, image, layer, Registry, Rng};
+use clusterctl_testbed::registry::{self, Registry};
 use clusterctl_testbed::{is_root, require};
 
 fn sh(node: &TestNode, script: &str) -> String {
     node.sh(script).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Builds `<dir>/<name>_1.0_all.deb` holding `/usr/share/<name>/marker`.
-fn build_deb(dir: &Path, name: &str) -> String {
-    let root = dir.join("debroot");
-    std::fs::create_dir_all(root.join("DEBIAN")).expect("mkdir");
-    std::fs::create_dir_all(root.join(format!("usr/share/{name}"))).expect("mkdir");
-    std::fs::write(
-        root.join("DEBIAN/control"),
-        format!("Package: {name}\nVersion: 1.0\nArchitecture: all\nMaintainer: clusterctl tests <tests@example.com>\nDescription: air-gap test package\n"),
-    )
-    .expect("control");
-    std::fs::write(
-        root.join(format!("usr/share/{name}/marker")),
-        "from the bundle\n",
-    )
-    .expect("marker");
-    let file = format!("{name}_1.0_all.deb");
-    let st = Command::new("dpkg-deb")
-        .args(["--root-owner-group", "--build"])
-        .arg(&root)
-        .arg(dir.join(&file))
-        .output()
-        .expect("dpkg-deb runs");
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    file
 }
 
 fn host_arch() -> String {
@@ -106,7 +79,7 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         );
     }
     let work = tempfile::tempdir().expect("tempdir");
-    let deb = build_deb(work.path(), "cc-airgap-probe");
+    let deb = build_deb(work.path(), "cc-airgap-probe", "1.0", None).expect("deb");
     std::fs::write(
         work.path().join("probe-tool"),
         "#!/bin/sh\necho probe-tool from the bundle\n",
@@ -114,7 +87,7 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     .expect("tool");
     let arch = host_arch();
     let extra = format!(
-        "  airgap:\n    bundle: site.tar\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n"
+        "  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n"
     );
     let text = ssh_cluster_yaml(
         "agup",
@@ -138,19 +111,8 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     // Every image of the plan, built here, served by the loopback registry under its upstream path.
     let list = list_images(&valid);
     assert!(list.len() >= 6, "{list:?}");
-    let mut upstreams = std::collections::BTreeSet::new();
-    for (i, img) in list.iter().enumerate() {
-        let r = ImageRef::parse(&img.source).expect("ref");
-        let mut rng = Rng(1000 + i as u64);
-        let l = layer(&mut rng, "payload.bin", 2048).expect("layer");
-        reg.push(
-            &r.repository,
-            r.tag.as_deref().expect("tagged"),
-            &image(&[l], "amd64", &r.repository),
-        )
-        .expect("push");
-        upstreams.insert(r.registry.clone());
-    }
+    let sources: Vec<String> = list.iter().map(|i| i.source.clone()).collect();
+    let upstreams = serve_upstream_images(&reg, &sources, 1000).expect("images served");
     let bundle = work.path().join("site.tar");
     let mut opts = BundleOptions {
         out: bundle.clone(),
@@ -162,13 +124,52 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         .map(|u| (u.clone(), reg.addr().to_string()))
         .collect();
     let (summary, _) = bundle_cluster(&valid, &opts).expect("bundle");
-    let want: BTreeMap<String, String> = summary
+    let all: BTreeMap<String, String> = summary
         .manifest
         .images
         .iter()
         .map(|i| (i.mirror.clone(), i.digest.to_string()))
         .collect();
-    assert_eq!(want.len(), list.len());
+    assert_eq!(all.len(), list.len());
+    // What each role needs (current version only), as names and digests in the bundle.
+    let role = |control_plane: bool| -> BTreeMap<String, String> {
+        let sources: Vec<String> = node_images(&valid, control_plane)
+            .into_iter()
+            .map(|i| i.source)
+            .collect();
+        select(&summary.manifest, &sources)
+            .expect("bundle carries the current version")
+            .into_iter()
+            .map(|i| (i.mirror, i.digest.to_string()))
+            .collect()
+    };
+    let (want_cp, want_worker) = (role(true), role(false));
+    let named = |m: &BTreeMap<String, String>, part: &str| m.keys().any(|k| k.contains(part));
+    for part in ["/pause:", "/kube-proxy:", "/coredns/coredns:"] {
+        assert!(
+            named(&want_worker, part),
+            "{part} for the worker: {want_worker:?}"
+        );
+    }
+    for part in [
+        "/kube-apiserver:",
+        "/etcd:",
+        "/kube-scheduler:",
+        "/kube-controller-manager:",
+    ] {
+        assert!(named(&want_cp, part), "{part} for the control plane");
+        assert!(
+            !named(&want_worker, part),
+            "{part} for the worker: {want_worker:?}"
+        );
+    }
+    // The extra version's images are in the bundle, for a later upgrade, but for no node now.
+    let extra: Vec<&String> = all.keys().filter(|k| k.ends_with(":v1.34.2")).collect();
+    assert!(
+        extra.len() >= 4,
+        "extraVersions images in the bundle: {all:?}"
+    );
+    assert!(extra.iter().all(|k| !want_cp.contains_key(*k)));
     // The registry is not needed any more: the nodes could not reach it anyway.
     drop(reg);
 
@@ -242,13 +243,22 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     let load = line_of(&out, &[&format!("[{cp}] airgap/images: load ")]);
     let init = line_of(&out, &[&format!("[{cp}] init: run: kubeadm init")]);
     assert!(pkg < pre && rt < load && load < init, "order:\n{out}");
-    for n in nodes {
+    for (n, want) in nodes.iter().zip([&want_cp, &want_worker]) {
         let have = images_in(n);
-        for (name, digest) in &want {
+        for (name, digest) in want {
             assert_eq!(
                 have.get(name),
                 Some(digest),
                 "{}: {name} not in containerd with its digest: {have:?}",
+                n.name
+            );
+        }
+        // Nothing of the bundle beyond what the role needs: no control-plane-only image on the
+        // worker, no extraVersions image anywhere.
+        for name in all.keys().filter(|k| !want.contains_key(*k)) {
+            assert!(
+                !have.contains_key(name),
+                "{}: {name} loaded but not needed: {have:?}",
                 n.name
             );
         }

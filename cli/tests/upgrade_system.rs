@@ -569,3 +569,270 @@ fn upgrade_one_minor_one_node_at_a_time_and_resume_after_a_failure() {
     assert_eq!(before, after);
     assert_eq!(cordon_log(&api).len(), patches);
 }
+
+/// `kubelet` package postinst: reports the installed kubelet version where the API thread reads it.
+const KUBELET_POSTINST: &str =
+    "#!/bin/sh\necho v1.35.0 > /var/lib/clusterctl-standin/kubelet-version-$(hostname)\n";
+
+/// Recording `ctr` wrapper: logs its argv with the stand-ins' calls, then runs the real `ctr`.
+const CTR_RECORDER: &str = r#"#!/bin/sh
+# Records argv with the stand-ins' calls (clusterctl upgrade test), then runs the real ctr.
+mkdir -p /var/log/clusterctl-standin
+echo "ctr $*" >> /var/log/clusterctl-standin/calls.log
+exec /usr/bin/ctr "$@"
+"#;
+
+/// name → manifest digest from `ctr -n k8s.io images ls` on `node`.
+fn images_in(node: &TestNode) -> std::collections::BTreeMap<String, String> {
+    sh(node, "/usr/bin/ctr -n k8s.io images ls")
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?;
+            let digest = w.nth(1)?;
+            Some((name.to_string(), digest.to_string()))
+        })
+        .collect()
+}
+
+/// Air-gapped upgrade 1.34.1 → 1.35.0 from a bundle, no mirror, on a control plane and a worker without
+/// a route out: a bundle lacking v1.35.0's images is refused (exit 1, naming the version and
+/// `airgap.extraVersions`) before any node is touched; with the images (bundle made with
+/// `extraVersions: [v1.35.0]`) each node's containerd gets exactly v1.35.0's images its role needs —
+/// the worker no kube-apiserver/etcd — before its kubeadm upgrade step (order of the recorded calls),
+/// and the kubeadm/kubelet/kubectl packages come from the bundle; a second run changes nothing.
+#[test]
+fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_step() {
+    use clusterctl_airgap::plan::{list_images, node_images, select};
+    use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
+    use clusterctl_testbed::cli::{build_deb, serve_upstream_images};
+    use clusterctl_testbed::registry::{self, Registry};
+
+    if !require("root", is_root())
+        || !require("docker", docker_available())
+        || !require("docker-registry", registry::available())
+    {
+        return;
+    }
+    let reg = Registry::start().expect("registry");
+    let sc = StandinCluster::start("agupgrade", 2).expect("node containers");
+    let (store, cluster) = (&sc.store, &sc.cluster);
+    let (c1, w1) = (&cluster.nodes[0], &cluster.nodes[1]);
+    let fake = fake_cluster(
+        store.path(),
+        &[(c1.name.clone(), true), (w1.name.clone(), false)],
+    );
+    let api = fake.api.clone();
+    for n in &cluster.nodes {
+        install_standins(n).expect("stand-ins");
+        install_standin(n, CRICTL_STANDIN, "/usr/local/bin/crictl").expect("crictl");
+        install_standin(n, CTR_RECORDER, "/usr/local/bin/ctr").expect("ctr");
+        // What `up` of v1.34.1 leaves: containerd running, kubeadm's files; nothing but the test network.
+        sh(
+            n,
+            "systemctl start containerd && mkdir -p /etc/kubernetes/manifests /etc/kubernetes/pki/etcd /etc/clusterctl-standin && echo kubelet > /etc/kubernetes/kubelet.conf",
+        );
+        sh(n, "ip route del default 2>/dev/null || true");
+        assert_eq!(sh(n, "ip -4 route show default"), "", "{}", n.name);
+    }
+    let (st, _, err) = c1
+        .exec(
+            "cat > /etc/kubernetes/admin.conf && chmod 600 /etc/kubernetes/admin.conf",
+            api.kubeconfig("kubernetes").as_bytes(),
+        )
+        .expect("exec");
+    assert_eq!(st, 0, "{err}");
+    sh(c1, "printf 'apiVersion: v1\\nkind: Pod\\nspec:\\n  containers:\\n  - name: kube-apiserver\\n    image: registry.k8s.io/kube-apiserver:v1.34.1\\n' > /etc/kubernetes/manifests/kube-apiserver.yaml");
+
+    // The packages of v1.35.0 (the kubelet's postinst reports its version to the API thread).
+    let home = tempfile::tempdir().expect("home");
+    let dir = home.path();
+    let debs = [
+        build_deb(dir, "kubeadm", "1.35.0-1.1", None).expect("deb"),
+        build_deb(dir, "kubelet", "1.35.0-1.1", Some(KUBELET_POSTINST)).expect("deb"),
+        build_deb(dir, "kubectl", "1.35.0-1.1", None).expect("deb"),
+    ];
+    let arch = clusterctl_airgap::node::oci_arch(std::env::consts::ARCH);
+    let write_file = |version: &str, bundle: &str, extra: &str| -> std::path::PathBuf {
+        let mut airgap = format!("  airgap:\n    bundle: {bundle}\n{extra}    packages:\n");
+        for (name, deb) in ["kubeadm", "kubelet", "kubectl"].iter().zip(&debs) {
+            airgap.push_str(&format!(
+                "      - {{name: {name}, osFamily: debian, arch: {arch}, path: {deb}}}\n"
+            ));
+        }
+        let text = ssh_cluster_yaml(
+            "agupg",
+            &cluster.key.private,
+            "none",
+            Some(&format!("{}:6443", c1.address)),
+            &airgap,
+            &[FileNode::control_plane(c1), FileNode::worker(w1)],
+        )
+        .replace(
+            "kubernetesVersion: v1.34.1",
+            &format!("kubernetesVersion: v{version}"),
+        );
+        let file = dir.join("cluster.yaml");
+        std::fs::write(&file, text).expect("write cluster file");
+        file
+    };
+    let valid = |file: &Path| {
+        let loaded = clusterctl_spec::load(file).expect("load");
+        clusterctl_spec::validate(&loaded)
+            .map_err(|d| d.to_string())
+            .expect("valid")
+            .cluster
+    };
+
+    // Two bundles written at v1.34.1 from the loopback registry: one without v1.35.0, one with it.
+    let with_extra = "    extraVersions: [v1.35.0]\n";
+    let sources: Vec<String> = list_images(&valid(&write_file("1.34.1", "site.tar", with_extra)))
+        .into_iter()
+        .map(|i| i.source)
+        .collect();
+    let hosts = serve_upstream_images(&reg, &sources, 5000).expect("images served");
+    let bundle = |name: &str, extra: &str| {
+        let file = write_file("1.34.1", name, extra);
+        let mut opts = BundleOptions {
+            out: dir.join(name),
+            base_dir: dir.to_path_buf(),
+            ..Default::default()
+        };
+        opts.pull.registry_overrides = hosts
+            .iter()
+            .map(|h| (h.clone(), reg.addr().to_string()))
+            .collect();
+        bundle_cluster(&valid(&file), &opts).expect("bundle").0
+    };
+    bundle("site-old.tar", "");
+    let summary = bundle("site.tar", with_extra);
+    drop(reg);
+
+    let cc = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir);
+    let known_hosts = c1.known_hosts.clone();
+    let untouched = || {
+        for n in &cluster.nodes {
+            let calls = standin_calls(n).expect("calls");
+            assert!(
+                calls
+                    .iter()
+                    .all(|l| l.starts_with("kubelet start") || l.starts_with("kubeadm version")),
+                "{}: {calls:?}",
+                n.name
+            );
+            assert_eq!(
+                sh(n, "test -e /var/lib/clusterctl && echo yes || echo no"),
+                "no",
+                "{} touched",
+                n.name
+            );
+            assert!(images_in(n).is_empty(), "{}", n.name);
+        }
+        assert!(cordon_log(&api).is_empty());
+    };
+
+    // 1. The old bundle lacks v1.35.0: refused before any node is touched.
+    let file = write_file("1.35.0", "site-old.tar", "");
+    let r = upgrade(&cc, &file, &known_hosts, "1.35.0");
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.all().contains("does not carry the images of v1.35.0")
+            && r.all().contains("registry.k8s.io/kube-apiserver:v1.35.0")
+            && r.all().contains("airgap.extraVersions")
+            && r.all().contains("clusterctl airgap bundle"),
+        "{}",
+        r.all()
+    );
+    untouched();
+
+    // 2. The bundle with v1.35.0.
+    let file = write_file("1.35.0", "site.tar", with_extra);
+    let target = valid(&file);
+    let role = |control_plane: bool| -> std::collections::BTreeMap<String, String> {
+        let s: Vec<String> = node_images(&target, control_plane)
+            .into_iter()
+            .map(|i| i.source)
+            .collect();
+        select(&summary.manifest, &s)
+            .expect("v1.35.0 carried")
+            .into_iter()
+            .map(|i| (i.mirror, i.digest.to_string()))
+            .collect()
+    };
+    let (want_cp, want_worker) = (role(true), role(false));
+    assert!(want_cp
+        .keys()
+        .any(|k| k.ends_with("/kube-apiserver:v1.35.0")));
+    assert!(want_worker
+        .keys()
+        .any(|k| k.ends_with("/kube-proxy:v1.35.0")));
+    assert!(!want_worker
+        .keys()
+        .any(|k| k.contains("/kube-apiserver:") || k.contains("/etcd:")));
+    let r = upgrade(&cc, &file, &known_hosts, "1.35.0");
+    let out = r.all();
+    assert_eq!(r.code, 0, "{out}");
+    assert!(out.contains("upgraded to v1.35.0"), "{out}");
+    for (n, want, kubeadm_step) in [
+        (c1, &want_cp, "kubeadm upgrade apply"),
+        (w1, &want_worker, "kubeadm upgrade node"),
+    ] {
+        let have = images_in(n);
+        for (name, digest) in want.iter() {
+            assert_eq!(have.get(name), Some(digest), "{}: {name}: {have:?}", n.name);
+        }
+        // Only what the role needs at v1.35.0: nothing of v1.34.1, no control-plane image on the worker.
+        for name in summary.manifest.images.iter().map(|i| &i.mirror) {
+            assert_eq!(
+                have.contains_key(name),
+                want.contains_key(name),
+                "{}: {name}",
+                n.name
+            );
+        }
+        let calls = standin_calls(n).expect("calls");
+        let import = calls
+            .iter()
+            .position(|l| l.starts_with("ctr -n k8s.io images import"))
+            .unwrap_or_else(|| panic!("{}: no import in {calls:?}", n.name));
+        let step = calls
+            .iter()
+            .position(|l| l.starts_with(kubeadm_step))
+            .unwrap_or_else(|| panic!("{}: no `{kubeadm_step}` in {calls:?}", n.name));
+        assert!(import < step, "{}: images after kubeadm: {calls:?}", n.name);
+        assert_eq!(count(&calls, "ctr -n k8s.io images import"), 1, "{calls:?}");
+        assert_eq!(
+            sh(
+                n,
+                "dpkg-query -W -f='${Package} ${Version}\\n' kubeadm kubelet kubectl | sort"
+            ),
+            "kubeadm 1.35.0-1.1\nkubectl 1.35.0-1.1\nkubelet 1.35.0-1.1"
+        );
+        assert!(
+            line_of(&out, &[&format!("[{}] upgrade/images: load ", n.name)])
+                < line_of(&out, &[&format!("[{}] upgrade/drain:", c1.name)]),
+            "{out}"
+        );
+    }
+
+    // 3. Again: nothing changes, nothing is loaded.
+    let before: Vec<Vec<String>> = cluster
+        .nodes
+        .iter()
+        .map(|n| standin_calls(n).expect("calls"))
+        .collect();
+    let r = upgrade(&cc, &file, &known_hosts, "1.35.0");
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert!(
+        r.all().contains("already at v1.35.0; nothing changed"),
+        "{}",
+        r.all()
+    );
+    let after: Vec<Vec<String>> = cluster
+        .nodes
+        .iter()
+        .map(|n| standin_calls(n).expect("calls"))
+        .collect();
+    assert_eq!(before, after);
+}

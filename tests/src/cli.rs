@@ -359,3 +359,65 @@ impl StandinCluster {
         Ok(StandinCluster { cluster, store })
     }
 }
+
+/// Builds `<dir>/<name>_<version>_all.deb` with `dpkg-deb` (root-owned files): a package `name` at
+/// `version` holding `/usr/share/<name>/marker` ("from the bundle"), with `postinst` as its
+/// maintainer script when given (run by `dpkg -i` on the node). Returns the file name. Errors:
+/// writing the tree or `dpkg-deb` failed.
+pub fn build_deb(dir: &Path, name: &str, version: &str, postinst: Option<&str>) -> Result<String> {
+    let root = dir.join(format!("debroot-{name}"));
+    std::fs::create_dir_all(root.join("DEBIAN"))?;
+    std::fs::create_dir_all(root.join(format!("usr/share/{name}")))?;
+    std::fs::write(
+        root.join("DEBIAN/control"),
+        format!("Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: clusterctl tests <tests@example.com>\nDescription: air-gap test package\n"),
+    )?;
+    if let Some(script) = postinst {
+        let p = root.join("DEBIAN/postinst");
+        std::fs::write(&p, script)?;
+        let mut perm = std::fs::metadata(&p)?.permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&p, perm)?;
+    }
+    std::fs::write(
+        root.join(format!("usr/share/{name}/marker")),
+        "from the bundle\n",
+    )?;
+    let file = format!("{name}_{version}_all.deb");
+    let out = Command::new("dpkg-deb")
+        .args(["--root-owner-group", "--build"])
+        .arg(&root)
+        .arg(dir.join(&file))
+        .output()
+        .context("dpkg-deb")?;
+    if !out.status.success() {
+        bail!("dpkg-deb: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(file)
+}
+
+/// Serves every upstream reference of `sources` (`host/repository:tag`, as `clusterctl airgap images`
+/// lists them) from `reg`: one single-layer amd64 image per reference, built from random bytes
+/// (seeded by `seed` and the position), pushed under the reference's repository and tag. Returns the
+/// upstream hosts, to map to `reg` with a registry override when bundling. Errors: a reference without
+/// host or tag, or a failed push.
+pub fn serve_upstream_images(
+    reg: &crate::registry::Registry,
+    sources: &[String],
+    seed: u64,
+) -> Result<std::collections::BTreeSet<String>> {
+    let mut hosts = std::collections::BTreeSet::new();
+    for (i, s) in sources.iter().enumerate() {
+        let (host, rest) = s
+            .split_once('/')
+            .with_context(|| format!("{s}: no registry host"))?;
+        let (repo, tag) = rest
+            .rsplit_once(':')
+            .with_context(|| format!("{s}: no tag"))?;
+        let mut rng = crate::registry::Rng(seed + i as u64);
+        let l = crate::registry::layer(&mut rng, "payload.bin", 2048)?;
+        reg.push(repo, tag, &crate::registry::image(&[l], "amd64", repo))?;
+        hosts.insert(host.to_string());
+    }
+    Ok(hosts)
+}

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 pub enum Output {
     /// One pull reference per line.
     Text,
-    /// `[{component, source, pull}]`.
+    /// `[{component, source, pull, controlPlaneOnly}]`.
     Json,
 }
 
@@ -81,7 +81,8 @@ pub enum Command {
 
 /// The air-gap settings of `up` for `cluster` loaded from `file` (`None`: a built-in profile, paths
 /// relative to the working directory): `Some` when the file names a bundle (`airgap.bundle`); images
-/// go to the mirror (with its CA and credential variable names) when one is set.
+/// go to the mirror (with its CA and credential variable names) when one is set, else each node gets
+/// the images of the current version its role needs (`clusterctl_airgap::plan::node_images`).
 pub fn for_up(
     cluster: &clusterctl_spec::ValidCluster,
     file: Option<&Path>,
@@ -89,10 +90,27 @@ pub fn for_up(
     let a = cluster.spec().airgap.as_ref()?;
     let base = file.and_then(Path::parent).unwrap_or(Path::new(""));
     let mirror = cluster.mirror().map(|_| client_options(cluster));
-    Some(clusterctl_phases::up::airgap::AirgapUp::new(
-        base.join(&a.bundle),
-        mirror,
-    ))
+    Some(
+        clusterctl_phases::up::airgap::AirgapUp::new(base.join(&a.bundle), mirror)
+            .with_node_images(role_images(cluster)),
+    )
+}
+
+/// The upstream references of the images each role needs at the file's `kubernetesVersion`
+/// (`clusterctl_airgap::plan::node_images`), as `up` and `upgrade` load them from a bundle.
+pub fn role_images(
+    cluster: &clusterctl_spec::ValidCluster,
+) -> clusterctl_phases::up::airgap::RoleImages {
+    let sources = |control_plane: bool| -> Vec<String> {
+        clusterctl_airgap::plan::node_images(cluster, control_plane)
+            .into_iter()
+            .map(|i| i.source)
+            .collect()
+    };
+    clusterctl_phases::up::airgap::RoleImages {
+        control_plane: sources(true),
+        worker: sources(false),
+    }
 }
 
 /// The validated cluster, or (diagnostics printed) `Err(exit code 2)`.

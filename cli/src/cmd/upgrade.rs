@@ -10,8 +10,14 @@
 //! at most one minor below and never above it. Kubeconfig: `--kubeconfig PATH` (its context named after
 //! the cluster, else its current context), else `/etc/kubernetes/admin.conf` read from the first control
 //! plane (kept 0600 in the local cache). Exit codes: 0 upgraded (or already at the version), 1 a step
-//! failed (the node it failed on stays cordoned; running the same command again resumes), 2 invalid
-//! input or a refused version.
+//! failed (the node it failed on stays cordoned; running the same command again resumes) or the
+//! air-gap bundle is refused, 2 invalid input or a refused version.
+//!
+//! When the file names an air-gap bundle (`airgap.bundle`), it is verified completely before any node
+//! is reached, and it must be this cluster's and carry the images of `--to` (made with `--to` in
+//! `airgap.extraVersions`, or for `--to` itself); otherwise nothing is touched. Without a registry
+//! mirror each node then gets the images of `--to` its role needs from the bundle (`upgrade/images`,
+//! before any node is drained); with a mirror the bundle is pushed to it first (`upgrade/mirror`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +29,7 @@ use clusterctl_exec::{Cmd, Transport};
 use clusterctl_kubeapi::drain::{drain, wait_ready};
 use clusterctl_kubeapi::{ClusterApi, KubeClusterApi};
 use clusterctl_phases::engine::{Engine, Options};
+use clusterctl_phases::upgrade::images::{check_bundle, UpgradeImages};
 use clusterctl_phases::upgrade::version::{self, Version};
 use clusterctl_phases::upgrade::{self, BundlePackages, NodeApi, UpgradeData, UpgradeSpec};
 use clusterctl_phases::{Mode, NodeInfo, PlainReporter, Reporter, Role, Secrets};
@@ -81,6 +88,14 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         );
         return invalid();
     }
+    // The air-gap bundle, checked before any node is reached.
+    let airgap = match airgap_bundle(&cluster, &args.file, &to) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("upgrade: refused: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let nodes = node_infos(&cluster);
     let all: Vec<_> = cluster.nodes().iter().collect();
     let reached = reach(&cluster, &all, args.known_hosts.as_ref());
@@ -153,13 +168,13 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let bundle: Option<Arc<dyn BundlePackages>> = cluster.spec().airgap.as_ref().map(|a| {
-        let dir = args.file.parent().unwrap_or(Path::new("."));
-        Arc::new(Bundle {
-            path: dir.join(&a.bundle),
-            verified: std::sync::Mutex::new(None),
-        }) as Arc<dyn BundlePackages>
-    });
+    let (bundle, images) = match airgap {
+        Some((packages, images)) => (
+            Some(Arc::new(packages) as Arc<dyn BundlePackages>),
+            Some(images),
+        ),
+        None => (None, None),
+    };
     let data = UpgradeData {
         spec: UpgradeSpec {
             cluster: cluster.name().to_string(),
@@ -173,6 +188,7 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
             ready_timeout: Duration::from_secs(args.ready_timeout),
         }),
         bundle,
+        images,
     };
     let reporter: Arc<dyn Reporter> = Arc::new(PlainReporter::stderr(args.verbose));
     let opts = Options {
@@ -205,7 +221,7 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         secrets.clone(),
     );
     let (mut total, result) = {
-        let (s, r) = engine.run(&upgrade::prepare_phases(), &data);
+        let (s, r) = engine.run(&upgrade::prepare_phases(data.images.as_ref()), &data);
         (s.total_changes(), r)
     };
     if let Err(e) = result {
@@ -374,28 +390,56 @@ impl NodeApi for ApiSteps {
     }
 }
 
-/// The air-gap bundle's packages, verified once (at first use) and uploaded per node.
+/// The air-gap bundle of `cluster` (`airgap.bundle`, relative to `file`), verified completely, with
+/// the images of `to` each role needs ([`super::airgap::role_images`] of the file, which already
+/// says `to`): where the packages come from, and where the images do (pushed to the mirror
+/// when one is set, else loaded into each node). `Ok(None)` without a bundle. Errors, in words: a bad
+/// entry (named), another cluster's bundle, or a bundle without the images of `to`.
+fn airgap_bundle(
+    cluster: &ValidCluster,
+    file: &Path,
+    to: &Version,
+) -> Result<Option<(Bundle, UpgradeImages)>, String> {
+    let Some(a) = cluster.spec().airgap.as_ref() else {
+        return Ok(None);
+    };
+    let path = file.parent().unwrap_or(Path::new(".")).join(&a.bundle);
+    let vb = Arc::new(
+        clusterctl_airgap::bundle::verify_bundle(&path)
+            .map_err(|e| format!("bundle {}: {e}", path.display()))?,
+    );
+    let wanted = super::airgap::role_images(cluster);
+    let (control_plane, worker) = check_bundle(&vb.manifest, &path, cluster.name(), to, &wanted)?;
+    let images = if cluster.mirror().is_some() {
+        UpgradeImages::Mirror {
+            bundle: vb.clone(),
+            client: clusterctl_airgap::run::client_options(cluster),
+            record: clusterctl_airgap::import::ImportState::default_path(&path),
+        }
+    } else {
+        UpgradeImages::Nodes {
+            bundle: vb.clone(),
+            runtime: match cluster.spec().runtime.kind {
+                clusterctl_spec::model::RuntimeKind::Containerd => {
+                    clusterctl_phases::RuntimeKind::Containerd
+                }
+                clusterctl_spec::model::RuntimeKind::Crio => clusterctl_phases::RuntimeKind::Crio,
+            },
+            control_plane,
+            worker,
+        }
+    };
+    Ok(Some((Bundle { bundle: vb }, images)))
+}
+
+/// The air-gap bundle's packages (the bundle verified before the upgrade started), uploaded per node.
 struct Bundle {
-    path: PathBuf,
-    verified: std::sync::Mutex<Option<Arc<clusterctl_airgap::bundle::VerifiedBundle>>>,
+    bundle: Arc<clusterctl_airgap::bundle::VerifiedBundle>,
 }
 
 impl BundlePackages for Bundle {
     fn upload(&self, transport: &dyn Transport) -> Result<(), String> {
-        let bundle = {
-            let mut slot = self.verified.lock().map_err(|_| "internal lock poisoned")?;
-            match slot.as_ref() {
-                Some(b) => b.clone(),
-                None => {
-                    let b = Arc::new(
-                        clusterctl_airgap::bundle::verify_bundle(&self.path)
-                            .map_err(|e| format!("bundle {}: {e}", self.path.display()))?,
-                    );
-                    *slot = Some(b.clone());
-                    b
-                }
-            }
-        };
+        let bundle = &self.bundle;
         let out = transport
             .run(&Cmd::new(
                 ". /etc/os-release; echo \"$ID\"; echo \"$ID_LIKE\"; uname -m",
@@ -408,7 +452,7 @@ impl BundlePackages for Bundle {
         let arch = clusterctl_airgap::node::oci_arch(line(2));
         clusterctl_airgap::node::upload_packages(
             transport,
-            &bundle,
+            bundle,
             family,
             &arch,
             upgrade::packages::BUNDLE_DIR,

@@ -1,29 +1,31 @@
 //! The air-gap phases of `up`, present when the cluster file names a bundle (`airgap.bundle`):
 //! `airgap/verify` (once, on this machine: every byte of the bundle checked, and the bundle must have
-//! been made for this cluster and Kubernetes version) → `airgap/packages` (per node, before
+//! been made for this cluster and carry this Kubernetes version) → `airgap/packages` (per node, before
 //! preflight: the node's packages and binaries streamed from the bundle to
 //! `/var/lib/clusterctl/airgap/`, then `.deb`s installed with `dpkg -i`, `.rpm`s with `rpm -U`,
 //! static binaries into `/usr/local/bin`) → … `runtime/<kind>` … → either `airgap/images` (per node,
-//! no mirror: the images the node lacks cut out of the bundle and imported into its runtime with
-//! `clusterctl_airgap::node::load_into_node`) or `airgap/mirror` (once, a mirror is set: the bundle
-//! pushed to it with `clusterctl_airgap::run::import_verified`, recorded in `<bundle>.imported.json`).
+//! no mirror: the images of the current version the node's role needs ([`RoleImages`]) and its runtime
+//! lacks, cut out of the bundle and imported with `clusterctl_airgap::node::load_into_node`) or
+//! `airgap/mirror` (once, a mirror is set: the bundle pushed to it with
+//! `clusterctl_airgap::run::import_verified`, recorded in `<bundle>.imported.json`).
 //! Every step checks first (file sha256 and mode, `dpkg-query`/`rpm -q`, `ctr images ls` names and
 //! manifest digests), so a second `up` changes nothing; the per-node phases are also recorded in the
-//! state record with the content digests of what they placed as inputs.
+//! state record with the content digests of what they placed as inputs. [`ensure_images`] and
+//! [`push_to_mirror`] are shared with `upgrade`'s image steps.
 
 use super::UpData;
 use crate::ctx::{NodeCtx, PlanEntry, PlanKind};
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use crate::model::{NodeInfo, RuntimeKind};
-use clusterctl_airgap::bundle::{verify_bundle, VerifiedBundle};
+use clusterctl_airgap::bundle::{verify_bundle, BundleImage, VerifiedBundle};
 use clusterctl_airgap::node::{
     files_for, install_script, install_step, load_into_node, oci_arch, os_family, parse_ctr_images,
     upload_file, InstallKind, NodeFile, NodeLoadOptions, Runtime,
 };
 use clusterctl_airgap::registry::ClientOptions;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 /// Directory on the nodes that receives the bundle's packages (`packages/`) and binaries (`bin/`).
@@ -40,7 +42,45 @@ pub struct AirgapUp {
     pub mirror: Option<ClientOptions>,
     /// The import record for mirror pushes; default `<bundle>.imported.json`.
     pub record: PathBuf,
+    /// The upstream references each role needs at the current version (from
+    /// `clusterctl_airgap::plan::node_images`); `None`: every image of the bundle on every node.
+    pub node_images: Option<RoleImages>,
     verified: Arc<OnceLock<Arc<VerifiedBundle>>>,
+}
+
+/// The upstream image references (as `clusterctl airgap images` lists them) a node needs, per role.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleImages {
+    /// What a control plane needs: every image of the current version.
+    pub control_plane: Vec<String>,
+    /// What a worker needs: no control-plane-only image (kube-apiserver, kube-controller-manager,
+    /// kube-scheduler, etcd, kube-vip).
+    pub worker: Vec<String>,
+}
+
+impl RoleImages {
+    /// The list for a control plane (`control_plane` true) or a worker.
+    pub fn for_role(&self, control_plane: bool) -> &[String] {
+        if control_plane {
+            &self.control_plane
+        } else {
+            &self.worker
+        }
+    }
+}
+
+/// The entries of `vb` a node of the given role needs: those named by `images` for that role (matched
+/// by normalised source reference), or every image of the bundle when `images` is `None`. Errors:
+/// `Err(missing)`, the references the bundle does not carry.
+pub fn role_images(
+    vb: &VerifiedBundle,
+    images: Option<&RoleImages>,
+    control_plane: bool,
+) -> Result<Vec<BundleImage>, Vec<String>> {
+    match images {
+        Some(r) => clusterctl_airgap::plan::select(&vb.manifest, r.for_role(control_plane)),
+        None => Ok(vb.manifest.images.clone()),
+    }
 }
 
 impl std::fmt::Debug for AirgapUp {
@@ -49,6 +89,7 @@ impl std::fmt::Debug for AirgapUp {
             .field("bundle", &self.bundle)
             .field("mirror", &self.mirror.is_some())
             .field("record", &self.record)
+            .field("node_images", &self.node_images)
             .field("verified", &self.verified.get().is_some())
             .finish()
     }
@@ -62,8 +103,15 @@ impl AirgapUp {
             bundle,
             mirror,
             record,
+            node_images: None,
             verified: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// The same settings loading only `images` per role (see [`AirgapUp::node_images`]).
+    pub fn with_node_images(mut self, images: RoleImages) -> Self {
+        self.node_images = Some(images);
+        self
     }
 
     /// The bundle once `airgap/verify` checked it.
@@ -135,8 +183,10 @@ fn tag(version: &str) -> String {
 }
 
 /// `airgap/verify`: checks every byte of the bundle once per run (also in a dry run: it only reads
-/// the local file) and that it was made for this cluster and version. Errors: the first bad entry,
-/// named; a bundle for another cluster; a missing bundle (a dry run notes it and goes on).
+/// the local file) and that it was made for this cluster and carries this version (its
+/// `kubernetesVersion`, or one of its `extraVersions` once the file was moved on by an upgrade).
+/// Errors: the first bad entry, named; a bundle for another cluster or version; a missing bundle (a
+/// dry run notes it and goes on).
 pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(a) = &data.spec.airgap else {
         return Ok(());
@@ -156,11 +206,9 @@ pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         data.spec.cluster.clone(),
         tag(&data.spec.kubernetes_version),
     );
-    if (
-        vb.manifest.cluster.clone(),
-        vb.manifest.kubernetes_version.clone(),
-    ) != want
-    {
+    let carries = vb.manifest.kubernetes_version == want.1
+        || vb.manifest.extra_versions.iter().any(|v| v == &want.1);
+    if vb.manifest.cluster != want.0 || !carries {
         return Err(ctx.local_error(format!(
             "bundle {} was made for {} {}, not {} {}",
             a.bundle.display(),
@@ -281,28 +329,67 @@ pub fn packages(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     Ok(())
 }
 
-/// Digest material of `airgap/images`: the runtime and every image's name and manifest digest.
-pub fn image_inputs(data: &UpData, _: &NodeInfo) -> String {
-    let Some(vb) = data.spec.airgap.as_ref().and_then(|a| a.verified.get()) else {
-        return String::new();
-    };
-    let mut s = format!("{}\n", data.spec.runtime.unit());
-    for i in &vb.manifest.images {
+/// Digest material of the image steps: the runtime and every image's name and manifest digest.
+pub fn image_digests(runtime: RuntimeKind, images: &[BundleImage]) -> String {
+    let mut s = format!("{}\n", runtime.unit());
+    for i in images {
         s.push_str(&format!("{} {}\n", i.mirror, i.digest));
     }
     s
 }
 
-/// `airgap/images`: imports into the node's runtime every image of the bundle it does not hold
-/// under the bundle's name and manifest digest (containerd: `ctr -n k8s.io images ls`; CRI-O:
-/// `crictl inspecti`), in one archive streamed from the bundle.
+/// Digest material of `airgap/images`: the runtime and the name and manifest digest of every image
+/// the node's role needs (missing ones by source, so the phase runs and reports them).
+pub fn image_inputs(data: &UpData, node: &NodeInfo) -> String {
+    let Some(a) = data.spec.airgap.as_ref() else {
+        return String::new();
+    };
+    let Some(vb) = a.verified.get() else {
+        return String::new();
+    };
+    match role_images(vb, a.node_images.as_ref(), node.is_control_plane()) {
+        Ok(list) => image_digests(data.spec.runtime, &list),
+        Err(missing) => format!("missing {}", missing.join(" ")),
+    }
+}
+
+/// `airgap/images`: imports into the node's runtime the images of the current version its role needs
+/// ([`AirgapUp::node_images`]: a worker gets no control-plane-only image) that it does not hold
+/// under the bundle's name and manifest digest ([`ensure_images`]). Errors: an image the bundle does
+/// not carry (the cluster file changed since the bundle was written), or the load failed.
 pub fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(vb) = bundle_of(ctx, data)? else {
         ctx.info("images from the bundle into the runtime (once it is written and verified)");
         return Ok(());
     };
+    let node_images = data
+        .spec
+        .airgap
+        .as_ref()
+        .and_then(|a| a.node_images.as_ref());
+    let wanted = role_images(vb, node_images, ctx.node.is_control_plane()).map_err(|missing| {
+        ctx.local_error(format!(
+            "the bundle does not carry {} image(s) this node needs: {} (the cluster file changed since \
+             the bundle was written? write it again with `clusterctl airgap bundle`)",
+            missing.len(),
+            missing.join(", ")
+        ))
+    })?;
+    ensure_images(ctx, vb, data.spec.runtime, &wanted)
+}
+
+/// Loads into the node's runtime those of `images` it does not hold under the bundle's name and
+/// manifest digest (containerd: one `ctr -n k8s.io images ls`; CRI-O: `crictl inspecti` per image),
+/// in one OCI archive cut out of `vb`, streamed and imported (`node::load_into_node`). A dry run only
+/// plans the load. Errors: the listing or the load failed.
+pub fn ensure_images(
+    ctx: &mut NodeCtx,
+    vb: &VerifiedBundle,
+    runtime_kind: RuntimeKind,
+    images: &[BundleImage],
+) -> Result<(), PhaseError> {
     let mut todo = Vec::new();
-    let (runtime, present) = match data.spec.runtime {
+    let (runtime, present) = match runtime_kind {
         RuntimeKind::Containerd => {
             let listing = ctx.read_labelled(
                 "ctr -n k8s.io images ls",
@@ -315,7 +402,7 @@ pub fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         }
         RuntimeKind::Crio => (Runtime::Crio, None),
     };
-    for img in &vb.manifest.images {
+    for img in images {
         let have = match (&runtime, &present) {
             (Runtime::Containerd { .. }, Some(p)) => p.get(&img.mirror) == Some(&img.digest),
             (Runtime::Containerd { .. }, None) => false,
@@ -337,7 +424,7 @@ pub fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let what = format!(
         "load {} image(s) from the bundle into {}: {}",
         todo.len(),
-        data.spec.runtime.unit(),
+        runtime_kind.unit(),
         names.join(", ")
     );
     ctx.changes += 1;
@@ -358,9 +445,7 @@ pub fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     Ok(())
 }
 
-/// `airgap/mirror`: pushes the bundle's images to the registry mirror (blobs the registry has are
-/// skipped; images the import record lists and the registry serves with the same digest cost one
-/// `HEAD`). A dry run only plans it.
+/// `airgap/mirror`: pushes the bundle's images to the registry mirror ([`push_to_mirror`]).
 pub fn mirror(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(a) = &data.spec.airgap else {
         return Ok(());
@@ -372,6 +457,18 @@ pub fn mirror(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         ctx.info("push the bundle's images to the mirror (once it is written and verified)");
         return Ok(());
     };
+    push_to_mirror(ctx, vb, client, &a.record)
+}
+
+/// Pushes every image of `vb` to the registry mirror with `client` (blobs the registry has are
+/// skipped; images the import record `record` lists and the registry serves with the same digest
+/// cost one `HEAD`). A dry run only plans it. Errors: the first push error, naming the image.
+pub fn push_to_mirror(
+    ctx: &mut NodeCtx,
+    vb: &VerifiedBundle,
+    client: &ClientOptions,
+    record: &Path,
+) -> Result<(), PhaseError> {
     if ctx.mode.dry_run {
         ctx.changes += 1;
         plan(
@@ -380,15 +477,15 @@ pub fn mirror(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             format!(
                 "push {} image(s) of {} to the mirror (skipping what {} records and the mirror serves)",
                 vb.manifest.images.len(),
-                a.bundle.display(),
-                a.record.display()
+                vb.path.display(),
+                record.display()
             ),
         );
         return Ok(());
     }
     let opts = clusterctl_airgap::run::ImportOptions {
         client: client.clone(),
-        state: Some(a.record.clone()),
+        state: Some(record.to_path_buf()),
         jobs: 4,
         ..Default::default()
     };

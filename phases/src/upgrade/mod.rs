@@ -1,9 +1,13 @@
 //! The phases of `clusterctl upgrade -f FILE --to VERSION` (kubeadm's upgrade procedure, kubernetes.io
 //! "Upgrading kubeadm clusters"), run in this order:
 //!
-//! 1. [`prepare_phases`] over every node: `upgrade/kubeadm` installs the target kubeadm on each node
-//!    (in parallel; from the air-gap bundle when the file names one), then `upgrade/etcd-snapshot` saves
-//!    an etcd snapshot on the first control plane before anything in the cluster changes;
+//! 1. [`prepare_phases`] over every node: with an air-gap bundle and a registry mirror,
+//!    `upgrade/mirror` first pushes the bundle to the mirror (once, on this machine); `upgrade/kubeadm`
+//!    installs the target kubeadm on each node (in parallel; from the air-gap bundle when the file names
+//!    one); with a bundle and no mirror, `upgrade/images` loads into each node the target version's
+//!    images its role needs (in parallel, so before any node's kubeadm upgrade step, see [`images`]);
+//!    then `upgrade/etcd-snapshot` saves an etcd snapshot on the first control plane before anything
+//!    in the cluster changes;
 //! 2. [`node_phases`] once per node, ONE NODE AT A TIME, the first control plane first, then the other
 //!    control planes, then the workers (file order): `upgrade/drain` (cordon and evict through the API),
 //!    `upgrade/apply` (`kubeadm upgrade plan` + `kubeadm upgrade apply --config`, first control plane)
@@ -15,6 +19,7 @@
 //! that stopped (the failing node stays cordoned) resumes where it stopped, and a finished upgrade run
 //! again changes nothing. The Kubernetes API is reached through the [`NodeApi`] the caller provides.
 
+pub mod images;
 pub mod packages;
 pub mod steps;
 pub mod version;
@@ -72,6 +77,9 @@ pub struct UpgradeData {
     pub api: Arc<dyn NodeApi>,
     /// The air-gap bundle's packages, when the file names a bundle; `None`: the package manager.
     pub bundle: Option<Arc<dyn BundlePackages>>,
+    /// Where the target version's images come from when the file names a bundle (loaded into each
+    /// node, or pushed to the mirror); `None`: the nodes pull them as usual.
+    pub images: Option<images::UpgradeImages>,
 }
 
 impl UpgradeData {
@@ -116,17 +124,37 @@ fn phase(
     }
 }
 
-/// `upgrade/kubeadm` (every node, in parallel) and `upgrade/etcd-snapshot` (first control plane).
-pub fn prepare_phases() -> Vec<Phase<UpgradeData>> {
-    vec![
-        phase("upgrade/kubeadm", Targets::All, to_input, steps::kubeadm),
-        phase(
-            "upgrade/etcd-snapshot",
-            Targets::FirstControlPlane,
-            to_input,
-            steps::etcd_snapshot,
-        ),
-    ]
+/// `upgrade/mirror` (this machine, once; only when `images` pushes to a mirror), `upgrade/kubeadm`
+/// (every node, in parallel), `upgrade/images` (every node, in parallel; only when `images` loads the
+/// nodes) and `upgrade/etcd-snapshot` (first control plane).
+pub fn prepare_phases(images: Option<&images::UpgradeImages>) -> Vec<Phase<UpgradeData>> {
+    let mut v = Vec::new();
+    if let Some(images::UpgradeImages::Mirror { .. }) = images {
+        let mut p = phase("upgrade/mirror", Targets::Local, to_input, images::mirror);
+        p.record = false;
+        v.push(p);
+    }
+    v.push(phase(
+        "upgrade/kubeadm",
+        Targets::All,
+        to_input,
+        steps::kubeadm,
+    ));
+    if let Some(images::UpgradeImages::Nodes { .. }) = images {
+        v.push(phase(
+            "upgrade/images",
+            Targets::All,
+            images::images_input,
+            images::images,
+        ));
+    }
+    v.push(phase(
+        "upgrade/etcd-snapshot",
+        Targets::FirstControlPlane,
+        to_input,
+        steps::etcd_snapshot,
+    ));
+    v
 }
 
 /// The phases of one node, for an engine over that node alone (targets `All`): drain, `upgrade/apply`
@@ -145,10 +173,15 @@ pub fn node_phases(first: bool) -> Vec<Phase<UpgradeData>> {
     ]
 }
 
-/// Every phase name of an upgrade, in order (for `--dry-run` output and docs).
+/// Every phase name of an upgrade, in order, the optional air-gap ones included (for `--dry-run`
+/// output and docs).
 pub fn phase_names() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = prepare_phases().iter().map(|p| p.name).collect();
+    let mut v = vec!["upgrade/mirror"];
+    v.extend(prepare_phases(None).iter().map(|p| p.name));
+    v.insert(2, "upgrade/images");
+    // After `upgrade/drain` and `upgrade/apply`: the other nodes' kubeadm step.
+    let node_step = v.len() + 2;
     v.extend(node_phases(true).iter().map(|p| p.name));
-    v.insert(4, "upgrade/node");
+    v.insert(node_step, "upgrade/node");
     v
 }

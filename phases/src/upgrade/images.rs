@@ -1,0 +1,208 @@
+//! The image steps of an air-gapped `upgrade --to V` (the cluster file names a bundle): without a
+//! registry mirror, `upgrade/images` loads into each node the images of version V its role needs and
+//! its runtime lacks, straight from the verified bundle (the same check and load as `up`'s
+//! `airgap/images`, [`crate::up::airgap::ensure_images`]), on every node in parallel before any
+//! node is drained, so before each node's `kubeadm upgrade` step; with a mirror, `upgrade/mirror`
+//! pushes the bundle to it once, on this machine, before the first node (as `up`'s `airgap/mirror`,
+//! [`crate::up::airgap::push_to_mirror`]). [`check_bundle`] refuses, before any node is touched, a
+//! bundle that was made for another cluster or does not carry V's images.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clusterctl_airgap::bundle::{BundleImage, BundleManifest, VerifiedBundle};
+use clusterctl_airgap::registry::ClientOptions;
+use semver::Version;
+
+use super::UpgradeData;
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::model::{NodeInfo, RuntimeKind};
+use crate::up::airgap::{ensure_images, image_digests, push_to_mirror, RoleImages};
+
+/// Where the images of the target version come from during an air-gapped upgrade.
+#[derive(Clone)]
+pub enum UpgradeImages {
+    /// No mirror: each node's runtime is loaded from the bundle (`upgrade/images`).
+    Nodes {
+        /// The verified bundle.
+        bundle: Arc<VerifiedBundle>,
+        /// The nodes' container runtime.
+        runtime: RuntimeKind,
+        /// The bundle's images of the target version a control plane needs.
+        control_plane: Vec<BundleImage>,
+        /// The bundle's images of the target version a worker needs (no control-plane-only image).
+        worker: Vec<BundleImage>,
+    },
+    /// A registry mirror is set: the bundle is pushed to it once (`upgrade/mirror`).
+    Mirror {
+        /// The verified bundle.
+        bundle: Arc<VerifiedBundle>,
+        /// The mirror's client options (CA, credential variable names).
+        client: ClientOptions,
+        /// The import record, `<bundle>.imported.json`.
+        record: PathBuf,
+    },
+}
+
+/// The bundle's images of version `to` for each role, `(control plane, worker)`, after checking that
+/// `manifest` (of the bundle at `path`) was made for `cluster` and carries every image `wanted` names
+/// (upstream references, from `clusterctl_airgap::plan::node_images` of the file at `to`). Errors, in
+/// words: another cluster's bundle; images of `to` the bundle lacks, naming `to` and the way to a
+/// bundle that carries them (`airgap.extraVersions`, `clusterctl airgap bundle`).
+pub fn check_bundle(
+    manifest: &BundleManifest,
+    path: &std::path::Path,
+    cluster: &str,
+    to: &Version,
+    wanted: &RoleImages,
+) -> Result<(Vec<BundleImage>, Vec<BundleImage>), String> {
+    if manifest.cluster != cluster {
+        return Err(format!(
+            "bundle {} was made for cluster {}, not {cluster}",
+            path.display(),
+            manifest.cluster
+        ));
+    }
+    let pick = |control_plane: bool| {
+        clusterctl_airgap::plan::select(manifest, wanted.for_role(control_plane)).map_err(
+            |missing| {
+                format!(
+                    "bundle {} does not carry the images of v{to} ({} missing: {}); it was made for \
+                     {} with extraVersions [{}]. Add v{to} to airgap.extraVersions in the cluster \
+                     file, write the bundle again with `clusterctl airgap bundle` on a connected \
+                     machine, and carry it here",
+                    path.display(),
+                    missing.len(),
+                    missing.join(", "),
+                    manifest.kubernetes_version,
+                    manifest.extra_versions.join(", ")
+                )
+            },
+        )
+    };
+    Ok((pick(true)?, pick(false)?))
+}
+
+/// Digest material of `upgrade/images`: the target version, the runtime and the name and manifest
+/// digest of every image the node's role needs.
+pub fn images_input(d: &UpgradeData, node: &NodeInfo) -> String {
+    match &d.images {
+        Some(UpgradeImages::Nodes {
+            runtime,
+            control_plane,
+            worker,
+            ..
+        }) => {
+            let list = if node.is_control_plane() {
+                control_plane
+            } else {
+                worker
+            };
+            format!("v{}\n{}", d.spec.to, image_digests(*runtime, list))
+        }
+        _ => format!("v{}", d.spec.to),
+    }
+}
+
+/// `upgrade/images` (every node, no mirror): loads the images of the target version the node's role
+/// needs and its runtime lacks (name and manifest digest checked first), from the bundle.
+pub fn images(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    let Some(UpgradeImages::Nodes {
+        bundle,
+        runtime,
+        control_plane,
+        worker,
+    }) = &data.images
+    else {
+        return Ok(());
+    };
+    let list = if ctx.node.is_control_plane() {
+        control_plane
+    } else {
+        worker
+    };
+    ensure_images(ctx, bundle, *runtime, list)
+}
+
+/// `upgrade/mirror` (this machine, a mirror is set): pushes the bundle to the mirror, skipping what
+/// the import record and the mirror already have.
+pub fn mirror(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+    let Some(UpgradeImages::Mirror {
+        bundle,
+        client,
+        record,
+    }) = &data.images
+    else {
+        return Ok(());
+    };
+    push_to_mirror(ctx, bundle, client, record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clusterctl_airgap::digest::Digest;
+
+    fn entry(source: &str) -> BundleImage {
+        BundleImage {
+            source: source.into(),
+            mirror: source.into(),
+            digest: Digest::of(source.as_bytes()),
+            source_digest: Digest::of(source.as_bytes()),
+            media_type: "application/vnd.oci.image.manifest.v1+json".into(),
+            size: 1,
+            platforms: vec![],
+        }
+    }
+
+    fn manifest(images: &[&str]) -> BundleManifest {
+        BundleManifest {
+            format: clusterctl_airgap::bundle::BUNDLE_FORMAT.into(),
+            cluster: "prod".into(),
+            kubernetes_version: "v1.34.1".into(),
+            extra_versions: vec!["v1.35.0".into()],
+            platforms: vec![],
+            images: images.iter().map(|s| entry(s)).collect(),
+            packages: vec![],
+            binaries: vec![],
+        }
+    }
+
+    #[test]
+    fn picks_each_roles_images_and_refuses_a_bundle_without_the_target() {
+        let wanted = RoleImages {
+            control_plane: vec![
+                "registry.k8s.io/kube-apiserver:v1.35.0".into(),
+                "registry.k8s.io/pause:3.10.1".into(),
+            ],
+            worker: vec!["registry.k8s.io/pause:3.10.1".into()],
+        };
+        let path = std::path::Path::new("site.tar");
+        let to = Version::new(1, 35, 0);
+        let m = manifest(&[
+            "registry.k8s.io/kube-apiserver:v1.34.1",
+            "registry.k8s.io/kube-apiserver:v1.35.0",
+            "registry.k8s.io/pause:3.10.1",
+        ]);
+        let (cp, w) = check_bundle(&m, path, "prod", &to, &wanted).expect("carried");
+        assert_eq!(cp.len(), 2);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].source, "registry.k8s.io/pause:3.10.1");
+
+        let old = manifest(&[
+            "registry.k8s.io/kube-apiserver:v1.34.1",
+            "registry.k8s.io/pause:3.10.1",
+        ]);
+        let e = check_bundle(&old, path, "prod", &to, &wanted).expect_err("no v1.35.0");
+        assert!(
+            e.contains("does not carry the images of v1.35.0")
+                && e.contains("registry.k8s.io/kube-apiserver:v1.35.0")
+                && e.contains("airgap.extraVersions")
+                && e.contains("clusterctl airgap bundle"),
+            "{e}"
+        );
+        let e = check_bundle(&m, path, "staging", &to, &wanted).expect_err("other cluster");
+        assert!(e.contains("made for cluster prod, not staging"), "{e}");
+    }
+}
