@@ -20,11 +20,11 @@ use crate::error::PhaseError;
 use crate::model::{NodeInfo, RuntimeKind};
 use clusterctl_airgap::bundle::{verify_bundle, BundleImage, VerifiedBundle};
 use clusterctl_airgap::node::{
-    files_for, install_script, install_step, load_into_node, oci_arch, os_family, parse_ctr_images,
-    upload_file, InstallKind, NodeFile, NodeLoadOptions, Runtime,
+    crio, files_for, install_script, install_step, load_into_node, oci_arch, os_family,
+    parse_ctr_images, upload_file, InstallKind, NodeFile, NodeLoadOptions, Runtime,
 };
 use clusterctl_airgap::registry::ClientOptions;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -379,44 +379,62 @@ pub fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 }
 
 /// Loads into the node's runtime those of `images` it does not hold under the bundle's name and
-/// manifest digest (containerd: one `ctr -n k8s.io images ls`; CRI-O: `crictl inspecti` per image),
-/// in one OCI archive cut out of `vb`, streamed and imported (`node::load_into_node`). A dry run only
-/// plans the load. Errors: the listing or the load failed.
+/// manifest digest, in one OCI archive cut out of `vb`, streamed and imported
+/// (`node::load_into_node`). The check is one read-only command either way: containerd, `ctr -n
+/// k8s.io images ls` (name → manifest digest); CRI-O, `uname -m` and `skopeo inspect --raw
+/// containers-storage:NAME` per image, hashed (`node::crio`: for a tagged index the node's platform
+/// child is what containers-storage stores). A dry run only plans the load. Errors: the check or
+/// the load failed.
 pub fn ensure_images(
     ctx: &mut NodeCtx,
     vb: &VerifiedBundle,
     runtime_kind: RuntimeKind,
     images: &[BundleImage],
 ) -> Result<(), PhaseError> {
-    let mut todo = Vec::new();
-    let (runtime, present) = match runtime_kind {
+    if images.is_empty() {
+        return Ok(());
+    }
+    let (runtime, present): (Runtime, Option<BTreeSet<String>>) = match runtime_kind {
         RuntimeKind::Containerd => {
             let listing = ctx.read_labelled(
                 "ctr -n k8s.io images ls",
                 Some("list the images in containerd"),
             )?;
-            (
-                Runtime::Containerd { ctr: "ctr".into() },
-                listing.map(|l| parse_ctr_images(&l)),
-            )
+            let present = listing.map(|l| {
+                let have = parse_ctr_images(&l);
+                images
+                    .iter()
+                    .filter(|i| have.get(&i.mirror) == Some(&i.digest))
+                    .map(|i| i.mirror.clone())
+                    .collect()
+            });
+            (Runtime::Containerd { ctr: "ctr".into() }, present)
         }
-        RuntimeKind::Crio => (Runtime::Crio, None),
+        RuntimeKind::Crio => {
+            let script = format!("uname -m; {}", crio::check_script(images));
+            let listing = ctx.read_labelled(
+                &script,
+                Some("list the images in containers-storage (skopeo inspect)"),
+            )?;
+            let present = match listing {
+                Some(out) => {
+                    let (arch, rest) = out.split_once('\n').unwrap_or((out.as_str(), ""));
+                    let have = crio::parse_check(rest);
+                    Some(
+                        crio::present_in(vb, images, &oci_arch(arch), &have)
+                            .map_err(|e| ctx.local_error(e))?,
+                    )
+                }
+                None => None,
+            };
+            (Runtime::Crio, present)
+        }
     };
-    for img in images {
-        let have = match (&runtime, &present) {
-            (Runtime::Containerd { .. }, Some(p)) => p.get(&img.mirror) == Some(&img.digest),
-            (Runtime::Containerd { .. }, None) => false,
-            (Runtime::Crio, _) => {
-                ctx.test(&format!(
-                    "crictl inspecti {} >/dev/null 2>&1",
-                    crate::util::sh_quote(&img.mirror)
-                ))? == Some(true)
-            }
-        };
-        if !have {
-            todo.push(img.clone());
-        }
-    }
+    let todo: Vec<BundleImage> = images
+        .iter()
+        .filter(|i| !present.as_ref().is_some_and(|p| p.contains(&i.mirror)))
+        .cloned()
+        .collect();
     if todo.is_empty() {
         return Ok(());
     }
