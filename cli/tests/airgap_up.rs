@@ -9,8 +9,8 @@
 //! init` exactly the images of the current version its role needs — the control plane all of them,
 //! the worker pause, kube-proxy and CoreDNS but no kube-apiserver, kube-controller-manager,
 //! kube-scheduler or etcd, neither node the images of `airgap.extraVersions` the bundle also carries;
-//! a second `up` loads and writes nothing; a bundle with one flipped byte is refused naming the entry
-//! before any node is touched.
+//! `up --dry-run` plans exactly those loads; a second `up` loads and writes nothing; a bundle with one
+//! flipped byte is refused naming the entry before any node is touched.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -226,6 +226,34 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         );
     }
     std::fs::write(&bundle, &good).expect("restore");
+
+    // The dry run (offline) plans exactly each role's loads.
+    let dry = up(&["--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.all());
+    for (n, want) in nodes.iter().zip([&want_cp, &want_worker]) {
+        let section = dry
+            .stdout
+            .split("\nnode ")
+            .find(|s| s.starts_with(&format!("{} (", n.name)))
+            .unwrap_or_else(|| panic!("no plan for {}:\n{}", n.name, dry.stdout));
+        let load = section
+            .lines()
+            .find(|l| l.contains("image(s) from the bundle into containerd"))
+            .unwrap_or_else(|| panic!("no image load planned for {}:\n{section}", n.name));
+        assert!(
+            load.contains(&format!("load {} image(s)", want.len())),
+            "{}: {load}",
+            n.name
+        );
+        for name in all.keys() {
+            assert_eq!(
+                load.contains(&format!(" {name}")),
+                want.contains_key(name),
+                "{}: {name} in {load}",
+                n.name
+            );
+        }
+    }
 
     // `up` from the bundle.
     let r = up(&["-v"]);
