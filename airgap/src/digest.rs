@@ -94,6 +94,12 @@ impl<T> Hashing<T> {
             count: 0,
         }
     }
+
+    /// Bytes passed through so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
     /// The digest and byte count of everything seen so far, and the inner value.
     pub fn finish(self) -> (Digest, u64, T) {
         (

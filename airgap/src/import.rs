@@ -197,8 +197,24 @@ pub fn import_to_registry_with(
     let mut report = ImportReport::default();
     // Blob digest → repositories of the target registry known to hold it (for mounts).
     let mut known: HashMap<(String, Digest), String> = HashMap::new();
+    // Every target first, so that a reference that does not parse, or two images bound for one
+    // target, is refused before anything is written.
+    let mut targets = Vec::new();
+    let mut seen: HashMap<String, &Digest> = HashMap::new();
     for img in &bundle.manifest.images {
         let target = target_ref(&img.source, &img.mirror, opts.mirror_prefix.as_deref())?;
+        if let Some(d) = seen
+            .insert(target.to_string(), &img.digest)
+            .filter(|d| **d != img.digest)
+        {
+            return Err(AirgapError::Manifest {
+                what: target.to_string(),
+                reason: format!("two images of the bundle go there ({d}, {})", img.digest),
+            });
+        }
+        targets.push(target);
+    }
+    for (img, target) in bundle.manifest.images.iter().zip(targets) {
         let key = target.to_string();
         let tag_or_digest = target.tag.clone().unwrap_or_else(|| img.digest.to_string());
         let recorded = state.registry.get(&key) == Some(&img.digest);

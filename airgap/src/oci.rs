@@ -129,6 +129,10 @@ pub struct ImageIndex {
     pub extra: Map<String, Value>,
 }
 
+/// The largest manifest or index read, in bytes (4 MiB: what distribution-spec v1.1 "Pushing
+/// Manifests" says registries should at least accept, and what they commonly refuse above).
+pub const MAX_MANIFEST: u64 = 4 << 20;
+
 /// The media type of a manifest document: its `mediaType` field, or, when absent (allowed by the
 /// OCI spec), guessed from its shape (`manifests` → index, else image manifest).
 pub fn sniff_media_type(bytes: &[u8]) -> Option<String> {

@@ -299,7 +299,8 @@ pub fn pull_images(
             jobs.push((d, size, from));
         }
     }
-    let total: u64 = jobs.iter().map(|j| j.1).sum();
+    // Sizes come from the registry: add without overflowing on absurd ones.
+    let total = jobs.iter().fold(0u64, |t, j| t.saturating_add(j.1));
     let bar = if opts.progress {
         let b = indicatif::ProgressBar::new(total);
         if let Ok(style) = indicatif::ProgressStyle::with_template(

@@ -65,11 +65,60 @@ pub fn default_cache(out: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Pulls everything `cluster` needs and writes the bundle. Errors: any pull, package or write error.
+/// An error about `path` that is not the operating system's (`what` says what is wrong and what to do).
+fn refuse_path(path: &Path, what: &str) -> AirgapError {
+    AirgapError::io(
+        path,
+        std::io::Error::new(std::io::ErrorKind::AlreadyExists, what.to_string()),
+    )
+}
+
+/// Refuses an output that holds anything but an air-gap bundle (the cluster file, a package, the
+/// binary…), so that `-o` naming an input never destroys it; an earlier bundle may be replaced.
+/// Errors: `Io` naming the path.
+fn check_output(out: &Path) -> Result<()> {
+    match std::fs::metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(AirgapError::io(out, e)),
+        Ok(m) if m.is_file() && sums_digest(out).is_ok() => Ok(()),
+        Ok(_) => Err(refuse_path(
+            out,
+            "exists and is not an air-gap bundle; refusing to overwrite it (is it an input? choose another output)",
+        )),
+    }
+}
+
+/// Refuses, before any registry is asked, an import record path that would replace something else
+/// (an existing file must be an import record) or that cannot be written (its directory must take
+/// a new file), so that a record that cannot be saved is found before the push, not after it.
+/// Errors: `Io` naming the path.
+fn check_state_path(path: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        let record = std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<ImportState>(&b).ok());
+        if record.is_none() {
+            return Err(refuse_path(
+                path,
+                "exists and is not an import record; refusing to overwrite it (choose another --state or remove it)",
+            ));
+        }
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::NamedTempFile::new_in(dir).map_err(|e| AirgapError::io(dir, e))?;
+    Ok(())
+}
+
+/// Pulls everything `cluster` needs and writes the bundle. Errors: an output that exists and is
+/// not a bundle (checked first), then any pull, package or write error.
 pub fn bundle_cluster(
     cluster: &ValidCluster,
     opts: &BundleOptions,
 ) -> Result<(BundleSummary, PullStats)> {
+    check_output(&opts.out)?;
     let cache = opts
         .cache
         .clone()
@@ -216,6 +265,7 @@ pub fn import_bundle(
         .state
         .clone()
         .unwrap_or_else(|| ImportState::default_path(bundle));
+    check_state_path(&state_path)?;
     let mut state = ImportState::load(&state_path);
     let stamp = FileStamp::of(bundle).ok();
     let cached = match (&stamp, &state.verified) {
@@ -271,6 +321,7 @@ pub fn import_verified(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<Impo
         .state
         .clone()
         .unwrap_or_else(|| ImportState::default_path(&vb.path));
+    check_state_path(&state_path)?;
     let mut state = ImportState::load(&state_path);
     let ropts = RegistryImportOptions {
         mirror_prefix: opts.mirror_prefix.clone(),

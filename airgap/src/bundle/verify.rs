@@ -9,7 +9,10 @@ use super::manifest::{BundleManifest, BUNDLE_FORMAT};
 use super::{MANIFEST_ENTRY, OCI_DIR, SUMS_ENTRY};
 use crate::digest::{Digest, Hashing};
 use crate::error::{AirgapError, Result};
-use crate::oci::{is_index, ImageIndex, ImageManifest};
+use crate::oci::{
+    is_index, is_manifest, sniff_media_type, ImageIndex, ImageManifest, MAX_MANIFEST,
+};
+use crate::reference::ImageRef;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -55,6 +58,38 @@ pub fn safe_path(p: &str) -> bool {
         && !p.contains('\\')
         && !p.contains('\0')
         && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+}
+
+/// Tar's own message made safe to print: anything but printable ASCII (raw header bytes of a file
+/// that is not a tar) becomes `?`.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// The compression a file starts with (gzip, zstd, xz, bzip2), if any: a bundle is a plain tar.
+fn compression(path: &Path) -> Option<&'static str> {
+    let mut magic = [0u8; 6];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut magic))
+        .unwrap_or(0);
+    let m = &magic[..n];
+    [
+        (&[0x1f, 0x8b][..], "gzip"),
+        (&[0x28, 0xb5, 0x2f, 0xfd][..], "zstd"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0][..], "xz"),
+        (&b"BZh"[..], "bzip2"),
+    ]
+    .into_iter()
+    .find(|(sig, _)| m.starts_with(sig))
+    .map(|(_, name)| name)
 }
 
 /// Blob path for `d` inside the bundle.
@@ -109,6 +144,11 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
         reason,
     };
     let f = std::fs::File::open(path).map_err(|e| AirgapError::io(path, e))?;
+    if let Some(kind) = compression(path) {
+        return Err(bundle_err(format!(
+            "it is {kind}-compressed; a bundle is a plain tar: decompress it first"
+        )));
+    }
     let mut ar = tar::Archive::new(std::io::BufReader::with_capacity(1 << 20, f));
     let mut sums: Option<BTreeMap<String, Digest>> = None;
     let mut entries = BTreeMap::new();
@@ -118,9 +158,16 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
     let iter = ar.entries().map_err(|e| bundle_err(e.to_string()))?;
     for item in iter {
         let mut entry = item.map_err(|e| {
-            bundle_err(format!(
-                "unreadable tar header after {last:?} (truncated or corrupt): {e}"
-            ))
+            if sums.is_none() && entries.is_empty() {
+                bundle_err(
+                    "not a tar archive: its first 512-byte header is not a valid tar header".into(),
+                )
+            } else {
+                bundle_err(format!(
+                    "unreadable tar header after {last:?} (truncated or corrupt): {}",
+                    printable(&e.to_string())
+                ))
+            }
         })?;
         let name = String::from_utf8(entry.path_bytes().into_owned())
             .map_err(|_| refuse(&last, "next entry name is not UTF-8"))?;
@@ -187,12 +234,21 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
                     format!("sha256 mismatch: listed {want}, content {digest}"),
                 ));
             }
-            if let Some(hex) = name.strip_prefix(&format!("{OCI_DIR}/blobs/sha256/")) {
-                if hex != digest.hex() {
-                    return Err(refuse(
-                        &name,
-                        format!("blob content is {digest}, not its name"),
-                    ));
+            if let Some(rest) = name.strip_prefix(&format!("{OCI_DIR}/blobs/")) {
+                match rest.strip_prefix("sha256/") {
+                    Some(hex) if hex == digest.hex() => {}
+                    Some(_) => {
+                        return Err(refuse(
+                            &name,
+                            format!("blob content is {digest}, not its name"),
+                        ))
+                    }
+                    None => {
+                        return Err(refuse(
+                            &name,
+                            "only sha256 blobs (oci/blobs/sha256/<hex>) may be in a bundle",
+                        ))
+                    }
                 }
             }
         }
@@ -237,6 +293,7 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             .unwrap_or_default(),
     )
     .map_err(|e| refuse(&index_name, e.to_string()))?;
+    check_images(&manifest)?;
     for f in manifest.packages.iter().chain(manifest.binaries.iter()) {
         match entries.get(&f.path) {
             Some(loc) if loc.digest == f.sha256 && loc.size == f.size => {}
@@ -260,9 +317,67 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
                 format!("does not list {} ({})", img.mirror, img.digest),
             ));
         }
+        let top = blob_entry(&img.digest);
+        let size = vb.entries.get(&top).map(|l| l.size);
+        if size.is_some_and(|s| s != img.size) {
+            return Err(refuse(
+                MANIFEST_ENTRY,
+                format!(
+                    "image {} gives size {}, its manifest {} has {} bytes",
+                    img.mirror,
+                    img.size,
+                    img.digest,
+                    size.unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(d) = vb.index.manifests.iter().find(|d| {
+            d.digest == img.digest && (d.size != img.size || d.media_type != img.media_type)
+        }) {
+            return Err(refuse(
+                &index_name,
+                format!(
+                    "lists {} as {} of {} bytes, manifest.json as {} of {} bytes",
+                    d.digest, d.media_type, d.size, img.media_type, img.size
+                ),
+            ));
+        }
         vb.image_blobs(&img.digest, &img.media_type, &small)?;
     }
     Ok(vb)
+}
+
+/// The checks on `manifest.json`'s image list that need no blob: every source and mirror reference
+/// parses, every media type is an image manifest or index, and no reference is listed twice with
+/// different digests (one tag cannot serve both). Errors: `Entry` naming `manifest.json`.
+fn check_images(manifest: &BundleManifest) -> Result<()> {
+    let mut seen: BTreeMap<&str, &Digest> = BTreeMap::new();
+    for img in &manifest.images {
+        for r in [&img.source, &img.mirror] {
+            ImageRef::parse(r).map_err(|e| refuse(MANIFEST_ENTRY, e.to_string()))?;
+        }
+        if !is_index(&img.media_type) && !is_manifest(&img.media_type) {
+            return Err(refuse(
+                MANIFEST_ENTRY,
+                format!(
+                    "image {}: mediaType {:?} is not an image manifest or index",
+                    img.mirror, img.media_type
+                ),
+            ));
+        }
+        for r in [&img.source, &img.mirror] {
+            if let Some(d) = seen.insert(r, &img.digest).filter(|d| **d != img.digest) {
+                return Err(refuse(
+                    MANIFEST_ENTRY,
+                    format!(
+                        "{r} is listed twice with different digests ({d}, {})",
+                        img.digest
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl VerifiedBundle {
@@ -277,19 +392,49 @@ impl VerifiedBundle {
         let mut out = vec![digest.clone()];
         let read = |d: &Digest| -> Result<Vec<u8>> {
             let name = blob_entry(d);
+            if self.blob_size(d).is_some_and(|s| s > MAX_MANIFEST) {
+                return Err(refuse(&name, "larger than 4 MiB: not a manifest"));
+            }
             match cache.get(&name) {
                 Some(b) => Ok(b.clone()),
                 None => self.read_blob(d),
             }
         };
         let top = read(digest)?;
+        let own = sniff_media_type(&top);
+        if own.as_deref() != Some(media_type) {
+            return Err(refuse(
+                MANIFEST_ENTRY,
+                format!(
+                    "gives mediaType {media_type:?} for {digest}, which is {}",
+                    own.as_deref().unwrap_or("not a manifest")
+                ),
+            ));
+        }
         let mut manifests = Vec::new();
         if is_index(media_type) {
             let idx: ImageIndex = serde_json::from_slice(&top)
                 .map_err(|e| refuse(&blob_entry(digest), e.to_string()))?;
             for c in idx.manifests {
                 out.push(c.digest.clone());
-                manifests.push((c.digest.clone(), read(&c.digest)?));
+                let bytes = read(&c.digest)?;
+                let own = sniff_media_type(&bytes).unwrap_or_default();
+                if !is_manifest(&own)
+                    || (!c.media_type.is_empty() && c.media_type != own)
+                    || c.size != bytes.len() as u64
+                {
+                    return Err(refuse(
+                        &blob_entry(digest),
+                        format!(
+                            "lists {} as {:?} of {} bytes; it is {own:?} of {} bytes",
+                            c.digest,
+                            c.media_type,
+                            c.size,
+                            bytes.len()
+                        ),
+                    ));
+                }
+                manifests.push((c.digest.clone(), bytes));
             }
         } else {
             manifests.push((digest.clone(), top));

@@ -6,7 +6,7 @@
 use super::auth::{parse_challenge, Challenge, EnvCredentials};
 use crate::digest::{Digest, Hashing};
 use crate::error::{AirgapError, Result};
-use crate::oci::{sniff_media_type, MANIFEST_ACCEPT};
+use crate::oci::{sniff_media_type, MANIFEST_ACCEPT, MAX_MANIFEST};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
 use reqwest::{Method, StatusCode, Url};
@@ -346,9 +346,18 @@ impl RegistryClient {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(|s| s.split(';').next().unwrap_or("").trim().to_string());
-        let bytes = resp.bytes().map_err(|e| transport_err(&url, e))?.to_vec();
-        let digest = Digest::of(&bytes);
         let what = format!("{registry}/{repo}@{reference}");
+        let mut bytes = Vec::new();
+        resp.take(MAX_MANIFEST + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| transport_err(&url, e))?;
+        if bytes.len() as u64 > MAX_MANIFEST {
+            return Err(AirgapError::Manifest {
+                what,
+                reason: "larger than 4 MiB (the most a registry accepts)".into(),
+            });
+        }
+        let digest = Digest::of(&bytes);
         if let Ok(want) = Digest::parse(reference) {
             want.verify(&bytes, &what)?;
         }
@@ -425,6 +434,13 @@ impl RegistryClient {
             w.write_all(&buf[..n])
                 .map_err(|e| AirgapError::io(dest, e))?;
             progress(n as u64);
+            if let Some(s) = size.filter(|s| w.count() > *s) {
+                return Err(AirgapError::DigestMismatch {
+                    what: format!("blob from {registry}/{repo}"),
+                    expected: format!("{digest} of {s} bytes"),
+                    actual: "more bytes than that".into(),
+                });
+            }
         }
         let (got, count, bw) = w.finish();
         if &got != digest || size.is_some_and(|s| s != count) {
@@ -607,7 +623,11 @@ trait JsonValue {
 
 impl JsonValue for Response {
     fn json_value(self) -> std::result::Result<serde_json::Value, String> {
-        let b = self.bytes().map_err(|e| e.to_string())?;
+        // A token answer is small; a registry that sends more is cut off.
+        let mut b = Vec::new();
+        self.take(1 << 20)
+            .read_to_end(&mut b)
+            .map_err(|e| e.to_string())?;
         serde_json::from_slice(&b).map_err(|e| e.to_string())
     }
 }

@@ -1,0 +1,710 @@
+//! A hostile user and a hostile registry against `airgap bundle` and `airgap import`: bundles that
+//! are internally consistent (every entry listed in `SHA256SUMS` with its right sha256) but lie in
+//! `manifest.json` or the OCI layout, damaged or foreign files, output and record paths that name an
+//! input, and a registry (a tiny HTTP server in the test, on loopback) that serves endless or
+//! oversized bodies, absurd sizes and wrong digests, or refuses credentials. Each is refused with an
+//! error naming what is wrong; a refused import leaves the target registry (a real loopback
+//! `docker-registry`) without a single write, a refused bundle run leaves every input untouched.
+
+mod common;
+
+use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput, PreparedFile};
+use clusterctl_airgap::pull::{pull_images, ImageRequest, PullOptions, PulledImage};
+use clusterctl_airgap::registry::{ClientOptions, EnvCredentials, RegistryClient};
+use clusterctl_airgap::run::{bundle_cluster, import_bundle, BundleOptions, ImportOptions};
+use clusterctl_airgap::store::BlobStore;
+use clusterctl_airgap::{AirgapError, Digest, ImageRef};
+use clusterctl_testbed::registry::Registry;
+use clusterctl_testbed::require;
+use common::*;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A bundle with three images (two sharing a base layer) and one package, written from a store.
+fn good_bundle(dir: &Path) -> PathBuf {
+    let store = BlobStore::open(dir.join("cache")).expect("store");
+    let mut rng = Rng(11);
+    let base = layer(&mut rng, "base.bin", 32 << 10);
+    let mut images = Vec::new();
+    for i in 0..3 {
+        let img = image(
+            &[base.clone(), layer(&mut rng, "own.bin", 8 << 10)],
+            "amd64",
+            &format!("h{i}"),
+        );
+        let mut blobs = vec![img.manifest.digest.clone()];
+        store.put(&img.manifest.bytes).expect("put");
+        for b in &img.blobs {
+            store.put(&b.bytes).expect("put");
+            blobs.push(b.digest.clone());
+        }
+        blobs.sort();
+        let source =
+            ImageRef::parse(&format!("registry.fixture.test/hostile/h{i}:v1")).expect("ref");
+        images.push(PulledImage {
+            mirror: source.under_prefix("mirror.site.test/lib").expect("mirror"),
+            source,
+            digest: img.manifest.digest.clone(),
+            source_digest: img.manifest.digest.clone(),
+            media_type: img.manifest.media_type.clone(),
+            size: img.manifest.bytes.len() as u64,
+            platforms: vec![],
+            blobs,
+        });
+    }
+    let pkg = dir.join("tool");
+    std::fs::write(&pkg, rng.bytes(5000)).expect("pkg");
+    let prepared = PreparedFile::from_path(
+        "tool",
+        "packages/any-amd64/tool",
+        &pkg,
+        0o644,
+        Some("any".into()),
+        Some("amd64".into()),
+    )
+    .expect("prep");
+    let out = dir.join("good.tar");
+    let input = BundleInput {
+        cluster: "hostile".into(),
+        kubernetes_version: "v1.34.1".into(),
+        extra_versions: vec![],
+        platforms: vec![],
+        images,
+        packages: vec![prepared],
+        binaries: vec![],
+    };
+    write_bundle(&out, &store, &input).expect("write");
+    out
+}
+
+/// Every entry of a tar, in order.
+fn entries(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut ar = tar::Archive::new(std::fs::File::open(path).expect("open"));
+    let mut out = Vec::new();
+    for e in ar.entries().expect("entries") {
+        let mut e = e.expect("entry");
+        let name = e.path().expect("path").display().to_string();
+        let mut b = Vec::new();
+        e.read_to_end(&mut b).expect("read");
+        out.push((name, b));
+    }
+    out
+}
+
+/// Writes `list` as a tar with a fresh, correct `SHA256SUMS` first: a bundle whose checksums all
+/// hold, so only the content checks can refuse it.
+fn consistent(dst: &Path, list: &[(String, Vec<u8>)]) {
+    let body: Vec<&(String, Vec<u8>)> = list.iter().filter(|(n, _)| n != "SHA256SUMS").collect();
+    let sums: String = body
+        .iter()
+        .map(|(n, b)| format!("{}  {n}\n", Digest::of(b).hex()))
+        .collect();
+    let mut tb = tar::Builder::new(std::fs::File::create(dst).expect("create"));
+    let mut add = |name: &str, data: &[u8]| {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        tb.append_data(&mut h, name, data).expect("append");
+    };
+    add("SHA256SUMS", sums.as_bytes());
+    for (n, b) in body {
+        add(n, b);
+    }
+    tb.finish().expect("finish");
+}
+
+/// `list` with `manifest.json` changed by `f`.
+fn edit_manifest(
+    list: &[(String, Vec<u8>)],
+    f: impl FnOnce(&mut serde_json::Value),
+) -> Vec<(String, Vec<u8>)> {
+    let mut f = Some(f);
+    list.iter()
+        .map(|(n, b)| {
+            if n == "manifest.json" {
+                let mut v: serde_json::Value = serde_json::from_slice(b).expect("json");
+                if let Some(f) = f.take() {
+                    f(&mut v);
+                }
+                (n.clone(), serde_json::to_vec_pretty(&v).expect("json"))
+            } else {
+                (n.clone(), b.clone())
+            }
+        })
+        .collect()
+}
+
+fn writes(reg: &Registry) -> usize {
+    ["PUT", "POST", "PATCH", "DELETE"]
+        .iter()
+        .map(|m| reg.count_requests(m, "/v2/"))
+        .sum()
+}
+
+/// Imports `bundle` into `reg` (under `prefix`, or the bundle's own mirror references when `None`)
+/// and checks it is refused naming `must_name`, with no write reaching the registry.
+fn refused(reg: &Registry, bundle: &Path, prefix: Option<&str>, must_name: &str) -> AirgapError {
+    let before = writes(reg);
+    let opts = ImportOptions {
+        mirror_prefix: prefix.map(|p| format!("{}/{p}", reg.addr())),
+        state: Some(bundle.with_extension("state.json")),
+        ..Default::default()
+    };
+    let err = import_bundle(bundle, &opts).expect_err("hostile bundle must be refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(must_name),
+        "{}: error {msg:?} should name {must_name:?}",
+        bundle.display()
+    );
+    assert_eq!(
+        writes(reg),
+        before,
+        "{}: refused, yet the registry was written to: {msg}",
+        bundle.display()
+    );
+    assert!(
+        !msg.chars().any(|c| c.is_control() || c == '\u{fffd}'),
+        "raw bytes in the message: {msg:?}"
+    );
+    err
+}
+
+#[test]
+fn consistent_but_lying_bundles_are_refused_before_any_write() {
+    if !require("docker-registry", clusterctl_testbed::registry::available()) {
+        return;
+    }
+    let reg = Registry::start().expect("registry");
+    let work = scratch("cc-airgap-hostile-");
+    let good = good_bundle(work.path());
+    let list = entries(&good);
+    let t = |name: &str| work.path().join(name);
+    let mirror_of = |i: usize| format!("{}/site/hostile/h{i}:v1", reg.addr());
+    // The bundle's own mirror references, pointed at the test registry.
+    let local = |v: &mut serde_json::Value| {
+        for (i, img) in v["images"]
+            .as_array_mut()
+            .expect("images")
+            .iter_mut()
+            .enumerate()
+        {
+            img["mirror"] = serde_json::json!(mirror_of(i));
+        }
+    };
+    consistent(&t("local.tar"), &edit_manifest(&list, local));
+    verify_bundle(&t("local.tar")).expect("re-pointed but honest bundle verifies");
+
+    // An unparsable mirror (or source) reference on the last image: refused up front, not after
+    // the first images were pushed.
+    consistent(
+        &t("bad-mirror.tar"),
+        &edit_manifest(&list, |v| {
+            local(v);
+            v["images"][2]["mirror"] = serde_json::json!("Bad Ref::x");
+        }),
+    );
+    refused(&reg, &t("bad-mirror.tar"), None, "Bad Ref::x");
+    consistent(
+        &t("bad-source.tar"),
+        &edit_manifest(&list, |v| {
+            v["images"][2]["source"] = serde_json::json!("NOT A REF")
+        }),
+    );
+    refused(&reg, &t("bad-source.tar"), Some("p1"), "NOT A REF");
+
+    // A media type that does not match the document: the registry would refuse the manifest only
+    // after its blobs were uploaded.
+    for (n, mt) in [
+        (0, "text/plain"),
+        (1, "application/vnd.docker.distribution.manifest.v2+json"),
+        (2, "application/vnd.oci.image.index.v1+json"),
+    ] {
+        let name = format!("mt{n}.tar");
+        consistent(
+            &t(&name),
+            &edit_manifest(&list, |v| {
+                v["images"][n]["mediaType"] = serde_json::json!(mt)
+            }),
+        );
+        refused(&reg, &t(&name), Some("p2"), "manifest.json");
+    }
+
+    // A size in manifest.json that is not the manifest's size.
+    consistent(
+        &t("size.tar"),
+        &edit_manifest(&list, |v| {
+            v["images"][1]["size"] = serde_json::json!(999_999)
+        }),
+    );
+    refused(&reg, &t("size.tar"), Some("p3"), "manifest.json");
+
+    // Two images claiming the same mirror reference with different digests.
+    consistent(
+        &t("same-mirror.tar"),
+        &edit_manifest(&list, |v| {
+            local(v);
+            v["images"][1]["mirror"] = serde_json::json!(mirror_of(0));
+        }),
+    );
+    refused(&reg, &t("same-mirror.tar"), None, &mirror_of(0));
+
+    // A blob whose name is not a sha256 digest, in another algorithm's directory.
+    let mut extra = list.clone();
+    extra.push((
+        format!("oci/blobs/sha512/{}", "0".repeat(128)),
+        b"hello".to_vec(),
+    ));
+    consistent(&t("sha512.tar"), &extra);
+    refused(&reg, &t("sha512.tar"), Some("p4"), "oci/blobs/sha512/");
+
+    // A gzip-wrapped bundle is named as such; random bytes are not echoed.
+    let gz = std::process::Command::new("gzip")
+        .arg("-kc")
+        .arg(&good)
+        .output()
+        .expect("gzip");
+    std::fs::write(t("good.tar.gz"), gz.stdout).expect("write");
+    refused(&reg, &t("good.tar.gz"), Some("p5"), "gzip");
+    std::fs::write(t("noise.tar"), Rng(3).bytes(4096)).expect("write");
+    refused(&reg, &t("noise.tar"), Some("p5"), "not a tar");
+
+    // Already refused before this session, kept so they stay refused: duplicates, lists and tars
+    // that disagree, a missing index child, a blob named after other content, empty files and
+    // truncation at every header and in the middle of a blob.
+    let mut dup = list.clone();
+    let blob = dup
+        .iter()
+        .find(|(n, _)| n.starts_with("oci/blobs/"))
+        .cloned()
+        .expect("blob");
+    dup.push(blob.clone());
+    let raw = |dst: &Path, l: &[(String, Vec<u8>)]| {
+        let mut tb = tar::Builder::new(std::fs::File::create(dst).expect("create"));
+        for (n, b) in l {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(b.len() as u64);
+            h.set_mode(0o644);
+            tb.append_data(&mut h, n, b.as_slice()).expect("append");
+        }
+        tb.finish().expect("finish");
+    };
+    raw(&t("dup.tar"), &dup);
+    refused(&reg, &t("dup.tar"), Some("p6"), "appears twice");
+    let mut unlisted = list.clone();
+    unlisted.push(("oci/extra".into(), b"x".to_vec()));
+    raw(&t("unlisted.tar"), &unlisted);
+    refused(&reg, &t("unlisted.tar"), Some("p6"), "oci/extra");
+    let mut listed = list.clone();
+    listed[0].1.extend_from_slice(
+        format!("{}  oci/blobs/sha256/{}\n", "0".repeat(64), "0".repeat(64)).as_bytes(),
+    );
+    raw(&t("listed.tar"), &listed);
+    refused(&reg, &t("listed.tar"), Some("p6"), "missing");
+    let mut misnamed = list.clone();
+    misnamed.push(("oci/blobs/sha256/notadigest".into(), b"x".to_vec()));
+    consistent(&t("misnamed.tar"), &misnamed);
+    refused(&reg, &t("misnamed.tar"), Some("p6"), "notadigest");
+    std::fs::write(t("empty.tar"), b"").expect("write");
+    refused(&reg, &t("empty.tar"), Some("p6"), "empty or not a bundle");
+    let vb = verify_bundle(&good).expect("verifies");
+    let len = std::fs::metadata(&good).expect("meta").len();
+    let (big, loc) = vb
+        .entries
+        .iter()
+        .max_by_key(|(_, l)| l.size)
+        .expect("entries");
+    let mut cuts: Vec<u64> = vb.entries.values().map(|l| l.offset - 512).collect();
+    cuts.extend([1, 511, loc.offset + loc.size / 2, loc.offset + loc.size - 1]);
+    let whole = std::fs::read(&good).expect("read");
+    for cut in cuts {
+        std::fs::write(t("cut.tar"), &whole[..cut as usize]).expect("write");
+        let err = verify_bundle(&t("cut.tar")).expect_err("truncated");
+        assert!(
+            matches!(err, AirgapError::Entry { .. } | AirgapError::Bundle { .. }),
+            "cut at {cut} of {len}: {err:?}"
+        );
+    }
+    refused(&reg, &t("cut.tar"), Some("p6"), big);
+
+    // And the honest, re-pointed bundle imports to its own mirror references.
+    let opts = ImportOptions {
+        state: Some(t("local.state.json")),
+        ..Default::default()
+    };
+    let (_, report) = import_bundle(&t("local.tar"), &opts).expect("honest import");
+    assert_eq!(report.images_pushed, 3);
+}
+
+/// A cluster file whose images come from a registry that refuses connections, with one package.
+fn cluster_file(dir: &Path) -> clusterctl_spec::ValidCluster {
+    std::fs::write(dir.join("tool"), "#!/bin/sh\necho tool\n").expect("package");
+    let text = "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: hostile}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  networking: {podSubnet: 10.244.0.0/16, serviceSubnet: 10.96.0.0/16, cni: {plugin: none}}\n  ssh: {user: root, keyFile: /nonexistent/key, port: 22, hostKeyPolicy: strict}\n  registry: {mirror: \"127.0.0.1:1/site\"}\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: tool, osFamily: any, arch: amd64, path: tool}\n  nodes:\n    - {name: cp1, role: control-plane, address: 10.88.0.11}\n";
+    let file = dir.join("cluster.yaml");
+    std::fs::write(&file, text).expect("cluster file");
+    let loaded = clusterctl_spec::load(&file).expect("load");
+    clusterctl_spec::validate(&loaded)
+        .map_err(|d| d.to_string())
+        .expect("valid")
+        .cluster
+}
+
+#[test]
+fn bundle_and_import_never_overwrite_an_input() {
+    let work = scratch("cc-airgap-inputs-");
+    let cluster = cluster_file(work.path());
+    let run = |out: &Path| {
+        let mut opts = BundleOptions {
+            out: out.to_path_buf(),
+            cache: Some(work.path().join("cache")),
+            base_dir: work.path().to_path_buf(),
+            ..Default::default()
+        };
+        opts.pull.retries = 0;
+        opts.pull.registry_overrides = vec![("registry.k8s.io".into(), "127.0.0.1:1".into())];
+        bundle_cluster(&cluster, &opts).expect_err("nothing can be pulled")
+    };
+    for input in ["cluster.yaml", "tool"] {
+        let p = work.path().join(input);
+        let before = std::fs::read(&p).expect("read");
+        let msg = run(&p).to_string();
+        assert!(
+            msg.contains("not an air-gap bundle") && msg.contains(input),
+            "-o {input}: {msg}"
+        );
+        assert_eq!(std::fs::read(&p).expect("read"), before, "{input} changed");
+    }
+    // A new output, or an earlier bundle, may be written: the run gets as far as the registry.
+    let msg = run(&work.path().join("new.tar")).to_string();
+    assert!(msg.contains("127.0.0.1:1"), "{msg}");
+
+    // The import record never replaces the bundle or another file, and is checked before pushing.
+    let good = good_bundle(work.path());
+    let bundle_bytes = std::fs::read(&good).expect("read");
+    let yaml = std::fs::read(work.path().join("cluster.yaml")).expect("read");
+    for (state, what) in [
+        (good.clone(), "not an import record"),
+        (work.path().join("cluster.yaml"), "not an import record"),
+        (work.path().join("tool/state.json"), "tool"),
+    ] {
+        let opts = ImportOptions {
+            mirror_prefix: Some("127.0.0.1:1/x".into()),
+            state: Some(state.clone()),
+            ..Default::default()
+        };
+        let msg = import_bundle(&good, &opts)
+            .expect_err("refused before any push")
+            .to_string();
+        assert!(msg.contains(what), "--state {}: {msg}", state.display());
+        assert!(!msg.contains("127.0.0.1:1"), "reached the registry: {msg}");
+    }
+    assert_eq!(std::fs::read(&good).expect("read"), bundle_bytes);
+    assert_eq!(
+        std::fs::read(work.path().join("cluster.yaml")).expect("read"),
+        yaml
+    );
+}
+
+/// A registry that lies, on a loopback port, answering by repository name:
+/// `overflow` — a manifest whose two layers claim 2^63 bytes each; `endless` — a manifest with one
+/// 10-byte layer whose blob never ends; `bigmanifest` — a manifest that never ends; `liar` — a
+/// blob whose bytes are not its digest; `auth` — answers 401 (basic) unless the `Authorization`
+/// header carries the expected credentials, then serves `liar`'s manifest.
+struct Liar {
+    addr: String,
+    stop: Arc<AtomicBool>,
+    /// Body bytes written per repository.
+    sent: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+const CAP: u64 = 256 << 20;
+
+fn liar_manifest(repo: &str) -> (Vec<u8>, Vec<u8>) {
+    let cfg = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#
+        .to_vec();
+    let layers = match repo {
+        "overflow" => serde_json::json!([
+            {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": format!("sha256:{}", "1".repeat(64)), "size": 1u64 << 63},
+            {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": format!("sha256:{}", "2".repeat(64)), "size": 1u64 << 63}
+        ]),
+        _ => serde_json::json!([
+            {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": format!("sha256:{}", "1".repeat(64)), "size": 10}
+        ]),
+    };
+    let m = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": Digest::of(&cfg).to_string(), "size": cfg.len()},
+        "layers": layers,
+    });
+    (serde_json::to_vec(&m).expect("json"), cfg)
+}
+
+impl Liar {
+    fn start(expected_auth: String) -> Liar {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr").to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
+        let (s2, sent2) = (stop.clone(), sent.clone());
+        let thread = std::thread::spawn(move || {
+            for conn in l.incoming() {
+                if s2.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(conn) = conn else { continue };
+                let (sent, auth) = (sent2.clone(), expected_auth.clone());
+                std::thread::spawn(move || Liar::serve(conn, &sent, &auth));
+            }
+        });
+        Liar {
+            addr,
+            stop,
+            sent,
+            thread: Some(thread),
+        }
+    }
+
+    fn sent(&self, repo: &str) -> u64 {
+        self.sent
+            .lock()
+            .expect("lock")
+            .get(repo)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn serve(mut c: TcpStream, sent: &Mutex<std::collections::BTreeMap<String, u64>>, auth: &str) {
+        let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match c.read(&mut b) {
+                Ok(1) => head.push(b[0]),
+                _ => return,
+            }
+        }
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+        let repo = path
+            .strip_prefix("/v2/")
+            .and_then(|p| p.split('/').next())
+            .unwrap_or("")
+            .to_string();
+        let authorized = head.lines().any(|l| {
+            l.to_ascii_lowercase().starts_with("authorization:") && l[14..].trim() == auth
+        });
+        let count = |n: u64| {
+            if let Ok(mut m) = sent.lock() {
+                *m.entry(repo.clone()).or_insert(0) += n;
+            }
+        };
+        let reply = |c: &mut TcpStream, status: &str, headers: &str, body: &[u8]| {
+            let _ = c.write_all(
+                format!(
+                    "HTTP/1.0 {status}\r\n{headers}Content-Length: {}\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            let _ = c.write_all(body);
+        };
+        if repo == "auth" && !authorized {
+            return reply(
+                &mut c,
+                "401 Unauthorized",
+                "WWW-Authenticate: Basic realm=\"liar\"\r\n",
+                b"",
+            );
+        }
+        let endless = |c: &mut TcpStream| {
+            let _ = c.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\r\n");
+            let chunk = vec![b' '; 64 << 10];
+            let mut n = 0;
+            while n < CAP && c.write_all(&chunk).is_ok() {
+                n += chunk.len() as u64;
+                count(chunk.len() as u64);
+            }
+        };
+        let (manifest, cfg) = liar_manifest(&repo);
+        if path.contains("/manifests/") {
+            if repo == "bigmanifest" {
+                return endless(&mut c);
+            }
+            return reply(
+                &mut c,
+                "200 OK",
+                "Content-Type: application/vnd.oci.image.manifest.v1+json\r\n",
+                &manifest,
+            );
+        }
+        if path.ends_with(&Digest::of(&cfg).to_string()) {
+            return reply(&mut c, "200 OK", "", &cfg);
+        }
+        if path.contains("/blobs/") {
+            if repo == "endless" {
+                return endless(&mut c);
+            }
+            return reply(&mut c, "200 OK", "", b"0123456789");
+        }
+        reply(&mut c, "404 Not Found", "", b"")
+    }
+}
+
+impl Drop for Liar {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(&self.addr);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_lying_registry_cannot_panic_exhaust_or_poison_the_cache() {
+    let user_var = clusterctl_testbed::unique_name("CC_HOSTILE_USER").replace('-', "_");
+    let pass_var = clusterctl_testbed::unique_name("CC_HOSTILE_PASS").replace('-', "_");
+    let password = "pa:ss w\u{f6}rd \"'$`\\%&=+";
+    // Names unique to this test (no other test reads them).
+    std::env::set_var(&user_var, "robot$site");
+    std::env::set_var(&pass_var, password);
+    let b64 = {
+        // Basic credentials as RFC 7617 encodes them (user ":" password, UTF-8, base64).
+        const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let raw = format!("robot$site:{password}").into_bytes();
+        let mut s = String::new();
+        for ch in raw.chunks(3) {
+            let n = ch
+                .iter()
+                .enumerate()
+                .fold(0u32, |a, (i, b)| a | (*b as u32) << (16 - 8 * i));
+            for i in 0..4 {
+                if i <= ch.len() {
+                    s.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+                } else {
+                    s.push('=');
+                }
+            }
+        }
+        s
+    };
+    let liar = Liar::start(format!("Basic {b64}"));
+    let work = scratch("cc-airgap-liar-");
+    let store = BlobStore::open(work.path().join("cache")).expect("store");
+    let creds = |user: &str, pass: &str| ClientOptions {
+        credentials: vec![EnvCredentials {
+            registry: liar.addr.clone(),
+            username_var: user.into(),
+            password_var: pass.into(),
+        }],
+        ..Default::default()
+    };
+    let client = RegistryClient::new(creds(&user_var, &pass_var)).expect("client");
+    let opts = PullOptions {
+        retries: 0,
+        jobs: 2,
+        ..Default::default()
+    };
+    let pull = |client: &RegistryClient, repo: &str| {
+        let r = ImageRef::parse(&format!("{}/{repo}:v1", liar.addr)).expect("ref");
+        let req = ImageRequest {
+            source: r.clone(),
+            mirror: r,
+        };
+        let started = std::time::Instant::now();
+        let res = pull_images(client, &store, &[req], &opts);
+        (res, started.elapsed())
+    };
+
+    // Absurd sizes: an error, not an arithmetic overflow.
+    let (res, _) = pull(&client, "overflow");
+    assert!(res.is_err(), "two 2^63-byte layers cannot be fetched");
+
+    // A blob that never ends is cut off once it passes its descriptor's size.
+    let (res, took) = pull(&client, "endless");
+    let err = res.expect_err("endless blob").to_string();
+    assert!(err.contains(&"1".repeat(64)), "{err}");
+    assert!(
+        liar.sent("endless") < 48 << 20,
+        "read {} bytes of a 10-byte blob ({took:?})",
+        liar.sent("endless")
+    );
+
+    // A manifest that never ends is cut off at the 4 MiB that registries accept.
+    let (res, took) = pull(&client, "bigmanifest");
+    let err = res.expect_err("endless manifest").to_string();
+    assert!(err.contains("bigmanifest"), "{err}");
+    assert!(
+        liar.sent("bigmanifest") < 48 << 20,
+        "read {} bytes of a manifest ({took:?})",
+        liar.sent("bigmanifest")
+    );
+
+    // Wrong bytes for a digest: refused naming the digest, and nothing lands in the cache.
+    let (res, _) = pull(&client, "liar");
+    let err = res.expect_err("wrong bytes").to_string();
+    assert!(err.contains(&"1".repeat(64)), "{err}");
+    assert!(!store
+        .path(&Digest::parse(&format!("sha256:{}", "1".repeat(64))).expect("d"))
+        .exists());
+    let stray: Vec<_> = std::fs::read_dir(work.path().join("cache/blobs/sha256"))
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(stray.is_empty(), "temp files left: {stray:?}");
+
+    // Credentials with odd characters reach the registry intact (it then serves `liar`'s image);
+    // wrong ones are refused, and the password is never in a message.
+    let (res, _) = pull(&client, "auth");
+    let err = res.expect_err("the blob still lies").to_string();
+    assert!(
+        err.contains(&"1".repeat(64)),
+        "authenticated, got to the blob: {err}"
+    );
+    std::env::set_var(&pass_var, format!("{password}x"));
+    let (res, _) = pull(&client, "auth");
+    let err = res.expect_err("wrong password").to_string();
+    assert!(
+        err.contains("authentication") && err.contains(&liar.addr),
+        "{err}"
+    );
+    assert!(
+        !err.contains(password) && !err.contains(&b64),
+        "secret in {err}"
+    );
+    let (res, _) = pull(
+        &RegistryClient::new(creds(&format!("{user_var}_UNSET"), &pass_var)).expect("client"),
+        "auth",
+    );
+    let err = res.expect_err("no credentials").to_string();
+    assert!(err.contains(&liar.addr), "{err}");
+    assert!(!err.contains(password), "secret in {err}");
+    std::env::remove_var(&user_var);
+    std::env::remove_var(&pass_var);
+
+    // A registry that is not there: a prompt transport error naming it.
+    let dead = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let dead_addr = dead.local_addr().expect("addr").to_string();
+    drop(dead);
+    let r = ImageRef::parse(&format!("{dead_addr}/x:v1")).expect("ref");
+    let err = pull_images(
+        &client,
+        &store,
+        &[ImageRequest {
+            source: r.clone(),
+            mirror: r,
+        }],
+        &opts,
+    )
+    .expect_err("nobody listens")
+    .to_string();
+    assert!(err.contains(&dead_addr), "{err}");
+}
