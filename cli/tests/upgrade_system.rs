@@ -14,7 +14,14 @@
 //! and a resume hint, nothing done on the worker; the re-run resumes (no step repeated on the first
 //! control plane, no second drain of the second node) and finishes; a third run changes nothing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use clusterctl_airgap::bundle::BundleSummary;
+use clusterctl_airgap::plan::{list_images, node_images, select};
+use clusterctl_airgap::registry::{ClientOptions, RegistryClient};
+use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
+use clusterctl_testbed::cli::{build_deb, serve_upstream_images};
+use clusterctl_testbed::registry;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -582,6 +589,9 @@ echo "ctr $*" >> /var/log/clusterctl-standin/calls.log
 exec /usr/bin/ctr "$@"
 "#;
 
+/// `airgap.extraVersions` line carrying the upgrade target.
+const WITH_V135: &str = "    extraVersions: [v1.35.0]\n";
+
 /// name → manifest digest from `ctr -n k8s.io images ls` on `node`.
 fn images_in(node: &TestNode) -> std::collections::BTreeMap<String, String> {
     sh(node, "/usr/bin/ctr -n k8s.io images ls")
@@ -596,6 +606,159 @@ fn images_in(node: &TestNode) -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+/// An air-gapped upgrade test bed: a control plane and a worker as `up` of v1.34.1 leaves them
+/// (containerd running, kubeadm's files, the recorded API's admin.conf, no route out), the
+/// kubeadm/kubelet/kubectl 1.35.0 packages as `.deb`s, and the images of v1.34.1 and v1.35.0 built
+/// here and served by a loopback source registry. Fields drop in order: containers first.
+struct AirgapBed {
+    sc: StandinCluster,
+    fake: FakeCluster,
+    source: clusterctl_testbed::registry::Registry,
+    hosts: std::collections::BTreeSet<String>,
+    debs: Vec<String>,
+    home: tempfile::TempDir,
+}
+
+impl AirgapBed {
+    fn start(prefix: &str) -> AirgapBed {
+        let source = clusterctl_testbed::registry::Registry::start().expect("registry");
+        let sc = StandinCluster::start(prefix, 2).expect("node containers");
+        let (c1, w1) = (&sc.cluster.nodes[0], &sc.cluster.nodes[1]);
+        let fake = fake_cluster(
+            sc.store.path(),
+            &[(c1.name.clone(), true), (w1.name.clone(), false)],
+        );
+        for n in &sc.cluster.nodes {
+            install_standins(n).expect("stand-ins");
+            install_standin(n, CRICTL_STANDIN, "/usr/local/bin/crictl").expect("crictl");
+            install_standin(n, CTR_RECORDER, "/usr/local/bin/ctr").expect("ctr");
+            sh(
+                n,
+                "systemctl start containerd && mkdir -p /etc/kubernetes/manifests /etc/kubernetes/pki/etcd /etc/clusterctl-standin && echo kubelet > /etc/kubernetes/kubelet.conf",
+            );
+            sh(n, "ip route del default 2>/dev/null || true");
+            assert_eq!(sh(n, "ip -4 route show default"), "", "{}", n.name);
+        }
+        let (st, _, err) = c1
+            .exec(
+                "cat > /etc/kubernetes/admin.conf && chmod 600 /etc/kubernetes/admin.conf",
+                fake.api.kubeconfig("kubernetes").as_bytes(),
+            )
+            .expect("exec");
+        assert_eq!(st, 0, "{err}");
+        sh(c1, "printf 'apiVersion: v1\\nkind: Pod\\nspec:\\n  containers:\\n  - name: kube-apiserver\\n    image: registry.k8s.io/kube-apiserver:v1.34.1\\n' > /etc/kubernetes/manifests/kube-apiserver.yaml");
+        let home = tempfile::tempdir().expect("home");
+        let debs = vec![
+            build_deb(home.path(), "kubeadm", "1.35.0-1.1", None).expect("deb"),
+            build_deb(home.path(), "kubelet", "1.35.0-1.1", Some(KUBELET_POSTINST)).expect("deb"),
+            build_deb(home.path(), "kubectl", "1.35.0-1.1", None).expect("deb"),
+        ];
+        let mut bed = AirgapBed {
+            sc,
+            fake,
+            source,
+            hosts: Default::default(),
+            debs,
+            home,
+        };
+        let file = bed.write_file("1.34.1", "site.tar", WITH_V135, "");
+        let sources: Vec<String> = list_images(&valid(&file))
+            .into_iter()
+            .map(|i| i.source)
+            .collect();
+        bed.hosts = serve_upstream_images(&bed.source, &sources, 5000).expect("images served");
+        bed
+    }
+
+    fn nodes(&self) -> &[TestNode] {
+        &self.sc.cluster.nodes
+    }
+
+    /// Writes `cluster.yaml` at `version` naming `bundle`, with `extra` lines in `airgap` and
+    /// `registry` lines in `spec`; returns its path.
+    fn write_file(&self, version: &str, bundle: &str, extra: &str, registry: &str) -> PathBuf {
+        let arch = clusterctl_airgap::node::oci_arch(std::env::consts::ARCH);
+        let mut spec = format!("{registry}  airgap:\n    bundle: {bundle}\n{extra}    packages:\n");
+        for (name, deb) in ["kubeadm", "kubelet", "kubectl"].iter().zip(&self.debs) {
+            spec.push_str(&format!(
+                "      - {{name: {name}, osFamily: debian, arch: {arch}, path: {deb}}}\n"
+            ));
+        }
+        let (c1, w1) = (&self.nodes()[0], &self.nodes()[1]);
+        let text = ssh_cluster_yaml(
+            "agupg",
+            &self.sc.cluster.key.private,
+            "none",
+            Some(&format!("{}:6443", c1.address)),
+            &spec,
+            &[FileNode::control_plane(c1), FileNode::worker(w1)],
+        )
+        .replace(
+            "kubernetesVersion: v1.34.1",
+            &format!("kubernetesVersion: v{version}"),
+        );
+        let file = self.home.path().join("cluster.yaml");
+        std::fs::write(&file, text).expect("write cluster file");
+        file
+    }
+
+    /// Writes bundle `name` from the source registry with a v1.34.1 file (`extra`, `registry` as in
+    /// [`AirgapBed::write_file`]).
+    fn bundle(&self, name: &str, extra: &str, registry: &str) -> BundleSummary {
+        let file = self.write_file("1.34.1", name, extra, registry);
+        let mut opts = BundleOptions {
+            out: self.home.path().join(name),
+            base_dir: self.home.path().to_path_buf(),
+            ..Default::default()
+        };
+        opts.pull.registry_overrides = self
+            .hosts
+            .iter()
+            .map(|h| (h.clone(), self.source.addr().to_string()))
+            .collect();
+        bundle_cluster(&valid(&file), &opts).expect("bundle").0
+    }
+
+    fn upgrade(&self, file: &Path) -> Run {
+        let cc = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), self.home.path());
+        upgrade(&cc, file, &self.nodes()[0].known_hosts, "1.35.0")
+    }
+
+    /// The bundle's (mirror reference → digest) of what a control plane / a worker needs at the
+    /// version of `file`.
+    fn role_images(
+        file: &Path,
+        summary: &BundleSummary,
+        control_plane: bool,
+    ) -> std::collections::BTreeMap<String, String> {
+        let s: Vec<String> = node_images(&valid(file), control_plane)
+            .into_iter()
+            .map(|i| i.source)
+            .collect();
+        select(&summary.manifest, &s)
+            .expect("carried")
+            .into_iter()
+            .map(|i| (i.mirror, i.digest.to_string()))
+            .collect()
+    }
+
+    /// Every node's recorded calls.
+    fn calls(&self) -> Vec<Vec<String>> {
+        self.nodes()
+            .iter()
+            .map(|n| standin_calls(n).expect("calls"))
+            .collect()
+    }
+}
+
+fn valid(file: &Path) -> clusterctl_spec::ValidCluster {
+    let loaded = clusterctl_spec::load(file).expect("load");
+    clusterctl_spec::validate(&loaded)
+        .map_err(|d| d.to_string())
+        .expect("valid")
+        .cluster
+}
+
 /// Air-gapped upgrade 1.34.1 → 1.35.0 from a bundle, no mirror, on a control plane and a worker without
 /// a route out: a bundle lacking v1.35.0's images is refused (exit 1, naming the version and
 /// `airgap.extraVersions`) before any node is touched; with the images (bundle made with
@@ -604,115 +767,18 @@ fn images_in(node: &TestNode) -> std::collections::BTreeMap<String, String> {
 /// and the kubeadm/kubelet/kubectl packages come from the bundle; a second run changes nothing.
 #[test]
 fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_step() {
-    use clusterctl_airgap::plan::{list_images, node_images, select};
-    use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
-    use clusterctl_testbed::cli::{build_deb, serve_upstream_images};
-    use clusterctl_testbed::registry::{self, Registry};
-
     if !require("root", is_root())
         || !require("docker", docker_available())
         || !require("docker-registry", registry::available())
     {
         return;
     }
-    let reg = Registry::start().expect("registry");
-    let sc = StandinCluster::start("agupgrade", 2).expect("node containers");
-    let (store, cluster) = (&sc.store, &sc.cluster);
-    let (c1, w1) = (&cluster.nodes[0], &cluster.nodes[1]);
-    let fake = fake_cluster(
-        store.path(),
-        &[(c1.name.clone(), true), (w1.name.clone(), false)],
-    );
-    let api = fake.api.clone();
-    for n in &cluster.nodes {
-        install_standins(n).expect("stand-ins");
-        install_standin(n, CRICTL_STANDIN, "/usr/local/bin/crictl").expect("crictl");
-        install_standin(n, CTR_RECORDER, "/usr/local/bin/ctr").expect("ctr");
-        // What `up` of v1.34.1 leaves: containerd running, kubeadm's files; nothing but the test network.
-        sh(
-            n,
-            "systemctl start containerd && mkdir -p /etc/kubernetes/manifests /etc/kubernetes/pki/etcd /etc/clusterctl-standin && echo kubelet > /etc/kubernetes/kubelet.conf",
-        );
-        sh(n, "ip route del default 2>/dev/null || true");
-        assert_eq!(sh(n, "ip -4 route show default"), "", "{}", n.name);
-    }
-    let (st, _, err) = c1
-        .exec(
-            "cat > /etc/kubernetes/admin.conf && chmod 600 /etc/kubernetes/admin.conf",
-            api.kubeconfig("kubernetes").as_bytes(),
-        )
-        .expect("exec");
-    assert_eq!(st, 0, "{err}");
-    sh(c1, "printf 'apiVersion: v1\\nkind: Pod\\nspec:\\n  containers:\\n  - name: kube-apiserver\\n    image: registry.k8s.io/kube-apiserver:v1.34.1\\n' > /etc/kubernetes/manifests/kube-apiserver.yaml");
-
-    // The packages of v1.35.0 (the kubelet's postinst reports its version to the API thread).
-    let home = tempfile::tempdir().expect("home");
-    let dir = home.path();
-    let debs = [
-        build_deb(dir, "kubeadm", "1.35.0-1.1", None).expect("deb"),
-        build_deb(dir, "kubelet", "1.35.0-1.1", Some(KUBELET_POSTINST)).expect("deb"),
-        build_deb(dir, "kubectl", "1.35.0-1.1", None).expect("deb"),
-    ];
-    let arch = clusterctl_airgap::node::oci_arch(std::env::consts::ARCH);
-    let write_file = |version: &str, bundle: &str, extra: &str| -> std::path::PathBuf {
-        let mut airgap = format!("  airgap:\n    bundle: {bundle}\n{extra}    packages:\n");
-        for (name, deb) in ["kubeadm", "kubelet", "kubectl"].iter().zip(&debs) {
-            airgap.push_str(&format!(
-                "      - {{name: {name}, osFamily: debian, arch: {arch}, path: {deb}}}\n"
-            ));
-        }
-        let text = ssh_cluster_yaml(
-            "agupg",
-            &cluster.key.private,
-            "none",
-            Some(&format!("{}:6443", c1.address)),
-            &airgap,
-            &[FileNode::control_plane(c1), FileNode::worker(w1)],
-        )
-        .replace(
-            "kubernetesVersion: v1.34.1",
-            &format!("kubernetesVersion: v{version}"),
-        );
-        let file = dir.join("cluster.yaml");
-        std::fs::write(&file, text).expect("write cluster file");
-        file
-    };
-    let valid = |file: &Path| {
-        let loaded = clusterctl_spec::load(file).expect("load");
-        clusterctl_spec::validate(&loaded)
-            .map_err(|d| d.to_string())
-            .expect("valid")
-            .cluster
-    };
-
-    // Two bundles written at v1.34.1 from the loopback registry: one without v1.35.0, one with it.
-    let with_extra = "    extraVersions: [v1.35.0]\n";
-    let sources: Vec<String> = list_images(&valid(&write_file("1.34.1", "site.tar", with_extra)))
-        .into_iter()
-        .map(|i| i.source)
-        .collect();
-    let hosts = serve_upstream_images(&reg, &sources, 5000).expect("images served");
-    let bundle = |name: &str, extra: &str| {
-        let file = write_file("1.34.1", name, extra);
-        let mut opts = BundleOptions {
-            out: dir.join(name),
-            base_dir: dir.to_path_buf(),
-            ..Default::default()
-        };
-        opts.pull.registry_overrides = hosts
-            .iter()
-            .map(|h| (h.clone(), reg.addr().to_string()))
-            .collect();
-        bundle_cluster(&valid(&file), &opts).expect("bundle").0
-    };
-    bundle("site-old.tar", "");
-    let summary = bundle("site.tar", with_extra);
-    drop(reg);
-
-    let cc = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir);
-    let known_hosts = c1.known_hosts.clone();
+    let bed = AirgapBed::start("agupgrade");
+    let (c1, w1) = (&bed.nodes()[0], &bed.nodes()[1]);
+    bed.bundle("site-old.tar", "", "");
+    let summary = bed.bundle("site.tar", WITH_V135, "");
     let untouched = || {
-        for n in &cluster.nodes {
+        for n in bed.nodes() {
             let calls = standin_calls(n).expect("calls");
             assert!(
                 calls
@@ -729,12 +795,12 @@ fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_ste
             );
             assert!(images_in(n).is_empty(), "{}", n.name);
         }
-        assert!(cordon_log(&api).is_empty());
+        assert!(cordon_log(&bed.fake.api).is_empty());
     };
 
     // 1. The old bundle lacks v1.35.0: refused before any node is touched.
-    let file = write_file("1.35.0", "site-old.tar", "");
-    let r = upgrade(&cc, &file, &known_hosts, "1.35.0");
+    let file = bed.write_file("1.35.0", "site-old.tar", "", "");
+    let r = bed.upgrade(&file);
     assert_eq!(r.code, 1, "{}", r.all());
     assert!(
         r.all().contains("does not carry the images of v1.35.0")
@@ -747,20 +813,9 @@ fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_ste
     untouched();
 
     // 2. The bundle with v1.35.0.
-    let file = write_file("1.35.0", "site.tar", with_extra);
-    let target = valid(&file);
-    let role = |control_plane: bool| -> std::collections::BTreeMap<String, String> {
-        let s: Vec<String> = node_images(&target, control_plane)
-            .into_iter()
-            .map(|i| i.source)
-            .collect();
-        select(&summary.manifest, &s)
-            .expect("v1.35.0 carried")
-            .into_iter()
-            .map(|i| (i.mirror, i.digest.to_string()))
-            .collect()
-    };
-    let (want_cp, want_worker) = (role(true), role(false));
+    let file = bed.write_file("1.35.0", "site.tar", WITH_V135, "");
+    let want_cp = AirgapBed::role_images(&file, &summary, true);
+    let want_worker = AirgapBed::role_images(&file, &summary, false);
     assert!(want_cp
         .keys()
         .any(|k| k.ends_with("/kube-apiserver:v1.35.0")));
@@ -770,7 +825,7 @@ fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_ste
     assert!(!want_worker
         .keys()
         .any(|k| k.contains("/kube-apiserver:") || k.contains("/etcd:")));
-    let r = upgrade(&cc, &file, &known_hosts, "1.35.0");
+    let r = bed.upgrade(&file);
     let out = r.all();
     assert_eq!(r.code, 0, "{out}");
     assert!(out.contains("upgraded to v1.35.0"), "{out}");
@@ -817,22 +872,79 @@ fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_ste
     }
 
     // 3. Again: nothing changes, nothing is loaded.
-    let before: Vec<Vec<String>> = cluster
-        .nodes
-        .iter()
-        .map(|n| standin_calls(n).expect("calls"))
-        .collect();
-    let r = upgrade(&cc, &file, &known_hosts, "1.35.0");
+    let before = bed.calls();
+    let r = bed.upgrade(&file);
     assert_eq!(r.code, 0, "{}", r.all());
     assert!(
         r.all().contains("already at v1.35.0; nothing changed"),
         "{}",
         r.all()
     );
-    let after: Vec<Vec<String>> = cluster
-        .nodes
-        .iter()
-        .map(|n| standin_calls(n).expect("calls"))
-        .collect();
-    assert_eq!(before, after);
+    assert_eq!(before, bed.calls());
+}
+
+/// Air-gapped upgrade 1.34.1 → 1.35.0 with a registry mirror (a second loopback registry): the bundle
+/// is pushed to the mirror once, on this machine, before anything happens on a node; every v1.35.0
+/// reference the nodes pull is then served by the mirror with the bundle's digest; no image is loaded
+/// into a node's runtime; a second run pushes nothing and changes nothing.
+#[test]
+fn airgap_upgrade_with_a_mirror_pushes_the_bundle_before_the_first_node() {
+    if !require("root", is_root())
+        || !require("docker", docker_available())
+        || !require("docker-registry", registry::available())
+    {
+        return;
+    }
+    let bed = AirgapBed::start("agupmirror");
+    let mirror = clusterctl_testbed::registry::Registry::start().expect("mirror");
+    let reg_line = format!("  registry: {{mirror: \"{}/site\"}}\n", mirror.addr());
+    let summary = bed.bundle("site.tar", WITH_V135, &reg_line);
+    let file = bed.write_file("1.35.0", "site.tar", WITH_V135, &reg_line);
+    let want = AirgapBed::role_images(&file, &summary, true);
+    assert!(
+        want.keys()
+            .any(|k| k.starts_with(mirror.addr()) && k.ends_with("/kube-apiserver:v1.35.0")),
+        "{want:?}"
+    );
+
+    let r = bed.upgrade(&file);
+    let out = r.all();
+    assert_eq!(r.code, 0, "{out}");
+    let pushed = line_of(&out, &["[local] upgrade/mirror: pushed "]);
+    for n in bed.nodes() {
+        assert!(
+            pushed < line_of(&out, &[&format!("[{}] upgrade/kubeadm:", n.name)]),
+            "{out}"
+        );
+        assert!(images_in(n).is_empty(), "{}: loaded into the node", n.name);
+    }
+    assert!(!out.contains("upgrade/images"), "{out}");
+    let client = RegistryClient::new(ClientOptions::default()).expect("client");
+    for (name, digest) in &want {
+        let r = clusterctl_airgap::ImageRef::parse(name).expect("ref");
+        let got = client
+            .head_manifest(&r.registry, &r.repository, r.tag.as_deref().expect("tag"))
+            .expect("head");
+        assert_eq!(
+            got.map(|d| d.to_string()).as_deref(),
+            Some(digest.as_str()),
+            "{name}"
+        );
+    }
+
+    // Again: nothing pushed, nothing changed.
+    let writes = mirror.count_requests("PUT", "/") + mirror.count_requests("POST", "/");
+    let before = bed.calls();
+    let r = bed.upgrade(&file);
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert!(
+        r.all().contains("already at v1.35.0; nothing changed") && !r.all().contains("pushed "),
+        "{}",
+        r.all()
+    );
+    assert_eq!(
+        mirror.count_requests("PUT", "/") + mirror.count_requests("POST", "/"),
+        writes
+    );
+    assert_eq!(before, bed.calls());
 }

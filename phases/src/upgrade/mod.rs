@@ -185,3 +185,28 @@ pub fn phase_names() -> Vec<&'static str> {
     v.insert(node_step, "upgrade/node");
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_names_in_order_with_the_air_gap_steps() {
+        assert_eq!(
+            phase_names(),
+            [
+                "upgrade/mirror",
+                "upgrade/kubeadm",
+                "upgrade/images",
+                "upgrade/etcd-snapshot",
+                "upgrade/drain",
+                "upgrade/apply",
+                "upgrade/node",
+                "upgrade/kubelet",
+                "upgrade/uncordon"
+            ]
+        );
+        let plain: Vec<&str> = prepare_phases(None).iter().map(|p| p.name).collect();
+        assert_eq!(plain, ["upgrade/kubeadm", "upgrade/etcd-snapshot"]);
+    }
+}
