@@ -261,6 +261,34 @@ pub fn import_bundle(
     bundle: &Path,
     opts: &ImportOptions,
 ) -> Result<(VerifiedBundle, ImportReport)> {
+    import_checked(bundle, opts, &|vb| check_expected(vb, opts))
+}
+
+/// As [`import_bundle`], for `cluster`: the bundle must have been made for its name and Kubernetes
+/// version ([`check_matches`]) and, unless `opts.mirror_prefix` sends the images elsewhere, every
+/// image must be bound for the cluster's registry mirror ([`check_mirror`]), so that an import never
+/// pushes to a registry the cluster file does not name. `opts.expect` is not used. Errors: as
+/// [`import_bundle`], and those checks (before any write).
+pub fn import_bundle_for_cluster(
+    bundle: &Path,
+    cluster: &ValidCluster,
+    opts: &ImportOptions,
+) -> Result<(VerifiedBundle, ImportReport)> {
+    import_checked(bundle, opts, &|vb| {
+        check_matches(vb, cluster)?;
+        match opts.mirror_prefix {
+            Some(_) => Ok(()),
+            None => check_mirror(vb, cluster),
+        }
+    })
+}
+
+/// [`import_bundle`] with `check` run on the verified bundle before anything is written.
+fn import_checked(
+    bundle: &Path,
+    opts: &ImportOptions,
+    check: &dyn Fn(&VerifiedBundle) -> Result<()>,
+) -> Result<(VerifiedBundle, ImportReport)> {
     let state_path = opts
         .state
         .clone()
@@ -276,7 +304,7 @@ pub fn import_bundle(
     if let Some(c) = cached {
         let (sums, ready) = with_prechecked(opts, &state, || sums_digest(bundle));
         if sums.ok().as_ref() == Some(&c.sums) {
-            check_expected(&c.bundle, opts)?;
+            check(&c.bundle)?;
             let (client, heads) = ready?;
             if all_served(&c.bundle, opts, &state, &heads)? {
                 let report = ImportReport {
@@ -294,7 +322,7 @@ pub fn import_bundle(
     };
     let vb = vb?;
     let (client, heads) = prepared?;
-    check_expected(&vb, opts)?;
+    check(&vb)?;
     let ropts = RegistryImportOptions {
         mirror_prefix: opts.mirror_prefix.clone(),
         jobs: opts.jobs.max(1),
@@ -347,4 +375,32 @@ pub fn check_matches(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> 
         });
     }
     Ok(())
+}
+
+/// Checks that every image of `vb` is bound for `cluster`'s registry mirror: its mirror reference
+/// lies under the mirror's prefix (`registry.mirror`). Errors: `Bundle` naming the first image bound
+/// elsewhere, or the cluster names no mirror (an import would push to the upstream registries).
+pub fn check_mirror(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> {
+    let bad = |reason: String| AirgapError::Bundle {
+        path: vb.path.clone(),
+        reason,
+    };
+    let Some(m) = cluster.mirror() else {
+        return Err(bad(
+            "the cluster file names no registry mirror (registry.mirror): nowhere to push; set one or give --mirror".into(),
+        ));
+    };
+    let prefix = format!("{}/", m.prefix.trim_end_matches('/'));
+    match vb
+        .manifest
+        .images
+        .iter()
+        .find(|i| !i.mirror.starts_with(&prefix))
+    {
+        Some(i) => Err(bad(format!(
+            "image {} is bound for {}, not for this cluster's mirror {} (made for another mirror? give --mirror to push there anyway)",
+            i.source, i.mirror, m.prefix
+        ))),
+        None => Ok(()),
+    }
 }

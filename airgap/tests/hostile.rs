@@ -11,7 +11,9 @@ mod common;
 use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput, PreparedFile};
 use clusterctl_airgap::pull::{pull_images, ImageRequest, PullOptions, PulledImage};
 use clusterctl_airgap::registry::{ClientOptions, EnvCredentials, RegistryClient};
-use clusterctl_airgap::run::{bundle_cluster, import_bundle, BundleOptions, ImportOptions};
+use clusterctl_airgap::run::{
+    bundle_cluster, import_bundle, import_bundle_for_cluster, BundleOptions, ImportOptions,
+};
 use clusterctl_airgap::store::BlobStore;
 use clusterctl_airgap::{AirgapError, Digest, ImageRef};
 use clusterctl_testbed::registry::Registry;
@@ -340,10 +342,16 @@ fn consistent_but_lying_bundles_are_refused_before_any_write() {
     assert_eq!(report.images_pushed, 3);
 }
 
-/// A cluster file whose images come from a registry that refuses connections, with one package.
-fn cluster_file(dir: &Path) -> clusterctl_spec::ValidCluster {
+/// A cluster file named `hostile` (v1.34.1) with registry mirror `mirror` (none when empty) and one
+/// package.
+fn cluster_file(dir: &Path, mirror: &str) -> clusterctl_spec::ValidCluster {
     std::fs::write(dir.join("tool"), "#!/bin/sh\necho tool\n").expect("package");
-    let text = "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: hostile}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  networking: {podSubnet: 10.244.0.0/16, serviceSubnet: 10.96.0.0/16, cni: {plugin: none}}\n  ssh: {user: root, keyFile: /nonexistent/key, port: 22, hostKeyPolicy: strict}\n  registry: {mirror: \"127.0.0.1:1/site\"}\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: tool, osFamily: any, arch: amd64, path: tool}\n  nodes:\n    - {name: cp1, role: control-plane, address: 10.88.0.11}\n";
+    let text = "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: hostile}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  networking: {podSubnet: 10.244.0.0/16, serviceSubnet: 10.96.0.0/16, cni: {plugin: none}}\n  ssh: {user: root, keyFile: /nonexistent/key, port: 22, hostKeyPolicy: strict}\n  {mirror}airgap:\n    bundle: site.tar\n    packages:\n      - {name: tool, osFamily: any, arch: amd64, path: tool}\n  nodes:\n    - {name: cp1, role: control-plane, address: 10.88.0.11}\n";
+    let mirror = match mirror {
+        "" => String::new(),
+        m => format!("registry: {{mirror: \"{m}\"}}\n  "),
+    };
+    let text = text.replace("{mirror}", &mirror);
     let file = dir.join("cluster.yaml");
     std::fs::write(&file, text).expect("cluster file");
     let loaded = clusterctl_spec::load(&file).expect("load");
@@ -356,7 +364,7 @@ fn cluster_file(dir: &Path) -> clusterctl_spec::ValidCluster {
 #[test]
 fn bundle_and_import_never_overwrite_an_input() {
     let work = scratch("cc-airgap-inputs-");
-    let cluster = cluster_file(work.path());
+    let cluster = cluster_file(work.path(), "127.0.0.1:1/site");
     let run = |out: &Path| {
         let mut opts = BundleOptions {
             out: out.to_path_buf(),
@@ -707,4 +715,56 @@ fn a_lying_registry_cannot_panic_exhaust_or_poison_the_cache() {
     .expect_err("nobody listens")
     .to_string();
     assert!(err.contains(&dead_addr), "{err}");
+}
+
+#[test]
+fn an_import_pushes_only_to_the_mirror_the_cluster_file_names() {
+    if !require("docker-registry", clusterctl_testbed::registry::available()) {
+        return;
+    }
+    let reg = Registry::start().expect("registry");
+    let work = scratch("cc-airgap-mirror-");
+    // A bundle made for the same cluster name and version, but bound for `reg`.
+    let good = good_bundle(work.path());
+    let bound = work.path().join("bound.tar");
+    consistent(
+        &bound,
+        &edit_manifest(&entries(&good), |v| {
+            for (i, img) in v["images"]
+                .as_array_mut()
+                .expect("images")
+                .iter_mut()
+                .enumerate()
+            {
+                img["mirror"] = serde_json::json!(format!("{}/site/hostile/h{i}:v1", reg.addr()));
+            }
+        }),
+    );
+    let opts = |prefix: Option<String>| ImportOptions {
+        mirror_prefix: prefix,
+        state: Some(work.path().join("state.json")),
+        ..Default::default()
+    };
+    // The site's cluster file names another mirror, or none: nothing is pushed to `reg`.
+    for (mirror, must_name) in [
+        ("127.0.0.1:1/site", "127.0.0.1:1/site"),
+        ("", "registry.mirror"),
+    ] {
+        let cluster = cluster_file(work.path(), mirror);
+        let err = import_bundle_for_cluster(&bound, &cluster, &opts(None))
+            .expect_err("bound for another mirror")
+            .to_string();
+        assert!(err.contains(must_name), "{err}");
+        assert!(mirror.is_empty() || err.contains(reg.addr()), "{err}");
+        assert_eq!(writes(&reg), 0, "{err}");
+    }
+    // Its own mirror, or an explicit --mirror, is pushed to.
+    let cluster = cluster_file(work.path(), &format!("{}/site", reg.addr()));
+    let (_, r) = import_bundle_for_cluster(&bound, &cluster, &opts(None)).expect("own mirror");
+    assert_eq!(r.images_pushed, 3);
+    let other = cluster_file(work.path(), "127.0.0.1:1/site");
+    let (_, r) =
+        import_bundle_for_cluster(&bound, &other, &opts(Some(format!("{}/moved", reg.addr()))))
+            .expect("--mirror");
+    assert_eq!(r.images_pushed, 3);
 }
