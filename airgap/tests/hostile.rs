@@ -264,6 +264,20 @@ fn consistent_but_lying_bundles_are_refused_before_any_write() {
     consistent(&t("sha512.tar"), &extra);
     refused(&reg, &t("sha512.tar"), Some("p4"), "oci/blobs/sha512/");
 
+    // A package name that would leave `/usr/local/bin/` on the nodes.
+    consistent(
+        &t("pkg-name.tar"),
+        &edit_manifest(&list, |v| {
+            v["packages"][0]["name"] = serde_json::json!("../../etc/cron.d/evil")
+        }),
+    );
+    refused(
+        &reg,
+        &t("pkg-name.tar"),
+        Some("p4"),
+        "../../etc/cron.d/evil",
+    );
+
     // A gzip-wrapped bundle is named as such; random bytes are not echoed.
     let gz = std::process::Command::new("gzip")
         .arg("-kc")

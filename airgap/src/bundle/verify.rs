@@ -92,6 +92,14 @@ fn compression(path: &Path) -> Option<&'static str> {
     .map(|(_, name)| name)
 }
 
+/// True for a plain file name: 1 to 255 of `[A-Za-z0-9._+-]`, not starting with `.` or `-`.
+fn plain_name(n: &str) -> bool {
+    (1..=255).contains(&n.len())
+        && !n.starts_with(['.', '-'])
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-'))
+}
+
 /// Blob path for `d` inside the bundle.
 pub fn blob_entry(d: &Digest) -> String {
     format!("{OCI_DIR}/blobs/sha256/{}", d.hex())
@@ -295,6 +303,16 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
     .map_err(|e| refuse(&index_name, e.to_string()))?;
     check_images(&manifest)?;
     for f in manifest.packages.iter().chain(manifest.binaries.iter()) {
+        // The name becomes a file name on the nodes (`/usr/local/bin/<name>`).
+        if !plain_name(&f.name) {
+            return Err(refuse(
+                MANIFEST_ENTRY,
+                format!(
+                    "{}: name {:?} is not a plain file name ([A-Za-z0-9._+-], not starting with `.` or `-`)",
+                    f.path, f.name
+                ),
+            ));
+        }
         match entries.get(&f.path) {
             Some(loc) if loc.digest == f.sha256 && loc.size == f.size => {}
             Some(_) => return Err(refuse(&f.path, "differs from manifest.json")),
