@@ -7,13 +7,15 @@
 //! second `docker-registry` on loopback serving HTTPS with a certificate of a CA made by the test
 //! (`TestCa`), named in the file with `caFile`. Checks: a bundle with one flipped byte in a blob is
 //! refused by `airgap/verify` before anything is pushed (the mirror receives no write, holds no blob);
-//! `up` runs `airgap/mirror` once, on this machine, after the runtime phase and before `kubeadm init`,
+//! `up --dry-run` plans the push and writes nothing; `up` runs `airgap/mirror` once, on this machine, after the runtime phase and before `kubeadm init`,
 //! and pushes every image of the bundle; every pull reference of `airgap images -o json` is then
 //! served by the mirror (`HEAD` and `GET`, read with the test bed's own TLS client) with the bundle's
 //! manifest digest; there is no `airgap/images` phase and no image in the nodes' containerd; each
 //! node's containerd `certs.d` (the mirror's own `hosts.toml` with the CA path, the upstream
 //! registries' `hosts.toml` pointing at the mirror, the CA) is byte for byte what `clusterctl render`
-//! renders; a second `up` pushes no image and sends the mirror no write.
+//! renders, and containerd's sandbox image and kubeadm's `imageRepository` are on the mirror; a second
+//! `up` pushes no image and sends the mirror no write. A second, ignored test shows a bug: a bundle
+//! written while the file named another mirror is pushed to that one, not the file's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -252,6 +254,18 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
     }
     std::fs::write(&bundle, &good).expect("restore");
 
+    // A dry run plans the push and sends the mirror nothing.
+    let dry = up(&["--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.all());
+    assert!(
+        dry.stdout
+            .contains(&format!("push {} image(s) of ", want.len())),
+        "{}",
+        dry.all()
+    );
+    assert_eq!(mirror.write_requests(), 0, "{}", mirror.log());
+    assert!(!record.exists(), "import record written by a dry run");
+
     // `up` from the bundle with the mirror.
     let r = up(&["-v"]);
     assert_eq!(r.code, 0, "{}", r.all());
@@ -353,6 +367,10 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
         .expect("render");
     assert_eq!(rr.code, 0, "{}", rr.all());
     let host = mirror.addr();
+    let pause = pulls
+        .iter()
+        .find(|p| p.contains("/pause:"))
+        .expect("a pause image");
     let ca_path = format!("{CERTS_D}/{host}/ca.crt");
     for n in nodes {
         let local = rendered.join(&n.name).join(CERTS_D.trim_start_matches('/'));
@@ -385,11 +403,32 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
             );
         }
         assert_eq!(sh(n, &format!("cat '{ca_path}'")), ca.ca_pem.trim_end());
+        let config = sh(n, "cat /etc/containerd/config.toml");
         assert!(
-            sh(n, "cat /etc/containerd/config.toml")
-                .contains(&format!("config_path = \"{CERTS_D}\"")),
-            "{}",
+            config.contains(&format!("config_path = \"{CERTS_D}\""))
+                && config.contains(&format!("\"{pause}\"")),
+            "{}: sandbox image {pause} and config_path {CERTS_D} in:\n{config}",
             n.name
+        );
+    }
+
+    // kubeadm is told to pull from the mirror (every config the stand-in received).
+    let repos = sh(
+        &nodes[0],
+        "grep -h 'imageRepository:' /var/log/clusterctl-standin/*-kubeadm.yaml",
+    );
+    assert!(!repos.is_empty(), "no kubeadm config with imageRepository");
+    let values: Vec<&str> = repos
+        .lines()
+        .filter_map(|l| l.split_once("imageRepository:"))
+        .map(|(_, v)| v.trim().trim_matches('"'))
+        .collect();
+    assert!(values.contains(&prefix.as_str()), "{repos}");
+    for v in &values {
+        // CoreDNS's own imageRepository is `<mirror>/coredns`.
+        assert!(
+            *v == prefix || v.starts_with(&format!("{prefix}/")),
+            "{repos}"
         );
     }
 
