@@ -7,10 +7,10 @@
 //! second `docker-registry` on loopback serving HTTPS with a certificate of a CA made by the test
 //! (`TestCa`), named in the file with `caFile`. Checks: a bundle with one flipped byte in a blob is
 //! refused by `airgap/verify` before anything is pushed (the mirror receives no write, holds no blob);
-//! `up --dry-run` plans the push and writes nothing; `up` runs `airgap/mirror` once, on this machine, after the runtime phase and before `kubeadm init`,
-//! and pushes every image of the bundle; every pull reference of `airgap images -o json` is then
-//! served by the mirror (`HEAD` and `GET`, read with the test bed's own TLS client) with the bundle's
-//! manifest digest; there is no `airgap/images` phase and no image in the nodes' containerd; each
+//! `up --dry-run` plans the push and writes nothing; `up` runs `airgap/mirror` once, on this machine,
+//! after the runtime phase and before `kubeadm init`, and pushes every image of the bundle; every pull
+//! reference of `airgap images -o json` is then served by the mirror (`HEAD` and `GET`, read with
+//! the test bed's own TLS client) with the bundle's manifest digest; there is no `airgap/images` phase and no image in the nodes' containerd; each
 //! node's containerd `certs.d` (the mirror's own `hosts.toml` with the CA path, the upstream
 //! registries' `hosts.toml` pointing at the mirror, the CA) is byte for byte what `clusterctl render`
 //! renders, and containerd's sandbox image and kubeadm's `imageRepository` are on the mirror; a second
