@@ -264,6 +264,17 @@ fn consistent_but_lying_bundles_are_refused_before_any_write() {
     consistent(&t("sha512.tar"), &extra);
     refused(&reg, &t("sha512.tar"), Some("p4"), "oci/blobs/sha512/");
 
+    // A mirror reference pinning another digest than the one carried.
+    consistent(
+        &t("pin.tar"),
+        &edit_manifest(&list, |v| {
+            local(v);
+            v["images"][0]["mirror"] =
+                serde_json::json!(format!("{}@sha256:{}", mirror_of(0), "e".repeat(64)));
+        }),
+    );
+    refused(&reg, &t("pin.tar"), None, "pins another digest");
+
     // A package name that would leave `/usr/local/bin/` on the nodes.
     consistent(
         &t("pkg-name.tar"),

@@ -371,8 +371,18 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
 fn check_images(manifest: &BundleManifest) -> Result<()> {
     let mut seen: BTreeMap<&str, &Digest> = BTreeMap::new();
     for img in &manifest.images {
-        for r in [&img.source, &img.mirror] {
-            ImageRef::parse(r).map_err(|e| refuse(MANIFEST_ENTRY, e.to_string()))?;
+        // A reference that pins a digest must pin the one carried (the mirror) or served (the source).
+        for (r, want) in [
+            (&img.source, &img.source_digest),
+            (&img.mirror, &img.digest),
+        ] {
+            let parsed = ImageRef::parse(r).map_err(|e| refuse(MANIFEST_ENTRY, e.to_string()))?;
+            if parsed.digest.as_ref().is_some_and(|d| d != want) {
+                return Err(refuse(
+                    MANIFEST_ENTRY,
+                    format!("{r} pins another digest than the {want} listed for it"),
+                ));
+            }
         }
         if !is_index(&img.media_type) && !is_manifest(&img.media_type) {
             return Err(refuse(

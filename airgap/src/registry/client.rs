@@ -72,9 +72,17 @@ pub struct RegistryClient {
     tokens: Mutex<HashMap<String, String>>,
 }
 
+/// True for `localhost` and loopback addresses (`127.0.0.0/8`, `[::1]`), with or without a port;
+/// a name that merely starts with `127.` (`127.example.com`) is not.
 fn is_loopback(host: &str) -> bool {
-    let h = host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host);
-    h == "localhost" || h.starts_with("127.") || h == "[::1]"
+    let h = match host.rsplit_once(':') {
+        Some((h, port)) if !h.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => host,
+    };
+    let h = h.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost"
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn transport_err(url: &str, e: impl std::fmt::Display) -> AirgapError {
@@ -662,5 +670,34 @@ impl RegistryClient {
         tmp.persist(dest)
             .map_err(|e| AirgapError::io(dest, e.error))?;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn only_loopback_addresses_are_spoken_to_in_plain_http() {
+        for h in [
+            "127.0.0.1:5000",
+            "127.8.9.10",
+            "localhost:5000",
+            "localhost",
+            "[::1]:5000",
+            "[::1]",
+        ] {
+            assert!(is_loopback(h), "{h}");
+        }
+        for h in [
+            "127.example.com:5000",
+            "127.0.0.1.nip.io",
+            "localhost.example.com",
+            "10.0.0.1:5000",
+            "harbor.example.com",
+            "[::2]:5000",
+        ] {
+            assert!(!is_loopback(h), "{h}");
+        }
     }
 }
