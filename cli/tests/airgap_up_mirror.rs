@@ -1,21 +1,23 @@
 //! `clusterctl up` from an air-gap bundle when the cluster file also sets `registry.mirror`: the
-//! images go to the mirror once, from this machine (`airgap/mirror`), never into the nodes' runtimes.
-//! Two systemd node containers (a control plane and a worker, reached over SSH, no default route) run
-//! the recording kubeadm/kubelet/kubectl stand-ins of `tests/standins/`. Every image the cluster needs
-//! is built here from random bytes and served by a loopback `docker-registry` under its upstream
-//! repository path; the bundle is written from it (library call, registry override). The mirror is a
-//! second `docker-registry` on loopback serving HTTPS with a certificate of a CA made by the test
-//! (`TestCa`), named in the file with `caFile`. Checks: a bundle with one flipped byte in a blob is
-//! refused by `airgap/verify` before anything is pushed (the mirror receives no write, holds no blob);
-//! `up --dry-run` plans the push and writes nothing; `up` runs `airgap/mirror` once, on this machine,
-//! after the runtime phase and before `kubeadm init`, and pushes every image of the bundle; every pull
-//! reference of `airgap images -o json` is then served by the mirror (`HEAD` and `GET`, read with
-//! the test bed's own TLS client) with the bundle's manifest digest; there is no `airgap/images` phase and no image in the nodes' containerd; each
-//! node's containerd `certs.d` (the mirror's own `hosts.toml` with the CA path, the upstream
-//! registries' `hosts.toml` pointing at the mirror, the CA) is byte for byte what `clusterctl render`
-//! renders, and containerd's sandbox image and kubeadm's `imageRepository` are on the mirror; a second
-//! `up` pushes no image and sends the mirror no write. A second, ignored test shows a bug: a bundle
-//! written while the file named another mirror is pushed to that one, not the file's.
+//! images go to the mirror once, from this machine (`airgap/mirror`), never into the nodes'
+//! runtimes. Two systemd node containers (a control plane and a worker, reached over SSH, no
+//! default route) run the recording kubeadm/kubelet/kubectl stand-ins of `tests/standins/`. Every
+//! image the cluster needs is built here from random bytes and served by a loopback
+//! `docker-registry` under its upstream repository path; the bundle is written from it (library
+//! call, registry override). The mirror is a second `docker-registry` on loopback serving HTTPS
+//! with a certificate of a CA made by the test (`TestCa`), named in the file with `caFile`. Checks:
+//! a bundle with one flipped byte in a blob is refused by `airgap/verify` before anything is pushed
+//! (the mirror receives no write, holds no blob); `up --dry-run` plans the push and writes nothing;
+//! `up` runs `airgap/mirror` once, on this machine, after the runtime phase and before `kubeadm
+//! init`, and pushes every image of the bundle; every pull reference of `airgap images -o json` is
+//! then served by the mirror (`HEAD` and `GET`, read with the test bed's own TLS client) with the
+//! bundle's manifest digest; there is no `airgap/images` phase and no image in the nodes'
+//! containerd; each node's containerd `certs.d` (the mirror's own `hosts.toml` with the CA path,
+//! the upstream registries' `hosts.toml` pointing at the mirror, the CA) is byte for byte what
+//! `clusterctl render` renders, and containerd's sandbox image and kubeadm's `imageRepository` are
+//! on the mirror; a second `up` pushes no image and sends the mirror no write. A second, ignored
+//! test shows a bug: a bundle written while the file named another mirror is pushed to that one,
+//! not the file's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
