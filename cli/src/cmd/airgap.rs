@@ -5,7 +5,8 @@
 
 use clusterctl_airgap::registry::ClientOptions;
 use clusterctl_airgap::run::{
-    bundle_cluster, check_matches, client_options, import_bundle, BundleOptions, ImportOptions,
+    bundle_cluster, check_matches, client_options, import_bundle_for_cluster, BundleOptions,
+    ImportOptions,
 };
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -89,11 +90,24 @@ pub fn for_up(
 ) -> Option<clusterctl_phases::up::airgap::AirgapUp> {
     let a = cluster.spec().airgap.as_ref()?;
     let base = file.and_then(Path::parent).unwrap_or(Path::new(""));
-    let mirror = cluster.mirror().map(|_| client_options(cluster));
+    let mirror = mirror_push(cluster);
     Some(
         clusterctl_phases::up::airgap::AirgapUp::new(base.join(&a.bundle), mirror)
             .with_node_images(role_images(cluster)),
     )
+}
+
+/// Where `up` and `upgrade` push a bundle's images: the file's registry mirror (prefix, CA,
+/// credential variable names), `None` without one.
+pub fn mirror_push(
+    cluster: &clusterctl_spec::ValidCluster,
+) -> Option<clusterctl_phases::up::airgap::MirrorPush> {
+    cluster
+        .mirror_prefix()
+        .map(|prefix| clusterctl_phases::up::airgap::MirrorPush {
+            client: client_options(cluster),
+            prefix: prefix.to_string(),
+        })
 }
 
 /// The upstream references of the images each role needs at the file's `kubernetesVersion`
@@ -242,7 +256,7 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
                 jobs: jobs.max(1),
                 expect: Some((cluster.name().to_string(), cluster.version_info().tag())),
             };
-            let (vb, r) = import_bundle(&bundle, &opts).map_err(fail)?;
+            let (vb, r) = import_bundle_for_cluster(&bundle, &cluster, &opts).map_err(fail)?;
             eprintln!(
                 "{}: {} images pushed, {} already there; blobs: {} uploaded ({} bytes), {} mounted, {} present",
                 vb.path.display(),

@@ -410,10 +410,10 @@ fn airgap_bundle(
     );
     let wanted = super::airgap::role_images(cluster);
     let (control_plane, worker) = check_bundle(&vb.manifest, &path, cluster.name(), to, &wanted)?;
-    let images = if cluster.mirror().is_some() {
+    let images = if let Some(mirror) = super::airgap::mirror_push(cluster) {
         UpgradeImages::Mirror {
             bundle: vb.clone(),
-            client: clusterctl_airgap::run::client_options(cluster),
+            mirror,
             record: clusterctl_airgap::import::ImportState::default_path(&path),
         }
     } else {

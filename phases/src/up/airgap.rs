@@ -37,15 +37,26 @@ pub const REMOTE_DIR: &str = "/var/lib/clusterctl/airgap";
 pub struct AirgapUp {
     /// The bundle file (`airgap.bundle`, resolved against the cluster file's directory).
     pub bundle: PathBuf,
-    /// `Some` when a registry mirror is set: images are pushed there (with these client options:
-    /// the mirror's CA, credential variable names) instead of into each node's runtime.
-    pub mirror: Option<ClientOptions>,
+    /// `Some` when a registry mirror is set: images are pushed there instead of into each node's
+    /// runtime.
+    pub mirror: Option<MirrorPush>,
     /// The import record for mirror pushes; default `<bundle>.imported.json`.
     pub record: PathBuf,
     /// The upstream references each role needs at the current version (from
     /// `clusterctl_airgap::plan::node_images`); `None`: every image of the bundle on every node.
     pub node_images: Option<RoleImages>,
     verified: Arc<OnceLock<Arc<VerifiedBundle>>>,
+}
+
+/// Where the bundle's images are pushed when the cluster file names a registry mirror.
+#[derive(Debug, Clone)]
+pub struct MirrorPush {
+    /// Client options: the mirror's CA, the names of its credential variables.
+    pub client: ClientOptions,
+    /// The file's mirror prefix (`registry.mirror`, `host[:port][/path]`): every image is pushed
+    /// under it (its upstream repository path kept), whatever mirror the bundle recorded when it was
+    /// written, since that is where the nodes pull from.
+    pub prefix: String,
 }
 
 /// The upstream image references (as `clusterctl airgap images` lists them) a node needs, per role.
@@ -97,7 +108,7 @@ impl std::fmt::Debug for AirgapUp {
 
 impl AirgapUp {
     /// Settings for `bundle`; `mirror` as in [`AirgapUp::mirror`].
-    pub fn new(bundle: PathBuf, mirror: Option<ClientOptions>) -> Self {
+    pub fn new(bundle: PathBuf, mirror: Option<MirrorPush>) -> Self {
         let record = clusterctl_airgap::import::ImportState::default_path(&bundle);
         AirgapUp {
             bundle,
@@ -468,23 +479,23 @@ pub fn mirror(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(a) = &data.spec.airgap else {
         return Ok(());
     };
-    let Some(client) = &a.mirror else {
+    let Some(m) = &a.mirror else {
         return Ok(());
     };
     let Some(vb) = bundle_of(ctx, data)? else {
         ctx.info("push the bundle's images to the mirror (once it is written and verified)");
         return Ok(());
     };
-    push_to_mirror(ctx, vb, client, &a.record)
+    push_to_mirror(ctx, vb, m, &a.record)
 }
 
-/// Pushes every image of `vb` to the registry mirror with `client` (blobs the registry has are
-/// skipped; images the import record `record` lists and the registry serves with the same digest
+/// Pushes every image of `vb` to the registry mirror `m`, under its prefix (blobs the registry has
+/// are skipped; images the import record `record` lists and the registry serves with the same digest
 /// cost one `HEAD`). A dry run only plans it. Errors: the first push error, naming the image.
 pub fn push_to_mirror(
     ctx: &mut NodeCtx,
     vb: &VerifiedBundle,
-    client: &ClientOptions,
+    m: &MirrorPush,
     record: &Path,
 ) -> Result<(), PhaseError> {
     if ctx.mode.dry_run {
@@ -493,16 +504,18 @@ pub fn push_to_mirror(
             ctx,
             PlanKind::Local,
             format!(
-                "push {} image(s) of {} to the mirror (skipping what {} records and the mirror serves)",
+                "push {} image(s) of {} to the mirror {} (skipping what {} records and the mirror serves)",
                 vb.manifest.images.len(),
                 vb.path.display(),
+                m.prefix,
                 record.display()
             ),
         );
         return Ok(());
     }
     let opts = clusterctl_airgap::run::ImportOptions {
-        client: client.clone(),
+        client: m.client.clone(),
+        mirror_prefix: Some(m.prefix.clone()),
         state: Some(record.to_path_buf()),
         jobs: 4,
         ..Default::default()

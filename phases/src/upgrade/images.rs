@@ -11,14 +11,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clusterctl_airgap::bundle::{BundleImage, BundleManifest, VerifiedBundle};
-use clusterctl_airgap::registry::ClientOptions;
 use semver::Version;
 
 use super::UpgradeData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::model::{NodeInfo, RuntimeKind};
-use crate::up::airgap::{ensure_images, image_digests, push_to_mirror, RoleImages};
+use crate::up::airgap::{ensure_images, image_digests, push_to_mirror, MirrorPush, RoleImages};
 
 /// Where the images of the target version come from during an air-gapped upgrade.
 #[derive(Clone)]
@@ -38,8 +37,8 @@ pub enum UpgradeImages {
     Mirror {
         /// The verified bundle.
         bundle: Arc<VerifiedBundle>,
-        /// The mirror's client options (CA, credential variable names).
-        client: ClientOptions,
+        /// The file's mirror and its client options.
+        mirror: MirrorPush,
         /// The import record, `<bundle>.imported.json`.
         record: PathBuf,
     },
@@ -130,13 +129,13 @@ pub fn images(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
 pub fn mirror(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     let Some(UpgradeImages::Mirror {
         bundle,
-        client,
+        mirror,
         record,
     }) = &data.images
     else {
         return Ok(());
     };
-    push_to_mirror(ctx, bundle, client, record)
+    push_to_mirror(ctx, bundle, mirror, record)
 }
 
 #[cfg(test)]
