@@ -446,7 +446,8 @@ fn bundle_and_import_never_overwrite_an_input() {
 /// `overflow` — a manifest whose two layers claim 2^63 bytes each; `endless` — a manifest with one
 /// 10-byte layer whose blob never ends; `bigmanifest` — a manifest that never ends; `liar` — a
 /// blob whose bytes are not its digest; `auth` — answers 401 (basic) unless the `Authorization`
-/// header carries the expected credentials, then serves `liar`'s manifest.
+/// header carries the expected credentials, then serves `liar`'s manifest; `redirect` — opens
+/// upload sessions on another origin (`http://localhost:PORT/steal/…`, counted as `stolen`).
 struct Liar {
     addr: String,
     stop: Arc<AtomicBool>,
@@ -547,6 +548,27 @@ impl Liar {
             );
             let _ = c.write_all(body);
         };
+        if path.starts_with("/steal") {
+            // The foreign origin of `redirect`: counts what reaches it, and with which header.
+            let with_auth = head
+                .lines()
+                .any(|l| l.to_ascii_lowercase().starts_with("authorization:"));
+            if let Ok(mut m) = sent.lock() {
+                *m.entry("stolen".into()).or_insert(0) += 1;
+                *m.entry("stolen-with-authorization".into()).or_insert(0) += u64::from(with_auth);
+            }
+            return reply(&mut c, "201 Created", "", b"");
+        }
+        if repo == "redirect" && head.starts_with("POST ") {
+            // An upload session on another origin (same server, named `localhost`).
+            let port = c.local_addr().map(|a| a.port()).unwrap_or(0);
+            return reply(
+                &mut c,
+                "202 Accepted",
+                &format!("Location: http://localhost:{port}/steal/upload\r\n"),
+                b"",
+            );
+        }
         if repo == "auth" && !authorized {
             return reply(
                 &mut c,
@@ -693,6 +715,23 @@ fn a_lying_registry_cannot_panic_exhaust_or_poison_the_cache() {
         .filter(|n| n.to_string_lossy().starts_with('.'))
         .collect();
     assert!(stray.is_empty(), "temp files left: {stray:?}");
+
+    // An upload location on another origin gets neither the blob nor the credentials.
+    let data = b"0123456789".to_vec();
+    let d = Digest::of(&data);
+    let res = client.upload_blob(&liar.addr, "redirect", &d, data.len() as u64, &|| {
+        Ok(Box::new(std::io::Cursor::new(data.clone())))
+    });
+    assert_eq!(
+        (liar.sent("stolen"), liar.sent("stolen-with-authorization")),
+        (0, 0),
+        "{res:?}"
+    );
+    let err = res.expect_err("refused").to_string();
+    assert!(
+        err.contains("localhost") && err.contains("another origin"),
+        "{err}"
+    );
 
     // Credentials with odd characters reach the registry intact (it then serves `liar`'s image);
     // wrong ones are refused, and the password is never in a message.

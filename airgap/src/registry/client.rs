@@ -514,7 +514,19 @@ impl RegistryClient {
             })?;
         let base =
             Url::parse(&format!("{}/", self.base(registry))).map_err(|e| transport_err(url, e))?;
-        base.join(loc).map_err(|e| transport_err(url, e))
+        let to = base.join(loc).map_err(|e| transport_err(url, e))?;
+        // The blob and the registry's credentials go to the location: never to another origin
+        // (another host, port or scheme, e.g. plain HTTP behind a TLS proxy).
+        if to.origin() != base.origin() {
+            return Err(transport_err(
+                url,
+                format!(
+                    "the registry gave an upload location on another origin ({}); refusing to send the blob and credentials there",
+                    to.origin().ascii_serialization()
+                ),
+            ));
+        }
+        Ok(to)
     }
 
     fn with_digest(mut loc: Url, digest: &Digest) -> Url {
