@@ -108,7 +108,15 @@ fn check_state_path(path: &Path) -> Result<()> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    tempfile::NamedTempFile::new_in(dir).map_err(|e| AirgapError::io(dir, e))?;
+    tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+        AirgapError::io(
+            path,
+            std::io::Error::new(
+                e.kind(),
+                format!("the import record cannot be written there ({e}); give --state with a writable path (e.g. when the bundle is on read-only media)"),
+            ),
+        )
+    })?;
     Ok(())
 }
 
