@@ -15,9 +15,10 @@
 //! containerd; each node's containerd `certs.d` (the mirror's own `hosts.toml` with the CA path,
 //! the upstream registries' `hosts.toml` pointing at the mirror, the CA) is byte for byte what
 //! `clusterctl render` renders, and containerd's sandbox image and kubeadm's `imageRepository` are
-//! on the mirror; a second `up` pushes no image and sends the mirror no write. A second, ignored
-//! test shows a bug: a bundle written while the file named another mirror is pushed to that one,
-//! not the file's.
+//! on the mirror; a second `up` pushes no image and sends the mirror no write; after the mirror
+//! lost one image (its tag removed from storage) a third `up` pushes exactly that one again,
+//! uploading no blob. A second, ignored test shows a bug: a bundle written while the file named
+//! another mirror is pushed to that one, not the file's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -456,6 +457,39 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
     for n in nodes {
         assert!(images_in(n).is_empty(), "{}", n.name);
     }
+
+    // The mirror lost one image (its tag removed from the registry's storage) although the import
+    // record lists it: the next `up` asks the mirror, pushes exactly that image again, and uploads no
+    // blob (the registry still holds them).
+    let lost = want.keys().next().expect("an image");
+    let lr = ImageRef::parse(lost).expect("ref");
+    let ltag = lr.tag.as_deref().expect("tag");
+    let tag_dir = mirror.storage().join(format!(
+        "docker/registry/v2/repositories/{}/_manifests/tags/{ltag}",
+        lr.repository
+    ));
+    std::fs::remove_dir_all(&tag_dir).expect("remove the tag");
+    let gone = mirror
+        .manifest("HEAD", &lr.repository, ltag, Some(&ca))
+        .expect("HEAD");
+    assert_eq!(gone.status, 404, "{lost} still served");
+    let uploads = mirror.count_requests("PUT", "/blobs/uploads/");
+    let third = up(&["-v"]);
+    assert_eq!(third.code, 0, "{}", third.all());
+    let o = third.all();
+    line_of(
+        &o,
+        &["[local] airgap/mirror: pushed 1 image(s) to the mirror (0 blobs"],
+    );
+    assert_eq!(mirror.count_requests("PUT", "/blobs/uploads/"), uploads);
+    let back = mirror
+        .manifest("HEAD", &lr.repository, ltag, Some(&ca))
+        .expect("HEAD");
+    assert_eq!(
+        (back.status, back.digest.as_ref()),
+        (200, want.get(lost)),
+        "{lost}"
+    );
 }
 
 /// A bundle written while the cluster file named another mirror (or none): the nodes pull from the
