@@ -266,14 +266,22 @@ fn node_files(vb: &VerifiedBundle, data: &UpData, node: &str) -> Vec<NodeFile> {
     )
 }
 
-/// Digest material of `airgap/packages`: each file's node path, mode and sha256.
+/// Digest material of `airgap/packages`: each file's node path, mode and sha256, plus `extractTo` for
+/// archives unpacked on the node (a new directory must unpack again).
 pub fn package_inputs(data: &UpData, node: &NodeInfo) -> String {
     let Some(vb) = data.spec.airgap.as_ref().and_then(|a| a.verified.get()) else {
         return String::new();
     };
     node_files(vb, data, &node.name)
         .iter()
-        .map(|f| format!("{} {:o} {}\n", f.remote, f.mode, f.file.sha256))
+        .map(|f| match &f.file.extract_to {
+            // Unchanged without extractTo, so records written before the field keep matching.
+            None => format!("{} {:o} {}\n", f.remote, f.mode, f.file.sha256),
+            Some(d) => format!(
+                "{} {:o} {} extractTo={d}\n",
+                f.remote, f.mode, f.file.sha256
+            ),
+        })
         .collect()
 }
 
