@@ -273,22 +273,25 @@ pub fn import_bundle(
 }
 
 /// As [`import_bundle`], for `cluster`: the bundle must have been made for its name and Kubernetes
-/// version ([`check_matches`]) and, unless `opts.mirror_prefix` sends the images elsewhere, every
-/// image must be bound for the cluster's registry mirror ([`check_mirror`]), so that an import never
-/// pushes to a registry the cluster file does not name. `opts.expect` is not used. Errors: as
-/// [`import_bundle`], and those checks (before any write).
+/// version ([`check_matches`]), and the images go to the cluster file's registry mirror — under
+/// `opts.mirror_prefix` when given, else under `registry.mirror`'s prefix (the references nodes pull,
+/// whatever mirror the bundle recorded when it was made) — never to a registry the file does not
+/// name. `opts.expect` is not used. Errors: as [`import_bundle`]; the file names no mirror and none
+/// is given (nowhere to push); a bundle for another cluster (before any write).
 pub fn import_bundle_for_cluster(
     bundle: &Path,
     cluster: &ValidCluster,
     opts: &ImportOptions,
 ) -> Result<(VerifiedBundle, ImportReport)> {
-    import_checked(bundle, opts, &|vb| {
-        check_matches(vb, cluster)?;
-        match opts.mirror_prefix {
-            Some(_) => Ok(()),
-            None => check_mirror(vb, cluster),
-        }
-    })
+    let mut opts = opts.clone();
+    if opts.mirror_prefix.is_none() {
+        let prefix = cluster.mirror_prefix().ok_or_else(|| AirgapError::Bundle {
+            path: bundle.to_path_buf(),
+            reason: "the cluster file names no registry mirror (registry.mirror): nowhere to push; set one or give --mirror".into(),
+        })?;
+        opts.mirror_prefix = Some(prefix.to_string());
+    }
+    import_checked(bundle, &opts, &|vb| check_matches(vb, cluster))
 }
 
 /// [`import_bundle`] with `check` run on the verified bundle before anything is written.
@@ -383,32 +386,4 @@ pub fn check_matches(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> 
         });
     }
     Ok(())
-}
-
-/// Checks that every image of `vb` is bound for `cluster`'s registry mirror: its mirror reference
-/// lies under the mirror's prefix (`registry.mirror`). Errors: `Bundle` naming the first image bound
-/// elsewhere, or the cluster names no mirror (an import would push to the upstream registries).
-pub fn check_mirror(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> {
-    let bad = |reason: String| AirgapError::Bundle {
-        path: vb.path.clone(),
-        reason,
-    };
-    let Some(m) = cluster.mirror() else {
-        return Err(bad(
-            "the cluster file names no registry mirror (registry.mirror): nowhere to push; set one or give --mirror".into(),
-        ));
-    };
-    let prefix = format!("{}/", m.prefix.trim_end_matches('/'));
-    match vb
-        .manifest
-        .images
-        .iter()
-        .find(|i| !i.mirror.starts_with(&prefix))
-    {
-        Some(i) => Err(bad(format!(
-            "image {} is bound for {}, not for this cluster's mirror {} (made for another mirror? give --mirror to push there anyway)",
-            i.source, i.mirror, m.prefix
-        ))),
-        None => Ok(()),
-    }
 }

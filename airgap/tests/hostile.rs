@@ -782,7 +782,7 @@ fn a_lying_registry_cannot_panic_exhaust_or_poison_the_cache() {
 }
 
 #[test]
-fn an_import_pushes_only_to_the_mirror_the_cluster_file_names() {
+fn an_import_goes_to_the_cluster_files_mirror_not_the_bundles() {
     if !require("docker-registry", clusterctl_testbed::registry::available()) {
         return;
     }
@@ -809,26 +809,44 @@ fn an_import_pushes_only_to_the_mirror_the_cluster_file_names() {
         state: Some(work.path().join("state.json")),
         ..Default::default()
     };
-    // The site's cluster file names another mirror, or none: nothing is pushed to `reg`.
-    for (mirror, must_name) in [
-        ("127.0.0.1:1/site", "127.0.0.1:1/site"),
-        ("", "registry.mirror"),
-    ] {
-        let cluster = cluster_file(work.path(), mirror);
-        let err = import_bundle_for_cluster(&bound, &cluster, &opts(None))
-            .expect_err("bound for another mirror")
-            .to_string();
-        assert!(err.contains(must_name), "{err}");
-        assert!(mirror.is_empty() || err.contains(reg.addr()), "{err}");
-        assert_eq!(writes(&reg), 0, "{err}");
+    // The site's cluster file names another mirror: the images go there, not to the registry the
+    // bundle recorded; it names none: refused, nowhere to push.
+    let cluster = cluster_file(work.path(), "127.0.0.1:1/site");
+    let err = import_bundle_for_cluster(&bound, &cluster, &opts(None))
+        .expect_err("the file's mirror is not there")
+        .to_string();
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert_eq!(
+        writes(&reg),
+        0,
+        "pushed to the bundle's recorded mirror: {err}"
+    );
+    let cluster = cluster_file(work.path(), "");
+    let err = import_bundle_for_cluster(&bound, &cluster, &opts(None))
+        .expect_err("no mirror")
+        .to_string();
+    assert!(err.contains("registry.mirror"), "{err}");
+    assert_eq!(writes(&reg), 0, "{err}");
+    let cluster = cluster_file(work.path(), &format!("{}/other", reg.addr()));
+    let (_, r) = import_bundle_for_cluster(&bound, &cluster, &opts(None)).expect("file's mirror");
+    assert_eq!(r.images_pushed, 3);
+    assert_eq!(reg.count_requests("PUT", "/v2/site/"), 0);
+    let client = RegistryClient::new(ClientOptions::default()).expect("client");
+    let vb = verify_bundle(&bound).expect("verifies");
+    for img in &vb.manifest.images {
+        let r = ImageRef::parse(&img.source).expect("ref");
+        let served = client
+            .head_manifest(reg.addr(), &format!("other/{}", r.repository), "v1")
+            .expect("head");
+        assert_eq!(served.as_ref(), Some(&img.digest), "{}", img.source);
     }
-    // Its own mirror, or an explicit --mirror, is pushed to.
-    let cluster = cluster_file(work.path(), &format!("{}/site", reg.addr()));
-    let (_, r) = import_bundle_for_cluster(&bound, &cluster, &opts(None)).expect("own mirror");
+    // An explicit --mirror wins over the file's.
+    let (_, r) = import_bundle_for_cluster(
+        &bound,
+        &cluster,
+        &opts(Some(format!("{}/moved", reg.addr()))),
+    )
+    .expect("--mirror");
     assert_eq!(r.images_pushed, 3);
-    let other = cluster_file(work.path(), "127.0.0.1:1/site");
-    let (_, r) =
-        import_bundle_for_cluster(&bound, &other, &opts(Some(format!("{}/moved", reg.addr()))))
-            .expect("--mirror");
-    assert_eq!(r.images_pushed, 3);
+    assert!(reg.count_requests("PUT", "/v2/moved/") > 0);
 }
