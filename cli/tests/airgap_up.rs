@@ -3,8 +3,9 @@
 //! network; the recording kubeadm/kubelet/kubectl stand-ins of `tests/standins/`. Every image the
 //! cluster needs is built here from random bytes and served by a loopback `docker-registry` under its
 //! upstream repository path; the bundle is written from it (library call, registry override) with a
-//! `.deb` built here with `dpkg-deb` and a static tool of OS family `any`. Checks: `up` verifies the
-//! bundle, installs the package and the tool before preflight, imports into each node's containerd
+//! `.deb` built here with `dpkg-deb`, a static tool of OS family `any` and a `.tgz` with `extractTo`.
+//! Checks: `up` verifies the bundle, installs the package and the tool and unpacks the archive before
+//! preflight, imports into each node's containerd
 //! (name and manifest digest, `ctr -n k8s.io images ls`) after the runtime phase and before `kubeadm
 //! init` exactly the images of the current version its role needs — the control plane all of them,
 //! the worker pause, kube-proxy and CoreDNS but no kube-apiserver, kube-controller-manager,
@@ -23,6 +24,9 @@ use clusterctl_testbed::cli::{
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
 use clusterctl_testbed::registry::{self, Registry};
 use clusterctl_testbed::{is_root, require};
+
+/// Where the test's archive package is unpacked on the nodes (`extractTo`).
+const PLUGIN_DIR: &str = "/opt/cc-airgap-probe/bin";
 
 fn sh(node: &TestNode, script: &str) -> String {
     node.sh(script).unwrap_or_else(|e| panic!("{e}"))
@@ -85,9 +89,26 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         "#!/bin/sh\necho probe-tool from the bundle\n",
     )
     .expect("tool");
+    // An archive unpacked on the node (as the CNI plugins' .tgz is into /opt/cni/bin).
+    let plugins = work.path().join("plugins");
+    std::fs::create_dir(&plugins).expect("plugins dir");
+    std::fs::write(
+        plugins.join("probe-plugin"),
+        "#!/bin/sh\necho probe-plugin from the archive\n",
+    )
+    .expect("plugin");
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(
+            "chmod 0755 plugins/probe-plugin && tar -czf probe-plugins.tgz -C plugins probe-plugin",
+        )
+        .current_dir(work.path())
+        .status()
+        .expect("tar");
+    assert!(st.success(), "tar -czf");
     let arch = host_arch();
     let extra = format!(
-        "  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n"
+        "  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n      - {{name: probe-plugins, osFamily: any, arch: {arch}, path: probe-plugins.tgz, extractTo: {PLUGIN_DIR}}}\n"
     );
     let text = ssh_cluster_yaml(
         "agup",
@@ -302,7 +323,16 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         assert_eq!(sh(n, "stat -c %a /usr/local/bin/probe-tool"), "755");
         assert_eq!(
             sh(n, "ls /var/lib/clusterctl/airgap/packages | sort"),
-            format!("{deb}\nprobe-tool")
+            format!("{deb}\nprobe-plugins.tgz\nprobe-tool")
+        );
+        // The archive is unpacked into its extractTo directory, owned by root, mode kept.
+        assert_eq!(
+            sh(n, &format!("{PLUGIN_DIR}/probe-plugin")),
+            "probe-plugin from the archive"
+        );
+        assert_eq!(
+            sh(n, &format!("stat -c '%a %U' {PLUGIN_DIR}/probe-plugin")),
+            "755 root"
         );
         assert_eq!(
             sh(
