@@ -850,3 +850,102 @@ fn an_import_goes_to_the_cluster_files_mirror_not_the_bundles() {
     assert_eq!(r.images_pushed, 3);
     assert!(reg.count_requests("PUT", "/v2/moved/") > 0);
 }
+
+/// Peak resident memory of this process, from `/proc/self/status` (`VmHWM`, kB).
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn verification_holds_manifests_in_memory_not_small_layers() {
+    const CHILD: &str = "CC_HOSTILE_VERIFY_PEAK";
+    if let Ok(p) = std::env::var(CHILD) {
+        // In the child process: verify, then report the peak.
+        verify_bundle(Path::new(&p)).expect("verifies");
+        println!("VMHWM={}", peak_rss_kb());
+        return;
+    }
+    // One image of 32 layers of 3 MiB each (under the 4 MiB up to which entries used to be kept).
+    let work = scratch("cc-airgap-memory-");
+    let store = BlobStore::open(work.path().join("cache")).expect("store");
+    let mut rng = Rng(21);
+    let mut layers = Vec::new();
+    for _ in 0..32 {
+        let mut b = rng.bytes(3 << 20);
+        b[0] = 0x1f; // what a gzip'd layer starts with
+        let d = store.put(&b).expect("put");
+        layers.push(serde_json::json!({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": d.to_string(), "size": b.len()}));
+    }
+    let cfg = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let cd = store.put(cfg).expect("put");
+    let m = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd.to_string(), "size": cfg.len()},
+        "layers": layers,
+    }))
+    .expect("json");
+    let md = store.put(&m).expect("put");
+    let mut blobs: Vec<Digest> = layers
+        .iter()
+        .map(|l| Digest::parse(l["digest"].as_str().expect("digest")).expect("digest"))
+        .collect();
+    blobs.extend([cd, md.clone()]);
+    blobs.sort();
+    let source = ImageRef::parse("registry.fixture.test/big/layers:v1").expect("ref");
+    let out = work.path().join("layers.tar");
+    let input = BundleInput {
+        cluster: "hostile".into(),
+        kubernetes_version: "v1.34.1".into(),
+        extra_versions: vec![],
+        platforms: vec![],
+        images: vec![PulledImage {
+            mirror: source.clone(),
+            source,
+            digest: md.clone(),
+            source_digest: md,
+            media_type: "application/vnd.oci.image.manifest.v1+json".into(),
+            size: m.len() as u64,
+            platforms: vec![],
+            blobs,
+        }],
+        packages: vec![],
+        binaries: vec![],
+    };
+    let summary = write_bundle(&out, &store, &input).expect("write");
+    drop(store);
+    let child = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args([
+            "--exact",
+            "verification_holds_manifests_in_memory_not_small_layers",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, &out)
+        .output()
+        .expect("child runs");
+    let text = String::from_utf8_lossy(&child.stdout).into_owned();
+    assert!(
+        child.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    let peak_kb: u64 = text
+        .lines()
+        .find_map(|l| l.split("VMHWM=").nth(1))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak in {text}"));
+    // The bundle is 96 MiB; verification may hold its buffers and the manifests, not the layers.
+    assert!(
+        peak_kb * 1024 < summary.bytes / 2,
+        "verifying a {} byte bundle peaked at {peak_kb} kB",
+        summary.bytes
+    );
+}

@@ -200,10 +200,13 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
         }
         let size = entry.size();
         let offset = entry.raw_file_position();
-        let keep = name == SUMS_ENTRY
+        let mut keep = name == SUMS_ENTRY
             || name == MANIFEST_ENTRY
             || name == format!("{OCI_DIR}/index.json")
-            || (name.starts_with(OCI_DIR) && size <= 4 << 20);
+            || (name.starts_with(OCI_DIR) && size <= MAX_MANIFEST);
+        // A blob is held only while it may be JSON (manifests, indexes and configs start with
+        // `{`); layers are hashed and let go, so memory does not grow with the bundle.
+        let json_only = name.starts_with(&format!("{OCI_DIR}/blobs/"));
         let mut kept = Vec::new();
         let mut h = Hashing::new(&mut entry);
         let mut buf = vec![0u8; 256 << 10];
@@ -213,6 +216,16 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
                 .map_err(|e| refuse(&name, format!("read failed: {e}")))?;
             if n == 0 {
                 break;
+            }
+            if keep
+                && json_only
+                && kept.is_empty()
+                && buf[..n]
+                    .iter()
+                    .find(|b| !b.is_ascii_whitespace())
+                    .is_some_and(|b| *b != b'{')
+            {
+                keep = false;
             }
             if keep {
                 kept.extend_from_slice(&buf[..n]);
