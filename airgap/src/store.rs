@@ -7,6 +7,29 @@ use crate::digest::{digest_reader, Digest};
 use crate::error::{AirgapError, Result};
 use std::path::{Path, PathBuf};
 
+/// Temp files untouched this long are left over from a killed run (a download in progress writes
+/// its temp file continuously), and are removed when a store is opened.
+pub const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the temp files (`.tmp…`, see [`BlobStore::put`]) in `dir` not modified for
+/// [`STALE_TEMP`]: what a run killed mid-download leaves, which nothing else would ever remove.
+/// Best effort: errors are ignored.
+fn remove_stale_temps(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let stale = e.file_name().to_string_lossy().starts_with(".tmp")
+            && e.metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|t| t.elapsed().is_ok_and(|age| age > STALE_TEMP));
+        if stale {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// A content-addressed blob directory.
 #[derive(Debug, Clone)]
 pub struct BlobStore {
@@ -19,6 +42,7 @@ impl BlobStore {
         let root = root.into();
         let dir = root.join("blobs/sha256");
         std::fs::create_dir_all(&dir).map_err(|e| AirgapError::io(&dir, e))?;
+        remove_stale_temps(&dir);
         Ok(BlobStore { root })
     }
 

@@ -949,3 +949,28 @@ fn verification_holds_manifests_in_memory_not_small_layers() {
         summary.bytes
     );
 }
+
+#[test]
+fn a_killed_runs_temp_files_do_not_pile_up_in_the_cache() {
+    // What `kill -9` in the middle of a download leaves: a temp file in the blob directory.
+    let work = scratch("cc-airgap-stale-");
+    let dir = work.path().join("cache/blobs/sha256");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let old = dir.join(".tmpKILLED");
+    let fresh = dir.join(".tmpRUNNING");
+    for p in [&old, &fresh] {
+        std::fs::write(p, vec![0u8; 4096]).expect("write");
+    }
+    let two_hours = std::time::SystemTime::now() - 2 * clusterctl_airgap::store::STALE_TEMP;
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .and_then(|f| f.set_modified(two_hours))
+        .expect("set mtime");
+    BlobStore::open(work.path().join("cache")).expect("store");
+    assert!(!old.exists(), "a stale temp file stays forever");
+    assert!(
+        fresh.exists(),
+        "a download in progress (another run) must not lose its file"
+    );
+}
