@@ -305,6 +305,13 @@ fn import_checked(
         .clone()
         .unwrap_or_else(|| ImportState::default_path(bundle));
     check_state_path(&state_path)?;
+    // Import reads entries at their offsets after verifying: a pipe cannot be read twice.
+    if std::fs::metadata(bundle).is_ok_and(|m| !m.is_file()) {
+        return Err(AirgapError::Bundle {
+            path: bundle.to_path_buf(),
+            reason: "not a regular file (a pipe or device cannot be read again after verification): copy it to a file first".into(),
+        });
+    }
     let mut state = ImportState::load(&state_path);
     let stamp = FileStamp::of(bundle).ok();
     let cached = match (&stamp, &state.verified) {

@@ -974,3 +974,38 @@ fn a_killed_runs_temp_files_do_not_pile_up_in_the_cache() {
         "a download in progress (another run) must not lose its file"
     );
 }
+
+#[test]
+fn a_bundle_on_a_pipe_verifies_but_is_not_imported() {
+    let work = scratch("cc-airgap-pipe-");
+    let good = good_bundle(work.path());
+    let fifo = work.path().join("bundle.fifo");
+    let st = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(st.success());
+    // `cat site.tar | clusterctl airgap import /dev/stdin --verify-only`: read once, in order.
+    let writer = {
+        let (src, dst) = (good.clone(), fifo.clone());
+        std::thread::spawn(move || {
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dst)
+                .expect("open fifo");
+            // The reader may stop early on error; a broken pipe is fine.
+            let _ = std::io::copy(&mut std::fs::File::open(src).expect("open"), &mut out);
+        })
+    };
+    let vb = verify_bundle(&fifo).expect("a bundle streamed through a pipe verifies");
+    assert_eq!(vb.manifest.images.len(), 3);
+    writer.join().expect("writer");
+    // Import reads entries again at their offsets: refused before anything is read or sent.
+    let opts = ImportOptions {
+        mirror_prefix: Some("127.0.0.1:1/x".into()),
+        state: Some(work.path().join("state.json")),
+        ..Default::default()
+    };
+    let err = import_bundle(&fifo, &opts).expect_err("a pipe").to_string();
+    assert!(err.contains("not a regular file"), "{err}");
+}

@@ -14,7 +14,7 @@ use crate::oci::{
 };
 use crate::reference::ImageRef;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Where a verified entry's bytes are in the bundle file.
@@ -74,13 +74,9 @@ fn printable(s: &str) -> String {
         .collect()
 }
 
-/// The compression a file starts with (gzip, zstd, xz, bzip2), if any: a bundle is a plain tar.
-fn compression(path: &Path) -> Option<&'static str> {
-    let mut magic = [0u8; 6];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut magic))
-        .unwrap_or(0);
-    let m = &magic[..n];
+/// The compression whose magic number `head` (a file's first bytes) starts with (gzip, zstd, xz,
+/// bzip2), if any: a bundle is a plain tar.
+fn compression(head: &[u8]) -> Option<&'static str> {
     [
         (&[0x1f, 0x8b][..], "gzip"),
         (&[0x28, 0xb5, 0x2f, 0xfd][..], "zstd"),
@@ -88,7 +84,7 @@ fn compression(path: &Path) -> Option<&'static str> {
         (&b"BZh"[..], "bzip2"),
     ]
     .into_iter()
-    .find(|(sig, _)| m.starts_with(sig))
+    .find(|(sig, _)| head.starts_with(sig))
     .map(|(_, name)| name)
 }
 
@@ -152,12 +148,15 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
         reason,
     };
     let f = std::fs::File::open(path).map_err(|e| AirgapError::io(path, e))?;
-    if let Some(kind) = compression(path) {
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, f);
+    // Peeked, not consumed: the bundle may be a pipe.
+    let head = reader.fill_buf().map_err(|e| AirgapError::io(path, e))?;
+    if let Some(kind) = compression(head) {
         return Err(bundle_err(format!(
             "it is {kind}-compressed; a bundle is a plain tar: decompress it first"
         )));
     }
-    let mut ar = tar::Archive::new(std::io::BufReader::with_capacity(1 << 20, f));
+    let mut ar = tar::Archive::new(reader);
     let mut sums: Option<BTreeMap<String, Digest>> = None;
     let mut entries = BTreeMap::new();
     let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
