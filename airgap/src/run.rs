@@ -113,7 +113,7 @@ fn check_state_path(path: &Path) -> Result<()> {
             path,
             std::io::Error::new(
                 e.kind(),
-                format!("the import record cannot be written there ({e}); give --state with a writable path (e.g. when the bundle is on read-only media)"),
+                format!("the import record cannot be written there ({e}); give a writable path (`airgap import --state`), e.g. when the bundle is on read-only media"),
             ),
         )
     })?;

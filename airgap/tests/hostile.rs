@@ -422,7 +422,7 @@ fn bundle_and_import_never_overwrite_an_input() {
     for (state, what) in [
         (good.clone(), "not an import record"),
         (work.path().join("cluster.yaml"), "not an import record"),
-        (work.path().join("tool/state.json"), "give --state"),
+        (work.path().join("tool/state.json"), "--state"),
     ] {
         let opts = ImportOptions {
             mirror_prefix: Some("127.0.0.1:1/x".into()),
