@@ -8,7 +8,10 @@
 
 mod common;
 
-use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput, PreparedFile};
+use clusterctl_airgap::bundle::write::layout_index;
+use clusterctl_airgap::bundle::{
+    verify_bundle, write_bundle, BundleInput, BundleManifest, PreparedFile,
+};
 use clusterctl_airgap::pull::{pull_images, ImageRequest, PullOptions, PulledImage};
 use clusterctl_airgap::registry::{ClientOptions, EnvCredentials, RegistryClient};
 use clusterctl_airgap::run::{
@@ -119,13 +122,15 @@ fn consistent(dst: &Path, list: &[(String, Vec<u8>)]) {
     tb.finish().expect("finish");
 }
 
-/// `list` with `manifest.json` changed by `f`.
+/// `list` with `manifest.json` changed by `f`, and the layout's `index.json` written for it as the
+/// bundle writer would (when the changed manifest still parses), so only the change is a lie.
 fn edit_manifest(
     list: &[(String, Vec<u8>)],
     f: impl FnOnce(&mut serde_json::Value),
 ) -> Vec<(String, Vec<u8>)> {
     let mut f = Some(f);
-    list.iter()
+    let mut out: Vec<(String, Vec<u8>)> = list
+        .iter()
         .map(|(n, b)| {
             if n == "manifest.json" {
                 let mut v: serde_json::Value = serde_json::from_slice(b).expect("json");
@@ -137,7 +142,19 @@ fn edit_manifest(
                 (n.clone(), b.clone())
             }
         })
-        .collect()
+        .collect();
+    let manifest = out
+        .iter()
+        .find(|(n, _)| n == "manifest.json")
+        .and_then(|(_, b)| serde_json::from_slice::<BundleManifest>(b).ok());
+    if let Some(index) = manifest.and_then(|m| layout_index(&m.images).ok()) {
+        for (n, b) in out.iter_mut() {
+            if n == "oci/index.json" {
+                *b = index.clone();
+            }
+        }
+    }
+    out
 }
 
 fn writes(reg: &Registry) -> usize {
@@ -274,6 +291,47 @@ fn consistent_but_lying_bundles_are_refused_before_any_write() {
         }),
     );
     refused(&reg, &t("pin.tar"), None, "pins another digest");
+
+    // The layout naming an image manifest.json does not carry (a runtime importing the layout
+    // would take it), or a known image under another name.
+    let layer = list
+        .iter()
+        .filter(|(n, _)| n.starts_with("oci/blobs/"))
+        .max_by_key(|(_, b)| b.len())
+        .map(|(n, b)| {
+            (
+                format!("sha256:{}", n.rsplit('/').next().unwrap_or("")),
+                b.len() as u64,
+            )
+        })
+        .expect("a layer");
+    for (n, (digest, size, name)) in [
+        (
+            entries_digest(&list, 0),
+            image_size(&list, 0),
+            "registry.k8s.io/pause:3.10.1",
+        ),
+        (layer.0, layer.1, "registry.k8s.io/pause:3.10.1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut l = list.clone();
+        for (en, b) in l.iter_mut() {
+            if en == "oci/index.json" {
+                let mut v: serde_json::Value = serde_json::from_slice(b).expect("json");
+                v["manifests"].as_array_mut().expect("manifests").push(serde_json::json!({
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": digest, "size": size,
+                    "annotations": {"io.containerd.image.name": name, "org.opencontainers.image.ref.name": name},
+                }));
+                *b = serde_json::to_vec(&v).expect("json");
+            }
+        }
+        let f = format!("layout{n}.tar");
+        consistent(&t(&f), &l);
+        refused(&reg, &t(&f), Some("p4"), "oci/index.json");
+    }
 
     // A package name that would leave `/usr/local/bin/` on the nodes.
     consistent(
@@ -1008,4 +1066,27 @@ fn a_bundle_on_a_pipe_verifies_but_is_not_imported() {
     };
     let err = import_bundle(&fifo, &opts).expect_err("a pipe").to_string();
     assert!(err.contains("not a regular file"), "{err}");
+}
+
+/// Image `i` of `list`'s `manifest.json`.
+fn listed_image(list: &[(String, Vec<u8>)], i: usize) -> serde_json::Value {
+    let m = list
+        .iter()
+        .find(|(n, _)| n == "manifest.json")
+        .map(|(_, b)| serde_json::from_slice::<serde_json::Value>(b).expect("json"))
+        .expect("manifest.json");
+    m["images"][i].clone()
+}
+
+/// The digest `manifest.json` lists for image `i` of `list`.
+fn entries_digest(list: &[(String, Vec<u8>)], i: usize) -> String {
+    listed_image(list, i)["digest"]
+        .as_str()
+        .expect("digest")
+        .to_string()
+}
+
+/// The size `manifest.json` lists for image `i` of `list`.
+fn image_size(list: &[(String, Vec<u8>)], i: usize) -> u64 {
+    listed_image(list, i)["size"].as_u64().expect("size")
 }

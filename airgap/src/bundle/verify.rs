@@ -10,7 +10,8 @@ use super::{MANIFEST_ENTRY, OCI_DIR, SUMS_ENTRY};
 use crate::digest::{Digest, Hashing};
 use crate::error::{AirgapError, Result};
 use crate::oci::{
-    is_index, is_manifest, sniff_media_type, ImageIndex, ImageManifest, MAX_MANIFEST,
+    is_index, is_manifest, sniff_media_type, ImageIndex, ImageManifest, ANNOTATION_CONTAINERD_NAME,
+    MAX_MANIFEST,
 };
 use crate::reference::ImageRef;
 use std::collections::{BTreeMap, BTreeSet};
@@ -373,6 +374,28 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             ));
         }
         vb.image_blobs(&img.digest, &img.media_type, &small)?;
+    }
+    // And the layout names nothing else: a runtime or skopeo reading it would take every entry.
+    for d in &vb.index.manifests {
+        let name = d
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANNOTATION_CONTAINERD_NAME));
+        let known = vb
+            .manifest
+            .images
+            .iter()
+            .any(|i| i.digest == d.digest && name.is_none_or(|n| *n == i.mirror));
+        if !known {
+            return Err(refuse(
+                &index_name,
+                format!(
+                    "lists {} ({}) which manifest.json does not",
+                    d.digest,
+                    name.map(String::as_str).unwrap_or("no name")
+                ),
+            ));
+        }
     }
     Ok(vb)
 }
