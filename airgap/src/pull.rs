@@ -225,7 +225,7 @@ impl Puller<'_> {
             self.walk_manifest(&from, &bytes, &what, want, &mut blobs)?;
             (source_digest.clone(), bytes)
         } else {
-            return Err(bad(format!("unsupported media type {media_type}")));
+            return Err(bad(format!("unsupported media type {media_type:?}")));
         };
         if digest != source_digest && !blobs.contains(&digest) {
             blobs.push(digest.clone());

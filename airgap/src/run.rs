@@ -198,7 +198,7 @@ fn check_expected(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<()> {
             return Err(AirgapError::Bundle {
                 path: vb.path.clone(),
                 reason: format!(
-                    "made for {} {}, not {cluster} {version}",
+                    "made for {:?} {:?}, not {cluster} {version}",
                     vb.manifest.cluster, vb.manifest.kubernetes_version
                 ),
             });
@@ -385,7 +385,7 @@ pub fn check_matches(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> 
         return Err(AirgapError::Bundle {
             path: vb.path.clone(),
             reason: format!(
-                "made for {} {}, not {} {want}",
+                "made for {:?} {:?}, not {} {want}",
                 vb.manifest.cluster,
                 vb.manifest.kubernetes_version,
                 cluster.name()

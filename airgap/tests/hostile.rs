@@ -333,6 +333,32 @@ fn consistent_but_lying_bundles_are_refused_before_any_write() {
         refused(&reg, &t(&f), Some("p4"), "oci/index.json");
     }
 
+    // Terminal control sequences in what the bundle says about itself never reach the terminal.
+    consistent(
+        &t("escape-name.tar"),
+        &edit_manifest(&list, |v| {
+            v["cluster"] = serde_json::json!("\u{1b}]0;pwned\u{7}\u{1b}[2J")
+        }),
+    );
+    let opts = ImportOptions {
+        mirror_prefix: Some(format!("{}/p7", reg.addr())),
+        state: Some(t("escape-name.state.json")),
+        expect: Some(("hostile".into(), "v1.34.1".into())),
+        ..Default::default()
+    };
+    let msg = import_bundle(&t("escape-name.tar"), &opts)
+        .expect_err("made for another cluster")
+        .to_string();
+    assert!(msg.contains("pwned"), "{msg}");
+    assert!(
+        !msg.chars().any(char::is_control),
+        "control characters in {msg:?}"
+    );
+    let mut escaped = list.clone();
+    escaped.push(("oci/\u{1b}[2J\u{1b}]0;pwned\u{7}".into(), b"x".to_vec()));
+    consistent(&t("escape-entry.tar"), &escaped);
+    refused(&reg, &t("escape-entry.tar"), Some("p7"), "pwned");
+
     // A package name that would leave `/usr/local/bin/` on the nodes.
     consistent(
         &t("pkg-name.tar"),

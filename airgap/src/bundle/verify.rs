@@ -52,10 +52,12 @@ fn refuse(entry: &str, reason: impl Into<String>) -> AirgapError {
     }
 }
 
-/// True for a relative path made only of normal components (no `/` start, `..`, `.`, empty, `\`, NUL).
+/// True for a relative path made only of normal components (no `/` start, `..`, `.`, empty, `\`,
+/// NUL or other control characters).
 pub fn safe_path(p: &str) -> bool {
     !p.is_empty()
         && !p.starts_with('/')
+        && !p.chars().any(char::is_control)
         && !p.contains('\\')
         && !p.contains('\0')
         && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
@@ -321,7 +323,7 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             return Err(refuse(
                 MANIFEST_ENTRY,
                 format!(
-                    "{}: name {:?} is not a plain file name ([A-Za-z0-9._+-], not starting with `.` or `-`)",
+                    "{:?}: name {:?} is not a plain file name ([A-Za-z0-9._+-], not starting with `.` or `-`)",
                     f.path, f.name
                 ),
             ));
@@ -368,7 +370,7 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             return Err(refuse(
                 &index_name,
                 format!(
-                    "lists {} as {} of {} bytes, manifest.json as {} of {} bytes",
+                    "lists {} as {:?} of {} bytes, manifest.json as {:?} of {} bytes",
                     d.digest, d.media_type, d.size, img.media_type, img.size
                 ),
             ));
@@ -390,7 +392,7 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             return Err(refuse(
                 &index_name,
                 format!(
-                    "lists {} ({}) which manifest.json does not",
+                    "lists {} ({:?}) which manifest.json does not",
                     d.digest,
                     name.map(String::as_str).unwrap_or("no name")
                 ),
@@ -469,7 +471,7 @@ impl VerifiedBundle {
             return Err(refuse(
                 MANIFEST_ENTRY,
                 format!(
-                    "gives mediaType {media_type:?} for {digest}, which is {}",
+                    "gives mediaType {media_type:?} for {digest}, which is {:?}",
                     own.as_deref().unwrap_or("not a manifest")
                 ),
             ));
