@@ -140,6 +140,15 @@ pub struct RegistryImportOptions {
     pub jobs: usize,
 }
 
+/// Most worker threads started for one batch of uploads or downloads, however large `--jobs` is.
+pub const MAX_JOBS: usize = 64;
+
+/// Worker threads for `items` pieces of work with `jobs` asked for: at least 1, at most the work
+/// and [`MAX_JOBS`] (an absurd `--jobs` used to start that many threads per image).
+pub fn workers(jobs: usize, items: usize) -> usize {
+    jobs.min(items).clamp(1, MAX_JOBS)
+}
+
 /// Where each image goes: the bundle's mirror reference, or its source repository under `prefix`.
 pub fn target_ref(source: &str, mirror: &str, prefix: Option<&str>) -> Result<ImageRef> {
     match prefix {
@@ -303,7 +312,7 @@ fn push_blobs(
         None::<AirgapError>,
     ));
     std::thread::scope(|s| {
-        for _ in 0..jobs {
+        for _ in 0..workers(jobs, blobs.len()) {
             s.spawn(|| loop {
                 let Some(d) = queue.lock().ok().and_then(|mut q| q.pop()) else {
                     return;

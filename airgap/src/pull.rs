@@ -314,10 +314,11 @@ pub fn pull_images(
     };
     let fetched = AtomicUsize::new(0);
     let bytes = AtomicU64::new(0);
+    let workers = crate::import::workers(opts.jobs, jobs.len());
     let queue = Mutex::new(jobs);
     let first_err: Mutex<Option<AirgapError>> = Mutex::new(None);
     std::thread::scope(|s| {
-        for _ in 0..opts.jobs.max(1) {
+        for _ in 0..workers {
             s.spawn(|| loop {
                 let job = queue.lock().ok().and_then(|mut q| q.pop());
                 let Some((d, size, from)) = job else { return };

@@ -442,13 +442,21 @@ fn consistent_but_lying_bundles_are_refused_before_any_write() {
     }
     refused(&reg, &t("cut.tar"), Some("p6"), big);
 
-    // And the honest, re-pointed bundle imports to its own mirror references.
+    // And the honest, re-pointed bundle imports to its own mirror references, also with an
+    // absurd --jobs (it used to start that many threads per image: 40 s for 7 images at 100000).
     let opts = ImportOptions {
         state: Some(t("local.state.json")),
+        jobs: 200_000,
         ..Default::default()
     };
+    let started = std::time::Instant::now();
     let (_, report) = import_bundle(&t("local.tar"), &opts).expect("honest import");
     assert_eq!(report.images_pushed, 3);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "--jobs 200000 took {:?}",
+        started.elapsed()
+    );
 }
 
 /// A cluster file named `hostile` (v1.34.1) with registry mirror `mirror` (none when empty) and one
