@@ -17,8 +17,8 @@
 //! `clusterctl render` renders, and containerd's sandbox image and kubeadm's `imageRepository` are
 //! on the mirror; a second `up` pushes no image and sends the mirror no write; after the mirror
 //! lost one image (its tag removed from storage) a third `up` pushes exactly that one again,
-//! uploading no blob. A second, ignored test shows a bug: a bundle written while the file named
-//! another mirror is pushed to that one, not the file's.
+//! uploading no blob. A second test: a bundle written while the file named another mirror is pushed
+//! under the file's mirror, and the old one receives no write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -497,15 +497,11 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
     );
 }
 
-/// A bundle written while the cluster file named another mirror (or none): the nodes pull from the
-/// mirror the file names now (kubeadm `imageRepository`, containerd `hosts.toml`), so `up` must push
-/// there, not to the references recorded in the bundle.
-///
-/// KNOWN BUG (ignored until fixed, see the session report): `airgap/mirror`
-/// (`phases/src/up/airgap.rs`, `mirror()`) builds `ImportOptions` without `mirror_prefix`, so the
-/// images go to the mirror recorded in the bundle; the assertions marked `BUG` below fail.
+/// A bundle written while the cluster file named another mirror: the nodes pull from the mirror the
+/// file names now (kubeadm `imageRepository`, containerd `hosts.toml`), so `up` pushes there (under
+/// the file's prefix), not to the references recorded in the bundle, and the old mirror receives no
+/// write.
 #[test]
-#[ignore = "BUG: airgap/mirror pushes to the bundle's recorded mirror, not the file's (phases/src/up/airgap.rs mirror() passes no mirror_prefix)"]
 fn up_pushes_to_the_files_mirror_when_the_bundle_recorded_another() {
     if !require("root", is_root())
         || !require("docker", docker_available())
@@ -596,10 +592,6 @@ fn up_pushes_to_the_files_mirror_when_the_bundle_recorded_another() {
             "-v",
         ])
         .expect("run clusterctl up");
-    // BUG: fails today. airgap/mirror pushes to the old mirror recorded in the bundle, over plain
-    // HTTP since only the file's mirror is a TLS host: "registry HEAD http://<old>/v2/site/…
-    // answered 400". With a plain-HTTP old mirror that still runs, the images would silently land
-    // there and the nodes would find nothing on the file's mirror.
     assert_eq!(r.code, 0, "{}", r.all());
     let listed = cli
         .run(&["airgap", "images", "-f", &file_s, "-o", "json"])
@@ -623,7 +615,6 @@ fn up_pushes_to_the_files_mirror_when_the_bundle_recorded_another() {
                 Some(&ca),
             )
             .expect("HEAD over TLS");
-        // BUG (follows from the one above): 404 on the file's mirror.
         assert_eq!(
             (head.status, head.digest.as_ref()),
             (200, want.get(src)),
