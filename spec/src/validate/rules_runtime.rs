@@ -363,6 +363,18 @@ fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
                     .help("give the package name, e.g. `kubeadm`")
                     .at(format!("{p}.name")),
             );
+        } else if !is_plain_package_name(&pkg.name) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::airgap-package",
+                    format!("package name {:?} is not a plain name", pkg.name),
+                )
+                .help(
+                    "use letters, digits and `._+-`, not starting with `.` or `-` (the name is a \
+                     file name on the nodes: `any` binaries go to /usr/local/bin/<name>)",
+                )
+                .at(format!("{p}.name")),
+            );
         }
         if !matches!(pkg.os_family.as_str(), "debian" | "rhel" | "any") {
             ctx.push(
@@ -465,6 +477,15 @@ fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             );
         }
     }
+}
+
+/// A package name usable as a file name and a dpkg/rpm name: ASCII letters, digits and `._+-`, not
+/// starting with `.` or `-` (so never `..`, a path or an option).
+fn is_plain_package_name(name: &str) -> bool {
+    !name.starts_with(['.', '-'])
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-'))
 }
 
 /// The file name a package is carried under: the last component of `path`, or of `url` without its
