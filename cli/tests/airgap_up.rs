@@ -11,7 +11,8 @@
 //! the worker pause, kube-proxy and CoreDNS but no kube-apiserver, kube-controller-manager,
 //! kube-scheduler or etcd, neither node the images of `airgap.extraVersions` the bundle also carries;
 //! `up --dry-run` plans exactly those loads; a second `up` loads and writes nothing; a bundle with one
-//! flipped byte is refused naming the entry before any node is touched.
+//! flipped byte, or a cluster file changed since the bundle was written (an image it lacks, an
+//! archive unpacked elsewhere), is refused by `airgap/verify` before any node is touched.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -107,22 +108,25 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         .expect("tar");
     assert!(st.success(), "tar -czf");
     let arch = host_arch();
-    let extra = format!(
+    let airgap = format!(
         "  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n      - {{name: probe-plugins, osFamily: any, arch: {arch}, path: probe-plugins.tgz, extractTo: {PLUGIN_DIR}}}\n"
     );
-    let text = ssh_cluster_yaml(
-        "agup",
-        &cluster.key.private,
-        "none",
-        None,
-        &extra,
-        &[
-            FileNode::control_plane(&nodes[0]),
-            FileNode::worker(&nodes[1]),
-        ],
-    );
+    let yaml = |extra: &str| {
+        ssh_cluster_yaml(
+            "agup",
+            &cluster.key.private,
+            "none",
+            None,
+            extra,
+            &[
+                FileNode::control_plane(&nodes[0]),
+                FileNode::worker(&nodes[1]),
+            ],
+        )
+    };
+    let text = yaml(&airgap);
     let file = work.path().join("cluster.yaml");
-    std::fs::write(&file, text).expect("cluster file");
+    std::fs::write(&file, &text).expect("cluster file");
     let loaded = clusterctl_spec::load(&file).expect("load");
     let valid = clusterctl_spec::validate(&loaded)
         .map_err(|d| d.to_string())
@@ -247,6 +251,41 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         );
     }
     std::fs::write(&bundle, &good).expect("restore");
+
+    // A cluster file changed after the bundle was written is refused by airgap/verify, before any
+    // node is touched: an image the bundle lacks, an archive unpacked elsewhere.
+    let not_bundled = "registry.example.com/cc/not-bundled:1.0";
+    for (changed, needle) in [
+        (
+            format!("{airgap}  images:\n    preload: [\"{not_bundled}\"]\n"),
+            not_bundled.to_string(),
+        ),
+        (
+            airgap.replace(PLUGIN_DIR, "/opt/cc-airgap-elsewhere"),
+            "/opt/cc-airgap-elsewhere".to_string(),
+        ),
+    ] {
+        std::fs::write(&file, yaml(&changed)).expect("changed cluster file");
+        let r = up(&[]);
+        assert_ne!(r.code, 0, "{}", r.all());
+        assert!(
+            r.all().contains("airgap/verify") && r.all().contains(&needle),
+            "{}",
+            r.all()
+        );
+        for n in nodes {
+            assert_eq!(
+                sh(
+                    n,
+                    "test -e /var/lib/clusterctl/airgap && echo yes || echo no"
+                ),
+                "no",
+                "{} touched",
+                n.name
+            );
+        }
+    }
+    std::fs::write(&file, &text).expect("cluster file restored");
 
     // The dry run (offline) plans exactly each role's loads.
     let dry = up(&["--dry-run"]);

@@ -93,7 +93,16 @@ pub fn for_up(
     let mirror = mirror_push(cluster);
     Some(
         clusterctl_phases::up::airgap::AirgapUp::new(base.join(&a.bundle), mirror)
-            .with_node_images(role_images(cluster)),
+            .with_node_images(role_images(cluster))
+            .with_extract_to(
+                a.packages
+                    .iter()
+                    .filter_map(|p| {
+                        let dir = p.extract_to.clone()?;
+                        Some(((p.name.clone(), p.os_family.clone(), p.arch.clone()), dir))
+                    })
+                    .collect(),
+            ),
     )
 }
 

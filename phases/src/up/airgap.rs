@@ -45,6 +45,10 @@ pub struct AirgapUp {
     /// The upstream references each role needs at the current version (from
     /// `clusterctl_airgap::plan::node_images`); `None`: every image of the bundle on every node.
     pub node_images: Option<RoleImages>,
+    /// Where the cluster file unpacks each archive package: `(name, osFamily, arch)` → `extractTo`.
+    /// `None`: not checked. A bundle entry whose `extractTo` differs from the file's is refused by
+    /// `airgap/verify`, so a bundle cannot choose where archives land on the nodes.
+    pub extract_to: Option<BTreeMap<(String, String, String), String>>,
     verified: Arc<OnceLock<Arc<VerifiedBundle>>>,
 }
 
@@ -115,6 +119,7 @@ impl AirgapUp {
             mirror,
             record,
             node_images: None,
+            extract_to: None,
             verified: Arc::new(OnceLock::new()),
         }
     }
@@ -122,6 +127,15 @@ impl AirgapUp {
     /// The same settings loading only `images` per role (see [`AirgapUp::node_images`]).
     pub fn with_node_images(mut self, images: RoleImages) -> Self {
         self.node_images = Some(images);
+        self
+    }
+
+    /// The same settings with the file's `extractTo` values (see [`AirgapUp::extract_to`]).
+    pub fn with_extract_to(
+        mut self,
+        extract_to: BTreeMap<(String, String, String), String>,
+    ) -> Self {
+        self.extract_to = Some(extract_to);
         self
     }
 
@@ -196,7 +210,8 @@ fn tag(version: &str) -> String {
 /// `airgap/verify`: checks every byte of the bundle once per run (also in a dry run: it only reads
 /// the local file) and that it was made for this cluster and carries this version (its
 /// `kubernetesVersion`, or one of its `extraVersions` once the file was moved on by an upgrade).
-/// Errors: the first bad entry, named; a bundle for another cluster or version; a missing bundle (a
+/// Errors: the first bad entry, named; a bundle for another cluster or version; a bundle lacking an
+/// image the cluster pulls, or unpacking an archive elsewhere than the file says; a missing bundle (a
 /// dry run notes it and goes on).
 pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(a) = &data.spec.airgap else {
@@ -228,6 +243,34 @@ pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             want.0,
             want.1
         )));
+    }
+    if let Err(missing) = role_images(&vb, a.node_images.as_ref(), true) {
+        return Err(ctx.local_error(format!(
+            "bundle {} does not carry {} image(s) the cluster pulls: {} (the cluster file changed \
+             since the bundle was written? write it again with `clusterctl airgap bundle`)",
+            a.bundle.display(),
+            missing.len(),
+            missing.join(", ")
+        )));
+    }
+    if let Some(want) = &a.extract_to {
+        for p in &vb.manifest.packages {
+            let key = (
+                p.name.clone(),
+                p.os.clone().unwrap_or_default(),
+                p.arch.clone().unwrap_or_default(),
+            );
+            if p.extract_to.as_ref() != want.get(&key) {
+                return Err(ctx.local_error(format!(
+                    "bundle {} unpacks package {} into {}, the cluster file into {} (write the \
+                     bundle again with `clusterctl airgap bundle`)",
+                    a.bundle.display(),
+                    p.path,
+                    p.extract_to.as_deref().unwrap_or("nothing"),
+                    want.get(&key).map(String::as_str).unwrap_or("nothing")
+                )));
+            }
+        }
     }
     ctx.info(&format!(
         "bundle {} verified: {} entries, {} bytes, {} images, {} packages",
