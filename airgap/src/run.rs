@@ -378,10 +378,14 @@ pub fn import_verified(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<Impo
     result
 }
 
-/// Checks that a bundle was made for `cluster` (same name and Kubernetes version). Errors: `Bundle`.
+/// Checks that a bundle was made for `cluster`: same name, and it carries the file's Kubernetes
+/// version (as its `kubernetesVersion`, or among its `extraVersions` once an upgrade moved the file
+/// on, as `up` accepts it). Errors: `Bundle`.
 pub fn check_matches(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> {
     let want = cluster.version_info().tag();
-    if vb.manifest.cluster != cluster.name() || vb.manifest.kubernetes_version != want {
+    let carries = vb.manifest.kubernetes_version == want
+        || vb.manifest.extra_versions.iter().any(|v| v == &want);
+    if vb.manifest.cluster != cluster.name() || !carries {
         return Err(AirgapError::Bundle {
             path: vb.path.clone(),
             reason: format!(

@@ -153,6 +153,27 @@ fn ha_profile_images_bundle_and_import_to_mirror() {
     // `airgap import`: verify, check it is this cluster's, push to the mirror recorded in the bundle.
     let (vb, report) = import_bundle(&out, &ImportOptions::default()).expect("import");
     check_matches(&vb, &cluster).expect("bundle made for this cluster");
+    // Once an upgrade moved the file to the extra version the bundle carries, it still matches
+    // (as `up` accepts it); a version it does not carry does not.
+    let moved = |version: &str| {
+        let f = work.path().join(format!("cluster-{version}.yaml"));
+        std::fs::write(
+            &f,
+            text.replace(
+                "kubernetesVersion: v1.34.1",
+                &format!("kubernetesVersion: {version}"),
+            ),
+        )
+        .expect("moved file");
+        let loaded = clusterctl_spec::load(&f).expect("load");
+        clusterctl_spec::validate(&loaded)
+            .map_err(|d| d.to_string())
+            .expect("valid")
+            .cluster
+    };
+    check_matches(&vb, &moved("v1.34.2")).expect("the extra version matches");
+    let err = check_matches(&vb, &moved("v1.34.3")).expect_err("a version not carried");
+    assert!(err.to_string().contains("v1.34.3"), "{err}");
     assert_eq!(report.images_pushed, list.len());
     for i in &list {
         let r = ImageRef::parse(&i.pull).expect("ref");
