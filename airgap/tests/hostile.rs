@@ -30,6 +30,14 @@ use std::sync::{Arc, Mutex};
 
 /// A bundle with three images (two sharing a base layer) and one package, written from a store.
 fn good_bundle(dir: &Path) -> PathBuf {
+    let (store, input) = good_input(dir);
+    let out = dir.join("good.tar");
+    write_bundle(&out, &store, &input).expect("write");
+    out
+}
+
+/// The store and input of [`good_bundle`].
+fn good_input(dir: &Path) -> (BlobStore, BundleInput) {
     let store = BlobStore::open(dir.join("cache")).expect("store");
     let mut rng = Rng(11);
     let base = layer(&mut rng, "base.bin", 32 << 10);
@@ -71,7 +79,6 @@ fn good_bundle(dir: &Path) -> PathBuf {
         Some("amd64".into()),
     )
     .expect("prep");
-    let out = dir.join("good.tar");
     let input = BundleInput {
         cluster: "hostile".into(),
         kubernetes_version: "v1.34.1".into(),
@@ -81,8 +88,36 @@ fn good_bundle(dir: &Path) -> PathBuf {
         packages: vec![prepared],
         binaries: vec![],
     };
-    write_bundle(&out, &store, &input).expect("write");
-    out
+    (store, input)
+}
+
+#[test]
+fn two_runs_writing_the_same_output_both_finish_with_one_valid_bundle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, input) = good_input(dir.path());
+    let out = dir.path().join("same.tar");
+    std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| write_bundle(&out, &store, &input)))
+            .collect();
+        for r in runs {
+            r.join()
+                .expect("thread")
+                .expect("each run writes the bundle");
+        }
+    });
+    let vb = clusterctl_airgap::bundle::verify_bundle(&out).expect("the bundle verifies");
+    assert_eq!(vb.manifest.images.len(), 3);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&out).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("ls")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
 }
 
 /// Every entry of a tar, in order.

@@ -1,6 +1,7 @@
 //! Writing a bundle: a deterministic tar (GNU headers, entries in a fixed order, mtime 0, uid/gid 0,
 //! no user names, mode 0644 or 0755), so that the same inputs give the same bytes. The file is
-//! written to `<out>.partial` and renamed into place only once complete; every blob and file is
+//! written to a unique temporary file beside it (`.<name>.XXXXXX.partial`) and renamed into place
+//! only once complete; every blob and file is
 //! re-hashed while it is copied in, so a corrupt cache cannot produce a bundle.
 
 use super::manifest::{BundleFile, BundleImage, BundleManifest, BUNDLE_FORMAT};
@@ -15,6 +16,7 @@ use crate::pull::PulledImage;
 use crate::store::BlobStore;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// A package or binary ready to be written: its manifest entry and where its bytes are.
@@ -248,9 +250,24 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
         sums.push_str(&format!("{hex}  {path}\n"));
     }
 
-    let partial = out.with_extension("tar.partial");
+    // A unique temporary file next to `out` (two runs writing the same output never share one),
+    // removed when dropped unwritten, renamed into place once complete.
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(|e| AirgapError::io(dir, e))?;
+    let partial = tmp.path().to_path_buf();
     let result = (|| -> Result<()> {
-        let f = std::fs::File::create(&partial).map_err(|e| AirgapError::io(&partial, e))?;
+        let f = tmp.reopen().map_err(|e| AirgapError::io(&partial, e))?;
         let mut tb = tar::Builder::new(BufWriter::with_capacity(1 << 20, f));
         tb.mode(tar::HeaderMode::Deterministic);
         let io = |e| AirgapError::io(&partial, e);
@@ -278,11 +295,19 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
                         .map_err(io)?;
                     let (got, n, _) = h.finish();
                     if &got != *d || n != *size {
-                        if p.starts_with(store.root()) {
+                        let cached = p.starts_with(store.root());
+                        if cached {
                             let _ = std::fs::remove_file(p);
                         }
                         return Err(AirgapError::DigestMismatch {
-                            what: p.display().to_string(),
+                            what: if cached {
+                                format!(
+                                    "{} (removed from the cache; run again to fetch it)",
+                                    p.display()
+                                )
+                            } else {
+                                p.display().to_string()
+                            },
                             expected: d.to_string(),
                             actual: got.to_string(),
                         });
@@ -295,11 +320,12 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
         w.get_ref().sync_all().map_err(io)?;
         Ok(())
     })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&partial);
-        return Err(e);
-    }
-    std::fs::rename(&partial, out).map_err(|e| AirgapError::io(out, e))?;
+    result?;
+    // Readable like any file the user writes (the temporary file is created 0600).
+    std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o644))
+        .map_err(|e| AirgapError::io(&partial, e))?;
+    tmp.persist(out)
+        .map_err(|e| AirgapError::io(out, e.error))?;
     let bytes = std::fs::metadata(out)
         .map_err(|e| AirgapError::io(out, e))?
         .len();
