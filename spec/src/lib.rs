@@ -24,6 +24,6 @@ pub mod versions;
 pub use diag::{Diagnostic, Diagnostics, Severity};
 pub use load::{load, Loaded, Referenced};
 pub use profiles::{from_profile, profiles, DEFAULT_PROFILE};
-pub use valid::{Endpoint, Mirror, SshTarget, ValidCluster, ValidNode};
+pub use valid::{Endpoint, Mirror, SourceAuth, SshTarget, ValidCluster, ValidNode};
 pub use validate::{validate, Validated};
 pub use versions::{KubeadmApi, VersionInfo};

@@ -145,7 +145,8 @@ fn read_referenced(base: &Path, p: &str) -> Referenced {
 }
 
 /// The paths of the files a cluster text references, as written: `spec.registry.caFile`,
-/// `spec.apiServer.oidc.caFile` and `spec.apiServer.audit.policy` unless it is `default`. Unparseable
+/// `spec.apiServer.oidc.caFile`, `spec.apiServer.audit.policy` unless it is `default`, and each
+/// `spec.airgap.sourceRegistries[].caFile`. Unparseable
 /// text references nothing.
 pub fn referenced_paths(text: &str) -> Vec<String> {
     let Ok(v) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
@@ -169,6 +170,17 @@ pub fn referenced_paths(text: &str) -> Vec<String> {
         if p != "default" {
             out.push(p);
         }
+    }
+    if let Some(list) = v
+        .get("spec")
+        .and_then(|s| s.get("airgap"))
+        .and_then(|a| a.get("sourceRegistries"))
+        .and_then(|l| l.as_sequence())
+    {
+        out.extend(
+            list.iter()
+                .filter_map(|r| r.get("caFile")?.as_str().map(str::to_string)),
+        );
     }
     out.retain(|p| !p.is_empty());
     out.dedup();

@@ -772,6 +772,38 @@ pub struct Airgap {
     /// Further Kubernetes versions whose images to include (e.g. the upgrade target).
     #[serde(default)]
     pub extra_versions: Vec<String>,
+    /// Registries `airgap bundle` pulls from that need credentials or a private CA (an internal
+    /// Harbor holding preload images, a vendor registry with a robot account). Registries not listed
+    /// are pulled anonymously (or with a bearer token they hand out) trusting the system roots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_registries: Vec<SourceRegistry>,
+}
+
+/// `spec.airgap.sourceRegistries[]`: how `airgap bundle` reaches one source registry. Credentials are
+/// only ever the *names* of environment variables; their values are read when the bundle is made and
+/// never printed, logged or stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SourceRegistry {
+    /// `host[:port]` as written in image references (or the `TO` of `--source-registry-override`),
+    /// e.g. `harbor.corp.example:8443`; no scheme, no path.
+    pub registry: String,
+    /// Name of the environment variable holding the user name (with `passwordEnv`), e.g. `SRC_USER`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username_env: Option<String>,
+    /// Name of the environment variable holding the password or token (with `usernameEnv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+    /// PEM CA of this registry, relative to the cluster file; trusted for this registry only (besides
+    /// the system roots), and the registry is spoken to over HTTPS even on a loopback address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Accepted only to reject it with a helpful error: credentials are never written inline.
+    #[serde(default, skip_serializing)]
+    pub username: Option<serde_yaml::Value>,
+    /// Accepted only to reject it with a helpful error: credentials are never written inline.
+    #[serde(default, skip_serializing)]
+    pub password: Option<serde_yaml::Value>,
 }
 
 /// Default air-gap platforms.

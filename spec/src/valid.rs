@@ -102,6 +102,18 @@ impl Mirror {
     }
 }
 
+/// One `spec.airgap.sourceRegistries[]` entry, resolved: how `airgap bundle` reaches that registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceAuth {
+    /// `host[:port]` as written (no scheme, no path).
+    pub registry: String,
+    /// Names of the environment variables holding the user name and password (never the values);
+    /// both or neither.
+    pub credentials_env: Option<(String, String)>,
+    /// PEM text of the registry's CA, if `caFile` was given (read and checked at validation).
+    pub ca_pem: Option<String>,
+}
+
 /// A validated, defaulted cluster. See the accessors.
 #[derive(Debug, Clone)]
 pub struct ValidCluster {
@@ -117,6 +129,7 @@ pub struct ValidCluster {
     pub(crate) oidc_ca_pem: Option<String>,
     pub(crate) audit_policy: Option<String>,
     pub(crate) extra_versions: Vec<VersionInfo>,
+    pub(crate) source_auth: Vec<SourceAuth>,
 }
 
 impl ValidCluster {
@@ -153,6 +166,11 @@ impl ValidCluster {
     /// kubeadm config API (v1beta4 for ≥ 1.31, else v1beta3).
     pub fn kubeadm_api(&self) -> KubeadmApi {
         self.version.kubeadm_api
+    }
+
+    /// `spec.airgap.sourceRegistries`, resolved, in file order (empty without any).
+    pub fn source_auth(&self) -> &[SourceAuth] {
+        &self.source_auth
     }
 
     /// Facts of `spec.airgap.extraVersions`, in file order (empty without air-gap settings).

@@ -141,6 +141,24 @@ const ROWS: &[Row] = &[
     err("airgap package name is an option", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: \"-rf\", osFamily: any, arch: amd64, path: tool}\n")], "package name \"-rf\" is not a plain name", "name", "\"-rf\""),
     err("airgap extractTo trailing slash", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: cni-plugins, osFamily: any, arch: amd64, path: cni.tar, extractTo: /opt/cni/bin/}\n")], "extractTo \"/opt/cni/bin/\" is not an absolute, normalized directory", "extractTo", "/opt/cni/bin/"),
     err("airgap extra version unknown", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.20.0]\n")], "Kubernetes v1.20.0 is not in the supported version table", "", "v1.20.0"),
+    err("source registry listed twice", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: harbor.corp.example:8443}\n      - {registry: Harbor.corp.example:8443}\n")], "source registry \"harbor.corp.example:8443\" is listed twice", "", "Harbor.corp.example:8443"),
+    err("source registry with scheme", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: \"https://harbor.corp.example\"}\n")], "source registry \"https://harbor.corp.example\" must not have a scheme", "", "\"https://harbor.corp.example\""),
+    err("source registry with path", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: harbor.corp.example/library}\n")], "source registry \"harbor.corp.example/library\" must not have a path", "", "harbor.corp.example/library"),
+    err("source registry bad port", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: \"harbor.corp.example:https\"}\n")], "port \"https\" is not a number", "", "\"harbor.corp.example:https\""),
+    err("source registry username without password", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - registry: vendor.example.com\n        usernameEnv: VENDOR_USER\n")], "usernameEnv is set but passwordEnv is not", "", "VENDOR_USER"),
+    err("source registry password without username", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - registry: vendor.example.com\n        passwordEnv: VENDOR_TOKEN\n")], "passwordEnv is set but usernameEnv is not", "", "VENDOR_TOKEN"),
+    err("source registry env not a name", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - registry: vendor.example.com\n        usernameEnv: VENDOR_USER\n        passwordEnv: \"s3cr3t!\"\n")], "passwordEnv \"s3cr3t!\" is not an environment variable name", "", "\"s3cr3t!\""),
+    err("source registry inline password", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - registry: vendor.example.com\n        password: hunter2\n")], "source registry password written inline", "sourceRegistries", "password"),
+    err("source registry CA file missing", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: harbor.corp.example, caFile: missing-ca.crt}\n")], "cannot read source registry CA file \"missing-ca.crt\"", "", "missing-ca.crt"),
+    Row {
+        name: "source registry CA file not PEM",
+        edits: &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: harbor.corp.example, caFile: src-ca.crt}\n")],
+        files: &[("src-ca.crt", "not a certificate\n")],
+        severity: Severity::Error,
+        message: "source registry CA file \"src-ca.crt\" holds no PEM certificate",
+        context: "caFile",
+        needle: "src-ca.crt",
+    },
     Row {
         name: "cgroup v1 on 1.35",
         edits: &[("v1.34.1", "v1.35.0"), ("  networking:\n", "  runtime: {hostCgroupVersion: v1}\n  networking:\n")],
@@ -404,4 +422,52 @@ fn extract_to_on_archives_is_valid_and_kept() {
         dirs,
         [Some("/opt/cni/bin"), Some("/usr/local/bin"), Some("/"), None]
     );
+}
+
+#[test]
+fn source_registries_resolve_with_their_ca_and_variable_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    std::fs::write(dir.path().join("harbor-ca.crt"), pem).expect("ca");
+    let text = BASE.replacen(
+        "  provider: ssh\n",
+        "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: harbor.corp.example:8443, usernameEnv: HARBOR_USER, passwordEnv: HARBOR_PASSWORD, caFile: harbor-ca.crt}\n      - {registry: 127.0.0.1:5000}\n",
+        1,
+    );
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(&file, &text).expect("file");
+    let loaded = load(&file).expect("load");
+    let valid = validate(&loaded).unwrap_or_else(|r| panic!("valid file refused: {r}"));
+    let got = valid.cluster.source_auth();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].registry, "harbor.corp.example:8443");
+    assert_eq!(
+        got[0].credentials_env,
+        Some(("HARBOR_USER".to_string(), "HARBOR_PASSWORD".to_string()))
+    );
+    assert_eq!(got[0].ca_pem.as_deref(), Some(pem));
+    assert_eq!(
+        (
+            got[1].registry.as_str(),
+            &got[1].credentials_env,
+            &got[1].ca_pem
+        ),
+        ("127.0.0.1:5000", &None, &None)
+    );
+}
+
+#[test]
+fn source_registry_inline_password_is_never_echoed() {
+    let row = ROWS
+        .iter()
+        .find(|r| r.name == "source registry inline password")
+        .expect("row");
+    let (_, diags) = run(row);
+    for d in &diags {
+        let shown = format!("{d} {:?} {}", d.help, d.label);
+        assert!(!shown.contains("hunter2"), "secret printed: {shown}");
+    }
+    assert!(diags
+        .iter()
+        .any(|d| d.help.as_deref().unwrap_or("").contains("passwordEnv")));
 }

@@ -11,6 +11,7 @@ mod rules_network;
 mod rules_nodes;
 mod rules_registry;
 mod rules_runtime;
+mod rules_sources;
 mod rules_vip;
 
 use std::sync::Arc;
@@ -98,6 +99,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     let mirror = rules_registry::check(ctx, &file, meta.as_ref());
     let api = rules_apiserver::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_runtime::check(ctx, &file, meta.as_ref().map(|m| &m.version));
+    let source_auth = rules_sources::check(ctx, &file);
 
     let meta = meta?;
     let net = net?;
@@ -116,6 +118,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
         mirror,
         oidc_ca_pem: api.oidc_ca_pem,
         audit_policy: api.audit_policy,
+        source_auth: source_auth?,
         file,
     })
 }

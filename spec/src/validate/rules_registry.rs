@@ -148,7 +148,7 @@ pub(crate) fn check(
 }
 
 /// Splits a mirror prefix into (host, path). Errors: a reason.
-fn mirror_parts(prefix: &str) -> Result<(String, String), String> {
+pub(crate) fn mirror_parts(prefix: &str) -> Result<(String, String), String> {
     if prefix.is_empty() {
         return Err("is empty".into());
     }

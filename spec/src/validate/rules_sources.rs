@@ -1,0 +1,148 @@
+//! Rules on `spec.airgap.sourceRegistries`, the registries `airgap bundle` pulls from with
+//! credentials or a private CA: each names a plain `host[:port]` (no scheme, no path) once; the
+//! credentials are the names of two environment variables, both or neither (an inline
+//! `username`/`password` is an error that never echoes the value); a `caFile` was read and holds a
+//! PEM certificate (as the mirror's `caFile`).
+
+use std::collections::BTreeMap;
+
+use super::rules_registry::{mirror_parts, pem_file};
+use super::Ctx;
+use crate::diag::Diagnostic;
+use crate::model::{ClusterFile, SourceRegistry};
+use crate::syntax;
+use crate::valid::SourceAuth;
+
+/// The resolved entries in file order (empty without `airgap` or without the list); `None` after
+/// any error (each pushed to `ctx`).
+pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Option<Vec<SourceAuth>> {
+    let Some(a) = &file.spec.airgap else {
+        return Some(Vec::new());
+    };
+    let mut ok = true;
+    let mut out = Vec::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, r) in a.source_registries.iter().enumerate() {
+        let at = format!("spec.airgap.sourceRegistries[{i}]");
+        let host = r.registry.trim().to_ascii_lowercase();
+        match registry_host(&host) {
+            Err(why) => {
+                ok = false;
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::source-registry",
+                        format!("source registry {:?} {why}", r.registry),
+                    )
+                    .help("write the registry as it appears in image references, `host[:port]`, e.g. `harbor.corp.example:8443` (no scheme, no path)")
+                    .at(format!("{at}.registry")),
+                );
+            }
+            Ok(()) => {
+                if let Some(first) = seen.insert(host.clone(), i) {
+                    ok = false;
+                    ctx.push(
+                        Diagnostic::error(
+                            "spec::source-registry",
+                            format!("source registry {host:?} is listed twice (also sourceRegistries[{first}])"),
+                        )
+                        .help("list each registry once, with all of its settings in one entry")
+                        .at(format!("{at}.registry")),
+                    );
+                }
+            }
+        }
+        ok &= check_credentials(ctx, r, &at);
+        let ca_pem = match &r.ca_file {
+            None => None,
+            Some(path) => {
+                let pem = pem_file(ctx, path, &format!("{at}.caFile"), "source registry CA");
+                ok &= pem.is_some();
+                pem
+            }
+        };
+        let credentials_env = match (&r.username_env, &r.password_env) {
+            (Some(u), Some(p)) => Some((u.clone(), p.clone())),
+            _ => None,
+        };
+        out.push(SourceAuth {
+            registry: host,
+            credentials_env,
+            ca_pem,
+        });
+    }
+    ok.then_some(out)
+}
+
+/// `host[:port]` with nothing after it (the mirror's host rules). Errors: the reason.
+fn registry_host(host: &str) -> Result<(), String> {
+    if host.contains('/') && !host.contains("://") {
+        return Err("must not have a path (the credentials are for the whole registry)".into());
+    }
+    mirror_parts(host).map(|_| ())
+}
+
+/// Inline secrets, variable names and the pair rule of one entry; false after any error.
+fn check_credentials(ctx: &mut Ctx<'_>, r: &SourceRegistry, at: &str) -> bool {
+    let mut ok = true;
+    for (field, env, present) in [
+        ("username", "usernameEnv", r.username.is_some()),
+        ("password", "passwordEnv", r.password.is_some()),
+    ] {
+        if present {
+            ok = false;
+            ctx.push(
+                Diagnostic::error(
+                    "spec::inline-credentials",
+                    format!("source registry {field} written inline in the cluster file"),
+                )
+                .help(format!(
+                    "remove `{field}` and name an environment variable instead: `{env}: SOURCE_{}` then `export SOURCE_{}=…` before running `clusterctl airgap bundle`",
+                    field.to_uppercase(),
+                    field.to_uppercase()
+                ))
+                .label("secret value hidden")
+                .at(format!("{at}.{field}#key")),
+            );
+        }
+    }
+    for (field, v) in [
+        ("usernameEnv", &r.username_env),
+        ("passwordEnv", &r.password_env),
+    ] {
+        if let Some(name) = v {
+            if let Err(why) = syntax::env_name(name) {
+                ok = false;
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::credentials-env",
+                        format!("{field} {name:?} is not an environment variable name: it {why}"),
+                    )
+                    .help("give the NAME of a variable, e.g. `SOURCE_PASSWORD`, never the secret itself")
+                    .at(format!("{at}.{field}")),
+                );
+            }
+        }
+    }
+    if r.username_env.is_some() != r.password_env.is_some() {
+        ok = false;
+        let (have, missing) = if r.username_env.is_some() {
+            ("usernameEnv", "passwordEnv")
+        } else {
+            ("passwordEnv", "usernameEnv")
+        };
+        ctx.push(
+            Diagnostic::error(
+                "spec::credentials-env",
+                format!(
+                    "source registry {:?}: {have} is set but {missing} is not",
+                    r.registry
+                ),
+            )
+            .help(format!(
+                "set both usernameEnv and passwordEnv, or neither; add `{missing}`"
+            ))
+            .at(format!("{at}.{have}")),
+        );
+    }
+    ok
+}
