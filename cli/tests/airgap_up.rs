@@ -49,16 +49,7 @@ fn line_of(out: &str, needles: &[&str]) -> usize {
 }
 
 fn images_in(node: &TestNode) -> BTreeMap<String, String> {
-    sh(node, "ctr -n k8s.io images ls")
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let name = w.next()?;
-            let digest = w.nth(1)?;
-            Some((name.to_string(), digest.to_string()))
-        })
-        .collect()
+    node.ctr_images().unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

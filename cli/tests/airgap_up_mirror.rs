@@ -63,9 +63,9 @@ fn flat(text: &str) -> String {
 
 /// Image names in the node's containerd (`k8s.io` namespace).
 fn images_in(node: &TestNode) -> BTreeSet<String> {
-    sh(node, "ctr -n k8s.io images ls -q")
-        .lines()
-        .map(str::to_string)
+    node.ctr_images()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_keys()
         .collect()
 }
 

@@ -594,16 +594,7 @@ const WITH_V135: &str = "    extraVersions: [v1.35.0]\n";
 
 /// name → manifest digest from `ctr -n k8s.io images ls` on `node`.
 fn images_in(node: &TestNode) -> std::collections::BTreeMap<String, String> {
-    sh(node, "/usr/bin/ctr -n k8s.io images ls")
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let name = w.next()?;
-            let digest = w.nth(1)?;
-            Some((name.to_string(), digest.to_string()))
-        })
-        .collect()
+    node.ctr_images().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// An air-gapped upgrade test bed: a control plane and a worker as `up` of v1.34.1 leaves them

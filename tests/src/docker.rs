@@ -343,6 +343,23 @@ impl TestNode {
         Ok(out.trim().to_string())
     }
 
+    /// The images in the node's containerd (`/usr/bin/ctr -n k8s.io images ls`, namespace `k8s.io`):
+    /// name → manifest digest (`sha256:<hex>`). The absolute path bypasses any recording `ctr`
+    /// wrapper a test put first on `PATH`. Errors: `ctr` failing.
+    pub fn ctr_images(&self) -> Result<std::collections::BTreeMap<String, String>> {
+        Ok(self
+            .sh("/usr/bin/ctr -n k8s.io images ls")?
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let name = w.next()?;
+                let digest = w.nth(1)?;
+                Some((name.to_string(), digest.to_string()))
+            })
+            .collect())
+    }
+
     /// The node's SSH host key of `kind` (`ed25519`, `ecdsa`, `rsa`) as a known_hosts line for its
     /// address and port (`ADDR keytype base64`, or `[ADDR]:PORT …` for a port other than 22).
     pub fn known_hosts_line(&self, kind: &str) -> Result<String> {
