@@ -41,6 +41,60 @@ pub fn client_options(cluster: &ValidCluster) -> ClientOptions {
     o
 }
 
+/// Registry options for `airgap bundle`: [`client_options`] plus every `airgap.sourceRegistries`
+/// entry — its credential variable names (taking precedence over the mirror's for the same host)
+/// and its CA, trusted for that host only; a source registry given with a CA is spoken to over
+/// HTTPS even on a loopback address. The variables' values are read only when a request needs them.
+pub fn source_client_options(cluster: &ValidCluster) -> ClientOptions {
+    let mut o = client_options(cluster);
+    let mut own = Vec::new();
+    for s in cluster.source_auth() {
+        if let Some((u, p)) = &s.credentials_env {
+            own.push(EnvCredentials {
+                registry: s.registry.clone(),
+                username_var: u.clone(),
+                password_var: p.clone(),
+            });
+        }
+        if let Some(pem) = &s.ca_pem {
+            o.host_cas.push((s.registry.clone(), pem.clone()));
+            if !o.tls_hosts.contains(&s.registry) {
+                o.tls_hosts.push(s.registry.clone());
+            }
+        }
+    }
+    own.append(&mut o.credentials);
+    o.credentials = own;
+    o
+}
+
+/// Refuses, before anything is pulled, a source registry whose credential variables are unset or
+/// empty. Errors: `Auth` naming the registry and both variables (never a value).
+fn check_source_credentials(cluster: &ValidCluster) -> Result<()> {
+    for s in cluster.source_auth() {
+        let Some((u, p)) = &s.credentials_env else {
+            continue;
+        };
+        let unset: Vec<&str> = [u, p]
+            .into_iter()
+            .filter(|v| std::env::var_os(v).is_none_or(|x| x.is_empty()))
+            .map(String::as_str)
+            .collect();
+        if !unset.is_empty() {
+            return Err(AirgapError::Auth {
+                registry: s.registry.clone(),
+                reason: format!(
+                    "airgap.sourceRegistries names ${u} and ${p} for its credentials, but ${} {} unset or empty: export {} before running `clusterctl airgap bundle`",
+                    unset.join(" and $"),
+                    if unset.len() == 1 { "is" } else { "are" },
+                    if unset.len() == 1 { "it" } else { "them" },
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Options of `airgap bundle`.
 #[derive(Debug, Clone, Default)]
 pub struct BundleOptions {
@@ -120,13 +174,15 @@ fn check_state_path(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Pulls everything `cluster` needs and writes the bundle. Errors: an output that exists and is
-/// not a bundle (checked first), then any pull, package or write error.
+/// Pulls everything `cluster` needs and writes the bundle (`opts.client` usually from
+/// [`source_client_options`]). Errors: an output that exists and is not a bundle (checked first), a
+/// source registry whose credential variables are unset, then any pull, package or write error.
 pub fn bundle_cluster(
     cluster: &ValidCluster,
     opts: &BundleOptions,
 ) -> Result<(BundleSummary, PullStats)> {
     check_output(&opts.out)?;
+    check_source_credentials(cluster)?;
     let cache = opts
         .cache
         .clone()

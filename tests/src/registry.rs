@@ -3,7 +3,8 @@
 //! `Registry::start()` writes a distribution v2 config (filesystem storage in a temp dir, deletes
 //! enabled, access log on), starts `docker-registry serve CONFIG` on a free `127.0.0.1` port and
 //! returns once `GET /v2/` answers 200. The guard kills the process and removes the directory.
-//! `Registry::start_tls` serves HTTPS with a certificate from a CA made per test ([`TestCa`], rcgen).
+//! `Registry::start_tls` serves HTTPS with a certificate from a CA made per test ([`TestCa`], rcgen);
+//! `Registry::start_tls_basic_auth` also asks for basic credentials from an htpasswd file.
 //! Test images are built here from random bytes (never pulled): [`layer`] (a gzip'd tar holding one
 //! file), [`image`] (OCI config with the layers' `diff_ids` and an OCI manifest), pushed with
 //! [`Registry::push`] (monolithic `POST ?digest=` uploads and a manifest `PUT`, plain HTTP).
@@ -38,19 +39,26 @@ impl Registry {
     /// Starts a registry on a free loopback port. Errors: binary missing, or it does not answer
     /// `GET /v2/` within 15 s (its log is included in the error).
     pub fn start() -> Result<Registry> {
-        Self::start_with(None)
+        Self::start_with(None, None)
     }
 
     /// Starts a registry serving HTTPS on a free loopback port with `ca`'s serving certificate
     /// (names `127.0.0.1` and `localhost`). Errors: as [`Registry::start`].
     pub fn start_tls(ca: &TestCa) -> Result<Registry> {
-        Self::start_with(Some(ca))
+        Self::start_with(Some(ca), None)
     }
 
-    fn start_with(tls: Option<&TestCa>) -> Result<Registry> {
+    /// As [`Registry::start_tls`], and every request needs HTTP basic credentials listed in
+    /// `htpasswd` (the text of an htpasswd file with bcrypt entries, e.g. from `htpasswd -B`):
+    /// distribution's `auth.htpasswd`, answering `401` with `WWW-Authenticate: Basic realm=…`.
+    pub fn start_tls_basic_auth(ca: &TestCa, htpasswd: &str) -> Result<Registry> {
+        Self::start_with(Some(ca), Some(htpasswd))
+    }
+
+    fn start_with(tls: Option<&TestCa>, htpasswd: Option<&str>) -> Result<Registry> {
         let mut last = None;
         for _ in 0..3 {
-            match Self::try_start(tls) {
+            match Self::try_start(tls, htpasswd) {
                 Ok(r) => return Ok(r),
                 Err(e) => last = Some(e),
             }
@@ -58,7 +66,7 @@ impl Registry {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("registry did not start")))
     }
 
-    fn try_start(tls: Option<&TestCa>) -> Result<Registry> {
+    fn try_start(tls: Option<&TestCa>, htpasswd: Option<&str>) -> Result<Registry> {
         if !available() {
             bail!("{REGISTRY_BIN} is not installed (Debian package docker-registry)");
         }
@@ -80,6 +88,14 @@ impl Registry {
                 "  tls:\n    certificate: {}\n    key: {}\n",
                 cert.display(),
                 key.display()
+            ));
+        }
+        if let Some(users) = htpasswd {
+            let file = dir.path().join("htpasswd");
+            std::fs::write(&file, users)?;
+            config.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: clusterctl-test\n    path: {}\n",
+                file.display()
             ));
         }
         let cfg = dir.path().join("config.yml");

@@ -30,6 +30,9 @@ pub struct ClientOptions {
     pub tls_hosts: Vec<String>,
     /// Basic credentials per registry, read from environment variables.
     pub credentials: Vec<EnvCredentials>,
+    /// CAs trusted for one registry only, `(host[:port], PEM)` (e.g. a source registry's `caFile`):
+    /// requests to that host trust the built-in roots, `ca_file`/`ca_pem` and this CA.
+    pub host_cas: Vec<(String, String)>,
     /// Whole-request timeout.
     pub timeout: Duration,
     /// Uploads larger than this many bytes go in chunks (`PATCH` with `Content-Range`) of this size.
@@ -44,6 +47,7 @@ impl Default for ClientOptions {
             plain_http: Vec::new(),
             tls_hosts: Vec::new(),
             credentials: Vec::new(),
+            host_cas: Vec::new(),
             timeout: Duration::from_secs(600),
             chunk_size: 64 << 20,
         }
@@ -67,6 +71,8 @@ pub struct RegistryClient {
     plain: Client,
     /// For `https://` URLs: the built-in roots plus the configured CA, built on first use.
     tls: OnceLock<std::result::Result<Client, String>>,
+    /// For `https://` URLs of a host with its own CA (`host_cas`), built on first use.
+    host_tls: HashMap<String, OnceLock<std::result::Result<Client, String>>>,
     opts: ClientOptions,
     /// Bearer tokens by "registry/repository".
     tokens: Mutex<HashMap<String, String>>,
@@ -83,6 +89,34 @@ fn is_loopback(host: &str) -> bool {
     h == "localhost"
         || h.parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `host[:port]` of `url` as registries are named (`[::1]:5000`, no port when it is the scheme's
+/// default); `None` when `url` does not parse or has no host.
+fn url_host(url: &str) -> Option<String> {
+    let u = Url::parse(url).ok()?;
+    let host = u.host_str()?;
+    Some(match u.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    })
+}
+
+/// The certificates of `host`'s own CA. Errors: `Transport` naming the host when `pem` holds none.
+fn host_certs(host: &str, pem: &str) -> Result<Vec<reqwest::Certificate>> {
+    reqwest::Certificate::from_pem_bundle(pem.as_bytes())
+        .map_err(|e| e.to_string())
+        .and_then(|c| {
+            if c.is_empty() {
+                Err("no certificate in the PEM text".to_string())
+            } else {
+                Ok(c)
+            }
+        })
+        .map_err(|e| AirgapError::Transport {
+            url: host.to_string(),
+            reason: format!("CA of registry {host}: {e}"),
+        })
 }
 
 fn transport_err(url: &str, e: impl std::fmt::Display) -> AirgapError {
@@ -127,12 +161,21 @@ impl RegistryClient {
         let _ = rustls::crypto::ring::default_provider().install_default();
         // Read and parse the CA now, so a bad CA file is an error here and not at the first request.
         let _checked = Self::builder(&opts, true)?;
+        for (host, pem) in &opts.host_cas {
+            host_certs(host, pem)?;
+        }
         let plain = Self::builder(&opts, false)?
             .build()
             .map_err(|e| transport_err("client", e))?;
+        let host_tls = opts
+            .host_cas
+            .iter()
+            .map(|(h, _)| (h.clone(), OnceLock::new()))
+            .collect();
         Ok(RegistryClient {
             plain,
             tls: OnceLock::new(),
+            host_tls,
             opts,
             tokens: Mutex::new(HashMap::new()),
         })
@@ -177,6 +220,26 @@ impl RegistryClient {
         if url.as_ref().starts_with("http://") {
             return Ok(&self.plain);
         }
+        if let Some((host, cell)) =
+            url_host(url.as_ref()).and_then(|h| self.host_tls.get(&h).map(|c| (h, c)))
+        {
+            let built = cell.get_or_init(|| {
+                let pem = self
+                    .opts
+                    .host_cas
+                    .iter()
+                    .find(|(h, _)| *h == host)
+                    .map(|(_, p)| p.as_str())
+                    .unwrap_or_default();
+                Self::builder(&self.opts, true)
+                    .and_then(|b| Ok(b.tls_certs_merge(host_certs(&host, pem)?)))
+                    .and_then(|b| b.build().map_err(|e| transport_err("client", e)))
+                    .map_err(|e| e.to_string())
+            });
+            return built
+                .as_ref()
+                .map_err(|e| transport_err(&format!("TLS client for {host}"), e));
+        }
         let built = self.tls.get_or_init(|| {
             Self::builder(&self.opts, true)
                 .and_then(|b| b.build().map_err(|e| transport_err("client", e)))
@@ -215,11 +278,7 @@ impl RegistryClient {
     }
 
     fn creds(&self, registry: &str) -> Option<(String, String)> {
-        self.opts
-            .credentials
-            .iter()
-            .find(|c| c.registry == registry)
-            .and_then(EnvCredentials::resolve)
+        self.configured(registry).and_then(EnvCredentials::resolve)
     }
 
     /// Sends a request built by `make`, answering one auth challenge if the registry asks.
@@ -254,7 +313,7 @@ impl RegistryClient {
             Challenge::Basic => {
                 let (u, p) = self.creds(registry).ok_or_else(|| AirgapError::Auth {
                     registry: registry.to_string(),
-                    reason: "basic auth asked, no credentials configured".into(),
+                    reason: self.missing_creds(registry),
                 })?;
                 make()?.basic_auth(u, Some(p))
             }
@@ -272,12 +331,36 @@ impl RegistryClient {
         };
         let resp = req.send().map_err(|e| request_err(&key, e))?;
         if resp.status() == StatusCode::UNAUTHORIZED {
+            let from = self
+                .configured(registry)
+                .map(|c| format!(" (from ${} and ${})", c.username_var, c.password_var))
+                .unwrap_or_default();
             return Err(AirgapError::Auth {
                 registry: registry.to_string(),
-                reason: "credentials refused".into(),
+                reason: format!("credentials{from} refused"),
             });
         }
         Ok(resp)
+    }
+
+    /// The credential variables configured for `registry`, if any.
+    fn configured(&self, registry: &str) -> Option<&EnvCredentials> {
+        self.opts
+            .credentials
+            .iter()
+            .find(|c| c.registry == registry)
+    }
+
+    /// Why no basic credentials could be sent to `registry`: the variables named for it are unset or
+    /// empty (their names, never values), or none are named.
+    fn missing_creds(&self, registry: &str) -> String {
+        match self.configured(registry) {
+            Some(c) => format!(
+                "the registry asks for basic credentials, but ${} or ${} is unset or empty: export both before running clusterctl",
+                c.username_var, c.password_var
+            ),
+            None => "the registry asks for basic credentials and none are configured for it: name the variables holding them (usernameEnv/passwordEnv) in airgap.sourceRegistries, or in registry for the mirror".into(),
+        }
     }
 
     fn fetch_token(
