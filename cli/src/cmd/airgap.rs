@@ -5,8 +5,8 @@
 
 use clusterctl_airgap::registry::ClientOptions;
 use clusterctl_airgap::run::{
-    bundle_cluster, check_matches, client_options, import_bundle_for_cluster, BundleOptions,
-    ImportOptions,
+    bundle_cluster, check_matches, client_options, import_bundle_for_cluster,
+    source_client_options, BundleOptions, ImportOptions,
 };
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -205,7 +205,7 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
                 })?;
                 registry_overrides.push((from.to_string(), to.to_string()));
             }
-            let mut client: ClientOptions = client_options(&cluster);
+            let mut client: ClientOptions = source_client_options(&cluster);
             client.plain_http = plain_http;
             let mut opts = BundleOptions {
                 out: out.clone(),
