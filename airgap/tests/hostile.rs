@@ -9,9 +9,7 @@
 mod common;
 
 use clusterctl_airgap::bundle::write::layout_index;
-use clusterctl_airgap::bundle::{
-    verify_bundle, write_bundle, BundleInput, BundleManifest, PreparedFile,
-};
+use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput, BundleManifest};
 use clusterctl_airgap::pull::{pull_images, ImageRequest, PullOptions, PulledImage};
 use clusterctl_airgap::registry::{ClientOptions, EnvCredentials, RegistryClient};
 use clusterctl_airgap::run::{
@@ -36,59 +34,21 @@ fn good_bundle(dir: &Path) -> PathBuf {
     out
 }
 
-/// The store and input of [`good_bundle`].
+/// The store and input of [`good_bundle`]: three images sharing a base layer, one package.
 fn good_input(dir: &Path) -> (BlobStore, BundleInput) {
-    let store = BlobStore::open(dir.join("cache")).expect("store");
-    let mut rng = Rng(11);
-    let base = layer(&mut rng, "base.bin", 32 << 10);
-    let mut images = Vec::new();
-    for i in 0..3 {
-        let img = image(
-            &[base.clone(), layer(&mut rng, "own.bin", 8 << 10)],
-            "amd64",
-            &format!("h{i}"),
-        );
-        let mut blobs = vec![img.manifest.digest.clone()];
-        store.put(&img.manifest.bytes).expect("put");
-        for b in &img.blobs {
-            store.put(&b.bytes).expect("put");
-            blobs.push(b.digest.clone());
-        }
-        blobs.sort();
-        let source =
-            ImageRef::parse(&format!("registry.fixture.test/hostile/h{i}:v1")).expect("ref");
-        images.push(PulledImage {
-            mirror: source.under_prefix("mirror.site.test/lib").expect("mirror"),
-            source,
-            digest: img.manifest.digest.clone(),
-            source_digest: img.manifest.digest.clone(),
-            media_type: img.manifest.media_type.clone(),
-            size: img.manifest.bytes.len() as u64,
-            platforms: vec![],
-            blobs,
-        });
-    }
-    let pkg = dir.join("tool");
-    std::fs::write(&pkg, rng.bytes(5000)).expect("pkg");
-    let prepared = PreparedFile::from_path(
-        "tool",
-        "packages/any-amd64/tool",
-        &pkg,
-        0o644,
-        Some("any".into()),
-        Some("amd64".into()),
+    stored_input(
+        dir,
+        &Stored {
+            seed: 11,
+            cluster: "hostile",
+            images: 3,
+            repo: "hostile",
+            name: "h",
+            mirror: "mirror.site.test/lib",
+            layer_sizes: (32 << 10, 8 << 10),
+            package: ("tool", "packages/any-amd64/tool", "any", 5000),
+        },
     )
-    .expect("prep");
-    let input = BundleInput {
-        cluster: "hostile".into(),
-        kubernetes_version: "v1.34.1".into(),
-        extra_versions: vec![],
-        platforms: vec![],
-        images,
-        packages: vec![prepared],
-        binaries: vec![],
-    };
-    (store, input)
 }
 
 #[test]

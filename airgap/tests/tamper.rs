@@ -4,11 +4,9 @@
 
 mod common;
 
-use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput, PreparedFile};
-use clusterctl_airgap::pull::PulledImage;
+use clusterctl_airgap::bundle::{verify_bundle, write_bundle};
 use clusterctl_airgap::run::{import_bundle, ImportOptions};
-use clusterctl_airgap::store::BlobStore;
-use clusterctl_airgap::{AirgapError, Digest, ImageRef};
+use clusterctl_airgap::{AirgapError, Digest};
 use clusterctl_testbed::registry::Registry;
 use clusterctl_testbed::require;
 use common::*;
@@ -17,59 +15,25 @@ use std::path::{Path, PathBuf};
 
 /// A bundle with two images sharing a base layer and one package, written straight from a store.
 fn good_bundle(dir: &Path) -> PathBuf {
-    let store = BlobStore::open(dir.join("cache")).expect("store");
-    let mut rng = Rng(7);
-    let base = layer(&mut rng, "base.bin", 64 << 10);
-    let mut images = Vec::new();
-    for i in 0..2 {
-        let img = image(
-            &[base.clone(), layer(&mut rng, "own.bin", 16 << 10)],
-            "amd64",
-            &format!("t{i}"),
-        );
-        store.put(&img.manifest.bytes).expect("put");
-        let mut blobs = vec![img.manifest.digest.clone()];
-        for b in &img.blobs {
-            store.put(&b.bytes).expect("put");
-            blobs.push(b.digest.clone());
-        }
-        blobs.sort();
-        let source =
-            ImageRef::parse(&format!("registry.fixture.test/tamper/t{i}:v1")).expect("ref");
-        images.push(PulledImage {
-            mirror: source
-                .under_prefix("mirror.site.test/library")
-                .expect("mirror"),
-            source,
-            digest: img.manifest.digest.clone(),
-            source_digest: img.manifest.digest.clone(),
-            media_type: img.manifest.media_type.clone(),
-            size: img.manifest.bytes.len() as u64,
-            platforms: vec![],
-            blobs,
-        });
-    }
-    let pkg = dir.join("kubeadm_1.34.1_amd64.deb");
-    std::fs::write(&pkg, rng.bytes(10_000)).expect("pkg");
-    let prepared = PreparedFile::from_path(
-        "kubeadm",
-        "packages/debian-amd64/kubeadm_1.34.1_amd64.deb",
-        &pkg,
-        0o644,
-        Some("debian".into()),
-        Some("amd64".into()),
-    )
-    .expect("prep");
+    let (store, input) = stored_input(
+        dir,
+        &Stored {
+            seed: 7,
+            cluster: "t",
+            images: 2,
+            repo: "tamper",
+            name: "t",
+            mirror: "mirror.site.test/library",
+            layer_sizes: (64 << 10, 16 << 10),
+            package: (
+                "kubeadm",
+                "packages/debian-amd64/kubeadm_1.34.1_amd64.deb",
+                "debian",
+                10_000,
+            ),
+        },
+    );
     let out = dir.join("good.tar");
-    let input = BundleInput {
-        cluster: "t".into(),
-        kubernetes_version: "v1.34.1".into(),
-        extra_versions: vec![],
-        platforms: vec![],
-        images,
-        packages: vec![prepared],
-        binaries: vec![],
-    };
     write_bundle(&out, &store, &input).expect("write");
     out
 }

@@ -6,6 +6,10 @@
 #![allow(dead_code)]
 
 pub mod containerd;
+pub mod stored;
+
+#[allow(unused_imports)] // not every test binary uses them
+pub use stored::{stored_input, Stored};
 
 use clusterctl_airgap::digest::Digest;
 use clusterctl_testbed::registry::Registry;
