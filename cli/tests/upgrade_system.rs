@@ -230,21 +230,30 @@ fn line_of(out: &str, needles: &[&str]) -> usize {
 }
 
 fn upgrade(cc: &Clusterctl, file: &Path, known_hosts: &Path, to: &str) -> Run {
-    let r = cc
-        .run(&[
-            "upgrade",
-            "-f",
-            &file.display().to_string(),
-            "--to",
-            to,
-            "--known-hosts",
-            &known_hosts.display().to_string(),
-            "--ready-timeout",
-            "30",
-            "--drain-timeout",
-            "30",
-        ])
-        .expect("run clusterctl upgrade");
+    upgrade_with(cc, file, known_hosts, to, &[])
+}
+
+/// [`upgrade`] with `extra` arguments (e.g. `--dry-run`).
+fn upgrade_with(cc: &Clusterctl, file: &Path, known_hosts: &Path, to: &str, extra: &[&str]) -> Run {
+    let (file, known_hosts) = (
+        file.display().to_string(),
+        known_hosts.display().to_string(),
+    );
+    let mut args = vec![
+        "upgrade",
+        "-f",
+        &file,
+        "--to",
+        to,
+        "--known-hosts",
+        &known_hosts,
+        "--ready-timeout",
+        "30",
+        "--drain-timeout",
+        "30",
+    ];
+    args.extend_from_slice(extra);
+    let r = cc.run(&args).expect("run clusterctl upgrade");
     // Shown with --nocapture (docs/upgrade.md's example session is taken from it).
     eprintln!(
         "$ clusterctl upgrade -f cluster.yaml --to {to}\n{}(exit {})",
@@ -355,8 +364,73 @@ fn upgrade_one_minor_one_node_at_a_time_and_resume_after_a_failure() {
     }
     assert!(cordon_log(&api).is_empty());
 
-    // 2. 1.34.1 → 1.35.0 with `kubeadm upgrade node` failing on the second node.
+    // 1b. The dry run plans every node's steps in upgrade order and changes nothing.
     write_file("1.35.0");
+    let r = upgrade_with(&cc, &file, &known_hosts, "1.35.0", &["--dry-run"]);
+    assert_eq!(r.code, 0, "{}", r.all());
+    let plan = &r.stdout;
+    let section = |n: &TestNode| -> &str {
+        let start = plan
+            .find(&format!("\nnode {} (", n.name))
+            .unwrap_or_else(|| panic!("no plan for {}:\n{plan}", n.name));
+        let rest = &plan[start + 1..];
+        &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+    };
+    let order: Vec<usize> = cluster
+        .nodes
+        .iter()
+        .map(|n| plan.find(&format!("\nnode {} (", n.name)).expect("section"))
+        .collect();
+    assert!(
+        order[0] < order[1] && order[1] < order[2],
+        "upgrade order:\n{plan}"
+    );
+    let first = section(c1);
+    for step in [
+        "upgrade/kubeadm",
+        "upgrade/etcd-snapshot",
+        "drain node",
+        "kubeadm upgrade apply --config /etc/kubernetes/kubeadm/upgrade.yaml --yes",
+        "upgrade/kubelet",
+        "uncordon node",
+    ] {
+        assert!(
+            first.contains(step),
+            "{step} not planned on {}:\n{first}",
+            c1.name
+        );
+    }
+    let second = section(c2);
+    assert!(
+        second.contains("kubeadm upgrade node --config") && !second.contains("upgrade apply"),
+        "{second}"
+    );
+    assert!(
+        plan.contains("change(s) planned; nothing was changed (dry run)."),
+        "{plan}"
+    );
+    for n in &cluster.nodes {
+        let calls = standin_calls(n).expect("calls");
+        assert!(
+            calls
+                .iter()
+                .all(|l| l.starts_with("kubelet start") || l.starts_with("kubeadm version")),
+            "dry run changed {}: {calls:?}",
+            n.name
+        );
+        assert_eq!(
+            sh(
+                n,
+                "test -e /var/lib/clusterctl/upgrade && echo yes || echo no"
+            ),
+            "no",
+            "dry run wrote on {}",
+            n.name
+        );
+    }
+    assert!(cordon_log(&api).is_empty());
+
+    // 2. 1.34.1 → 1.35.0 with `kubeadm upgrade node` failing on the second node.
     sh(
         c2,
         "touch /etc/clusterctl-standin/fail-kubeadm-upgrade-node",

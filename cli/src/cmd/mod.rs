@@ -7,6 +7,7 @@ pub mod destroy;
 pub mod image;
 pub mod lifecycle;
 pub mod node;
+pub mod plan;
 pub mod render;
 pub mod status;
 pub mod up;

@@ -17,8 +17,8 @@ use clusterctl_phases::engine::{check_selection, Engine, Options};
 use clusterctl_phases::progress::TtyReporter;
 use clusterctl_phases::up::{self, NodeFacts, UpData, UpSpec};
 use clusterctl_phases::{
-    CniChoice, FilePurpose, Mode, NodeFile, NodeInfo, PlainReporter, PlanEntry, PlanKind,
-    QuietReporter, Reporter, Role, RuntimeKind, Secrets,
+    CniChoice, FilePurpose, Mode, NodeFile, NodeInfo, PlainReporter, PlanEntry, QuietReporter,
+    Reporter, Role, RuntimeKind, Secrets,
 };
 use clusterctl_render::Purpose;
 use clusterctl_spec::model::{CniPlugin, Provider};
@@ -594,18 +594,6 @@ fn exec_role(r: Role) -> clusterctl_exec::Role {
     }
 }
 
-/// Multi-line scripts (checks) shown by their first line.
-fn short(text: &str) -> String {
-    let mut lines = text.lines();
-    let first = lines.next().unwrap_or_default();
-    let more = lines.count();
-    if more == 0 {
-        first.to_string()
-    } else {
-        format!("{first} … (+{more} lines)")
-    }
-}
-
 /// Prints the dry-run plan: provider steps, then per node every check, command and file write.
 fn print_plan(
     cluster: &ValidCluster,
@@ -658,48 +646,5 @@ fn print_plan(
         }
     }
     let width = phases.iter().map(|p| p.name.len()).max().unwrap_or(10);
-    let mut groups: Vec<(String, String)> = vec![("local".into(), "local (this machine)".into())];
-    for n in &spec.nodes {
-        let addr = if n.address.is_empty() {
-            "address assigned by the provider".to_string()
-        } else {
-            n.address.clone()
-        };
-        groups.push((
-            n.name.clone(),
-            format!(
-                "node {} ({}, {addr})",
-                n.name,
-                if n.is_control_plane() {
-                    "control-plane"
-                } else {
-                    "worker"
-                }
-            ),
-        ));
-    }
-    for (name, title) in groups {
-        let entries: Vec<&PlanEntry> = plan.iter().filter(|e| e.node == name).collect();
-        if entries.is_empty() {
-            continue;
-        }
-        println!("\n{title}:");
-        for e in entries {
-            let kind = match e.kind {
-                PlanKind::Check => "check",
-                PlanKind::Run => "run",
-                PlanKind::Write => "write",
-                PlanKind::Local => "local",
-                PlanKind::Info => "note",
-                PlanKind::Api => "api",
-            };
-            let text = match e.kind {
-                PlanKind::Write => e.text.trim_start_matches("write ").to_string(),
-                PlanKind::Check => short(&e.text),
-                _ => e.text.clone(),
-            };
-            println!("  {:width$}  {kind:5}  {text}", e.phase);
-        }
-    }
-    println!();
+    super::plan::print_entries(&super::plan::groups(&spec.nodes), plan, width);
 }

@@ -13,6 +13,9 @@
 //! failed (the node it failed on stays cordoned; running the same command again resumes) or the
 //! air-gap bundle is refused, 2 invalid input or a refused version.
 //!
+//! `--dry-run` changes nothing: the same checks run (nodes and API read only), and every command,
+//! file write and API change each step would make is printed per node, in upgrade order.
+//!
 //! When the file names an air-gap bundle (`airgap.bundle`), it is verified completely before any node
 //! is reached, and it must be this cluster's and carry the images of `--to` (made with `--to` in
 //! `airgap.extraVersions`, or for `--to` itself); otherwise nothing is touched. Without a registry
@@ -62,6 +65,11 @@ pub struct Args {
     /// Print every check and the output of every command.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Change nothing: reach the nodes and the API read-only (the version checks, the bundle check,
+    /// each step's own checks) and print, per node in upgrade order, every command, file write and
+    /// API change the upgrade would make.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Runs the command (see the module documentation for exit codes).
@@ -190,11 +198,19 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         bundle,
         images,
     };
-    let reporter: Arc<dyn Reporter> = Arc::new(PlainReporter::stderr(args.verbose));
+    // A dry run prints its plan, not per-step progress (unless --verbose).
+    let reporter: Arc<dyn Reporter> = if args.dry_run && !args.verbose {
+        Arc::new(clusterctl_phases::QuietReporter)
+    } else {
+        Arc::new(PlainReporter::stderr(args.verbose))
+    };
     let opts = Options {
         cluster: cluster.name().to_string(),
         mode: Mode {
             verbose: args.verbose,
+            dry_run: args.dry_run,
+            // The nodes are reached anyway (version checks): show what is already done.
+            probe: args.dry_run,
             ..Mode::default()
         },
         parallel: 16,
@@ -220,8 +236,11 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         reporter.clone(),
         secrets.clone(),
     );
+    let prepare = upgrade::prepare_phases(data.images.as_ref());
+    let mut plan = Vec::new();
     let (mut total, result) = {
-        let (s, r) = engine.run(&upgrade::prepare_phases(data.images.as_ref()), &data);
+        let (s, r) = engine.run(&prepare, &data);
+        plan.extend(s.plan.iter().cloned());
         (s.total_changes(), r)
     };
     if let Err(e) = result {
@@ -243,11 +262,23 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         );
         let (s, r) = engine.run(&upgrade::node_phases(node.name == first), &data);
         total += s.total_changes();
+        plan.extend(s.plan.iter().cloned());
         if let Err(e) = r {
             eprintln!("upgrade failed:\n{e}");
             eprintln!("{}", resume_hint(&args, &to, Some(&node.name)));
             return Ok(ExitCode::FAILURE);
         }
+    }
+    if args.dry_run {
+        let order = ordered(&nodes, &first);
+        println!(
+            "clusterctl upgrade --dry-run: cluster `{}` to v{to}: nothing is changed (nodes and API read only)",
+            cluster.name()
+        );
+        let width = plan.iter().map(|e| e.phase.len()).max().unwrap_or(10);
+        super::plan::print_entries(&super::plan::groups(&order), &plan, width);
+        println!("{total} change(s) planned; nothing was changed (dry run).");
+        return Ok(ExitCode::SUCCESS);
     }
     if total == 0 {
         reporter.note(&format!(
