@@ -135,6 +135,67 @@ fn node_join_adds_a_control_plane_and_a_worker_after_up() {
     );
     assert_eq!(count(&standin_calls(w2).expect("calls"), "kubeadm"), 0);
 
+    // 2b. The dry run plans both joins and changes nothing on any node.
+    let before: Vec<Vec<String>> = tc
+        .nodes
+        .iter()
+        .map(|n| standin_calls(n).expect("calls"))
+        .collect();
+    let writes_before = api
+        .server
+        .recorded()
+        .iter()
+        .filter(|r| r.method != "GET")
+        .count();
+    let mut dry = vec![
+        "node",
+        "join",
+        "--dry-run",
+        "-f",
+        "cluster.yaml",
+        "--known-hosts",
+        &kh,
+    ];
+    dry.extend_from_slice(PREFLIGHT);
+    dry.push(&w2.name);
+    dry.push(&c2.name);
+    let r = cli.run(&dry).expect("dry run");
+    assert_eq!(r.code, 0, "{}", r.all());
+    for n in [c2, w2] {
+        let start = r
+            .stdout
+            .find(&format!("\nnode {} (", n.name))
+            .unwrap_or_else(|| panic!("no plan for {}:\n{}", n.name, r.stdout));
+        let section = &r.stdout[start + 1..];
+        let section = &section[..section.find("\n\n").unwrap_or(section.len())];
+        assert!(
+            section.contains("kubeadm join --config /etc/kubernetes/kubeadm/join.yaml"),
+            "{}: {section}",
+            n.name
+        );
+    }
+    assert!(
+        r.stdout
+            .contains("change(s) planned; nothing was changed (dry run)."),
+        "{}",
+        r.stdout
+    );
+    let after: Vec<Vec<String>> = tc
+        .nodes
+        .iter()
+        .map(|n| standin_calls(n).expect("calls"))
+        .collect();
+    assert_eq!(before, after, "the dry run called a stand-in");
+    assert_eq!(
+        api.server
+            .recorded()
+            .iter()
+            .filter(|r| r.method != "GET")
+            .count(),
+        writes_before,
+        "the dry run wrote through the API"
+    );
+
     // 3. Join both (named worker first: the order comes from the roles, not the command line).
     let mut join = vec!["node", "join", "-f", "cluster.yaml", "--known-hosts", &kh];
     join.extend_from_slice(PREFLIGHT);

@@ -39,9 +39,14 @@ pub struct JoinArgs {
     /// How nodes are reached and checked (as for `up`; fixes apply to the joining nodes).
     #[command(flatten)]
     pub run: up::NodeRunArgs,
+    /// Change nothing: reach the nodes and the API read-only and print every check, command and
+    /// file write the join would make, per node.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
-/// Runs the command. Exit codes: 0 done, 1 a phase or step failed, 2 invalid input or a refused node.
+/// Runs the command. Exit codes: 0 done (or planned, with `--dry-run`), 1 a phase or step failed, 2
+/// invalid input or a refused node.
 pub fn run(cmd: Command) -> miette::Result<ExitCode> {
     match cmd {
         Command::Join(a) => join(a),
@@ -57,8 +62,9 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     let up_args = up::Args {
         file: Some(args.file.clone()),
         profile: None,
-        dry_run: false,
-        probe: false,
+        dry_run: args.dry_run,
+        // A dry run still reaches the nodes (read only): the join needs the running cluster's state.
+        probe: args.dry_run,
         skip_phases: Vec::new(),
         only: Vec::new(),
         nodes: args.run.clone(),
@@ -89,12 +95,17 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     };
     let mode = Mode {
-        dry_run: false,
-        probe: false,
+        dry_run: args.dry_run,
+        probe: args.dry_run,
         fix: args.run.fix,
         verbose: args.run.verbose,
     };
-    let reporter: Arc<dyn Reporter> = Arc::new(PlainReporter::stderr(args.run.verbose));
+    // A dry run prints its plan, not per-step progress (unless --verbose).
+    let reporter: Arc<dyn Reporter> = if args.dry_run && !args.run.verbose {
+        Arc::new(clusterctl_phases::QuietReporter)
+    } else {
+        Arc::new(PlainReporter::stderr(args.run.verbose))
+    };
     let secrets = Secrets::default();
     // The Nodes registered now, through the API as the phases of `up` reach it (the first control
     // plane's admin.conf, kept in memory); the same client serves the phases below.
@@ -157,8 +168,37 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             .map(clusterctl_phases::state::LocalCache::new),
     };
     let phases = clusterctl_phases::node_join::phases(&spec);
-    let engine = Engine::new(nodes, transports, opts, reporter.clone(), secrets);
+    let engine = Engine::new(nodes.clone(), transports, opts, reporter.clone(), secrets);
     let (summary, result) = engine.run(&phases, &data);
+    if args.dry_run {
+        println!(
+            "clusterctl node join --dry-run: {} into cluster `{}`: nothing is changed (nodes and API read only)",
+            args.nodes.join(", "),
+            spec.cluster
+        );
+        let width = summary
+            .plan
+            .iter()
+            .map(|e| e.phase.len())
+            .max()
+            .unwrap_or(10);
+        let mut shown = nodes.clone();
+        if !shown.iter().any(|n| n.name == first_cp) {
+            if let Some(cp) = spec.nodes.iter().find(|n| n.name == first_cp) {
+                shown.insert(0, cp.clone());
+            }
+        }
+        super::plan::print_entries(&super::plan::groups(&shown), &summary.plan, width);
+        if let Err(e) = result {
+            eprintln!("node join (dry run) stopped:\n{e}");
+            return Ok(ExitCode::FAILURE);
+        }
+        println!(
+            "{} change(s) planned; nothing was changed (dry run).",
+            summary.total_changes()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     match result {
         Ok(()) => {
             reporter.note(&format!(

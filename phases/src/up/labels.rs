@@ -108,7 +108,8 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         let node = nodes
             .iter()
             .find(|o| o.metadata.name.as_deref() == Some(n.name.as_str()));
-        if api.is_some() && node.is_none() {
+        // A dry run plans the labels of a node that is still to join (`node join --dry-run`).
+        if api.is_some() && node.is_none() && !ctx.mode.dry_run {
             return Err(ctx.check_error(vec![format!(
                 "Node {} is not registered with the API server (its kubelet has not joined)",
                 n.name

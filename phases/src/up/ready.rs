@@ -30,7 +30,7 @@ pub fn not_ready(nodes: &[Node], want: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The `wait-ready` phase. Errors: [`PhaseError::Check`] naming the nodes not Ready at the timeout
+/// The `wait-ready` phase; a dry run lists the Nodes once and notes which are not Ready yet. Errors: [`PhaseError::Check`] naming the nodes not Ready at the timeout
 /// (or the last API error when the API server never answered).
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let timeout = data.spec.ready_timeout;
@@ -50,6 +50,15 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             Err(e) => vec![format!("the API server did not answer: {e}")],
         };
         if problems.is_empty() {
+            return Ok(());
+        }
+        if ctx.mode.dry_run {
+            // A dry run lists once and plans the wait: the nodes still to join cannot be Ready yet.
+            ctx.info(&format!(
+                "wait until every node is Ready (timeout {}s); not yet: {}",
+                timeout.as_secs(),
+                problems.join(", ")
+            ));
             return Ok(());
         }
         if start.elapsed() >= timeout {
