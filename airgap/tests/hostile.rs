@@ -1119,3 +1119,29 @@ fn entries_digest(list: &[(String, Vec<u8>)], i: usize) -> String {
 fn image_size(list: &[(String, Vec<u8>)], i: usize) -> u64 {
     listed_image(list, i)["size"].as_u64().expect("size")
 }
+
+#[test]
+fn an_endless_package_download_is_cut_off_at_its_cap_with_nothing_written() {
+    let liar = Liar::start(String::new());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dest = dir.path().join("kubeadm.deb");
+    let client = RegistryClient::new(ClientOptions::default()).expect("client");
+    let url = format!("http://{}/v2/endless/blobs/package", liar.addr);
+    let want = Digest::of(b"what the file pins");
+    let err = client
+        .download_to_capped(&url, &want, &dest, 1 << 20)
+        .expect_err("an endless body is refused");
+    assert!(
+        err.to_string().contains("larger than 1048576 bytes"),
+        "{err}"
+    );
+    assert!(!dest.exists(), "nothing written at the destination");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("ls")
+        .filter_map(|e| e.ok())
+        .collect();
+    assert!(left.is_empty(), "temporary file left: {left:?}");
+    // The server stops once the connection is dropped: far less than its 256 MiB was taken.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(liar.sent("endless") < 64 << 20, "{}", liar.sent("endless"));
+}

@@ -735,10 +735,26 @@ impl JsonValue for Response {
     }
 }
 
+/// The most a package download may be, in bytes (4 GiB): only its sha256 is pinned, so without a
+/// bound a hostile server could fill the disk before the mismatch shows. No node package comes near.
+pub const MAX_DOWNLOAD_BYTES: u64 = 4 << 30;
+
 impl RegistryClient {
-    /// Downloads `url` to `dest` (atomically), checking it against `digest`. Errors: HTTP status,
-    /// transport, mismatch, I/O.
+    /// Downloads `url` to `dest` (atomically), checking it against `digest`; at most
+    /// [`MAX_DOWNLOAD_BYTES`]. Errors: HTTP status, transport, too large, mismatch, I/O.
     pub fn download_to(&self, url: &str, digest: &Digest, dest: &Path) -> Result<u64> {
+        self.download_to_capped(url, digest, dest, MAX_DOWNLOAD_BYTES)
+    }
+
+    /// [`RegistryClient::download_to`] with a cap of `max` bytes: a body longer than that is cut
+    /// off (the connection dropped) and refused with nothing written to `dest`.
+    pub fn download_to_capped(
+        &self,
+        url: &str,
+        digest: &Digest,
+        dest: &Path,
+        max: u64,
+    ) -> Result<u64> {
         let mut resp = self
             .http_for(url)?
             .get(url)
@@ -750,8 +766,15 @@ impl RegistryClient {
         let dir = dest.parent().unwrap_or(Path::new("."));
         let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| AirgapError::io(dir, e))?;
         let mut w = Hashing::new(std::io::BufWriter::new(tmp));
-        std::io::copy(&mut resp, &mut w).map_err(|e| transport_err(url, e))?;
+        std::io::copy(&mut (&mut resp).take(max.saturating_add(1)), &mut w)
+            .map_err(|e| transport_err(url, e))?;
         let (got, n, bw) = w.finish();
+        if n > max {
+            return Err(transport_err(
+                url,
+                format!("the download is larger than {max} bytes; refused (check the URL)"),
+            ));
+        }
         if &got != digest {
             return Err(AirgapError::DigestMismatch {
                 what: url.to_string(),
