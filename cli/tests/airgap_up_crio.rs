@@ -1,0 +1,178 @@
+//! `clusterctl up` from an air-gap bundle on CRI-O nodes, no mirror: the CRI-O branch of
+//! `airgap/images` on the test bed. CRI-O itself is not packaged for Debian bookworm, so each node
+//! container gets a stand-in `crio.service` (a unit that only stays active) and containers-storage
+//! with the `vfs` driver — the store CRI-O serves images from, which `skopeo` (in the node image)
+//! fills and reads. The nodes have no default route; kubeadm/kubelet/kubectl are the recording
+//! stand-ins. Checks: `runtime/crio` places CRI-O's drop-ins and (re)starts the unit; `airgap/images`
+//! puts exactly each role's images of the current version into containers-storage with the
+//! bundle's manifest digests (hashed on the node) — the control plane all of them, the worker no
+//! control-plane-only image, neither the `extraVersions` images; a second `up` loads nothing.
+
+use std::collections::BTreeMap;
+
+use clusterctl_airgap::plan::{list_images, node_images, select};
+use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
+use clusterctl_testbed::cli::{
+    install_standins, serve_upstream_images, ssh_cluster_yaml, Clusterctl, FileNode,
+};
+use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
+use clusterctl_testbed::registry::{self, Registry};
+use clusterctl_testbed::{is_root, require};
+
+/// containers-storage as CRI-O would use it, with `vfs` (overlay does not mount on the container's
+/// own overlay root).
+const STORAGE_CONF: &str = "[storage]\ndriver = \"vfs\"\nrunroot = \"/run/containers/storage\"\ngraphroot = \"/var/lib/containers/storage\"\n";
+
+/// A stand-in for CRI-O's unit: active while it runs, nothing else.
+const CRIO_UNIT: &str = "[Unit]\nDescription=CRI-O stand-in (clusterctl test bed)\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=multi-user.target\n";
+
+fn sh(node: &TestNode, script: &str) -> String {
+    node.sh(script).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Manifest digest (`sha256:<hex>`) of each of `names` held in the node's containers-storage.
+fn stored(node: &TestNode, names: &[&String]) -> BTreeMap<String, String> {
+    names
+        .iter()
+        .filter_map(|n| {
+            let (st, out, _) = node
+                .exec(
+                    &format!(
+                        "t=$(mktemp) && skopeo inspect --raw 'containers-storage:{n}' >\"$t\" && sha256sum <\"$t\" | cut -d' ' -f1; rc=$?; rm -f \"$t\"; exit $rc"
+                    ),
+                    b"",
+                )
+                .ok()?;
+            (st == 0).then(|| (n.to_string(), format!("sha256:{}", out.trim())))
+        })
+        .collect()
+}
+
+#[test]
+fn up_loads_each_roles_images_into_crio_storage_from_the_bundle() {
+    if !require("root", is_root())
+        || !require("docker", docker_available())
+        || !require("docker-registry", registry::available())
+    {
+        return;
+    }
+    let reg = Registry::start().expect("registry");
+    let cluster = TestCluster::start("agcrio", 2).expect("node containers");
+    let nodes = &cluster.nodes;
+    for n in nodes {
+        install_standins(n).expect("stand-ins");
+        let (st, _, err) = n
+            .exec(
+                "cat > /etc/systemd/system/crio.service && systemctl daemon-reload",
+                CRIO_UNIT.as_bytes(),
+            )
+            .expect("exec");
+        assert_eq!(st, 0, "crio stand-in on {}: {err}", n.name);
+        let (st, _, err) = n
+            .exec(
+                "mkdir -p /etc/containers && cat > /etc/containers/storage.conf",
+                STORAGE_CONF.as_bytes(),
+            )
+            .expect("exec");
+        assert_eq!(st, 0, "storage.conf on {}: {err}", n.name);
+        sh(n, "ip route del default 2>/dev/null || true");
+        assert_eq!(sh(n, "ip -4 route show default"), "", "{}", n.name);
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    let text = ssh_cluster_yaml(
+        "agcrio",
+        &cluster.key.private,
+        "none",
+        None,
+        "  runtime: {kind: crio}\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n",
+        &[
+            FileNode::control_plane(&nodes[0]),
+            FileNode::worker(&nodes[1]),
+        ],
+    );
+    let file = work.path().join("cluster.yaml");
+    std::fs::write(&file, &text).expect("cluster file");
+    let loaded = clusterctl_spec::load(&file).expect("load");
+    let valid = clusterctl_spec::validate(&loaded)
+        .map_err(|d| d.to_string())
+        .expect("valid")
+        .cluster;
+
+    let sources: Vec<String> = list_images(&valid).into_iter().map(|i| i.source).collect();
+    let upstreams = serve_upstream_images(&reg, &sources, 3000).expect("images served");
+    let mut opts = BundleOptions {
+        out: work.path().join("site.tar"),
+        base_dir: work.path().to_path_buf(),
+        ..Default::default()
+    };
+    opts.pull.registry_overrides = upstreams
+        .iter()
+        .map(|u| (u.clone(), reg.addr().to_string()))
+        .collect();
+    let (summary, _) = bundle_cluster(&valid, &opts).expect("bundle");
+    drop(reg);
+    let all: BTreeMap<String, String> = summary
+        .manifest
+        .images
+        .iter()
+        .map(|i| (i.mirror.clone(), i.digest.to_string()))
+        .collect();
+    let role = |control_plane: bool| -> BTreeMap<String, String> {
+        let sources: Vec<String> = node_images(&valid, control_plane)
+            .into_iter()
+            .map(|i| i.source)
+            .collect();
+        select(&summary.manifest, &sources)
+            .expect("bundle carries the current version")
+            .into_iter()
+            .map(|i| (i.mirror, i.digest.to_string()))
+            .collect()
+    };
+    let wants = [role(true), role(false)];
+    assert!(wants[1].len() < wants[0].len(), "{wants:?}");
+
+    let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), work.path());
+    let (file_s, kh) = (
+        file.display().to_string(),
+        nodes[0].known_hosts.display().to_string(),
+    );
+    let up = || {
+        cli.run(&[
+            "up",
+            "-f",
+            &file_s,
+            "--known-hosts",
+            &kh,
+            "-v",
+            "--ignore-preflight",
+            "time-sync,module/br_netfilter",
+            "--skip-phases",
+            "labels,wait-ready",
+        ])
+        .expect("run clusterctl up")
+    };
+    let r = up();
+    let out = r.all();
+    assert_eq!(r.code, 0, "{out}");
+    let names: Vec<&String> = all.keys().collect();
+    for (n, want) in nodes.iter().zip(&wants) {
+        assert!(
+            out.contains(&format!("[{}] runtime/crio:", n.name)),
+            "no runtime/crio on {}:\n{out}",
+            n.name
+        );
+        assert_eq!(sh(n, "systemctl is-active crio"), "active");
+        let have = stored(n, &names);
+        // Exactly the role's images of the current version, each with the bundle's digest.
+        assert_eq!(&have, want, "{}: containers-storage", n.name);
+    }
+
+    // A second `up` loads nothing.
+    let again = up();
+    let o = again.all();
+    assert_eq!(again.code, 0, "{o}");
+    assert!(
+        !o.contains("airgap/images: load") && o.contains("is up to date; nothing changed"),
+        "second up changed something:\n{o}"
+    );
+}
