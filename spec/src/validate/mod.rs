@@ -4,6 +4,7 @@
 //! (`rules_*` modules), each reporting a field path that is turned into file:line:column by the
 //! [`PathIndex`]. Pure: no I/O, no panics on any input.
 
+mod credentials;
 mod parse;
 mod rules_apiserver;
 mod rules_meta;

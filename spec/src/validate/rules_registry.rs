@@ -3,6 +3,7 @@
 //! value); the CA file was read and holds a PEM certificate; preload images parse; no two images the
 //! cluster needs land on the same reference under the prefix.
 
+use super::credentials::{self, CredentialFields};
 use super::{Ctx, DEFAULT_KUBE_VIP_IMAGE};
 use crate::diag::Diagnostic;
 use crate::load::Referenced;
@@ -34,59 +35,22 @@ pub(crate) fn check(
         return ok.then_some(None);
     };
     // Inline credentials: say how to fix it, never print the value.
-    for (field, env) in [("password", "passwordEnv"), ("username", "usernameEnv")] {
-        let present = if field == "password" {
-            reg.password.is_some()
-        } else {
-            reg.username.is_some()
-        };
-        if present {
-            ok = false;
-            ctx.push(
-                Diagnostic::error("spec::inline-credentials", format!("registry {field} written inline in the cluster file"))
-                    .help(format!(
-                        "remove `{field}` and name an environment variable instead: `{env}: HARBOR_{}` then `export HARBOR_{}=…` before running clusterctl",
-                        field.to_uppercase(),
-                        field.to_uppercase()
-                    ))
-                    .label("secret value hidden")
-                    .at(format!("spec.registry.{field}#key")),
-            );
-        }
-    }
-    for (field, v) in [
-        ("usernameEnv", &reg.username_env),
-        ("passwordEnv", &reg.password_env),
-    ] {
-        if let Some(name) = v {
-            if let Err(why) = syntax::env_name(name) {
-                ok = false;
-                ctx.push(
-                    Diagnostic::error("spec::credentials-env", format!("{field} {name:?} is not an environment variable name: it {why}"))
-                        .help("give the NAME of a variable, e.g. `HARBOR_PASSWORD`, never the secret itself")
-                        .at(format!("spec.registry.{field}")),
-                );
-            }
-        }
-    }
-    if reg.username_env.is_some() != reg.password_env.is_some() {
-        ok = false;
-        let (have, missing) = if reg.username_env.is_some() {
-            ("usernameEnv", "passwordEnv")
-        } else {
-            ("passwordEnv", "usernameEnv")
-        };
-        ctx.push(
-            Diagnostic::error(
-                "spec::credentials-env",
-                format!("{have} is set but {missing} is not"),
-            )
-            .help(format!(
-                "set both usernameEnv and passwordEnv, or neither; add `{missing}`"
-            ))
-            .at(format!("spec.registry.{have}")),
-        );
-    }
+    ok &= credentials::check(
+        ctx,
+        &CredentialFields {
+            at: "spec.registry",
+            subject: "registry",
+            example: "HARBOR",
+            command: "clusterctl",
+            pair_prefix: String::new(),
+            inline: [
+                ("password", reg.password.is_some()),
+                ("username", reg.username.is_some()),
+            ],
+            username_env: &reg.username_env,
+            password_env: &reg.password_env,
+        },
+    );
     let prefix = reg.mirror.trim().trim_end_matches('/').to_string();
     let parts = match mirror_parts(&prefix) {
         Ok(p) => Some(p),

@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 
+use super::credentials::{self, CredentialFields};
 use super::rules_registry::{mirror_parts, pem_file};
 use super::Ctx;
 use crate::diag::Diagnostic;
 use crate::model::{ClusterFile, SourceRegistry};
-use crate::syntax;
 use crate::valid::SourceAuth;
 
 /// The resolved entries in file order (empty without `airgap` or without the list); `None` after
@@ -83,66 +83,20 @@ fn registry_host(host: &str) -> Result<(), String> {
 
 /// Inline secrets, variable names and the pair rule of one entry; false after any error.
 fn check_credentials(ctx: &mut Ctx<'_>, r: &SourceRegistry, at: &str) -> bool {
-    let mut ok = true;
-    for (field, env, present) in [
-        ("username", "usernameEnv", r.username.is_some()),
-        ("password", "passwordEnv", r.password.is_some()),
-    ] {
-        if present {
-            ok = false;
-            ctx.push(
-                Diagnostic::error(
-                    "spec::inline-credentials",
-                    format!("source registry {field} written inline in the cluster file"),
-                )
-                .help(format!(
-                    "remove `{field}` and name an environment variable instead: `{env}: SOURCE_{}` then `export SOURCE_{}=…` before running `clusterctl airgap bundle`",
-                    field.to_uppercase(),
-                    field.to_uppercase()
-                ))
-                .label("secret value hidden")
-                .at(format!("{at}.{field}#key")),
-            );
-        }
-    }
-    for (field, v) in [
-        ("usernameEnv", &r.username_env),
-        ("passwordEnv", &r.password_env),
-    ] {
-        if let Some(name) = v {
-            if let Err(why) = syntax::env_name(name) {
-                ok = false;
-                ctx.push(
-                    Diagnostic::error(
-                        "spec::credentials-env",
-                        format!("{field} {name:?} is not an environment variable name: it {why}"),
-                    )
-                    .help("give the NAME of a variable, e.g. `SOURCE_PASSWORD`, never the secret itself")
-                    .at(format!("{at}.{field}")),
-                );
-            }
-        }
-    }
-    if r.username_env.is_some() != r.password_env.is_some() {
-        ok = false;
-        let (have, missing) = if r.username_env.is_some() {
-            ("usernameEnv", "passwordEnv")
-        } else {
-            ("passwordEnv", "usernameEnv")
-        };
-        ctx.push(
-            Diagnostic::error(
-                "spec::credentials-env",
-                format!(
-                    "source registry {:?}: {have} is set but {missing} is not",
-                    r.registry
-                ),
-            )
-            .help(format!(
-                "set both usernameEnv and passwordEnv, or neither; add `{missing}`"
-            ))
-            .at(format!("{at}.{have}")),
-        );
-    }
-    ok
+    credentials::check(
+        ctx,
+        &CredentialFields {
+            at,
+            subject: "source registry",
+            example: "SOURCE",
+            command: "`clusterctl airgap bundle`",
+            pair_prefix: format!("source registry {:?}: ", r.registry),
+            inline: [
+                ("username", r.username.is_some()),
+                ("password", r.password.is_some()),
+            ],
+            username_env: &r.username_env,
+            password_env: &r.password_env,
+        },
+    )
 }
