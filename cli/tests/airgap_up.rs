@@ -14,14 +14,14 @@
 //! flipped byte, or a cluster file changed since the bundle was written (an image it lacks, an
 //! archive unpacked elsewhere), is refused by `airgap/verify` before any node is touched.
 
+mod airgap_support;
+
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use clusterctl_airgap::plan::{list_images, node_images, select};
-use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
-use clusterctl_testbed::cli::{
-    build_deb, install_standins, serve_upstream_images, ssh_cluster_yaml, Clusterctl, FileNode, Run,
-};
+use airgap_support::{air_gapped, bundle_images, bundle_served, role_images, up_args, valid_file};
+use clusterctl_airgap::plan::list_images;
+use clusterctl_testbed::cli::{build_deb, ssh_cluster_yaml, Clusterctl, FileNode, Run};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
 use clusterctl_testbed::registry::{self, Registry};
 use clusterctl_testbed::{is_root, require};
@@ -63,17 +63,7 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     let reg = Registry::start().expect("registry");
     let cluster = TestCluster::start("agup", 2).expect("node containers");
     let nodes = &cluster.nodes;
-    for n in nodes {
-        install_standins(n).expect("stand-ins");
-        // Nothing but the test network: no default route.
-        sh(n, "ip route del default 2>/dev/null || true");
-        assert_eq!(sh(n, "ip -4 route show default"), "", "{}", n.name);
-        assert!(
-            n.exec("ip route get 1.1.1.1", b"").expect("exec").0 != 0,
-            "{} still has a route out",
-            n.name
-        );
-    }
+    air_gapped(nodes);
     let work = tempfile::tempdir().expect("tempdir");
     let deb = build_deb(work.path(), "cc-airgap-probe", "1.0", None).expect("deb");
     std::fs::write(
@@ -117,49 +107,18 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     };
     let text = yaml(&airgap);
     let file = work.path().join("cluster.yaml");
-    std::fs::write(&file, &text).expect("cluster file");
-    let loaded = clusterctl_spec::load(&file).expect("load");
-    let valid = clusterctl_spec::validate(&loaded)
-        .map_err(|d| d.to_string())
-        .expect("valid")
-        .cluster;
+    let valid = valid_file(&file, &text);
 
     // Every image of the plan, built here, served by the loopback registry under its upstream path.
-    let list = list_images(&valid);
-    assert!(list.len() >= 6, "{list:?}");
-    let sources: Vec<String> = list.iter().map(|i| i.source.clone()).collect();
-    let upstreams = serve_upstream_images(&reg, &sources, 1000).expect("images served");
     let bundle = work.path().join("site.tar");
-    let mut opts = BundleOptions {
-        out: bundle.clone(),
-        base_dir: work.path().to_path_buf(),
-        ..Default::default()
-    };
-    opts.pull.registry_overrides = upstreams
-        .iter()
-        .map(|u| (u.clone(), reg.addr().to_string()))
-        .collect();
-    let (summary, _) = bundle_cluster(&valid, &opts).expect("bundle");
-    let all: BTreeMap<String, String> = summary
-        .manifest
-        .images
-        .iter()
-        .map(|i| (i.mirror.clone(), i.digest.to_string()))
-        .collect();
-    assert_eq!(all.len(), list.len());
+    let summary = bundle_served(&valid, &reg, 1000, work.path(), &bundle);
+    let all = bundle_images(&summary);
+    assert_eq!(all.len(), list_images(&valid).len());
     // What each role needs (current version only), as names and digests in the bundle.
-    let role = |control_plane: bool| -> BTreeMap<String, String> {
-        let sources: Vec<String> = node_images(&valid, control_plane)
-            .into_iter()
-            .map(|i| i.source)
-            .collect();
-        select(&summary.manifest, &sources)
-            .expect("bundle carries the current version")
-            .into_iter()
-            .map(|i| (i.mirror, i.digest.to_string()))
-            .collect()
-    };
-    let (want_cp, want_worker) = (role(true), role(false));
+    let (want_cp, want_worker) = (
+        role_images(&valid, &summary, true),
+        role_images(&valid, &summary, false),
+    );
     let named = |m: &BTreeMap<String, String>, part: &str| m.keys().any(|k| k.contains(part));
     for part in ["/pause:", "/kube-proxy:", "/coredns/coredns:"] {
         assert!(
@@ -190,24 +149,9 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     drop(reg);
 
     let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), work.path());
-    let known_hosts = nodes[0].known_hosts.display().to_string();
-    let file_s = file.display().to_string();
     let up = |extra: &[&str]| -> Run {
-        let mut args = vec![
-            "up",
-            "-f",
-            &file_s,
-            "--known-hosts",
-            &known_hosts,
-            "--ready-timeout",
-            "30",
-            "--ignore-preflight",
-            "time-sync,module/br_netfilter",
-            // Labels and readiness go through the Kubernetes API, which the stand-ins do not serve.
-            "--skip-phases",
-            "labels,wait-ready",
-        ];
-        args.extend_from_slice(extra);
+        let args = up_args(&file, &nodes[0].known_hosts, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         cli.run(&args).expect("run clusterctl up")
     };
 

@@ -8,13 +8,12 @@
 //! bundle's manifest digests (hashed on the node) — the control plane all of them, the worker no
 //! control-plane-only image, neither the `extraVersions` images; a second `up` loads nothing.
 
+mod airgap_support;
+
 use std::collections::BTreeMap;
 
-use clusterctl_airgap::plan::{list_images, node_images, select};
-use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
-use clusterctl_testbed::cli::{
-    install_standins, serve_upstream_images, ssh_cluster_yaml, Clusterctl, FileNode,
-};
+use airgap_support::{air_gapped, bundle_images, bundle_served, role_images, up_args, valid_file};
+use clusterctl_testbed::cli::{ssh_cluster_yaml, Clusterctl, FileNode};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
 use clusterctl_testbed::registry::{self, Registry};
 use clusterctl_testbed::{is_root, require};
@@ -59,8 +58,8 @@ fn up_loads_each_roles_images_into_crio_storage_from_the_bundle() {
     let reg = Registry::start().expect("registry");
     let cluster = TestCluster::start("agcrio", 2).expect("node containers");
     let nodes = &cluster.nodes;
+    air_gapped(nodes);
     for n in nodes {
-        install_standins(n).expect("stand-ins");
         let (st, _, err) = n
             .exec(
                 "cat > /etc/systemd/system/crio.service && systemctl daemon-reload",
@@ -75,8 +74,6 @@ fn up_loads_each_roles_images_into_crio_storage_from_the_bundle() {
             )
             .expect("exec");
         assert_eq!(st, 0, "storage.conf on {}: {err}", n.name);
-        sh(n, "ip route del default 2>/dev/null || true");
-        assert_eq!(sh(n, "ip -4 route show default"), "", "{}", n.name);
     }
     let work = tempfile::tempdir().expect("tempdir");
     let text = ssh_cluster_yaml(
@@ -91,65 +88,27 @@ fn up_loads_each_roles_images_into_crio_storage_from_the_bundle() {
         ],
     );
     let file = work.path().join("cluster.yaml");
-    std::fs::write(&file, &text).expect("cluster file");
-    let loaded = clusterctl_spec::load(&file).expect("load");
-    let valid = clusterctl_spec::validate(&loaded)
-        .map_err(|d| d.to_string())
-        .expect("valid")
-        .cluster;
-
-    let sources: Vec<String> = list_images(&valid).into_iter().map(|i| i.source).collect();
-    let upstreams = serve_upstream_images(&reg, &sources, 3000).expect("images served");
-    let mut opts = BundleOptions {
-        out: work.path().join("site.tar"),
-        base_dir: work.path().to_path_buf(),
-        ..Default::default()
-    };
-    opts.pull.registry_overrides = upstreams
-        .iter()
-        .map(|u| (u.clone(), reg.addr().to_string()))
-        .collect();
-    let (summary, _) = bundle_cluster(&valid, &opts).expect("bundle");
+    let valid = valid_file(&file, &text);
+    let summary = bundle_served(
+        &valid,
+        &reg,
+        3000,
+        work.path(),
+        &work.path().join("site.tar"),
+    );
     drop(reg);
-    let all: BTreeMap<String, String> = summary
-        .manifest
-        .images
-        .iter()
-        .map(|i| (i.mirror.clone(), i.digest.to_string()))
-        .collect();
-    let role = |control_plane: bool| -> BTreeMap<String, String> {
-        let sources: Vec<String> = node_images(&valid, control_plane)
-            .into_iter()
-            .map(|i| i.source)
-            .collect();
-        select(&summary.manifest, &sources)
-            .expect("bundle carries the current version")
-            .into_iter()
-            .map(|i| (i.mirror, i.digest.to_string()))
-            .collect()
-    };
-    let wants = [role(true), role(false)];
+    let all = bundle_images(&summary);
+    let wants = [
+        role_images(&valid, &summary, true),
+        role_images(&valid, &summary, false),
+    ];
     assert!(wants[1].len() < wants[0].len(), "{wants:?}");
 
     let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), work.path());
-    let (file_s, kh) = (
-        file.display().to_string(),
-        nodes[0].known_hosts.display().to_string(),
-    );
     let up = || {
-        cli.run(&[
-            "up",
-            "-f",
-            &file_s,
-            "--known-hosts",
-            &kh,
-            "-v",
-            "--ignore-preflight",
-            "time-sync,module/br_netfilter",
-            "--skip-phases",
-            "labels,wait-ready",
-        ])
-        .expect("run clusterctl up")
+        let args = up_args(&file, &nodes[0].known_hosts, &["-v"]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        cli.run(&args).expect("run clusterctl up")
     };
     let r = up();
     let out = r.all();

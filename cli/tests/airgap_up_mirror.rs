@@ -23,12 +23,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+mod airgap_support;
+
+use airgap_support::{air_gapped, bundle_images, bundle_served, up_args, valid_file};
 use clusterctl_airgap::plan::list_images;
-use clusterctl_airgap::run::{bundle_cluster, BundleOptions};
 use clusterctl_airgap::ImageRef;
 use clusterctl_testbed::cli::{install_standins, ssh_cluster_yaml, Clusterctl, FileNode, Run};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
-use clusterctl_testbed::registry::{self, image, layer, sha256_digest, Registry, Rng, TestCa};
+use clusterctl_testbed::registry::{self, sha256_digest, Registry, TestCa};
 use clusterctl_testbed::{is_root, require, unique_name};
 
 /// containerd's `config_path` as the runtime phase writes it.
@@ -102,12 +104,7 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
     let mirror = Registry::start_tls(&ca).expect("TLS mirror registry");
     let cluster = TestCluster::start("agmr", 2).expect("node containers");
     let nodes = &cluster.nodes;
-    for n in nodes {
-        install_standins(n).expect("stand-ins");
-        // Nothing but the test network: no default route.
-        sh(n, "ip route del default 2>/dev/null || true");
-        assert_eq!(sh(n, "ip -4 route show default"), "", "{}", n.name);
-    }
+    air_gapped(nodes);
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(work.path().join("mirror-ca.crt"), &ca.ca_pem).expect("CA file");
     let prefix = format!("{}/site", mirror.addr());
@@ -127,48 +124,18 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
         ],
     );
     let file = work.path().join("cluster.yaml");
-    std::fs::write(&file, text).expect("cluster file");
-    let loaded = clusterctl_spec::load(&file).expect("load");
-    let valid = clusterctl_spec::validate(&loaded)
-        .map_err(|d| d.to_string())
-        .expect("valid")
-        .cluster;
+    let valid = valid_file(&file, &text);
+    let list = list_images(&valid);
 
     // Every image of the plan, built here, served by the source registry under its upstream path.
-    let list = list_images(&valid);
-    assert!(list.len() >= 6, "{list:?}");
-    let mut upstreams = BTreeSet::new();
-    for (i, img) in list.iter().enumerate() {
-        let r = ImageRef::parse(&img.source).expect("ref");
-        let mut rng = Rng(3000 + i as u64);
-        let l = layer(&mut rng, "payload.bin", 3072).expect("layer");
-        source
-            .push(
-                &r.repository,
-                r.tag.as_deref().expect("tagged"),
-                &image(&[l], "amd64", &r.repository),
-            )
-            .expect("push");
-        upstreams.insert(r.registry.clone());
-    }
     let bundle = work.path().join("site.tar");
-    let mut opts = BundleOptions {
-        out: bundle.clone(),
-        base_dir: work.path().to_path_buf(),
-        ..Default::default()
-    };
-    opts.pull.registry_overrides = upstreams
+    let summary = bundle_served(&valid, &source, 3000, work.path(), &bundle);
+    let upstreams: BTreeSet<String> = list
         .iter()
-        .map(|u| (u.clone(), source.addr().to_string()))
+        .map(|i| ImageRef::parse(&i.source).expect("ref").registry)
         .collect();
-    let (summary, _) = bundle_cluster(&valid, &opts).expect("bundle");
     // Mirror reference → the manifest digest the bundle carries.
-    let want: BTreeMap<String, String> = summary
-        .manifest
-        .images
-        .iter()
-        .map(|i| (i.mirror.clone(), i.digest.to_string()))
-        .collect();
+    let want = bundle_images(&summary);
     assert_eq!(want.len(), list.len());
     for m in want.keys() {
         assert!(
@@ -179,24 +146,10 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
     drop(source);
 
     let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), work.path());
-    let known_hosts = nodes[0].known_hosts.display().to_string();
     let file_s = file.display().to_string();
     let up = |extra: &[&str]| -> Run {
-        let mut args = vec![
-            "up",
-            "-f",
-            &file_s,
-            "--known-hosts",
-            &known_hosts,
-            "--ready-timeout",
-            "30",
-            "--ignore-preflight",
-            "time-sync,module/br_netfilter",
-            // Labels and readiness go through the Kubernetes API, which the stand-ins do not serve.
-            "--skip-phases",
-            "labels,wait-ready",
-        ];
-        args.extend_from_slice(extra);
+        let args = up_args(&file, &nodes[0].known_hosts, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         cli.run(&args).expect("run clusterctl up")
     };
     let record = work.path().join("site.tar.imported.json");
@@ -533,37 +486,14 @@ fn up_pushes_to_the_files_mirror_when_the_bundle_recorded_another() {
         )
     };
     let file = work.path().join("cluster.yaml");
-    std::fs::write(&file, file_for(&old)).expect("cluster file");
-    let loaded = clusterctl_spec::load(&file).expect("load");
-    let valid = clusterctl_spec::validate(&loaded)
-        .map_err(|d| d.to_string())
-        .expect("valid")
-        .cluster;
-    let list = list_images(&valid);
-    let mut upstreams = BTreeSet::new();
-    for (i, img) in list.iter().enumerate() {
-        let r = ImageRef::parse(&img.source).expect("ref");
-        let mut rng = Rng(5000 + i as u64);
-        let l = layer(&mut rng, "payload.bin", 1024).expect("layer");
-        source
-            .push(
-                &r.repository,
-                r.tag.as_deref().expect("tagged"),
-                &image(&[l], "amd64", &r.repository),
-            )
-            .expect("push");
-        upstreams.insert(r.registry.clone());
-    }
-    let mut opts = BundleOptions {
-        out: work.path().join("site.tar"),
-        base_dir: work.path().to_path_buf(),
-        ..Default::default()
-    };
-    opts.pull.registry_overrides = upstreams
-        .iter()
-        .map(|u| (u.clone(), source.addr().to_string()))
-        .collect();
-    let (summary, _) = bundle_cluster(&valid, &opts).expect("bundle");
+    let valid = valid_file(&file, &file_for(&old));
+    let summary = bundle_served(
+        &valid,
+        &source,
+        5000,
+        work.path(),
+        &work.path().join("site.tar"),
+    );
     // Source reference → the manifest digest the bundle carries.
     let want: BTreeMap<String, String> = summary
         .manifest
