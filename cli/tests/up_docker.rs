@@ -454,6 +454,44 @@ fn up_creates_docker_nodes_runs_every_phase_and_destroy_removes_them() {
         "the second run kept the agents' tokens"
     );
 
+    // A token a day from expiry (a JWT whose `exp` says so) is renewed by the next `up`, on that
+    // node only; the new token is written and printed nowhere.
+    in_node(
+        &c1,
+        &format!(
+            "p=$(printf '{{\"exp\":%d}}' $(( $(date +%s) + 86400 )) | base64 -w0 | tr '+/' '-_' | tr -d '='); \
+             sed -i \"s/{agent_token}/eyJhbGciOiJub25lIn0.$p.c2ln/\" /etc/clusterctl/cni/agent.kubeconfig"
+        ),
+    );
+    assert!(!in_node(&c1, "cat /etc/clusterctl/cni/agent.kubeconfig").contains(&agent_token));
+    let (code, renewed) = up(home.path(), &file);
+    assert_eq!(code, 0, "{renewed}");
+    let asked = |n: &str| {
+        renewed.contains(&format!(
+            "[{n}] cni/agent-credentials: api: create token for serviceaccount"
+        ))
+    };
+    assert!(asked("c1") && !asked("w1"), "{renewed}");
+    assert!(
+        !renewed.contains(&agent_token),
+        "the token was printed:\n{renewed}"
+    );
+    assert_eq!(
+        api.recorded()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == TOKEN_PATH)
+            .count(),
+        3,
+        "one TokenRequest for the node whose token was about to expire"
+    );
+    assert_eq!(
+        yaml_field(
+            &in_node(&c1, "cat /etc/clusterctl/cni/agent.kubeconfig"),
+            "token"
+        ),
+        Some(agent_token.clone())
+    );
+
     // destroy removes containers and network.
     let (code, gone) = clusterctl(
         home.path(),

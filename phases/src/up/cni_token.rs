@@ -19,6 +19,27 @@ pub const SERVICE_ACCOUNT: &str = "clusterctl-cni";
 /// Requested token lifetime in seconds: one year (365 days). The API server may cap it
 /// (`--service-account-max-token-expiration`); re-running `up` after the file is removed renews it.
 pub const TOKEN_SECONDS: i64 = 365 * 24 * 3600;
+/// A kept token expiring sooner than this (30 days, in seconds) is renewed by `up`.
+pub const RENEW_BEFORE_SECONDS: i64 = 30 * 24 * 3600;
+
+/// The `exp` claim (seconds since the Unix epoch) of a JWT (RFC 7519 section 4.1.4; the payload is
+/// the second dot-separated part, base64url without padding, RFC 7515 section 2). `None` when
+/// `token` is not a JWT or has no numeric `exp`. The signature is not checked: the API server does.
+pub fn token_expiry(token: &str) -> Option<i64> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    claims.get("exp")?.as_i64()
+}
+
+/// True when `token` should be renewed at `now` (Unix seconds): its `exp` is known and less than
+/// [`RENEW_BEFORE_SECONDS`] away (or past). A token whose expiry cannot be read is kept.
+pub fn needs_renewal(token: &str, now: i64) -> bool {
+    token_expiry(token).is_some_and(|exp| exp - now < RENEW_BEFORE_SECONDS)
+}
 
 /// Digest material: the endpoint and the builtin CNI's inputs (the token is never part of it).
 pub fn inputs(data: &UpData, node: &crate::model::NodeInfo) -> String {
@@ -89,8 +110,21 @@ fn run_with(ctx: &mut NodeCtx, cp: &mut NodeCtx, data: &UpData) -> Result<(), Ph
         if !token.is_empty() {
             data.secrets.add(&token);
         }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or_default();
         if s == server && c == ca && !token.is_empty() {
-            return Ok(());
+            if !needs_renewal(&token, now) {
+                return Ok(());
+            }
+            ctx.info(&format!(
+                "the agent token expires {} (within {} days): renewing it",
+                token_expiry(&token)
+                    .map(|e| format!("in {} day(s)", (e - now).max(0) / 86_400))
+                    .unwrap_or_default(),
+                RENEW_BEFORE_SECONDS / 86_400
+            ));
         }
     }
     let api = data.api.get(cp)?;
@@ -119,6 +153,41 @@ fn run_with(ctx: &mut NodeCtx, cp: &mut NodeCtx, data: &UpData) -> Result<(), Ph
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
+
+    /// A JWT-shaped token whose payload is `claims` (header and signature are placeholders).
+    fn jwt(claims: &str) -> String {
+        let b = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        format!("{}.{}.c2ln", b(r#"{"alg":"RS256"}"#), b(claims))
+    }
+
+    #[test]
+    fn a_token_is_renewed_only_when_its_known_expiry_is_near() {
+        let now = 1_800_000_000;
+        let day = 86_400;
+        assert_eq!(
+            super::token_expiry(&jwt(&format!(r#"{{"exp":{}}}"#, now + 5))),
+            Some(now + 5)
+        );
+        // A year left: kept. 29 days left, or expired: renewed.
+        assert!(!super::needs_renewal(
+            &jwt(&format!(r#"{{"exp":{}}}"#, now + 365 * day)),
+            now
+        ));
+        assert!(super::needs_renewal(
+            &jwt(&format!(r#"{{"exp":{}}}"#, now + 29 * day)),
+            now
+        ));
+        assert!(super::needs_renewal(
+            &jwt(&format!(r#"{{"exp":{}}}"#, now - day)),
+            now
+        ));
+        // Unreadable expiry (not a JWT, no exp, bad base64): kept, never renewed on every run.
+        for t in ["tok-abcdef", &jwt(r#"{"sub":"x"}"#), "a.!!!.c", "a.b"] {
+            assert!(!super::needs_renewal(t, now), "{t}");
+        }
+    }
+
     #[test]
     fn the_kubeconfig_round_trips_its_parts() {
         let text = super::kubeconfig("https://lab:6443", "Q0E=", "tok-abcdef");

@@ -269,11 +269,13 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
                 run: cni::run_builtin,
             },
             // After `cni` applied the agent's ServiceAccount and RBAC on the first control plane.
+            // Not recorded: its check (one file read) runs every time, so a token near expiry is
+            // renewed and a removed kubeconfig comes back.
             Phase {
                 name: "cni/agent-credentials",
                 targets: Targets::All,
                 serial: false,
-                record: true,
+                record: false,
                 required: false,
                 inputs: cni_token::inputs,
                 run: cni_token::run,
