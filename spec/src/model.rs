@@ -836,4 +836,10 @@ pub struct AirgapPackage {
     /// is only carried to the node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract_to: Option<String>,
+    /// The Kubernetes version this package belongs to, `vX.Y.Z` (e.g. the kubeadm, kubelet and kubectl
+    /// packages of `spec.kubernetesVersion` or of one `airgap.extraVersions` entry). `up` installs only
+    /// packages without it or tagged with `spec.kubernetesVersion`; `upgrade --to V` installs those
+    /// tagged `V` (and untagged ones). Must be `spec.kubernetesVersion` or one of `extraVersions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
 }

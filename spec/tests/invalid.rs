@@ -140,6 +140,10 @@ const ROWS: &[Row] = &[
     err("airgap package name is a path", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: ../../etc/cron.d/evil, osFamily: any, arch: amd64, path: tool}\n")], "package name \"../../etc/cron.d/evil\" is not a plain name", "name", "../../etc/cron.d/evil"),
     err("airgap package name is an option", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: \"-rf\", osFamily: any, arch: amd64, path: tool}\n")], "package name \"-rf\" is not a plain name", "name", "\"-rf\""),
     err("airgap extractTo trailing slash", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: cni-plugins, osFamily: any, arch: amd64, path: cni.tar, extractTo: /opt/cni/bin/}\n")], "extractTo \"/opt/cni/bin/\" is not an absolute, normalized directory", "extractTo", "/opt/cni/bin/"),
+    err("airgap package version not in the file", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.0-150500.1.1.x86_64.rpm, kubernetesVersion: v1.34.0}\n")], "kubernetesVersion \"v1.34.0\" is neither spec.kubernetesVersion nor an airgap.extraVersions entry", "kubernetesVersion", "v1.34.0"),
+    err("airgap package version not a version", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm.rpm, kubernetesVersion: latest}\n")], "kubernetesVersion \"latest\" is not an exact Kubernetes patch version", "kubernetesVersion", "latest"),
+    err("airgap package twice for one version", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.2-a.rpm, kubernetesVersion: v1.34.2}\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.2-b.rpm, kubernetesVersion: \"1.34.2\"}\n")], "package \"kubeadm\" for rhel/amd64 and Kubernetes v1.34.2 is listed twice", "kubernetesVersion: v1.34.2}", "kubeadm"),
+    err("airgap package twice untagged", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: kubelet, osFamily: debian, arch: amd64, path: kubelet-a.deb}\n      - {name: kubelet, osFamily: debian, arch: amd64, path: kubelet-b.deb}\n")], "package \"kubelet\" for debian/amd64 is listed twice", "a.deb}", "kubelet"),
     err("airgap extra version unknown", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.20.0]\n")], "Kubernetes v1.20.0 is not in the supported version table", "", "v1.20.0"),
     err("source registry listed twice", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: harbor.corp.example:8443}\n      - {registry: Harbor.corp.example:8443}\n")], "source registry \"harbor.corp.example:8443\" is listed twice", "", "Harbor.corp.example:8443"),
     err("source registry with scheme", &[("  provider: ssh\n", "  provider: ssh\n  airgap:\n    bundle: site.tar\n    sourceRegistries:\n      - {registry: \"https://harbor.corp.example\"}\n")], "source registry \"https://harbor.corp.example\" must not have a scheme", "", "\"https://harbor.corp.example\""),
@@ -422,6 +426,30 @@ fn extract_to_on_archives_is_valid_and_kept() {
         dirs,
         [Some("/opt/cni/bin"), Some("/usr/local/bin"), Some("/"), None]
     );
+}
+
+#[test]
+fn packages_of_each_kubernetes_version_are_valid_and_kept() {
+    let text = BASE.replacen(
+        "  provider: ssh\n",
+        "  provider: ssh\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.1-150500.1.1.x86_64.rpm, kubernetesVersion: v1.34.1}\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.2-150500.1.1.x86_64.rpm, kubernetesVersion: \"1.34.2\"}\n      - {name: cri-tools, osFamily: rhel, arch: amd64, path: cri-tools.rpm}\n",
+        1,
+    );
+    let loaded = clusterctl_spec::Loaded::from_text("ok.yaml", text);
+    let valid = validate(&loaded).unwrap_or_else(|r| panic!("valid file refused: {r}"));
+    let tags: Vec<Option<&str>> = valid
+        .cluster
+        .spec()
+        .airgap
+        .as_ref()
+        .map(|a| {
+            a.packages
+                .iter()
+                .map(|p| p.kubernetes_version.as_deref())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(tags, [Some("v1.34.1"), Some("1.34.2"), None]);
 }
 
 #[test]

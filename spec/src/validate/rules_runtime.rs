@@ -2,7 +2,8 @@
 //! reservations and eviction thresholds are quantities, durations are Go durations and consistent;
 //! Kubernetes ≥ 1.35 on cgroup v1 hosts needs `failCgroupV1: false` (a warning says so); SSH defaults are
 //! usable; docker settings are used with the docker provider; air-gap packages name a file or a URL with
-//! its sha256, and `extractTo` is an absolute, normalized directory on archives only.
+//! its sha256, `extractTo` is an absolute, normalized directory on archives only, and a package's
+//! `kubernetesVersion` is the file's version or an `extraVersions` entry.
 
 use std::collections::BTreeSet;
 
@@ -10,10 +11,10 @@ use super::Ctx;
 use crate::diag::Diagnostic;
 use crate::mirror::ImageRef;
 use crate::model::{
-    AirgapPackage, CgroupVersion, ClusterFile, DockerProvider, Provider, RuntimeKind,
+    Airgap, AirgapPackage, CgroupVersion, ClusterFile, DockerProvider, Provider, RuntimeKind,
 };
 use crate::syntax;
-use crate::versions::VersionInfo;
+use crate::versions::{self, VersionInfo};
 
 pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&VersionInfo>) {
     let spec = &file.spec;
@@ -463,20 +464,85 @@ fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
         if let Some(dir) = &pkg.extract_to {
             check_extract_to(ctx, pkg, dir, &format!("{p}.extractTo"));
         }
-        if !seen.insert((pkg.name.clone(), pkg.os_family.clone(), pkg.arch.clone())) {
+        let version = match &pkg.kubernetes_version {
+            Some(v) => check_package_version(ctx, file, a, v, &format!("{p}.kubernetesVersion")),
+            None => None,
+        };
+        let key = (
+            pkg.name.clone(),
+            pkg.os_family.clone(),
+            pkg.arch.clone(),
+            version.as_ref().map(ToString::to_string),
+        );
+        // A package whose kubernetesVersion was refused above is not compared again.
+        let refused = pkg.kubernetes_version.is_some() && version.is_none();
+        if !refused && !seen.insert(key) {
+            let of = version
+                .as_ref()
+                .map(|v| format!(" and Kubernetes v{v}"))
+                .unwrap_or_default();
             ctx.push(
                 Diagnostic::error(
                     "spec::airgap-package",
                     format!(
-                        "package {:?} for {}/{} is listed twice",
+                        "package {:?} for {}/{}{of} is listed twice",
                         pkg.name, pkg.os_family, pkg.arch
                     ),
                 )
-                .help("list each package once per OS family and architecture")
+                .help(
+                    "list each package once per OS family, architecture and Kubernetes version; \
+                     packages of another version (an upgrade target) need `kubernetesVersion: vX.Y.Z`",
+                )
                 .at(format!("{p}.name")),
             );
         }
     }
+}
+
+/// `packages[].kubernetesVersion`: an exact version equal to `spec.kubernetesVersion` or to one of
+/// `airgap.extraVersions` (compared as versions, so `1.34.2` matches `v1.34.2`). Returns the parsed
+/// version, or `None` (with a diagnostic) when it is not one of those.
+fn check_package_version(
+    ctx: &mut Ctx<'_>,
+    file: &ClusterFile,
+    a: &Airgap,
+    text: &str,
+    at: &str,
+) -> Option<semver::Version> {
+    let Some(v) = versions::parse_version(text.trim()) else {
+        ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                format!("kubernetesVersion {text:?} is not an exact Kubernetes patch version"),
+            )
+            .help("write MAJOR.MINOR.PATCH such as `v1.34.2`")
+            .at(at),
+        );
+        return None;
+    };
+    let known = std::iter::once(&file.spec.kubernetes_version)
+        .chain(a.extra_versions.iter())
+        .filter_map(|k| versions::parse_version(k.trim()))
+        .any(|k| k == v);
+    if !known {
+        let mut listed = vec![file.spec.kubernetes_version.clone()];
+        listed.extend(a.extra_versions.iter().cloned());
+        ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                format!(
+                    "kubernetesVersion {text:?} is neither spec.kubernetesVersion nor an airgap.extraVersions entry"
+                ),
+            )
+            .help(format!(
+                "use one of {} or add v{v} to `airgap.extraVersions` (its images go into the bundle too)",
+                listed.join(", ")
+            ))
+            .at(at),
+        );
+        return None;
+    }
+    Some(v)
 }
 
 /// A package name usable as a file name and a dpkg/rpm name: ASCII letters, digits and `._+-`, not
