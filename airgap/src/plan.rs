@@ -82,6 +82,35 @@ pub fn node_images(cluster: &ValidCluster, control_plane: bool) -> Vec<ListedIma
     out
 }
 
+/// The reference nodes pull each image of `cluster`'s plan by (every version: `airgap images`' `pull`
+/// column), keyed by the normalised source reference: the file's mirror prefix applied, or the
+/// source itself without a mirror.
+pub fn pull_names(cluster: &ValidCluster) -> std::collections::BTreeMap<String, String> {
+    list_images(cluster)
+        .into_iter()
+        .map(|i| (normalised(&i.source), i.pull))
+        .collect()
+}
+
+/// `images` (bundle entries) renamed to what the nodes pull: an entry whose normalised source is in
+/// `names` (from [`pull_names`]) gets that name as its `mirror`, so a bundle written under another
+/// mirror setting than the file's loads under the names kubelet and kubeadm ask for. Entries not in
+/// `names` keep their name.
+pub fn renamed(
+    images: Vec<BundleImage>,
+    names: &std::collections::BTreeMap<String, String>,
+) -> Vec<BundleImage> {
+    images
+        .into_iter()
+        .map(|mut i| {
+            if let Some(n) = names.get(&normalised(&i.source)) {
+                i.mirror = n.clone();
+            }
+            i
+        })
+        .collect()
+}
+
 /// `s` normalised as an image reference (`nginx` → `docker.io/library/nginx:latest`), or `s` itself
 /// when it does not parse.
 fn normalised(s: &str) -> String {

@@ -6,7 +6,9 @@
 //! stand-ins. Checks: `runtime/crio` places CRI-O's drop-ins and (re)starts the unit; `airgap/images`
 //! puts exactly each role's images of the current version into containers-storage with the
 //! bundle's manifest digests (hashed on the node) — the control plane all of them, the worker no
-//! control-plane-only image, neither the `extraVersions` images; a second `up` loads nothing.
+//! control-plane-only image, neither the `extraVersions` images — under the names the file's nodes
+//! pull (the upstream ones: the bundle was written while the file named a mirror the site lacks);
+//! a second `up` loads nothing.
 
 mod airgap_support;
 
@@ -76,32 +78,61 @@ fn up_loads_each_roles_images_into_crio_storage_from_the_bundle() {
         assert_eq!(st, 0, "storage.conf on {}: {err}", n.name);
     }
     let work = tempfile::tempdir().expect("tempdir");
-    let text = ssh_cluster_yaml(
-        "agcrio",
-        &cluster.key.private,
-        "none",
-        None,
-        "  runtime: {kind: crio}\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n",
-        &[
-            FileNode::control_plane(&nodes[0]),
-            FileNode::worker(&nodes[1]),
-        ],
+    let yaml = |registry: &str| {
+        ssh_cluster_yaml(
+            "agcrio",
+            &cluster.key.private,
+            "none",
+            None,
+            &format!("{registry}  runtime: {{kind: crio}}\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n"),
+            &[
+                FileNode::control_plane(&nodes[0]),
+                FileNode::worker(&nodes[1]),
+            ],
+        )
+    };
+    // The bundle is written while the file still named a mirror; the site has none, so its nodes
+    // pull (and must find) the upstream names: `up` loads under those, not the bundle's.
+    let bundled = valid_file(
+        &work.path().join("with-mirror.yaml"),
+        &yaml("  registry: {mirror: \"mirror.site.test/lib\"}\n"),
     );
-    let file = work.path().join("cluster.yaml");
-    let valid = valid_file(&file, &text);
     let summary = bundle_served(
-        &valid,
+        &bundled,
         &reg,
         3000,
         work.path(),
         &work.path().join("site.tar"),
     );
+    assert!(summary
+        .manifest
+        .images
+        .iter()
+        .all(|i| i.mirror.starts_with("mirror.site.test/lib/")));
+    let file = work.path().join("cluster.yaml");
+    let valid = valid_file(&file, &yaml(""));
     drop(reg);
-    let all = bundle_images(&summary);
+    // Upstream source → bundle name, to expect each image under the name the nodes pull.
+    let source_of: BTreeMap<String, String> = summary
+        .manifest
+        .images
+        .iter()
+        .map(|i| (i.mirror.clone(), i.source.clone()))
+        .collect();
+    let by_source = |m: BTreeMap<String, String>| -> BTreeMap<String, String> {
+        m.into_iter()
+            .map(|(name, digest)| (source_of[&name].clone(), digest))
+            .collect()
+    };
+    let all = by_source(bundle_images(&summary));
     let wants = [
-        role_images(&valid, &summary, true),
-        role_images(&valid, &summary, false),
+        by_source(role_images(&valid, &summary, true)),
+        by_source(role_images(&valid, &summary, false)),
     ];
+    assert!(
+        all.keys().all(|k| k.starts_with("registry.k8s.io/")),
+        "{all:?}"
+    );
     assert!(wants[1].len() < wants[0].len(), "{wants:?}");
 
     let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), work.path());

@@ -94,6 +94,7 @@ pub fn for_up(
     Some(
         clusterctl_phases::up::airgap::AirgapUp::new(base.join(&a.bundle), mirror)
             .with_node_images(role_images(cluster))
+            .with_pull_names(clusterctl_airgap::plan::pull_names(cluster))
             .with_extract_to(
                 a.packages
                     .iter()

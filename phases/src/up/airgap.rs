@@ -49,6 +49,10 @@ pub struct AirgapUp {
     /// `None`: not checked. A bundle entry whose `extractTo` differs from the file's is refused by
     /// `airgap/verify`, so a bundle cannot choose where archives land on the nodes.
     pub extract_to: Option<BTreeMap<(String, String, String), String>>,
+    /// The reference the file's nodes pull each image by, keyed by normalised source
+    /// (`clusterctl_airgap::plan::pull_names`); images are loaded under these names whatever
+    /// mirror the bundle recorded. Empty: the bundle's names.
+    pub pull_names: BTreeMap<String, String>,
     verified: Arc<OnceLock<Arc<VerifiedBundle>>>,
 }
 
@@ -120,6 +124,7 @@ impl AirgapUp {
             record,
             node_images: None,
             extract_to: None,
+            pull_names: BTreeMap::new(),
             verified: Arc::new(OnceLock::new()),
         }
     }
@@ -137,6 +142,23 @@ impl AirgapUp {
     ) -> Self {
         self.extract_to = Some(extract_to);
         self
+    }
+
+    /// The same settings loading images under `names` (see [`AirgapUp::pull_names`]).
+    pub fn with_pull_names(mut self, names: BTreeMap<String, String>) -> Self {
+        self.pull_names = names;
+        self
+    }
+
+    /// What a node of the given role needs of `vb` ([`role_images`]), named as the file's nodes
+    /// pull it ([`AirgapUp::pull_names`]). Errors: the references the bundle does not carry.
+    pub fn wanted(
+        &self,
+        vb: &VerifiedBundle,
+        control_plane: bool,
+    ) -> Result<Vec<BundleImage>, Vec<String>> {
+        role_images(vb, self.node_images.as_ref(), control_plane)
+            .map(|l| clusterctl_airgap::plan::renamed(l, &self.pull_names))
     }
 
     /// The bundle once `airgap/verify` checked it.
@@ -409,7 +431,7 @@ pub fn image_inputs(data: &UpData, node: &NodeInfo) -> String {
     let Some(vb) = a.verified.get() else {
         return String::new();
     };
-    match role_images(vb, a.node_images.as_ref(), node.is_control_plane()) {
+    match a.wanted(vb, node.is_control_plane()) {
         Ok(list) => image_digests(data.spec.runtime, &list),
         Err(missing) => format!("missing {}", missing.join(" ")),
     }
@@ -417,19 +439,18 @@ pub fn image_inputs(data: &UpData, node: &NodeInfo) -> String {
 
 /// `airgap/images`: imports into the node's runtime the images of the current version its role needs
 /// ([`AirgapUp::node_images`]: a worker gets no control-plane-only image) that it does not hold
-/// under the bundle's name and manifest digest ([`ensure_images`]). Errors: an image the bundle does
+/// under the name the file's nodes pull it by ([`AirgapUp::pull_names`]) and the bundle's manifest
+/// digest ([`ensure_images`]). Errors: an image the bundle does
 /// not carry (the cluster file changed since the bundle was written), or the load failed.
 pub fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(vb) = bundle_of(ctx, data)? else {
         ctx.info("images from the bundle into the runtime (once it is written and verified)");
         return Ok(());
     };
-    let node_images = data
-        .spec
-        .airgap
-        .as_ref()
-        .and_then(|a| a.node_images.as_ref());
-    let wanted = role_images(vb, node_images, ctx.node.is_control_plane()).map_err(|missing| {
+    let Some(a) = data.spec.airgap.as_ref() else {
+        return Ok(());
+    };
+    let wanted = a.wanted(vb, ctx.node.is_control_plane()).map_err(|missing| {
         ctx.local_error(format!(
             "the bundle does not carry {} image(s) this node needs: {} (the cluster file changed since \
              the bundle was written? write it again with `clusterctl airgap bundle`)",
