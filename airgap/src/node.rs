@@ -549,6 +549,7 @@ mod tests {
                 size: 1,
                 sha256: Digest::of(b"x"),
                 extract_to: None,
+                kubernetes_version: None,
             },
             remote: format!("/r/{}", path.rsplit('/').next().unwrap_or_default()),
             mode: 0o644,

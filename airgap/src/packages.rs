@@ -1,7 +1,7 @@
 //! Packages and binaries for the bundle (`airgap.packages`): a local file (relative to the cluster
 //! file) is hashed (and checked when a sha256 is pinned); a URL is downloaded into the blob store
 //! (so a re-run does not download it again) and must match its pinned sha256. An archive's `extractTo`
-//! directory is carried into its manifest entry.
+//! directory and a package's `kubernetesVersion` are carried into its manifest entry.
 
 use crate::bundle::PreparedFile;
 use crate::digest::Digest;
@@ -28,6 +28,9 @@ pub struct PackageSource {
     /// For an archive: the absolute directory on the node to unpack it into (`extractTo`, checked
     /// by the cluster file's validation); recorded in the bundle manifest entry.
     pub extract_to: Option<String>,
+    /// The Kubernetes version the package belongs to (`kubernetesVersion`, `vX.Y.Z`); recorded in the
+    /// bundle manifest entry. `None` for packages of every version.
+    pub kubernetes_version: Option<String>,
 }
 
 fn file_name(src: &PackageSource) -> String {
@@ -94,6 +97,7 @@ pub fn prepare_packages(
         )
         .map_err(|e| perr(e.to_string()))?;
         prepared.entry.extract_to = src.extract_to.clone();
+        prepared.entry.kubernetes_version = src.kubernetes_version.clone();
         if let Some(d) = &pinned {
             if &prepared.entry.sha256 != d {
                 return Err(perr(format!(

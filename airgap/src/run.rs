@@ -119,6 +119,14 @@ pub fn default_cache(out: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// `airgap.packages[].kubernetesVersion` as the manifest records it: `vX.Y.Z` (so `1.34.2` and
+/// `v1.34.2` read the same on the nodes); text that is not a version (refused by validation) is kept.
+fn version_tag(text: &str) -> String {
+    clusterctl_spec::versions::parse_version(text.trim())
+        .map(|v| format!("v{v}"))
+        .unwrap_or_else(|| text.to_string())
+}
+
 /// An error about `path` that is not the operating system's (`what` says what is wrong and what to do).
 fn refuse_path(path: &Path, what: &str) -> AirgapError {
     AirgapError::io(
@@ -211,6 +219,7 @@ pub fn bundle_cluster(
                     url: p.url.clone(),
                     sha256: p.sha256.clone(),
                     extract_to: p.extract_to.clone(),
+                    kubernetes_version: p.kubernetes_version.as_deref().map(version_tag),
                 })
                 .collect()
         })

@@ -1,6 +1,7 @@
 //! The bundle manifest (`manifest.json` in the bundle): what the bundle was made for and everything
 //! it carries — each image with its source reference, mirror reference and manifest digest, each
-//! package and binary with its size and sha256 (and, for archives, the directory it is unpacked into). Field names are camelCase like the cluster file.
+//! package and binary with its size and sha256 (and, for archives, the directory it is unpacked into;
+//! for a version's packages, the Kubernetes version). Field names are camelCase like the cluster file.
 
 use crate::digest::Digest;
 use serde::{Deserialize, Serialize};
@@ -78,6 +79,12 @@ pub struct BundleFile {
     /// is only carried, so bundles written before this field still read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract_to: Option<String>,
+    /// The Kubernetes version the package belongs to, `vX.Y.Z` (`airgap.packages[].kubernetesVersion`):
+    /// `up` installs untagged packages and those of the cluster's version, `upgrade --to V` those of
+    /// `V`. Absent (and left out of `manifest.json`) for packages of every version, so bundles written
+    /// before this field still read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
 }
 
 #[cfg(test)]
@@ -93,6 +100,7 @@ mod tests {
         let f: BundleFile =
             serde_json::from_str(&old).expect("an entry written before extractTo reads");
         assert_eq!(f.extract_to, None);
+        assert_eq!(f.kubernetes_version, None);
         assert_eq!(
             serde_json::to_string(&f).expect("json"),
             old,
@@ -107,6 +115,19 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<BundleFile>(&text).expect("read back"),
             with
+        );
+        let tagged = BundleFile {
+            kubernetes_version: Some("v1.34.2".into()),
+            ..with
+        };
+        let text = serde_json::to_string(&tagged).expect("json");
+        assert!(
+            text.ends_with(r#","kubernetesVersion":"v1.34.2"}"#),
+            "{text}"
+        );
+        assert_eq!(
+            serde_json::from_str::<BundleFile>(&text).expect("read back"),
+            tagged
         );
     }
 }

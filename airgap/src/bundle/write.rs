@@ -53,6 +53,7 @@ impl PreparedFile {
                 size,
                 sha256,
                 extract_to: None,
+                kubernetes_version: None,
             },
             source: source.to_path_buf(),
             mode,
