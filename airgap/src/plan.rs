@@ -104,7 +104,8 @@ pub fn renamed(
         .into_iter()
         .map(|mut i| {
             if let Some(n) = names.get(&normalised(&i.source)) {
-                i.mirror = n.clone();
+                // As the runtime stores it (`cka-api:v4` → `docker.io/library/cka-api:v4`).
+                i.mirror = normalised(n);
             }
             i
         })

@@ -26,6 +26,10 @@ use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
 use clusterctl_testbed::registry::{self, Registry};
 use clusterctl_testbed::{is_root, require};
 
+/// A preload image (`images.preload`): it travels in the bundle, and `up` must not look for it in
+/// this machine's Docker (it is not there).
+const PRELOAD: &str = "docker.io/library/cc-airgap-app:v1";
+
 /// Where the test's archive package is unpacked on the nodes (`extractTo`).
 const PLUGIN_DIR: &str = "/opt/cc-airgap-probe/bin";
 
@@ -90,7 +94,7 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     assert!(st.success(), "tar -czf");
     let arch = host_arch();
     let airgap = format!(
-        "  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n      - {{name: probe-plugins, osFamily: any, arch: {arch}, path: probe-plugins.tgz, extractTo: {PLUGIN_DIR}}}\n"
+        "  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n      - {{name: probe-plugins, osFamily: any, arch: {arch}, path: probe-plugins.tgz, extractTo: {PLUGIN_DIR}}}\n  images:\n    preload: [{PRELOAD}]\n"
     );
     let yaml = |extra: &str| {
         ssh_cluster_yaml(
@@ -120,7 +124,12 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         role_images(&valid, &summary, false),
     );
     let named = |m: &BTreeMap<String, String>, part: &str| m.keys().any(|k| k.contains(part));
-    for part in ["/pause:", "/kube-proxy:", "/coredns/coredns:"] {
+    for part in [
+        "/pause:",
+        "/kube-proxy:",
+        "/coredns/coredns:",
+        "/cc-airgap-app:",
+    ] {
         assert!(
             named(&want_worker, part),
             "{part} for the worker: {want_worker:?}"
@@ -192,7 +201,10 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     let not_bundled = "registry.example.com/cc/not-bundled:1.0";
     for (changed, needle) in [
         (
-            format!("{airgap}  images:\n    preload: [\"{not_bundled}\"]\n"),
+            airgap.replace(
+                &format!("preload: [{PRELOAD}]"),
+                &format!("preload: [{PRELOAD}, \"{not_bundled}\"]"),
+            ),
             not_bundled.to_string(),
         ),
         (

@@ -109,7 +109,7 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
     std::fs::write(work.path().join("mirror-ca.crt"), &ca.ca_pem).expect("CA file");
     let prefix = format!("{}/site", mirror.addr());
     let extra = format!(
-        "  registry: {{mirror: \"{prefix}\", caFile: mirror-ca.crt}}\n  airgap:\n    bundle: site.tar\n"
+        "  registry: {{mirror: \"{prefix}\", caFile: mirror-ca.crt}}\n  airgap:\n    bundle: site.tar\n  images:\n    preload: [docker.io/library/cc-airgap-app:v1]\n"
     );
     let name = unique_name("agmr");
     let text = ssh_cluster_yaml(

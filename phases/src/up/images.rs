@@ -1,5 +1,5 @@
 //! `images`: the images of `images.preload` (built locally, like `kind load docker-image`) put into
-//! every node's runtime when it does not have them: `docker save` on this machine, streamed to the node
+//! every node's runtime when it does not have them (not with an air-gap bundle, which carries them): `docker save` on this machine, streamed to the node
 //! with byte progress, then `ctr -n k8s.io images import` (containerd) or `skopeo copy
 //! docker-archive:… containers-storage:…` (CRI-O). The reference must match exactly (seed 000: the tag
 //! the Pod uses must equal the loaded one), so it is normalised as containerd stores it.
@@ -35,8 +35,18 @@ pub fn normalise(reference: &str) -> String {
     r
 }
 
-/// The `images` phase.
+/// The `images` phase. With an air-gap bundle it does nothing: the preload images travel in the
+/// bundle like every other image (`airgap/images` loads them, or `airgap/mirror` pushes them where
+/// the nodes pull from), and this machine may have no Docker image to save.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    if data.spec.airgap.is_some() {
+        if !data.spec.preload_images.is_empty() {
+            ctx.info(
+                "preload images come from the air-gap bundle (airgap/images or airgap/mirror)",
+            );
+        }
+        return Ok(());
+    }
     for image in &data.spec.preload_images {
         let full = normalise(image);
         let present = match data.spec.runtime {
