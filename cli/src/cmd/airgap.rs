@@ -65,7 +65,8 @@ pub enum Command {
         /// The cluster file.
         #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
         file: PathBuf,
-        /// Push under this prefix (`host[:port][/path]`) instead of the mirror recorded in the bundle.
+        /// Push under this prefix (`host[:port][/path]`) instead of the cluster file's
+        /// `registry.mirror` (the default; a file without a mirror needs this flag).
         #[arg(long)]
         mirror: Option<String>,
         /// Import record (default `<bundle>.imported.json`).

@@ -222,7 +222,17 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
         }
         Err(e) => {
             eprintln!("up failed:\n{e}");
-            eprintln!("Fix the cause and run `clusterctl up` again: finished phases are recorded and skipped.");
+            let again = match &args.file {
+                Some(f) => format!("clusterctl up -f {}", f.display()),
+                None => "clusterctl up".to_string(),
+            };
+            if args.dry_run {
+                eprintln!("Fix the cause and run `{again} --dry-run` again (nothing was changed).");
+            } else {
+                eprintln!(
+                    "Fix the cause and run `{again}` again: finished phases are recorded and skipped."
+                );
+            }
             Ok(ExitCode::FAILURE)
         }
     }
