@@ -20,6 +20,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 pub mod crio;
+pub mod versions;
 
 /// Which of a set of images a CRI-O node already holds under the right manifest digest (one remote
 /// command for all): see [`crio::images_present`].
@@ -290,19 +291,21 @@ pub fn upload_file(
     Ok(())
 }
 
-/// Streams the bundle's packages for a node (see [`files_for`]) to `<remote_dir>/packages/<file>`
-/// and its binaries to `<remote_dir>/bin/<file>` (mode 0644, binaries 0755), checking each again on
-/// the way. Returns the remote paths written, in bundle order; installing them is
-/// [`install_step`]'s job. Errors: upload failures.
+/// Streams the bundle's packages of Kubernetes `version` for a node (see
+/// [`versions::files_for_version`]: untagged ones and those tagged `version`) to
+/// `<remote_dir>/packages/<file>` and its binaries to `<remote_dir>/bin/<file>` (mode 0644, binaries
+/// 0755), checking each again on the way. Returns the remote paths written, in bundle order;
+/// installing them is [`install_step`]'s job (or the upgrade's install script). Errors: upload failures.
 pub fn upload_packages(
     transport: &dyn Transport,
     bundle: &VerifiedBundle,
     os_family: &str,
     arch: &str,
     remote_dir: &str,
+    version: &str,
 ) -> Result<Vec<String>> {
     let mut written = Vec::new();
-    for f in files_for(bundle, os_family, arch, remote_dir) {
+    for f in versions::files_for_version(bundle, os_family, arch, remote_dir, version) {
         upload_file(transport, bundle, &f, &mut |_| {})?;
         written.push(f.remote);
     }

@@ -121,6 +121,7 @@ fn ctr_imports_images_streamed_over_the_transport() {
         "debian",
         "amd64",
         &dir.display().to_string(),
+        "v1.34.1",
     )
     .expect("packages");
     assert_eq!(written.len(), 2, "{written:?}");
@@ -138,6 +139,7 @@ fn ctr_imports_images_streamed_over_the_transport() {
         "rhel",
         "amd64",
         &work.path().join("rhel").display().to_string(),
+        "v1.34.1",
     )
     .expect("rhel");
     assert_eq!(

@@ -425,7 +425,8 @@ impl NodeApi for ApiSteps {
 /// the images of `to` each role needs ([`super::airgap::role_images`] of the file, which already
 /// says `to`): where the packages come from, and where the images do (pushed to the mirror
 /// when one is set, else loaded into each node). `Ok(None)` without a bundle. Errors, in words: a bad
-/// entry (named), another cluster's bundle, or a bundle without the images of `to`.
+/// entry (named), another cluster's bundle, a bundle without the images of `to`, or one carrying
+/// packages but no kubeadm package for `to`.
 fn airgap_bundle(
     cluster: &ValidCluster,
     file: &Path,
@@ -460,12 +461,19 @@ fn airgap_bundle(
             worker,
         }
     };
-    Ok(Some((Bundle { bundle: vb }, images)))
+    let packages = Bundle {
+        bundle: vb,
+        version: format!("v{to}"),
+    };
+    Ok(Some((packages, images)))
 }
 
-/// The air-gap bundle's packages (the bundle verified before the upgrade started), uploaded per node.
+/// The air-gap bundle's packages of the target version (the bundle verified before the upgrade
+/// started), uploaded per node.
 struct Bundle {
     bundle: Arc<clusterctl_airgap::bundle::VerifiedBundle>,
+    /// The target version, `vX.Y.Z`: untagged packages and those tagged with it are uploaded.
+    version: String,
 }
 
 impl BundlePackages for Bundle {
@@ -487,6 +495,7 @@ impl BundlePackages for Bundle {
             family,
             &arch,
             upgrade::packages::BUNDLE_DIR,
+            &self.version,
         )
         .map(|_| ())
         .map_err(|e| e.to_string())

@@ -320,7 +320,8 @@ fn bundle_of<'a>(
     }
 }
 
-/// The node's files from the bundle, by its facts (OS family from `ID`/`ID_LIKE`, architecture).
+/// The node's files from the bundle, by its facts (OS family from `ID`/`ID_LIKE`, architecture),
+/// without the packages tagged with another Kubernetes version than the cluster's.
 fn node_files(vb: &VerifiedBundle, data: &UpData, node: &str) -> Vec<NodeFile> {
     let f = data.facts_of(node);
     files_for(
@@ -329,6 +330,16 @@ fn node_files(vb: &VerifiedBundle, data: &UpData, node: &str) -> Vec<NodeFile> {
         &oci_arch(&f.arch),
         REMOTE_DIR,
     )
+    .into_iter()
+    // Packages tagged with another Kubernetes version (an upgrade target's) stay in the bundle.
+    .filter(|n| {
+        n.binary
+            || clusterctl_airgap::node::versions::for_version(
+                &n.file,
+                &data.spec.kubernetes_version,
+            )
+    })
+    .collect()
 }
 
 /// Digest material of `airgap/packages`: each file's node path, mode and sha256, plus `extractTo` for

@@ -5,12 +5,14 @@
 //! node is drained, so before each node's `kubeadm upgrade` step; with a mirror, `upgrade/mirror`
 //! pushes the bundle to it once, on this machine, before the first node (as `up`'s `airgap/mirror`,
 //! [`crate::up::airgap::push_to_mirror`]). [`check_bundle`] refuses, before any node is touched, a
-//! bundle that was made for another cluster or does not carry V's images.
+//! bundle that was made for another cluster, does not carry V's images, or carries packages but no
+//! kubeadm package for V.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clusterctl_airgap::bundle::{BundleImage, BundleManifest, VerifiedBundle};
+use clusterctl_airgap::node::versions::has_kubeadm_for;
 use semver::Version;
 
 use super::UpgradeData;
@@ -80,7 +82,33 @@ pub fn check_bundle(
             },
         )
     };
-    Ok((pick(true)?, pick(false)?))
+    let roles = (pick(true)?, pick(false)?);
+    check_kubeadm_package(manifest, path, to)?;
+    Ok(roles)
+}
+
+/// Refuses a bundle that carries packages but no kubeadm package for `to` (tagged `to`, or named
+/// `kubeadm_<to>-*.deb` / `kubeadm-<to>-*.rpm`; see `clusterctl_airgap::node::versions`). A bundle
+/// without any package passes: the upgrade then goes on as before this check existed.
+fn check_kubeadm_package(
+    manifest: &BundleManifest,
+    path: &std::path::Path,
+    to: &Version,
+) -> Result<(), String> {
+    let v = format!("v{to}");
+    if manifest.packages.is_empty() || has_kubeadm_for(manifest, &v) {
+        return Ok(());
+    }
+    Err(format!(
+        "bundle {} carries no kubeadm package for {v} (it has {} package(s), none of them \
+         kubeadm tagged {v} or named kubeadm_{to}-*.deb / kubeadm-{to}-*.rpm), so the nodes could \
+         not be upgraded. Add the kubeadm, kubelet and kubectl packages of {v} to airgap.packages \
+         in the cluster file, each with `kubernetesVersion: {v}` (and {v} in airgap.extraVersions), \
+         write the bundle again with `clusterctl airgap bundle` on a connected machine, and carry \
+         it here",
+        path.display(),
+        manifest.packages.len()
+    ))
 }
 
 /// Digest material of `upgrade/images`: the target version, the runtime and the name and manifest
@@ -141,6 +169,7 @@ pub fn mirror(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clusterctl_airgap::bundle::BundleFile;
     use clusterctl_airgap::digest::Digest;
 
     fn entry(source: &str) -> BundleImage {
@@ -203,5 +232,49 @@ mod tests {
         );
         let e = check_bundle(&m, path, "staging", &to, &wanted).expect_err("other cluster");
         assert!(e.contains("made for cluster prod, not staging"), "{e}");
+    }
+
+    fn package(name: &str, file: &str, version: Option<&str>) -> BundleFile {
+        BundleFile {
+            name: name.into(),
+            path: format!("packages/rhel-amd64/{file}"),
+            os: Some("rhel".into()),
+            arch: Some("amd64".into()),
+            size: 1,
+            sha256: Digest::of(file.as_bytes()),
+            extract_to: None,
+            kubernetes_version: version.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn refuses_a_bundle_with_packages_but_no_kubeadm_for_the_target() {
+        let wanted = RoleImages {
+            control_plane: vec!["registry.k8s.io/pause:3.10.1".into()],
+            worker: vec!["registry.k8s.io/pause:3.10.1".into()],
+        };
+        let path = std::path::Path::new("site.tar");
+        let to = Version::new(1, 35, 0);
+        let mut m = manifest(&["registry.k8s.io/pause:3.10.1"]);
+        // No packages at all: as before.
+        check_bundle(&m, path, "prod", &to, &wanted).expect("no packages");
+        m.packages = vec![
+            package("kubeadm", "kubeadm-1.34.1-1.x86_64.rpm", Some("v1.34.1")),
+            package("kubelet", "kubelet-1.35.0-1.x86_64.rpm", Some("v1.35.0")),
+        ];
+        let e = check_bundle(&m, path, "prod", &to, &wanted).expect_err("no kubeadm 1.35.0");
+        assert!(
+            e.contains("no kubeadm package for v1.35.0")
+                && e.contains("kubernetesVersion: v1.35.0")
+                && e.contains("clusterctl airgap bundle"),
+            "{e}"
+        );
+        m.packages
+            .push(package("kubeadm", "kubeadm.rpm", Some("v1.35.0")));
+        check_bundle(&m, path, "prod", &to, &wanted).expect("tagged");
+        m.packages.pop();
+        m.packages
+            .push(package("kubeadm", "kubeadm-1.35.0-1.x86_64.rpm", None));
+        check_bundle(&m, path, "prod", &to, &wanted).expect("by name");
     }
 }
