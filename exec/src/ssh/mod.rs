@@ -172,7 +172,12 @@ impl SshTransport {
                 Err(e) => last = format!("{a}: {e}"),
             }
         }
-        let tcp = tcp.ok_or_else(|| self.err(format!("connecting to port {}: {last}", t.port)))?;
+        let tcp = tcp.ok_or_else(|| {
+            self.err(format!(
+                "connecting to {}:{}: {last} (is the node up and its address right in the cluster file?)",
+                t.host, t.port
+            ))
+        })?;
         let _ = tcp.set_nodelay(true);
         let fd = tcp.as_raw_fd();
         let mut sess = Session::new().map_err(|e| self.err(format!("libssh2: {e}")))?;
@@ -181,8 +186,13 @@ impl SshTransport {
         let _ = sess.method_pref(MethodType::HostKey, HOSTKEY_PREF);
         let _ = sess.method_pref(MethodType::CryptCs, CIPHER_PREF);
         let _ = sess.method_pref(MethodType::CryptSc, CIPHER_PREF);
-        sess.handshake()
-            .map_err(|e| self.err(format!("SSH handshake: {e}")))?;
+        sess.handshake().map_err(|e| {
+            self.err(format!(
+                "SSH handshake with {}:{}: {e} (the TCP connection opened but no SSH server \
+                 answered in time: check the node's address and ssh.port in the cluster file)",
+                t.host, t.port
+            ))
+        })?;
         known_hosts::verify(
             &sess,
             &t.node,
@@ -196,9 +206,12 @@ impl SshTransport {
                 .userauth_pubkey_file(&t.user, None, path, passphrase.as_deref())
                 .map_err(|e| {
                     self.err(format!(
-                        "key authentication as {} with {}: {e}",
+                        "key authentication as {} with {} at {}:{}: {e} (is the key's public half \
+                         in that user's ~/.ssh/authorized_keys? check ssh.user and ssh.keyFile)",
                         t.user,
-                        path.display()
+                        path.display(),
+                        t.host,
+                        t.port
                     ))
                 })?,
             SshAuth::Agent => self.agent_auth(&sess, None)?,
