@@ -103,6 +103,26 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
         overrides.insert(format!("{}={}", r.registry, a.addr()));
     }
 
+    // An override that names no registry of the plan (a scheme, a typo) or is not FROM=TO is refused
+    // (exit 2) before anything is fetched: it would otherwise pull from the internet.
+    for bad in ["http://registry.k8s.io=127.0.0.1:1", "registry.k8s.io"] {
+        let r = cli
+            .run(&[
+                "airgap",
+                "bundle",
+                "-f",
+                "cluster.yaml",
+                "-o",
+                "never.tar",
+                "--source-registry-override",
+                bad,
+            ])
+            .expect("run");
+        assert_eq!(r.code, 2, "{}", r.all());
+        assert!(r.stderr.contains(bad), "{}", r.stderr);
+        assert!(!work.path().join("never.tar").exists());
+    }
+
     // `airgap bundle`.
     let mut args = vec![
         "airgap",
@@ -120,7 +140,7 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
     let r = cli.run(&args).expect("run");
     assert_eq!(r.code, 0, "{}", r.all());
     assert!(
-        r.stderr.contains(&format!("{} images", list.len())),
+        r.stderr.contains(&format!("{} image(s)", list.len())),
         "{}",
         r.stderr
     );

@@ -200,11 +200,30 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
                     ))
                 }
             };
+            // FROM must be a registry the plan pulls from: a typo would otherwise silently pull
+            // from the internet.
+            let used: std::collections::BTreeSet<String> =
+                clusterctl_airgap::plan::list_images(&cluster)
+                    .iter()
+                    .filter_map(|i| clusterctl_airgap::ImageRef::parse(&i.source).ok())
+                    .map(|r| r.registry)
+                    .collect();
             let mut registry_overrides = Vec::new();
             for o in &overrides {
-                let (from, to) = o.split_once('=').ok_or_else(|| {
-                    miette::miette!("--source-registry-override {o:?}: expected FROM=TO")
-                })?;
+                let Some((from, to)) = o
+                    .split_once('=')
+                    .filter(|(f, t)| !f.is_empty() && !t.is_empty())
+                else {
+                    eprintln!("airgap bundle: --source-registry-override {o:?}: expected FROM=TO, e.g. registry.k8s.io=127.0.0.1:5000");
+                    return Ok(ExitCode::from(crate::EXIT_INVALID));
+                };
+                if !used.contains(from) {
+                    eprintln!(
+                        "airgap bundle: --source-registry-override {o:?}: no image of the plan comes from {from:?} (registries: {}); give a registry host[:port] without scheme",
+                        used.iter().cloned().collect::<Vec<_>>().join(", ")
+                    );
+                    return Ok(ExitCode::from(crate::EXIT_INVALID));
+                }
                 registry_overrides.push((from.to_string(), to.to_string()));
             }
             let mut client: ClientOptions = source_client_options(&cluster);
@@ -224,7 +243,7 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
             }
             let (summary, stats) = bundle_cluster(&cluster, &opts).map_err(fail)?;
             eprintln!(
-                "wrote {}: {} images, {} blobs ({} bytes), {} packages, {} bytes in all; fetched {} blobs ({} bytes), {} from cache",
+                "wrote {}: {} image(s), {} distinct blob(s) ({} bytes), {} package(s), {} bytes in all; layers and configs this run: {} fetched ({} bytes), {} from the cache",
                 out.display(),
                 summary.manifest.images.len(),
                 summary.blobs,
