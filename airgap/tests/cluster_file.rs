@@ -145,7 +145,17 @@ fn ha_profile_images_bundle_and_import_to_mirror() {
         .collect();
     let (summary, stats) = bundle_cluster(&cluster, &opts).expect("bundle");
     assert_eq!(summary.manifest.images.len(), list.len());
-    assert_eq!(summary.manifest.packages.len(), 4);
+    assert_eq!(summary.manifest.packages.len(), 7);
+    // kubeadm/kubelet/kubectl of v1.34.1 and of v1.34.2 carry their version; cri-o carries none.
+    let tagged = |v: &str| {
+        summary
+            .manifest
+            .packages
+            .iter()
+            .filter(|p| p.kubernetes_version.as_deref() == Some(v))
+            .count()
+    };
+    assert_eq!((tagged("v1.34.1"), tagged("v1.34.2")), (3, 3));
     assert_eq!(summary.manifest.binaries.len(), 1);
     assert_eq!(summary.manifest.extra_versions, vec!["v1.34.2".to_string()]);
     assert!(stats.blobs_fetched > 0);

@@ -55,6 +55,14 @@ pub fn valid(label: &str, loaded: &Loaded) -> ValidCluster {
 /// `loaded` with its `kubernetesVersion:` line replaced by `version`.
 pub fn with_version(loaded: &Loaded, version: &str) -> Loaded {
     let mut l = loaded.clone();
+    // `airgap.packages[]` entries tagged with the file's own version follow it (a tag must name the
+    // file's version or an extraVersions entry).
+    let own = l
+        .source_text
+        .lines()
+        .map(str::trim)
+        .find_map(|t| t.strip_prefix("kubernetesVersion:"))
+        .map(|v| format!(", kubernetesVersion: {}, ", v.trim()));
     let text: Vec<String> = l
         .source_text
         .lines()
@@ -63,6 +71,8 @@ pub fn with_version(loaded: &Loaded, version: &str) -> Loaded {
             if t.starts_with("kubernetesVersion:") {
                 let indent = &line[..line.len() - t.len()];
                 format!("{indent}kubernetesVersion: {version}")
+            } else if let Some(own) = own.as_deref().filter(|o| line.contains(*o)) {
+                line.replace(own, &format!(", kubernetesVersion: {version}, "))
             } else {
                 line.to_string()
             }
