@@ -9,6 +9,10 @@ pub enum AirgapError {
     /// An image reference that does not parse (`[registry/]repository[:tag][@sha256:hex]`).
     #[error("invalid image reference {reference:?}: {reason}")]
     Reference { reference: String, reason: String },
+    /// Images whose manifests could not be fetched, each as `SOURCE [(from OVERRIDE)]: cause`; all
+    /// are listed, not only the first.
+    #[error("{} image(s) could not be fetched:\n  {}", .0.len(), .0.join("\n  "))]
+    Images(Vec<String>),
     /// A digest string that is not `sha256:` followed by 64 lower-case hex digits.
     #[error("invalid digest {0:?}")]
     Digest(String),

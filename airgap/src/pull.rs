@@ -287,8 +287,23 @@ pub fn pull_images(
     };
     let mut want = BTreeMap::new();
     let mut images = Vec::new();
+    let mut failed = Vec::new();
     for r in requests {
-        images.push(p.resolve(r, &mut want)?);
+        match p.resolve(r, &mut want) {
+            Ok(i) => images.push(i),
+            Err(e) => {
+                let from = p.fetch_from(&r.source);
+                let via = if from.registry == r.source.registry {
+                    String::new()
+                } else {
+                    format!(" (from {} by --source-registry-override)", from.registry)
+                };
+                failed.push(format!("{}{via}: {e}", r.source));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        return Err(AirgapError::Images(failed));
     }
     let mut stats = PullStats::default();
     let mut jobs = Vec::new();

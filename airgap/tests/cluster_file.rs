@@ -167,14 +167,20 @@ fn ha_profile_images_bundle_and_import_to_mirror() {
     // (as `up` accepts it); a version it does not carry does not.
     let moved = |version: &str| {
         let f = work.path().join(format!("cluster-{version}.yaml"));
-        std::fs::write(
-            &f,
-            text.replace(
-                "kubernetesVersion: v1.34.1",
-                &format!("kubernetesVersion: {version}"),
-            ),
-        )
-        .expect("moved file");
+        // The spec's version moved on; packages tagged with the old version leave the file.
+        let moved: String = text
+            .lines()
+            .filter(|l| !l.contains("kubernetesVersion: v1.34.1,"))
+            .map(|l| {
+                if l == "  kubernetesVersion: v1.34.1" {
+                    format!("  kubernetesVersion: {version}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&f, moved).expect("moved file");
         let loaded = clusterctl_spec::load(&f).expect("load");
         clusterctl_spec::validate(&loaded)
             .map_err(|d| d.to_string())

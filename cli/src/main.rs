@@ -56,6 +56,10 @@ fn main() -> ExitCode {
         return cmd::cni::plugin_main();
     }
     let cli = Cli::parse();
+    // Errors keep their lines whole: entry names, references and URLs stay copyable.
+    let _ = miette::set_hook(Box::new(|_| {
+        Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())
+    }));
     let result = match cli.command {
         Command::Validate(a) => cmd::validate::run(a),
         Command::Render(a) => cmd::render::run(a),

@@ -123,6 +123,53 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
         assert!(!work.path().join("never.tar").exists());
     }
 
+    // Every image that cannot be fetched is named, with the override it went through (B is still
+    // empty here), not only the first; exit 1.
+    let mut to_b = vec![
+        "airgap",
+        "bundle",
+        "-f",
+        "cluster.yaml",
+        "-o",
+        "never.tar",
+        "--no-self",
+    ];
+    let b_overrides: Vec<String> = overrides
+        .iter()
+        .map(|o| format!("{}={}", o.split('=').next().unwrap_or_default(), b.addr()))
+        .collect();
+    for o in &b_overrides {
+        to_b.push("--source-registry-override");
+        to_b.push(o);
+    }
+    let r = cli.run(&to_b).expect("run");
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.stderr
+            .contains(&format!("{} image(s) could not be fetched", list.len())),
+        "{}",
+        r.stderr
+    );
+    for i in &list {
+        let source = clusterctl_airgap::ImageRef::parse(i["source"].as_str().expect("source"))
+            .expect("reference")
+            .to_string();
+        assert!(
+            r.stderr.contains(&source),
+            "{source} not named:\n{}",
+            r.stderr
+        );
+    }
+    assert!(
+        r.stderr.contains(&format!(
+            "(from {} by --source-registry-override)",
+            b.addr()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!work.path().join("never.tar").exists());
+
     // `airgap bundle`.
     let mut args = vec![
         "airgap",
