@@ -202,8 +202,6 @@ pub fn bundle_cluster(
     if pull.platforms.is_empty() {
         pull.platforms = plats;
     }
-    let reqs = requests(&list_images(cluster))?;
-    let (images, stats) = pull_images(&client, &store, &reqs, &pull)?;
     let sources: Vec<PackageSource> = cluster
         .spec()
         .airgap
@@ -224,6 +222,26 @@ pub fn bundle_cluster(
                 .collect()
         })
         .unwrap_or_default();
+    // Local package files are checked before any image is fetched, all of them at once.
+    let missing: Vec<String> = sources
+        .iter()
+        .filter_map(|s| {
+            let p = s.path.as_ref()?;
+            (!p.is_file()).then(|| format!("{} ({})", s.name, p.display()))
+        })
+        .collect();
+    if !missing.is_empty() {
+        return Err(AirgapError::Package {
+            name: "files".into(),
+            reason: format!(
+                "{} not found, nothing was fetched: {} (paths are relative to the cluster file)",
+                missing.len(),
+                missing.join(", ")
+            ),
+        });
+    }
+    let reqs = requests(&list_images(cluster))?;
+    let (images, stats) = pull_images(&client, &store, &reqs, &pull)?;
     let packages = prepare_packages(&client, &store, &sources)?;
     let binaries = match &opts.self_binary {
         Some(p) => vec![self_binary(p)?],

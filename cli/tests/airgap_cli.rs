@@ -170,6 +170,30 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
     );
     assert!(!work.path().join("never.tar").exists());
 
+    // A package file the cluster file names but that is missing is reported before any image is
+    // fetched (the registry sees no manifest request).
+    std::fs::rename(work.path().join("tool"), work.path().join("tool.away")).expect("move");
+    let gets_before = a.count_requests("GET", "/manifests/");
+    let r = cli
+        .run(&[
+            "airgap",
+            "bundle",
+            "-f",
+            "cluster.yaml",
+            "-o",
+            "never.tar",
+            "--no-self",
+        ])
+        .expect("run");
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.stderr.contains("not found, nothing was fetched") && r.stderr.contains("tool"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(a.count_requests("GET", "/manifests/"), gets_before);
+    std::fs::rename(work.path().join("tool.away"), work.path().join("tool")).expect("move back");
+
     // `airgap bundle`.
     let mut args = vec![
         "airgap",
