@@ -174,17 +174,21 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
     // fetched (the registry sees no manifest request).
     std::fs::rename(work.path().join("tool"), work.path().join("tool.away")).expect("move");
     let gets_before = a.count_requests("GET", "/manifests/");
-    let r = cli
-        .run(&[
-            "airgap",
-            "bundle",
-            "-f",
-            "cluster.yaml",
-            "-o",
-            "never.tar",
-            "--no-self",
-        ])
-        .expect("run");
+    // (Overridden to A, so nothing would leave loopback even if the check were gone.)
+    let mut missing = vec![
+        "airgap",
+        "bundle",
+        "-f",
+        "cluster.yaml",
+        "-o",
+        "never.tar",
+        "--no-self",
+    ];
+    for o in &overrides {
+        missing.push("--source-registry-override");
+        missing.push(o);
+    }
+    let r = cli.run(&missing).expect("run");
     assert_eq!(r.code, 1, "{}", r.all());
     assert!(
         r.stderr.contains("not found, nothing was fetched") && r.stderr.contains("tool"),
