@@ -713,11 +713,21 @@ impl AirgapBed {
         assert_eq!(st, 0, "{err}");
         sh(c1, "printf 'apiVersion: v1\\nkind: Pod\\nspec:\\n  containers:\\n  - name: kube-apiserver\\n    image: registry.k8s.io/kube-apiserver:v1.34.1\\n' > /etc/kubernetes/manifests/kube-apiserver.yaml");
         let home = tempfile::tempdir().expect("home");
-        let debs = vec![
-            build_deb(home.path(), "kubeadm", "1.35.0-1.1", None).expect("deb"),
-            build_deb(home.path(), "kubelet", "1.35.0-1.1", Some(KUBELET_POSTINST)).expect("deb"),
-            build_deb(home.path(), "kubectl", "1.35.0-1.1", None).expect("deb"),
-        ];
+        // Carried under names that are not the upstream `<name>_<version>-*.deb`: the entries tagged
+        // `kubernetesVersion: v1.35.0` are placed under those names on the node by the upgrade.
+        let debs = [
+            ("kubeadm", None),
+            ("kubelet", Some(KUBELET_POSTINST)),
+            ("kubectl", None),
+        ]
+        .into_iter()
+        .map(|(name, postinst)| {
+            let built = build_deb(home.path(), name, "1.35.0-1.1", postinst).expect("deb");
+            let renamed = format!("{name}-target.deb");
+            std::fs::rename(home.path().join(&built), home.path().join(&renamed)).expect("rename");
+            renamed
+        })
+        .collect();
         let mut bed = AirgapBed {
             sc,
             fake,
@@ -742,12 +752,39 @@ impl AirgapBed {
     /// Writes `cluster.yaml` at `version` naming `bundle`, with `extra` lines in `airgap` and
     /// `registry` lines in `spec`; returns its path.
     fn write_file(&self, version: &str, bundle: &str, extra: &str, registry: &str) -> PathBuf {
+        self.write_file_with(
+            version,
+            bundle,
+            extra,
+            registry,
+            &["kubeadm", "kubelet", "kubectl"],
+        )
+    }
+
+    /// [`AirgapBed::write_file`] carrying only the 1.35.0 packages named in `packages`, each tagged
+    /// `kubernetesVersion: v1.35.0` when the file knows that version (its own or an extraVersions
+    /// entry), else untagged.
+    fn write_file_with(
+        &self,
+        version: &str,
+        bundle: &str,
+        extra: &str,
+        registry: &str,
+        packages: &[&str],
+    ) -> PathBuf {
         let arch = clusterctl_airgap::node::oci_arch(std::env::consts::ARCH);
         let mut spec = format!("{registry}  airgap:\n    bundle: {bundle}\n{extra}    packages:\n");
+        let tag = if version == "1.35.0" || extra.contains("v1.35.0") {
+            ", kubernetesVersion: v1.35.0"
+        } else {
+            ""
+        };
         for (name, deb) in ["kubeadm", "kubelet", "kubectl"].iter().zip(&self.debs) {
-            spec.push_str(&format!(
-                "      - {{name: {name}, osFamily: debian, arch: {arch}, path: {deb}}}\n"
-            ));
+            if packages.contains(name) {
+                spec.push_str(&format!(
+                    "      - {{name: {name}, osFamily: debian, arch: {arch}{tag}, path: {deb}}}\n"
+                ));
+            }
         }
         let (c1, w1) = (&self.nodes()[0], &self.nodes()[1]);
         let text = ssh_cluster_yaml(
@@ -770,7 +807,18 @@ impl AirgapBed {
     /// Writes bundle `name` from the source registry with a v1.34.1 file (`extra`, `registry` as in
     /// [`AirgapBed::write_file`]).
     fn bundle(&self, name: &str, extra: &str, registry: &str) -> BundleSummary {
-        let file = self.write_file("1.34.1", name, extra, registry);
+        self.bundle_with(name, extra, registry, &["kubeadm", "kubelet", "kubectl"])
+    }
+
+    /// [`AirgapBed::bundle`] carrying only the packages named in `packages`.
+    fn bundle_with(
+        &self,
+        name: &str,
+        extra: &str,
+        registry: &str,
+        packages: &[&str],
+    ) -> BundleSummary {
+        let file = self.write_file_with("1.34.1", name, extra, registry, packages);
         let mut opts = BundleOptions {
             out: self.home.path().join(name),
             base_dir: self.home.path().to_path_buf(),
@@ -826,7 +874,9 @@ fn valid(file: &Path) -> clusterctl_spec::ValidCluster {
 
 /// Air-gapped upgrade 1.34.1 → 1.35.0 from a bundle, no mirror, on a control plane and a worker without
 /// a route out: a bundle lacking v1.35.0's images is refused (exit 1, naming the version and
-/// `airgap.extraVersions`) before any node is touched; with the images (bundle made with
+/// `airgap.extraVersions`) before any node is touched, and so is one lacking a kubeadm package for
+/// v1.35.0 (naming `kubernetesVersion: v1.35.0`); the packages tagged `kubernetesVersion: v1.35.0`
+/// are none of the v1.34.1 files' (what `up` places); with the images (bundle made with
 /// `extraVersions: [v1.35.0]`) each node's containerd gets exactly v1.35.0's images its role needs —
 /// the worker no kube-apiserver/etcd — before its kubeadm upgrade step (order of the recorded calls),
 /// and the kubeadm/kubelet/kubectl packages come from the bundle; a second run changes nothing.
@@ -841,7 +891,41 @@ fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_ste
     let bed = AirgapBed::start("agupgrade");
     let (c1, w1) = (&bed.nodes()[0], &bed.nodes()[1]);
     bed.bundle("site-old.tar", "", "");
+    let no_kubeadm = ["kubelet", "kubectl"];
+    bed.bundle_with("site-nokubeadm.tar", WITH_V135, "", &no_kubeadm);
     let summary = bed.bundle("site.tar", WITH_V135, "");
+    // The packages carry their version: the v1.34.1 cluster's files (what `up` places) hold none of
+    // them; v1.35.0's hold all three, under their upstream names.
+    let tags: Vec<Option<&str>> = summary
+        .manifest
+        .packages
+        .iter()
+        .map(|p| p.kubernetes_version.as_deref())
+        .collect();
+    assert_eq!(
+        tags,
+        [Some("v1.35.0"); 3],
+        "{:?}",
+        summary.manifest.packages
+    );
+    let vb = clusterctl_airgap::bundle::verify_bundle(&bed.home.path().join("site.tar"))
+        .expect("verify");
+    let arch = clusterctl_airgap::node::oci_arch(std::env::consts::ARCH);
+    let placed = |version: &str| -> std::collections::BTreeSet<String> {
+        clusterctl_airgap::node::versions::files_for_version(&vb, "debian", &arch, "/r", version)
+            .into_iter()
+            .filter(|f| !f.binary)
+            .map(|f| f.remote)
+            .collect()
+    };
+    assert!(placed("v1.34.1").is_empty(), "{:?}", placed("v1.34.1"));
+    assert_eq!(
+        placed("v1.35.0"),
+        ["kubeadm", "kubectl", "kubelet"]
+            .map(|n| format!("/r/packages/{n}_1.35.0-{n}-target.deb"))
+            .into_iter()
+            .collect()
+    );
     let untouched = || {
         for n in bed.nodes() {
             let calls = standin_calls(n).expect("calls");
@@ -871,6 +955,20 @@ fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_ste
         r.all().contains("does not carry the images of v1.35.0")
             && r.all().contains("registry.k8s.io/kube-apiserver:v1.35.0")
             && r.all().contains("airgap.extraVersions")
+            && r.all().contains("clusterctl airgap bundle"),
+        "{}",
+        r.all()
+    );
+    untouched();
+
+    // 1b. A bundle with v1.35.0's images and packages, but no kubeadm package for it: refused
+    // before any node is touched, naming the version and the entry to add.
+    let file = bed.write_file_with("1.35.0", "site-nokubeadm.tar", WITH_V135, "", &no_kubeadm);
+    let r = bed.upgrade(&file);
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.all().contains("no kubeadm package for v1.35.0")
+            && r.all().contains("kubernetesVersion: v1.35.0")
             && r.all().contains("clusterctl airgap bundle"),
         "{}",
         r.all()
