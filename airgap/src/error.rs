@@ -46,6 +46,10 @@ pub enum AirgapError {
     /// The bundle as a whole is malformed (missing manifest, truncated, entries missing).
     #[error("bundle {path} is invalid: {reason}")]
     Bundle { path: PathBuf, reason: String },
+    /// A sound bundle that does not fit the cluster file (another cluster or version, no mirror to
+    /// push to); the reason says what to change.
+    #[error("bundle {path} does not fit the cluster file: {reason}")]
+    Mismatch { path: PathBuf, reason: String },
     /// A package source that could not be read or fetched.
     #[error("package {name}: {reason}")]
     Package { name: String, reason: String },

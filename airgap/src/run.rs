@@ -368,7 +368,7 @@ pub fn import_bundle_for_cluster(
 ) -> Result<(VerifiedBundle, ImportReport)> {
     let mut opts = opts.clone();
     if opts.mirror_prefix.is_none() {
-        let prefix = cluster.mirror_prefix().ok_or_else(|| AirgapError::Bundle {
+        let prefix = cluster.mirror_prefix().ok_or_else(|| AirgapError::Mismatch {
             path: bundle.to_path_buf(),
             reason: "the cluster file names no registry mirror (registry.mirror): nowhere to push; set one or give --mirror".into(),
         })?;
@@ -463,18 +463,21 @@ pub fn import_verified(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<Impo
 
 /// Checks that a bundle was made for `cluster`: same name, and it carries the file's Kubernetes
 /// version (as its `kubernetesVersion`, or among its `extraVersions` once an upgrade moved the file
-/// on, as `up` accepts it). Errors: `Bundle`.
+/// on, as `up` accepts it). Errors: `Mismatch`.
 pub fn check_matches(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> {
     let want = cluster.version_info().tag();
     let carries = vb.manifest.kubernetes_version == want
         || vb.manifest.extra_versions.iter().any(|v| v == &want);
     if vb.manifest.cluster != cluster.name() || !carries {
-        return Err(AirgapError::Bundle {
+        return Err(AirgapError::Mismatch {
             path: vb.path.clone(),
             reason: format!(
-                "made for {:?} {:?}, not {} {want}",
+                "it was made for cluster {:?} {:?} (extraVersions {:?}), the file is {} {want}; write \
+                 a bundle for this file with `clusterctl airgap bundle` (for another version: add it \
+                 to airgap.extraVersions first)",
                 vb.manifest.cluster,
                 vb.manifest.kubernetes_version,
+                vb.manifest.extra_versions,
                 cluster.name()
             ),
         });

@@ -258,13 +258,14 @@ pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         || vb.manifest.extra_versions.iter().any(|v| v == &want.1);
     if vb.manifest.cluster != want.0 || !carries {
         return Err(ctx.local_error(format!(
-            "bundle {} was made for {} {} (extraVersions [{}]), not {} {}: add {} to \
+            // What the bundle says about itself is quoted ({:?}), never printed raw.
+            "bundle {} was made for {:?} {:?} (extraVersions {:?}), not {} {}: add {} to \
              airgap.extraVersions (or make it the kubernetesVersion), write the bundle again with \
              `clusterctl airgap bundle` on a connected machine, and carry it here",
             a.bundle.display(),
             vb.manifest.cluster,
             vb.manifest.kubernetes_version,
-            vb.manifest.extra_versions.join(", "),
+            vb.manifest.extra_versions,
             want.0,
             want.1,
             want.1
