@@ -525,8 +525,12 @@ fn check_package_version(
         .filter_map(|k| versions::parse_version(k.trim()))
         .any(|k| k == v);
     if !known {
-        let mut listed = vec![file.spec.kubernetes_version.clone()];
-        listed.extend(a.extra_versions.iter().cloned());
+        let mut listed: Vec<String> = Vec::new();
+        for k in std::iter::once(&file.spec.kubernetes_version).chain(a.extra_versions.iter()) {
+            if !listed.contains(k) {
+                listed.push(k.clone());
+            }
+        }
         ctx.push(
             Diagnostic::error(
                 "spec::airgap-package",
@@ -535,7 +539,8 @@ fn check_package_version(
                 ),
             )
             .help(format!(
-                "use one of {} or add v{v} to `airgap.extraVersions` (its images go into the bundle too)",
+                "use one of {}, add v{v} to `airgap.extraVersions` (its images go into the bundle \
+                 too), or remove the entry (e.g. the old version's packages after an upgrade)",
                 listed.join(", ")
             ))
             .at(at),
