@@ -50,11 +50,9 @@ pub fn has_kubeadm_for(manifest: &BundleManifest, version: &str) -> bool {
     })
 }
 
-/// [`files_for`] narrowed to Kubernetes `version` ([`for_version`]; binaries always). A package
-/// tagged with `version` whose file name is not its upstream name ([`named_for_version`]) is placed
-/// under one that is — `<name>_<version>-<file>` (`.deb`) or `<name>-<version>-<file>` (`.rpm`) — so
-/// the upgrade's install script, which looks for those names, finds it.
-pub fn files_for_version(
+/// [`files_for`] narrowed to Kubernetes `version` ([`for_version`]; binaries always), under their
+/// bundle file names: what `up`'s `airgap/packages` places and installs at the cluster's version.
+pub fn files_at_version(
     bundle: &VerifiedBundle,
     os_family: &str,
     arch: &str,
@@ -64,6 +62,22 @@ pub fn files_for_version(
     files_for(bundle, os_family, arch, remote_dir)
         .into_iter()
         .filter(|f| f.binary || for_version(&f.file, version))
+        .collect()
+}
+
+/// [`files_at_version`] as `upgrade --to <version>` uploads them: a package tagged with `version`
+/// whose file name is not its upstream name ([`named_for_version`]) is placed under one that is —
+/// `<name>_<version>-<file>` (`.deb`) or `<name>-<version>-<file>` (`.rpm`) — so the upgrade's
+/// install script, which looks for those names, finds it.
+pub fn files_for_version(
+    bundle: &VerifiedBundle,
+    os_family: &str,
+    arch: &str,
+    remote_dir: &str,
+    version: &str,
+) -> Vec<NodeFile> {
+    files_at_version(bundle, os_family, arch, remote_dir, version)
+        .into_iter()
         .map(|f| under_version_name(f, version))
         .collect()
 }

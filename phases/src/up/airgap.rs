@@ -20,8 +20,8 @@ use crate::error::PhaseError;
 use crate::model::{NodeInfo, RuntimeKind};
 use clusterctl_airgap::bundle::{verify_bundle, BundleImage, VerifiedBundle};
 use clusterctl_airgap::node::{
-    crio, files_for, install_script, install_step, load_into_node, oci_arch, os_family,
-    parse_ctr_images, upload_file, InstallKind, NodeFile, NodeLoadOptions, Runtime,
+    crio, install_script, install_step, load_into_node, oci_arch, os_family, parse_ctr_images,
+    upload_file, InstallKind, NodeFile, NodeLoadOptions, Runtime,
 };
 use clusterctl_airgap::registry::ClientOptions;
 use std::collections::{BTreeMap, BTreeSet};
@@ -329,22 +329,14 @@ fn bundle_of<'a>(
 /// without the packages tagged with another Kubernetes version than the cluster's.
 fn node_files(vb: &VerifiedBundle, data: &UpData, node: &str) -> Vec<NodeFile> {
     let f = data.facts_of(node);
-    files_for(
+    // Packages tagged with another Kubernetes version (an upgrade target's) stay in the bundle.
+    clusterctl_airgap::node::versions::files_at_version(
         vb,
         os_family(&f.os_id, &f.os_like),
         &oci_arch(&f.arch),
         REMOTE_DIR,
+        &data.spec.kubernetes_version,
     )
-    .into_iter()
-    // Packages tagged with another Kubernetes version (an upgrade target's) stay in the bundle.
-    .filter(|n| {
-        n.binary
-            || clusterctl_airgap::node::versions::for_version(
-                &n.file,
-                &data.spec.kubernetes_version,
-            )
-    })
-    .collect()
 }
 
 /// Digest material of `airgap/packages`: each file's node path, mode and sha256, plus `extractTo` for
