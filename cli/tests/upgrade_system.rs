@@ -894,8 +894,9 @@ fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_ste
     let no_kubeadm = ["kubelet", "kubectl"];
     bed.bundle_with("site-nokubeadm.tar", WITH_V135, "", &no_kubeadm);
     let summary = bed.bundle("site.tar", WITH_V135, "");
-    // The packages carry their version: the v1.34.1 cluster's files (what `up` places) hold none of
-    // them; v1.35.0's hold all three, under their upstream names.
+    // The packages carry their version: the v1.34.1 cluster's files (what `up`'s airgap/packages
+    // places, `files_at_version`) hold none of them; v1.35.0's hold all three, under their upstream
+    // names as the upgrade uploads them.
     let tags: Vec<Option<&str>> = summary
         .manifest
         .packages
@@ -911,16 +912,17 @@ fn airgap_upgrade_loads_each_nodes_images_from_the_bundle_before_its_kubeadm_ste
     let vb = clusterctl_airgap::bundle::verify_bundle(&bed.home.path().join("site.tar"))
         .expect("verify");
     let arch = clusterctl_airgap::node::oci_arch(std::env::consts::ARCH);
-    let placed = |version: &str| -> std::collections::BTreeSet<String> {
-        clusterctl_airgap::node::versions::files_for_version(&vb, "debian", &arch, "/r", version)
+    let up_places =
+        clusterctl_airgap::node::versions::files_at_version(&vb, "debian", &arch, "/r", "v1.34.1");
+    assert!(up_places.iter().all(|f| f.binary), "{up_places:?}");
+    let upgrade_places: std::collections::BTreeSet<String> =
+        clusterctl_airgap::node::versions::files_for_version(&vb, "debian", &arch, "/r", "v1.35.0")
             .into_iter()
             .filter(|f| !f.binary)
             .map(|f| f.remote)
-            .collect()
-    };
-    assert!(placed("v1.34.1").is_empty(), "{:?}", placed("v1.34.1"));
+            .collect();
     assert_eq!(
-        placed("v1.35.0"),
+        upgrade_places,
         ["kubeadm", "kubectl", "kubelet"]
             .map(|n| format!("/r/packages/{n}_1.35.0-{n}-target.deb"))
             .into_iter()
