@@ -436,9 +436,21 @@ fn airgap_bundle(
         return Ok(None);
     };
     let path = file.parent().unwrap_or(Path::new(".")).join(&a.bundle);
+    if !path.exists() {
+        return Err(format!(
+            "bundle {} not found: write it with `clusterctl airgap bundle` on a connected machine \
+             (it must carry v{to}: as kubernetesVersion or in airgap.extraVersions) and put it where \
+             airgap.bundle points",
+            path.display()
+        ));
+    }
     let vb = Arc::new(
-        clusterctl_airgap::bundle::verify_bundle(&path)
-            .map_err(|e| format!("bundle {}: {e}", path.display()))?,
+        clusterctl_airgap::bundle::verify_bundle(&path).map_err(|e| match e {
+            clusterctl_airgap::AirgapError::Io { source, .. } => {
+                format!("bundle {}: {source}", path.display())
+            }
+            e => format!("bundle {}: {e}", path.display()),
+        })?,
     );
     let wanted = super::airgap::role_images(cluster);
     let (control_plane, worker) = check_bundle(&vb.manifest, &path, cluster.name(), to, &wanted)?;
