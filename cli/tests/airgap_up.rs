@@ -70,6 +70,8 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     air_gapped(nodes);
     let work = tempfile::tempdir().expect("tempdir");
     let deb = build_deb(work.path(), "cc-airgap-probe", "1.0", None).expect("deb");
+    // A package of the upgrade target (`kubernetesVersion: v1.34.2`): carried, not placed by `up`.
+    let next = build_deb(work.path(), "cc-airgap-next", "2.0", None).expect("deb");
     std::fs::write(
         work.path().join("probe-tool"),
         "#!/bin/sh\necho probe-tool from the bundle\n",
@@ -94,7 +96,7 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     assert!(st.success(), "tar -czf");
     let arch = host_arch();
     let airgap = format!(
-        "  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n      - {{name: probe-plugins, osFamily: any, arch: {arch}, path: probe-plugins.tgz, extractTo: {PLUGIN_DIR}}}\n  images:\n    preload: [{PRELOAD}]\n"
+        "  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {{name: cc-airgap-probe, osFamily: debian, arch: {arch}, path: {deb}}}\n      - {{name: cc-airgap-next, osFamily: debian, arch: {arch}, kubernetesVersion: v1.34.2, path: {next}}}\n      - {{name: probe-tool, osFamily: any, arch: {arch}, path: probe-tool}}\n      - {{name: probe-plugins, osFamily: any, arch: {arch}, path: probe-plugins.tgz, extractTo: {PLUGIN_DIR}}}\n  images:\n    preload: [{PRELOAD}]\n"
     );
     let yaml = |extra: &str| {
         ssh_cluster_yaml(
@@ -307,6 +309,15 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         );
         assert_eq!(sh(n, "probe-tool"), "probe-tool from the bundle");
         assert_eq!(sh(n, "stat -c %a /usr/local/bin/probe-tool"), "755");
+        assert_ne!(
+            sh(
+                n,
+                "dpkg-query -W -f='${Status}' cc-airgap-next 2>/dev/null || true"
+            ),
+            "install ok installed",
+            "{}: the upgrade target's package was installed by up",
+            n.name
+        );
         assert_eq!(
             sh(n, "ls /var/lib/clusterctl/airgap/packages | sort"),
             format!("{deb}\nprobe-plugins.tgz\nprobe-tool")
