@@ -29,6 +29,25 @@ fn writes(reg: &Registry) -> usize {
         .sum()
 }
 
+/// `airgap bundle -f cluster.yaml -o OUT --no-self` with one `--source-registry-override` per
+/// entry of `overrides`.
+fn bundle_args<'a>(out: &'a str, overrides: &'a [String]) -> Vec<&'a str> {
+    let mut args = vec![
+        "airgap",
+        "bundle",
+        "-f",
+        "cluster.yaml",
+        "-o",
+        out,
+        "--no-self",
+    ];
+    for o in overrides {
+        args.push("--source-registry-override");
+        args.push(o);
+    }
+    args
+}
+
 #[test]
 fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
     if !require("docker-registry", registry::available()) {
@@ -125,24 +144,13 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
 
     // Every image that cannot be fetched is named, with the override it went through (B is still
     // empty here), not only the first; exit 1.
-    let mut to_b = vec![
-        "airgap",
-        "bundle",
-        "-f",
-        "cluster.yaml",
-        "-o",
-        "never.tar",
-        "--no-self",
-    ];
     let b_overrides: Vec<String> = overrides
         .iter()
         .map(|o| format!("{}={}", o.split('=').next().unwrap_or_default(), b.addr()))
         .collect();
-    for o in &b_overrides {
-        to_b.push("--source-registry-override");
-        to_b.push(o);
-    }
-    let r = cli.run(&to_b).expect("run");
+    let r = cli
+        .run(&bundle_args("never.tar", &b_overrides))
+        .expect("run");
     assert_eq!(r.code, 1, "{}", r.all());
     assert!(
         r.stderr
@@ -175,20 +183,8 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
     std::fs::rename(work.path().join("tool"), work.path().join("tool.away")).expect("move");
     let gets_before = a.count_requests("GET", "/manifests/");
     // (Overridden to A, so nothing would leave loopback even if the check were gone.)
-    let mut missing = vec![
-        "airgap",
-        "bundle",
-        "-f",
-        "cluster.yaml",
-        "-o",
-        "never.tar",
-        "--no-self",
-    ];
-    for o in &overrides {
-        missing.push("--source-registry-override");
-        missing.push(o);
-    }
-    let r = cli.run(&missing).expect("run");
+    let overrides: Vec<String> = overrides.iter().cloned().collect();
+    let r = cli.run(&bundle_args("never.tar", &overrides)).expect("run");
     assert_eq!(r.code, 1, "{}", r.all());
     assert!(
         r.stderr.contains("not found, nothing was fetched") && r.stderr.contains("tool"),
@@ -199,20 +195,7 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
     std::fs::rename(work.path().join("tool.away"), work.path().join("tool")).expect("move back");
 
     // `airgap bundle`.
-    let mut args = vec![
-        "airgap",
-        "bundle",
-        "-f",
-        "cluster.yaml",
-        "-o",
-        "site.tar",
-        "--no-self",
-    ];
-    for o in &overrides {
-        args.push("--source-registry-override");
-        args.push(o);
-    }
-    let r = cli.run(&args).expect("run");
+    let r = cli.run(&bundle_args("site.tar", &overrides)).expect("run");
     assert_eq!(r.code, 0, "{}", r.all());
     assert!(
         r.stderr.contains(&format!("{} image(s)", list.len())),
