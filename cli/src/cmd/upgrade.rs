@@ -454,6 +454,12 @@ fn airgap_bundle(
     );
     let wanted = super::airgap::role_images(cluster);
     let (control_plane, worker) = check_bundle(&vb.manifest, &path, cluster.name(), to, &wanted)?;
+    // Loaded under the names the file's nodes pull, whatever mirror the bundle recorded.
+    let names = clusterctl_airgap::plan::pull_names(cluster);
+    let (control_plane, worker) = (
+        clusterctl_airgap::plan::renamed(control_plane, &names),
+        clusterctl_airgap::plan::renamed(worker, &names),
+    );
     let images = if let Some(mirror) = super::airgap::mirror_push(cluster) {
         UpgradeImages::Mirror {
             bundle: vb.clone(),
