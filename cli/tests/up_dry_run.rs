@@ -113,3 +113,17 @@ fn up_without_a_file_outside_dry_run_is_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no cluster file"), "{err}");
 }
+
+#[test]
+fn zero_parallelism_is_invalid_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for args in [
+        &["up", "--dry-run", "--parallel", "0"][..],
+        &["airgap", "bundle", "--jobs", "0"][..],
+        &["airgap", "import", "site.tar", "--jobs", "0"][..],
+    ] {
+        let (code, _, err) = clusterctl(args, dir.path());
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("0 is not in 1.."), "{args:?}: {err}");
+    }
+}

@@ -49,7 +49,7 @@ pub enum Command {
         #[arg(long)]
         cache: Option<PathBuf>,
         /// Parallel downloads.
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         jobs: usize,
         /// Registries reached over plain HTTP (loopback always is); repeatable.
         #[arg(long = "plain-http", value_name = "HOST[:PORT]")]
@@ -73,7 +73,7 @@ pub enum Command {
         #[arg(long)]
         state: Option<PathBuf>,
         /// Parallel uploads.
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         jobs: usize,
         /// Only verify; change nothing.
         #[arg(long)]

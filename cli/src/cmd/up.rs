@@ -37,8 +37,8 @@ pub struct NodeRunArgs {
     /// Show every check and the output of every command.
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Nodes worked on at once.
-    #[arg(long, default_value_t = 16)]
+    /// Nodes worked on at once (at least 1).
+    #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub parallel: usize,
     /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
     #[arg(long)]
