@@ -143,6 +143,10 @@ fn check_output(out: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(AirgapError::io(out, e)),
         Ok(m) if m.is_file() && sums_digest(out).is_ok() => Ok(()),
+        Ok(m) if m.is_dir() => Err(refuse_path(
+            out,
+            "is a directory; give the bundle's file name, e.g. -o site.tar",
+        )),
         Ok(_) => Err(refuse_path(
             out,
             "exists and is not an air-gap bundle; refusing to overwrite it (is it an input? choose another output)",

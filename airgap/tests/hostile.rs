@@ -498,6 +498,14 @@ fn bundle_and_import_never_overwrite_an_input() {
         );
         assert_eq!(std::fs::read(&p).expect("read"), before, "{input} changed");
     }
+    // A directory as the output is named as such.
+    let dir = work.path().join("outdir");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let msg = run(&dir).to_string();
+    assert!(
+        msg.contains("is a directory") && msg.contains("outdir"),
+        "{msg}"
+    );
     // A new output, or an earlier bundle, may be written: the run gets as far as the registry.
     let msg = run(&work.path().join("new.tar")).to_string();
     assert!(msg.contains("127.0.0.1:1"), "{msg}");
