@@ -470,9 +470,7 @@ pub fn import_verified(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<Impo
 /// on, as `up` accepts it). Errors: `Mismatch`.
 pub fn check_matches(vb: &VerifiedBundle, cluster: &ValidCluster) -> Result<()> {
     let want = cluster.version_info().tag();
-    let carries = vb.manifest.kubernetes_version == want
-        || vb.manifest.extra_versions.iter().any(|v| v == &want);
-    if vb.manifest.cluster != cluster.name() || !carries {
+    if vb.manifest.cluster != cluster.name() || !vb.manifest.carries_version(&want) {
         return Err(AirgapError::Mismatch {
             path: vb.path.clone(),
             reason: format!(

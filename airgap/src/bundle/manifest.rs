@@ -35,6 +35,14 @@ pub struct BundleManifest {
     pub binaries: Vec<BundleFile>,
 }
 
+impl BundleManifest {
+    /// True when the bundle carries Kubernetes `version` (`vX.Y.Z`): as its `kubernetesVersion`, or
+    /// among its `extraVersions` (once an upgrade moved the cluster file on).
+    pub fn carries_version(&self, version: &str) -> bool {
+        self.kubernetes_version == version || self.extra_versions.iter().any(|v| v == version)
+    }
+}
+
 /// One image in the bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -90,6 +98,23 @@ pub struct BundleFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bundle_carries_its_version_and_its_extra_versions_only() {
+        let m = BundleManifest {
+            format: BUNDLE_FORMAT.into(),
+            cluster: "lab".into(),
+            kubernetes_version: "v1.34.1".into(),
+            extra_versions: vec!["v1.34.2".into()],
+            platforms: vec![],
+            images: vec![],
+            packages: vec![],
+            binaries: vec![],
+        };
+        assert!(m.carries_version("v1.34.1"));
+        assert!(m.carries_version("v1.34.2"));
+        assert!(!m.carries_version("v1.34.3"));
+    }
 
     #[test]
     fn extract_to_is_optional_both_ways() {

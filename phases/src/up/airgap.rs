@@ -88,20 +88,6 @@ impl RoleImages {
     }
 }
 
-/// The entries of `vb` a node of the given role needs: those named by `images` for that role (matched
-/// by normalised source reference), or every image of the bundle when `images` is `None`. Errors:
-/// `Err(missing)`, the references the bundle does not carry.
-pub fn role_images(
-    vb: &VerifiedBundle,
-    images: Option<&RoleImages>,
-    control_plane: bool,
-) -> Result<Vec<BundleImage>, Vec<String>> {
-    match images {
-        Some(r) => clusterctl_airgap::plan::select(&vb.manifest, r.for_role(control_plane)),
-        None => Ok(vb.manifest.images.clone()),
-    }
-}
-
 impl std::fmt::Debug for AirgapUp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AirgapUp")
@@ -150,15 +136,20 @@ impl AirgapUp {
         self
     }
 
-    /// What a node of the given role needs of `vb` ([`role_images`]), named as the file's nodes
-    /// pull it ([`AirgapUp::pull_names`]). Errors: the references the bundle does not carry.
+    /// What a node of the given role needs of `vb` — the entries [`AirgapUp::node_images`] names
+    /// for that role (matched by normalised source reference), or every image of the bundle without
+    /// that list — named as the file's nodes pull it ([`AirgapUp::pull_names`]). Errors:
+    /// `Err(missing)`, the references the bundle does not carry.
     pub fn wanted(
         &self,
         vb: &VerifiedBundle,
         control_plane: bool,
     ) -> Result<Vec<BundleImage>, Vec<String>> {
-        role_images(vb, self.node_images.as_ref(), control_plane)
-            .map(|l| clusterctl_airgap::plan::renamed(l, &self.pull_names))
+        let list = match &self.node_images {
+            Some(r) => clusterctl_airgap::plan::select(&vb.manifest, r.for_role(control_plane))?,
+            None => vb.manifest.images.clone(),
+        };
+        Ok(clusterctl_airgap::plan::renamed(list, &self.pull_names))
     }
 
     /// The bundle once `airgap/verify` checked it.
@@ -254,9 +245,7 @@ pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         data.spec.cluster.clone(),
         tag(&data.spec.kubernetes_version),
     );
-    let carries = vb.manifest.kubernetes_version == want.1
-        || vb.manifest.extra_versions.iter().any(|v| v == &want.1);
-    if vb.manifest.cluster != want.0 || !carries {
+    if vb.manifest.cluster != want.0 || !vb.manifest.carries_version(&want.1) {
         return Err(ctx.local_error(format!(
             // What the bundle says about itself is quoted ({:?}), never printed raw.
             "bundle {} was made for {:?} {:?} (extraVersions {:?}), not {} {}: add {} to \
@@ -271,7 +260,7 @@ pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             want.1
         )));
     }
-    if let Err(missing) = role_images(&vb, a.node_images.as_ref(), true) {
+    if let Err(missing) = a.wanted(&vb, true) {
         return Err(ctx.local_error(format!(
             "bundle {} does not carry {} image(s) the cluster pulls: {} (the cluster file changed \
              since the bundle was written? write it again with `clusterctl airgap bundle`)",
