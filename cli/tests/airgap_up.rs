@@ -19,7 +19,9 @@ mod airgap_support;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use airgap_support::{air_gapped, bundle_images, bundle_served, role_images, up_args, valid_file};
+use airgap_support::{
+    air_gapped, bundle_images, bundle_served, role_images, untouched, up_args, valid_file,
+};
 use clusterctl_airgap::plan::list_images;
 use clusterctl_testbed::cli::{build_deb, ssh_cluster_yaml, Clusterctl, FileNode, Run};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
@@ -185,17 +187,7 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
         "{}",
         r.all()
     );
-    for n in nodes {
-        assert_eq!(
-            sh(
-                n,
-                "test -e /var/lib/clusterctl/airgap && echo yes || echo no"
-            ),
-            "no",
-            "{} touched",
-            n.name
-        );
-    }
+    untouched(nodes);
     std::fs::write(&bundle, &good).expect("restore");
 
     // A cluster file changed after the bundle was written is refused by airgap/verify, before any
@@ -222,17 +214,7 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
             "{}",
             r.all()
         );
-        for n in nodes {
-            assert_eq!(
-                sh(
-                    n,
-                    "test -e /var/lib/clusterctl/airgap && echo yes || echo no"
-                ),
-                "no",
-                "{} touched",
-                n.name
-            );
-        }
+        untouched(nodes);
     }
     std::fs::write(&file, &text).expect("cluster file restored");
 

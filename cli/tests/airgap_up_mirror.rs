@@ -25,7 +25,7 @@ use std::path::Path;
 
 mod airgap_support;
 
-use airgap_support::{air_gapped, bundle_images, bundle_served, up_args, valid_file};
+use airgap_support::{air_gapped, bundle_images, bundle_served, untouched, up_args, valid_file};
 use clusterctl_airgap::plan::list_images;
 use clusterctl_airgap::ImageRef;
 use clusterctl_testbed::cli::{install_standins, ssh_cluster_yaml, Clusterctl, FileNode, Run};
@@ -197,17 +197,7 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
         !record.exists(),
         "import record written for a refused bundle"
     );
-    for n in nodes {
-        assert_eq!(
-            sh(
-                n,
-                "test -e /var/lib/clusterctl/airgap && echo yes || echo no"
-            ),
-            "no",
-            "{} touched",
-            n.name
-        );
-    }
+    untouched(nodes);
     std::fs::write(&bundle, &good).expect("restore");
 
     // A dry run plans the push and sends the mirror nothing.

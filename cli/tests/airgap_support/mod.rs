@@ -36,6 +36,20 @@ pub fn air_gapped(nodes: &[TestNode]) {
     }
 }
 
+/// Asserts that no air-gap phase has written on any of `nodes` (no `/var/lib/clusterctl/airgap`),
+/// as after a bundle or cluster file refused by `airgap/verify`.
+pub fn untouched(nodes: &[TestNode]) {
+    for n in nodes {
+        assert_eq!(
+            n.sh("test -e /var/lib/clusterctl/airgap && echo yes || echo no")
+                .expect("exec"),
+            "no",
+            "{} touched",
+            n.name
+        );
+    }
+}
+
 /// Writes `text` to `file`, then loads and validates it. Panics when invalid.
 pub fn valid_file(file: &Path, text: &str) -> ValidCluster {
     std::fs::write(file, text).expect("cluster file");
