@@ -13,5 +13,5 @@ pub mod transport;
 pub use docker::{DockerClient, DockerNode, DockerNodeOptions, DockerProvider, DockerTransport};
 pub use local::LocalTransport;
 pub use provider::{NodeSpec, Provider, Role, SshProvider};
-pub use ssh::{HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
+pub use ssh::{ConnectRetry, HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
 pub use transport::{Cmd, ExecError, FileSpec, Output, Transport};

@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use clusterctl_exec::{Cmd, ExecError, FileSpec, HostKeyPolicy, SshTransport, Transport};
+use clusterctl_exec::{
+    Cmd, ConnectRetry, ExecError, FileSpec, HostKeyPolicy, SshTransport, Transport,
+};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestKey};
 use clusterctl_testbed::{is_root, require};
 
@@ -387,4 +389,87 @@ fn agent_auth_and_the_ssh_provider() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("connected to port 1"),
     }
+}
+
+/// Connection set-up is retried while the node's sshd is not yet listening (a node still booting),
+/// within `connect_retry`; with one attempt the same start fails at once; a refused host key is never
+/// retried.
+#[test]
+fn connect_retries_while_sshd_starts_but_never_on_a_refused_host_key() {
+    let Some(c) = cluster("sshy") else { return };
+    let node = &c.nodes[0];
+    node.sh("systemctl stop ssh.socket ssh.service 2>/dev/null; systemctl stop ssh")
+        .unwrap();
+
+    // One attempt: refused at once, and the error says nothing of retries.
+    let mut once = node.ssh_options();
+    once.connect_retry = ConnectRetry {
+        attempts: 1,
+        first_delay: Duration::from_millis(200),
+    };
+    let err = SshTransport::connect(node.ssh_target("root"), once).unwrap_err();
+    match &err {
+        ExecError::Connect { reason, .. } => assert!(!reason.contains("attempts"), "{reason}"),
+        e => panic!("expected a connect error, got {e}"),
+    }
+
+    // Four attempts (waits of 1, 2, 4 s): sshd comes up 1.5 s later and the connection is made.
+    let starter = {
+        let name = node.name.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            std::process::Command::new("docker")
+                .args(["exec", &name, "systemctl", "start", "ssh"])
+                .status()
+                .expect("docker exec")
+        })
+    };
+    let mut retrying = node.ssh_options();
+    retrying.connect_retry = ConnectRetry {
+        attempts: 4,
+        first_delay: Duration::from_secs(1),
+    };
+    let t = SshTransport::connect(node.ssh_target("root"), retrying.clone()).unwrap();
+    assert!(starter.join().unwrap().success());
+    assert_eq!(t.run(&Cmd::new("true")).unwrap().status, 0);
+    assert_eq!(t.connections(), 1);
+
+    // Exhausted: the error names the attempts made.
+    node.sh("systemctl stop ssh").unwrap();
+    let mut short = retrying.clone();
+    short.connect_retry.first_delay = Duration::from_millis(100);
+    let err = SshTransport::connect(node.ssh_target("root"), short).unwrap_err();
+    match &err {
+        ExecError::Connect { reason, .. } => {
+            assert!(reason.contains("after 4 attempts"), "{reason}")
+        }
+        e => panic!("expected a connect error, got {e}"),
+    }
+    node.sh("systemctl start ssh").unwrap();
+
+    // A changed host key: refused on the first attempt, without waiting for any retry.
+    let other = TestKey::generate().unwrap();
+    let fake_kh = c.dir().join("retry_known_hosts");
+    let mut w = other.public.split_whitespace();
+    std::fs::write(
+        &fake_kh,
+        format!(
+            "{} {} {}\n",
+            node.address,
+            w.next().unwrap(),
+            w.next().unwrap()
+        ),
+    )
+    .unwrap();
+    let mut pinned = retrying;
+    pinned.known_hosts = fake_kh;
+    pinned.connect_retry.first_delay = Duration::from_secs(5);
+    let start = Instant::now();
+    let err = SshTransport::connect(node.ssh_target("root"), pinned).unwrap_err();
+    assert!(matches!(err, ExecError::HostKey { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
 }

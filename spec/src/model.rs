@@ -553,6 +553,11 @@ pub struct SshDefaults {
     /// `StrictHostKeyChecking=accept-new`) or `insecure` (no check; labs only).
     #[serde(default)]
     pub host_key_policy: HostKeyPolicy,
+    /// How many times connection set-up to a node (TCP connect, handshake, authentication) is tried
+    /// before the node counts as unreachable, 1–20: for nodes that are still booting. Default 4 (waits
+    /// of 1, 2 and 4 s between them). A refused host key is never retried, nor any command.
+    #[serde(default = "default_connect_attempts")]
+    pub connect_attempts: u32,
 }
 
 impl Default for SshDefaults {
@@ -562,10 +567,14 @@ impl Default for SshDefaults {
             key_file: None,
             port: default_ssh_port(),
             host_key_policy: HostKeyPolicy::default(),
+            connect_attempts: default_connect_attempts(),
         }
     }
 }
 
+fn default_connect_attempts() -> u32 {
+    4
+}
 fn default_ssh_user() -> String {
     "root".to_string()
 }

@@ -42,6 +42,8 @@ pub struct SshTarget {
     pub port: u16,
     /// Host-key policy.
     pub host_key_policy: HostKeyPolicy,
+    /// Connection set-up attempts (`spec.ssh.connectAttempts`, 1–20).
+    pub connect_attempts: u32,
 }
 
 /// One node, resolved.

@@ -87,6 +87,7 @@ const ROWS: &[Row] = &[
     err("node name not DNS-1123", &[("name: w1", "name: W_1")], "node name \"W_1\"", "", "W_1"),
     err("node name duplicate", &[("name: w1", "name: cp1")], "node name \"cp1\" is already used by spec.nodes[0]", "role: control-plane", "cp1"),
     err("node address duplicate", &[("10.0.0.21/24", "10.0.0.11/24")], "address 10.0.0.11 is already used by spec.nodes[0]", "role: worker", "10.0.0.11/24"),
+    err("ssh connect attempts out of range", &[("  provider: ssh\n", "  provider: ssh\n  ssh:\n    connectAttempts: 0\n")], "ssh connectAttempts 0 is out of range", "connectAttempts", "0"),
     err("ssh node without address", &[("      address: 10.0.0.21/24\n", "")], "node \"w1\" has no address", "", "name: w1"),
     err("loopback node address", &[("10.0.0.21/24", "127.0.0.1")], "node address 127.0.0.1 is a loopback address", "", "127.0.0.1"),
     err("bad label key", &[("      role: worker\n", "      role: worker\n      labels:\n        -disk: ssd\n")], "label key \"-disk\"", "labels", "-disk"),

@@ -145,6 +145,7 @@ fn ssh_connect(n: &ValidNode, known_hosts: Option<PathBuf>) -> Result<Arc<dyn Tr
         None => clusterctl_exec::SshAuth::Agent,
     };
     let mut options = clusterctl_exec::SshOptions::new(auth);
+    options.connect_retry.attempts = n.ssh.connect_attempts;
     if let Some(k) = known_hosts {
         options.known_hosts = k;
     }

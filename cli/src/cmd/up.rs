@@ -500,6 +500,7 @@ pub(crate) fn connect(
                     _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
                 };
                 let mut options = clusterctl_exec::SshOptions::new(auth);
+                options.connect_retry.attempts = vn.ssh.connect_attempts;
                 if let Some(k) = &known_hosts {
                     options.known_hosts = k.clone();
                 }

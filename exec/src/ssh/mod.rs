@@ -73,6 +73,29 @@ pub struct SshOptions {
     pub host_key_policy: HostKeyPolicy,
     /// Limit for the TCP connect, the SSH handshake and authentication, and any blocking step.
     pub connect_timeout: Duration,
+    /// How often connection set-up (TCP connect, handshake, authentication) is tried before giving up,
+    /// at least 1; see [`ConnectRetry`]. Never applies to a command's result or to a refused host key.
+    pub connect_retry: ConnectRetry,
+}
+
+/// The bounded retry of SSH connection set-up, for nodes that are still booting (sshd not yet
+/// listening, or not yet reading the key it will accept). Attempt `n` (from 1) waits
+/// `first_delay × 2^(n-1)` before it (capped at 8 s); a refused host key is never retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectRetry {
+    /// Attempts in all, at least 1 (1 = no retry). Default 4.
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled for each later one, up to 8 s. Default 1 s.
+    pub first_delay: Duration,
+}
+
+impl Default for ConnectRetry {
+    fn default() -> Self {
+        ConnectRetry {
+            attempts: 4,
+            first_delay: Duration::from_secs(1),
+        }
+    }
 }
 
 impl SshOptions {
@@ -86,6 +109,7 @@ impl SshOptions {
             known_hosts: home.join(".ssh").join("known_hosts"),
             host_key_policy: HostKeyPolicy::Strict,
             connect_timeout: Duration::from_secs(15),
+            connect_retry: ConnectRetry::default(),
         }
     }
 }
@@ -122,7 +146,7 @@ impl SshTransport {
                 .conn
                 .lock()
                 .map_err(|_| t.err("connection lock poisoned"))?;
-            *guard = Some(t.open()?);
+            *guard = Some(t.open_with_retry()?);
         }
         Ok(t)
     }
@@ -151,6 +175,34 @@ impl SshTransport {
         ExecError::Connect {
             node: self.target.node.clone(),
             reason: reason.into(),
+        }
+    }
+
+    /// [`Self::open`], retried as [`SshOptions::connect_retry`] says while the error is a connection
+    /// set-up failure ([`ExecError::Connect`]); a refused host key ends at once. The last error names
+    /// how many attempts were made.
+    fn open_with_retry(&self) -> Result<Conn, ExecError> {
+        use backon::{BlockingRetryable, ExponentialBuilder};
+        let policy = self.options.connect_retry;
+        let retries = policy.attempts.max(1) - 1;
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(policy.first_delay)
+            .with_max_delay(Duration::from_secs(8))
+            .with_max_times(retries as usize);
+        let mut tried = 0u32;
+        let result = (|| {
+            tried += 1;
+            self.open()
+        })
+        .retry(backoff)
+        .when(|e| matches!(e, ExecError::Connect { .. }))
+        .call();
+        match result {
+            Err(ExecError::Connect { node, reason }) if tried > 1 => Err(ExecError::Connect {
+                node,
+                reason: format!("{reason} (after {tried} attempts)"),
+            }),
+            other => other,
         }
     }
 
@@ -498,7 +550,7 @@ impl RawExec for SshTransport {
             .lock()
             .map_err(|_| self.err("connection lock poisoned"))?;
         if guard.is_none() {
-            *guard = Some(self.open()?);
+            *guard = Some(self.open_with_retry()?);
         }
         // A channel that cannot be opened or started means the session broke: reconnect once and
         // retry (nothing ran yet). Any later failure is returned as is.
@@ -509,7 +561,7 @@ impl RawExec for SshTransport {
             Some(Ok(ch)) => ch,
             _ => {
                 *guard = None;
-                let c = self.open()?;
+                let c = self.open_with_retry()?;
                 let ch = start_channel(&c, &wrapped.command_line)
                     .map_err(|e| self.err(format!("starting the command: {e}")))?;
                 *guard = Some(c);

@@ -208,6 +208,7 @@ fn ssh_target(file: &ClusterFile, node: &Node) -> SshTarget {
         key_file: o.key_file.or_else(|| d.key_file.clone()),
         port: o.port.unwrap_or(d.port),
         host_key_policy: o.host_key_policy.unwrap_or(d.host_key_policy),
+        connect_attempts: d.connect_attempts,
     }
 }
 

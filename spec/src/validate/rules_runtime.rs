@@ -221,6 +221,16 @@ fn check_ssh(ctx: &mut Ctx<'_>, file: &ClusterFile) {
                 .at("spec.ssh.keyFile"),
         );
     }
+    if !(1..=20).contains(&s.connect_attempts) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::ssh",
+                format!("ssh connectAttempts {} is out of range", s.connect_attempts),
+            )
+            .help("use 1–20 (1 = no retry; default 4)")
+            .at("spec.ssh.connectAttempts"),
+        );
+    }
 }
 
 fn check_docker(ctx: &mut Ctx<'_>, file: &ClusterFile) {
