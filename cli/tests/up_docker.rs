@@ -21,7 +21,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use clusterctl_testbed::apiserver::{ApiServer, Recorded, TEST_TOKEN};
-use clusterctl_testbed::docker::{docker, docker_available, NodeImage};
+use clusterctl_testbed::docker::{docker, docker_available, network_gateway, NodeImage};
 use clusterctl_testbed::{is_root, require, unique_name};
 use serde_json::{json, Value};
 
@@ -168,17 +168,9 @@ fn up_creates_docker_nodes_runs_every_phase_and_destroy_removes_them() {
 
     // The recording API server on the default bridge's gateway (this machine, reachable from every
     // docker network); its certificate also names the endpoint host `<cluster>-c1`.
-    let gateway = docker(&[
-        "network",
-        "inspect",
-        "bridge",
-        "--format",
-        "{{range .IPAM.Config}}{{.Gateway}}{{end}}",
-    ])
-    .expect("bridge gateway");
+    let gateway = network_gateway("bridge").expect("bridge gateway");
     let endpoint_host = format!("{name}-c1");
-    let api = ApiServer::start_named(gateway.parse().expect("gateway ip"), &[&endpoint_host])
-        .expect("api server");
+    let api = ApiServer::start_named(gateway.into(), &[&endpoint_host]).expect("api server");
     let items: Vec<Value> = ["c1", "w1"].iter().map(|n| node_object(n)).collect();
     for (n, item) in ["c1", "w1"].iter().zip(&items) {
         api.serve(&format!("/api/v1/nodes/{n}"), item.clone());

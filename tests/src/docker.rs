@@ -56,6 +56,66 @@ pub fn docker_available() -> bool {
         .unwrap_or(false)
 }
 
+/// The IPv4 gateway of docker network `network` (this machine, as the network's containers see it).
+///
+/// An engine may leave `IPAM.Config[].Gateway` empty (the default `bridge` on an engine's first start
+/// holds only its subnet), so this falls back to the address of the network's bridge interface on this
+/// machine (`docker0` for `bridge`, `br-<id12>` for user-defined networks) and then to the subnet's
+/// first host, which is where the engine puts the gateway. Errors: `docker network inspect` fails, or
+/// the network has no IPv4 subnet.
+pub fn network_gateway(network: &str) -> Result<std::net::Ipv4Addr> {
+    let out = docker(&["network", "inspect", "--format", "{{json .}}", network])?;
+    let v: serde_json::Value =
+        serde_json::from_str(&out).with_context(|| format!("docker network inspect {network}"))?;
+    let configs = v["IPAM"]["Config"].as_array().cloned().unwrap_or_default();
+    let field = |c: &serde_json::Value, k: &str| c[k].as_str().unwrap_or_default().to_string();
+    if let Some(ip) = configs
+        .iter()
+        .find_map(|c| field(c, "Gateway").parse::<std::net::Ipv4Addr>().ok())
+    {
+        return Ok(ip);
+    }
+    let id = v["Id"].as_str().unwrap_or_default();
+    let bridge = match v["Options"]["com.docker.network.bridge.name"].as_str() {
+        Some(b) => b.to_string(),
+        None if network == "bridge" => "docker0".to_string(),
+        None => format!("br-{}", id.get(..12).unwrap_or(id)),
+    };
+    if let Some(ip) = interface_ipv4(&bridge) {
+        return Ok(ip);
+    }
+    let (addr, len) = configs
+        .iter()
+        .find_map(|c| {
+            let subnet = field(c, "Subnet");
+            let (a, l) = subnet.split_once('/')?;
+            Some((
+                a.parse::<std::net::Ipv4Addr>().ok()?,
+                l.parse::<u32>().ok()?,
+            ))
+        })
+        .with_context(|| format!("docker network {network} has no IPv4 subnet: {out}"))?;
+    let mask = if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - len.min(32))
+    };
+    Ok(std::net::Ipv4Addr::from((u32::from(addr) & mask) + 1))
+}
+
+/// The first IPv4 address of interface `name` on this machine (`ip -4 -o addr show dev NAME`), if any.
+fn interface_ipv4(name: &str) -> Option<std::net::Ipv4Addr> {
+    let out = Command::new("ip")
+        .args(["-4", "-o", "addr", "show", "dev", name])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut words = text.split_whitespace();
+    words.find(|w| *w == "inet")?;
+    words.next()?.split('/').next()?.parse().ok()
+}
+
 /// The Debian suite and mirror apt is configured with: `(suite, mirror URL)`, read from
 /// `/etc/apt/sources.list.d/debian.sources` (deb822) or else `/etc/apt/sources.list`.
 pub fn apt_mirror() -> Result<(String, String)> {
@@ -374,6 +434,55 @@ impl TestNode {
         Ok(format!("{host} {t} {k}"))
     }
 
+    /// Waits until sshd accepts the test key for `root` and `tester` (OpenSSH's client, independent of
+    /// the transport under test): a node whose sshd answers may still be too busy to read
+    /// `authorized_keys` in time on a loaded machine.
+    fn wait_key_accepted(&self, deadline: Instant) -> Result<()> {
+        let key = self.key_file.to_string_lossy();
+        for user in ["root", "tester"] {
+            let login = format!("{user}@{}", self.address);
+            let port = self.port.to_string();
+            loop {
+                let out = Command::new("ssh")
+                    .args([
+                        "-i",
+                        &key,
+                        "-p",
+                        &port,
+                        "-o",
+                        "BatchMode=yes",
+                        "-o",
+                        "IdentitiesOnly=yes",
+                        "-o",
+                        "StrictHostKeyChecking=no",
+                        "-o",
+                        "UserKnownHostsFile=/dev/null",
+                        "-o",
+                        "ConnectTimeout=5",
+                        "-o",
+                        "LogLevel=ERROR",
+                        &login,
+                        "true",
+                    ])
+                    .stdin(Stdio::null())
+                    .output()
+                    .context("running ssh (package openssh-client)")?;
+                if out.status.success() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    bail!(
+                        "sshd of {} does not accept the test key for {user}: {}",
+                        self.name,
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        Ok(())
+    }
+
     fn wait_ready(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -402,7 +511,7 @@ impl TestNode {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
                 let mut banner = [0u8; 4];
                 if s.read_exact(&mut banner).is_ok() && &banner == b"SSH-" {
-                    return Ok(());
+                    return self.wait_key_accepted(deadline);
                 }
             }
             // systemd is up but the ssh unit gave up (e.g. its start limit on a very loaded host):
@@ -489,13 +598,7 @@ impl TestCluster {
             containers: Vec::new(),
             dir,
         };
-        cluster.gateway = docker(&[
-            "network",
-            "inspect",
-            "--format",
-            "{{range .IPAM.Config}}{{.Gateway}}{{end}}",
-            &network,
-        ])?;
+        cluster.gateway = network_gateway(&network)?.to_string();
         // Containers are created a few at a time in parallel (the engine serialises much of it).
         let names: Vec<String> = (0..opts.nodes).map(|i| format!("{network}-n{i}")).collect();
         cluster.containers = names.clone();
