@@ -2,7 +2,11 @@
 # The whole test suite, from a fresh machine: installs what the tests need (Debian packages listed in
 # scripts/packages/*.list), starts the services they need (scripts/services/*.sh, e.g. dockerd), then
 # builds and runs every test and every benchmark in its short mode. Run as root (CI does).
-set -euo pipefail
+#
+# Every step runs even when an earlier one failed (a failing test must not hide the benchmarks); a
+# summary of each step's result and time is printed at the end, and the exit status is non-zero when any
+# step failed. Steps can be chosen with STEPS="tests benches" (names as in the summary).
+set -uo pipefail
 cd "$(dirname "$0")/.."
 export CI="${CI:-}"
 
@@ -13,29 +17,60 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
-# 1. Debian packages.
-pkgs=$(cat scripts/packages/*.list 2>/dev/null | sed 's/#.*//' | tr -s ' \n' '\n' | sort -u | tr '\n' ' ')
-if [ -n "${pkgs// /}" ]; then
-  missing=""
-  for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
-  if [ -n "$missing" ]; then
-    log "installing Debian packages:$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+summary=()
+failed=0
+# step NAME COMMAND...: runs the command unless STEPS excludes NAME, records its status and time.
+step() {
+  local name="$1"; shift
+  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then
+    summary+=("$(printf '%-10s skipped (not in STEPS)' "$name")")
+    return 0
   fi
-fi
+  log "step $name: $*"
+  local start=$SECONDS rc=0
+  "$@" || rc=$?
+  local took=$((SECONDS - start))
+  if [ "$rc" = 0 ]; then
+    summary+=("$(printf '%-10s ok      %5ds' "$name" "$took")")
+  else
+    summary+=("$(printf '%-10s FAILED  %5ds  (exit %s)' "$name" "$took" "$rc")")
+    failed=1
+  fi
+  log "step $name: exit $rc after ${took}s"
+}
+
+# 1. Debian packages.
+install_packages() {
+  local pkgs missing="" p
+  pkgs=$(cat scripts/packages/*.list 2>/dev/null | sed 's/#.*//' | tr -s ' \n' '\n' | sort -u | tr '\n' ' ')
+  for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+  [ -n "$missing" ] || return 0
+  log "installing Debian packages:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
 
 # 2. Services (each script is idempotent and returns once its service answers).
-for s in scripts/services/*.sh; do
-  [ -e "$s" ] || continue
-  log "service: $s"
-  bash "$s"
-done
+start_services() {
+  local s rc=0
+  for s in scripts/services/*.sh; do
+    [ -e "$s" ] || continue
+    log "service: $s"
+    bash "$s" || rc=1
+  done
+  return $rc
+}
 
+step packages install_packages
+step services start_services
 # 3. Build once, then run everything.
-log "running tests"
-cargo test --workspace --locked --no-fail-fast -- --test-threads="${TEST_THREADS:-4}"
-log "running benchmarks in short mode"
-BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast
-log "done"
+step tests cargo test --workspace --locked --no-fail-fast -- --test-threads="${TEST_THREADS:-4}"
+step benches env BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast
+
+log "summary:"
+for line in "${summary[@]}"; do printf '  %s\n' "$line"; done
+if [ "$failed" != 0 ]; then
+  log "FAILED: at least one step failed (see above)"
+  exit 1
+fi
+log "done: every step passed"
