@@ -113,7 +113,10 @@ fn ctr_run_cni_across_two_node_containers() {
         // Docker mounts /proc/sys read-only in unprivileged containers; on a bare node (and in a
         // privileged kind node) it is writable, and the plugin sets proxy_arp, proxy_delay and
         // ip_forward there.
-        sh(n, "mount -o remount,rw /proc/sys && mkdir -p /root/rootfs/bin /opt/cni/bin");
+        sh(
+            n,
+            "mount -o remount,rw /proc/sys && mkdir -p /root/rootfs/bin /opt/cni/bin",
+        );
         docker(&[
             "cp",
             BUSYBOX,

@@ -8,7 +8,6 @@
 //! the API after the re-create) and the preloaded
 //! image on every node.
 
-
 use clusterctl_testbed::cli::StandinCluster;
 use clusterctl_testbed::cli::{
     install_standins, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, LocalImage, StandinApi,

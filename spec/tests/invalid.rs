@@ -412,7 +412,10 @@ fn extract_to_on_archives_is_valid_and_kept() {
     let loaded = clusterctl_spec::Loaded::from_text("ok.yaml", text);
     let valid = validate(&loaded).unwrap_or_else(|r| panic!("valid file refused: {r}"));
     assert!(
-        valid.warnings.iter().all(|d| !d.message.contains("extractTo")),
+        valid
+            .warnings
+            .iter()
+            .all(|d| !d.message.contains("extractTo")),
         "{:?}",
         valid.warnings
     );
@@ -425,7 +428,12 @@ fn extract_to_on_archives_is_valid_and_kept() {
         .unwrap_or_default();
     assert_eq!(
         dirs,
-        [Some("/opt/cni/bin"), Some("/usr/local/bin"), Some("/"), None]
+        [
+            Some("/opt/cni/bin"),
+            Some("/usr/local/bin"),
+            Some("/"),
+            None
+        ]
     );
 }
 

@@ -24,8 +24,8 @@ pub mod rollout;
 pub mod runtime;
 
 use crate::ctx::{Mode, NodeCtx, Secrets};
-use crate::error::PhaseError;
 use crate::engine::{Phase, Targets};
+use crate::error::PhaseError;
 use crate::kubeadm::JoinSecrets;
 use crate::model::{CniChoice, FilePurpose, NodeFile, NodeInfo, RuntimeKind};
 use crate::report::Reporter;
