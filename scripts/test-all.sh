@@ -9,6 +9,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CI="${CI:-}"
+# Builds are cached outside the clone (CI runs in a fresh clone each time): the Rust target directory
+# per toolchain, so a rerun on the same machine recompiles only this workspace's crates.
+export CLUSTERCTL_TESTBED_CACHE="${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}"
+if [ -z "${CARGO_TARGET_DIR:-}" ]; then
+  toolchain=$(rustc -V 2>/dev/null | tr -c 'A-Za-z0-9.\n-' '_' | head -c 60)
+  export CARGO_TARGET_DIR="$CLUSTERCTL_TESTBED_CACHE/cargo-target/${toolchain:-unknown}"
+fi
 
 log() { printf '[test-all %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
