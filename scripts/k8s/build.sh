@@ -1,0 +1,418 @@
+#!/usr/bin/env bash
+# Test bed only (never shipped): builds the upstream Kubernetes programs, and the node-side programs a
+# Kubernetes version needs, from their published Go modules, into a cache outside the clone:
+#
+#   scripts/k8s/build.sh VERSION [PROGRAM...]
+#
+# VERSION is a Kubernetes tag (v1.34.4). PROGRAMs (default: all) are any of
+#   kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl
+#   etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins
+# or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
+# kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, etcd, etcdctl, coredns), `node`
+# (containerd, containerd-shim-runc-v2, ctr, runc, cni-plugins, crictl).
+#
+# Layout ($CACHE = ${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}):
+#   $CACHE/bin/<program>/<program version>/<program>   one binary (cni-plugins: a CNI bin dir of plugins)
+#   $CACHE/versions/<VERSION>.env                      component versions chosen for VERSION (paths.sh reads it)
+#   $CACHE/go/mod, $CACHE/go/build                     GOMODCACHE, GOCACHE
+#   $CACHE/work/<module>@<version>/go.mod              the generated build modules (never in the repo)
+#   $CACHE/times.log                                   one line per build: date program version seconds
+# The Kubernetes programs are keyed by VERSION; etcd, CoreDNS and the rest by their own versions, chosen
+# for VERSION (etcd and CoreDNS: what `kubeadm config images list` pins; the others: the defaults below,
+# overridable by CONTAINERD_VERSION, RUNC_VERSION, CNI_PLUGINS_VERSION, CRICTL_VERSION, KUBE_VIP_VERSION).
+#
+# A second run finds every binary and runs no go command. Concurrent callers serialise on a flock, and the
+# one that waited finds the binaries the first one built.
+set -euo pipefail
+
+CACHE=${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+log() { printf '[k8s/build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ $# -ge 1 ] || die "usage: $0 VERSION [PROGRAM...]"
+VERSION=$1; shift
+[[ $VERSION =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || die "VERSION must look like v1.34.4, got '$VERSION'"
+MINOR=${BASH_REMATCH[1]}
+PATCH=${BASH_REMATCH[2]}
+
+K8S_PROGRAMS=(kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
+CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
+ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns crictl kube-vip "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins)
+CNI_PLUGINS=(bridge host-local loopback portmap ptp bandwidth tuning firewall static)
+
+# Node-side defaults (not pinned by kubeadm). containerd 2.2 and runc 1.3 are what Kubernetes 1.34–1.36 CI
+# runs; Debian 12's containerd 1.6.20 and CNI plugins 1.1.1 are older than those releases support.
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.2.1}
+RUNC_VERSION=${RUNC_VERSION:-v1.3.3}
+CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
+KUBE_VIP_VERSION=${KUBE_VIP_VERSION:-v1.0.0}
+
+# ---- which programs --------------------------------------------------------------------------------
+want=()
+if [ $# -eq 0 ]; then want=("${ALL_PROGRAMS[@]}"); fi
+for p in "$@"; do
+  case "$p" in
+    all) want+=("${ALL_PROGRAMS[@]}") ;;
+    kubernetes) want+=("${K8S_PROGRAMS[@]}") ;;
+    control-plane) want+=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns) ;;
+    node) want+=("${CONTAINERD_PROGRAMS[@]}" runc cni-plugins crictl) ;;
+    *)
+      ok=0; for q in "${ALL_PROGRAMS[@]}"; do [ "$q" = "$p" ] && ok=1; done
+      [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]})"
+      want+=("$p") ;;
+  esac
+done
+# de-duplicate, keep order
+declare -A seen=(); wanted=()
+for p in "${want[@]}"; do [ -n "${seen[$p]:-}" ] || { seen[$p]=1; wanted+=("$p"); }; done
+
+mkdir -p "$CACHE/bin" "$CACHE/versions" "$CACHE/work" "$CACHE/go" "$CACHE/lock"
+envfile="$CACHE/versions/$VERSION.env"
+
+# The binary path of PROGRAM under the component versions in $envfile (empty when not yet known).
+path_of() {
+  local p=$1 v=""
+  case "$p" in
+    kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl) v=$VERSION ;;
+    *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
+          etcd|etcdctl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
+          crictl) echo "${CRICTL_VERSION:-}" ;; kube-vip) echo "${KUBE_VIP_VERSION:-}" ;;
+          containerd|containerd-shim-runc-v2|ctr) echo "${CONTAINERD_VERSION:-}" ;;
+          runc) echo "${RUNC_VERSION:-}" ;; cni-plugins) echo "${CNI_PLUGINS_VERSION:-}" ;; esac) ;;
+  esac
+  [ -n "$v" ] || return 0
+  if [ "$p" = cni-plugins ]; then echo "$CACHE/bin/$p/$v"; else echo "$CACHE/bin/$p/$v/$p"; fi
+}
+have() {
+  local f; f=$(path_of "$1"); [ -n "$f" ] || return 1
+  if [ "$1" = cni-plugins ]; then [ -x "$f/bridge" ]; else [ -f "$f" ] && [ -x "$f" ]; fi
+}
+# kube-vip may be recorded as unbuildable (a marker with the reason); then it counts as done.
+vip_failed() { local f; f=$(path_of kube-vip); [ -n "$f" ] && [ -f "$(dirname "$f")/FAILED" ]; }
+
+all_present() {
+  local p
+  for p in "${wanted[@]}"; do
+    if [ "$p" = kube-vip ] && vip_failed; then continue; fi
+    have "$p" || return 1
+  done
+}
+
+report() {
+  local p f
+  for p in "${wanted[@]}"; do
+    f=$(path_of "$p")
+    if [ "$p" = kube-vip ] && vip_failed; then
+      printf '%-26s NOT BUILT: %s\n' "$p" "$(head -n 1 "$(dirname "$f")/FAILED")"
+    else
+      printf '%-26s %s\n' "$p" "$f"
+    fi
+  done
+}
+
+# Fast path: everything there, no lock, no go.
+if all_present; then report; exit 0; fi
+
+# Locks: one per build module (the generated go.mod dir is shared by the programs of one module, and go
+# rewrites its go.mod/go.sum), one per VERSION for the versions file. A caller that waited re-checks and
+# finds what the holder built; builds of different modules may run side by side.
+locked() {  # locked NAME CMD...: runs CMD under an exclusive flock on $CACHE/lock/NAME.lock
+  local name=$1 fd rc=0; shift
+  exec {fd}>"$CACHE/lock/${name//\//_}.lock"
+  if ! flock -n "$fd"; then log "waiting for the lock $name"; flock "$fd"; fi
+  "$@" || rc=$?
+  exec {fd}>&-
+  return $rc
+}
+
+# ---- Go environment --------------------------------------------------------------------------------
+command -v go >/dev/null || die "go not found (Go 1.26 is on the machine image)"
+export GOMODCACHE="$CACHE/go/mod" GOCACHE="$CACHE/go/build"
+export GOPROXY=https://proxy.golang.org GOTOOLCHAIN=local GOFLAGS="-mod=mod -buildvcs=false"
+export CGO_ENABLED=0
+unset GOOS GOARCH GOPRIVATE GONOSUMDB GONOPROXY 2>/dev/null || true
+
+served() { go list -m "$1@$2" >/dev/null 2>&1; }
+
+# A stable 40-hex "commit" for version stamps: the module proxy serves no VCS origin for these modules,
+# so this is the sha1 of the module's go.sum hash (stable per module version; not upstream's commit).
+stable_commit() {
+  local j; j=$(go mod download -json "$1@$2")
+  printf '%s' "$(printf '%s' "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Sum"])')" | sha1sum | cut -c1-40
+}
+module_time() {   # commit time the proxy records for the version (fixed per version)
+  local j; j=$(go mod download -json "$1@$2")
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["Time"])' "$(printf '%s' "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Info"])')"
+}
+
+# Writes a build module for MODULE@MVERSION under $CACHE/work and prints its dir. It carries the target's
+# go and godebug directives (so the binary gets upstream's GODEBUG defaults) and its non-local replace
+# directives (so dependency versions are upstream's). Extra `-replace=` flags may follow.
+make_build_module() {
+  local module=$1 mversion=$2; shift 2
+  local dir="$CACHE/work/$(printf '%s' "$module" | tr '/' '_')@$mversion"
+  if [ -f "$dir/go.mod" ] && [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+  rm -rf "$dir"; mkdir -p "$dir"
+  local gomod; gomod=$(go mod download -json "$module@$mversion" | python3 -c '
+import json,sys
+d=json.load(sys.stdin)
+if d.get("Error"): sys.exit("go mod download %s@%s: %s" % (d["Path"], d["Version"], d["Error"]))
+print(d["GoMod"])') || return 1
+  python3 - "$gomod" "$module" "$mversion" "$dir/go.mod" "$@" <<'PY'
+import re, subprocess, sys, json
+gomod, module, version, out, *extra = sys.argv[1:]
+text = open(gomod).read()
+j = json.loads(subprocess.check_output(["go", "mod", "edit", "-json", gomod]))
+lines = ["// Generated by clusterctl scripts/k8s/build.sh: builds %s@%s outside its repository." % (module, version),
+         "module clusterctl.test/build", "", "go %s" % j.get("Go", "1.22")]
+for g in j.get("GoDebug") or j.get("Godebug") or []:
+    lines.append("godebug %s=%s" % (g["Key"], g["Value"]))
+lines += ["", "require %s %s" % (module, version), ""]
+reps = []
+for r in j.get("Replace") or []:
+    new = r["New"]
+    if not new.get("Version"):
+        continue  # a local path inside the upstream repository: its modules are required at the same version
+    old = r["Old"]["Path"] + ((" " + r["Old"]["Version"]) if r["Old"].get("Version") else "")
+    reps.append("\t%s => %s %s" % (old, new["Path"], new["Version"]))
+for e in extra:
+    o, n = e.split("=", 1)
+    np, nv = n.split("@", 1)
+    reps.append("\t%s => %s %s" % (o, np, nv))
+if reps:
+    lines += ["replace ("] + reps + [")"]
+open(out, "w").write("\n".join(lines) + "\n")
+PY
+  echo "$dir"
+}
+
+# go_build NAME OUTDIR_VERSION BUILD_MODULE_DIR PACKAGE LDFLAGS [TAGS] [CGO]
+go_build() {
+  local name=$1 keyver=$2 dir=$3 pkg=$4 ldflags=$5 tags=${6:-} cgo=${7:-0}
+  [ -n "$dir" ] && [ -f "$dir/go.mod" ] || { log "no build module for $name"; return 1; }
+  local dest="$CACHE/bin/$name/$keyver"
+  mkdir -p "$dest"
+  local t0 t1; t0=$(date +%s.%N)
+  log "building $name $keyver ($pkg, CGO_ENABLED=$cgo${tags:+, tags: $tags})"
+  ( cd "$dir" && CGO_ENABLED=$cgo go build -trimpath ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$dest/.$name.tmp" "$pkg" ) \
+    || { rm -f "$dest/.$name.tmp"; return 1; }
+  touch "$dir/.complete"
+  mv -f "$dest/.$name.tmp" "$dest/$name"
+  t1=$(date +%s.%N)
+  local secs; secs=$(python3 -c "print(round($t1-$t0,1))")
+  printf '%s %s %s %ss nproc=%s\n' "$(date -u +%FT%TZ)" "$name" "$keyver" "$secs" "$(nproc)" >>"$CACHE/times.log"
+  TIMES+=("$name $keyver ${secs}s")
+  log "built $name $keyver in ${secs}s"
+}
+TIMES=()
+
+# ---- Kubernetes ------------------------------------------------------------------------------------
+k8s_module_dir() {
+  served k8s.io/kubernetes "$VERSION" || die "k8s.io/kubernetes@$VERSION is not served by the module proxy; served: $(go list -m -versions k8s.io/kubernetes)"
+  local gomod staging=()
+  gomod=$(go mod download -json "k8s.io/kubernetes@$VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  # Every staging module of k8s.io/kubernetes (its replace block, `k8s.io/<m> => ./staging/src/k8s.io/<m>`)
+  # is required at v0.MINOR.PATCH, the tag published together with VERSION.
+  mapfile -t staging < <(go mod edit -json "$gomod" | python3 -c '
+import json,sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    if r["New"]["Path"].startswith("./staging/"): print(r["Old"]["Path"])')
+  [ ${#staging[@]} -gt 0 ] || die "no staging modules in k8s.io/kubernetes@$VERSION go.mod"
+  local reps=() m
+  for m in "${staging[@]}"; do reps+=("$m=$m@v0.$MINOR.$PATCH"); done
+  make_build_module k8s.io/kubernetes "$VERSION" "${reps[@]}"
+}
+
+k8s_ldflags() {
+  local commit date x=""
+  commit=$(stable_commit k8s.io/kubernetes "$VERSION")
+  date=$(module_time k8s.io/kubernetes "$VERSION")
+  local p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    x+=" -X $p.gitVersion=$VERSION -X $p.gitMajor=1 -X $p.gitMinor=$MINOR -X $p.gitTreeState=clean"
+    x+=" -X $p.gitCommit=$commit -X $p.buildDate=$date"
+  done
+  echo "-s -w$x"
+}
+
+build_k8s() {
+  local prog=$1
+  have "$prog" && return 0
+  [ -n "${K8S_DIR:-}" ] || K8S_DIR=$(k8s_module_dir)
+  [ -n "${K8S_LDFLAGS:-}" ] || K8S_LDFLAGS=$(k8s_ldflags)
+  go_build "$prog" "$VERSION" "$K8S_DIR" "k8s.io/kubernetes/cmd/$prog" "$K8S_LDFLAGS"
+  local got; got=$("$CACHE/bin/$prog/$VERSION/$prog" --version 2>/dev/null || true)
+  [ "$prog" = kubeadm ] && got=$("$CACHE/bin/kubeadm/$VERSION/kubeadm" version -o short)
+  [ "$prog" = kubectl ] && got=$("$CACHE/bin/kubectl/$VERSION/kubectl" version --client -o yaml | sed -n 's/^ *gitVersion: //p' | head -n1)
+  case "$got" in *"$VERSION"*) ;; *) log "warning: $prog reports '$got', expected $VERSION" ;; esac
+}
+
+# ---- the versions for VERSION (needs kubeadm) --------------------------------------------------------
+nearest_served() {  # MODULE WANTED: WANTED when served, else the newest listed patch of its minor, else ""
+  local module=$1 wanted=$2
+  if served "$module" "$wanted"; then echo "$wanted"; return; fi
+  local mm=${wanted%.*}
+  go list -m -versions "$module" | tr ' ' '\n' | grep -E "^${mm//./\\.}\.[0-9]+$" | sort -V | tail -n 1
+}
+
+resolve_versions() {
+  [ -f "$envfile" ] && return 0
+  build_k8s kubeadm
+  local images etcd_tag coredns_tag pause_tag etcd_v coredns_v crictl_v
+  images=$("$CACHE/bin/kubeadm/$VERSION/kubeadm" config images list --kubernetes-version "$VERSION" 2>/dev/null)
+  etcd_tag=$(sed -n 's#^registry.k8s.io/etcd:##p' <<<"$images")
+  coredns_tag=$(sed -n 's#^registry.k8s.io/coredns/coredns:##p' <<<"$images")
+  pause_tag=$(sed -n 's#^registry.k8s.io/pause:##p' <<<"$images")
+  [ -n "$etcd_tag" ] && [ -n "$coredns_tag" ] || die "cannot read etcd/coredns from: $images"
+  etcd_v=$(nearest_served go.etcd.io/etcd/server/v3 "v${etcd_tag%%-*}")
+  coredns_v=$(nearest_served github.com/coredns/coredns "$coredns_tag")
+  crictl_v=${CRICTL_VERSION:-}
+  if [ -z "$crictl_v" ]; then
+    crictl_v=$(nearest_served sigs.k8s.io/cri-tools "v1.$MINOR.0")
+    # none of this minor: the newest served older one
+    [ -n "$crictl_v" ] || crictl_v=$(go list -m -versions sigs.k8s.io/cri-tools | tr ' ' '\n' | grep -E '^v1\.[0-9]+\.[0-9]+$' \
+      | awk -F. -v m="$MINOR" '$2<=m' | sort -V | tail -n 1)
+  fi
+  cat >"$envfile.tmp" <<EOF
+# Component versions for Kubernetes $VERSION (written by scripts/k8s/build.sh; read by paths.sh and images.sh).
+KUBERNETES_VERSION=$VERSION
+ETCD_IMAGE_TAG=$etcd_tag
+ETCD_VERSION=$etcd_v
+COREDNS_IMAGE_TAG=$coredns_tag
+COREDNS_VERSION=$coredns_v
+PAUSE_IMAGE_TAG=$pause_tag
+CRICTL_VERSION=$crictl_v
+KUBE_VIP_VERSION=$KUBE_VIP_VERSION
+CONTAINERD_VERSION=$CONTAINERD_VERSION
+RUNC_VERSION=$RUNC_VERSION
+CNI_PLUGINS_VERSION=$CNI_PLUGINS_VERSION
+EOF
+  mv "$envfile.tmp" "$envfile"
+  log "versions for $VERSION: etcd $etcd_v (image $etcd_tag), coredns $coredns_v, pause $pause_tag, crictl $crictl_v"
+}
+
+# ---- the others --------------------------------------------------------------------------------------
+ev() { (. "$envfile"; eval "echo \${$1}"); }
+
+build_etcd() {
+  local prog=$1 v; v=$(ev ETCD_VERSION)
+  have "$prog" && return 0
+  local module pkg
+  if [ "$prog" = etcd ]; then module=go.etcd.io/etcd/server/v3; pkg=go.etcd.io/etcd/server/v3
+  else module=go.etcd.io/etcd/etcdctl/v3; pkg=go.etcd.io/etcd/etcdctl/v3; fi
+  local dir; dir=$(make_build_module "$module" "$v")
+  go_build "$prog" "$v" "$dir" "$pkg" "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$(stable_commit "$module" "$v" | cut -c1-8)"
+}
+
+build_coredns() {
+  local v; v=$(ev COREDNS_VERSION)
+  have coredns && return 0
+  local dir; dir=$(make_build_module github.com/coredns/coredns "$v")
+  go_build coredns "$v" "$dir" github.com/coredns/coredns \
+    "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$(stable_commit github.com/coredns/coredns "$v" | cut -c1-7)"
+}
+
+build_crictl() {
+  local v; v=$(ev CRICTL_VERSION)
+  have crictl && return 0
+  local dir; dir=$(make_build_module sigs.k8s.io/cri-tools "$v")
+  go_build crictl "$v" "$dir" sigs.k8s.io/cri-tools/cmd/crictl "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$v"
+}
+
+build_kube_vip() {
+  local v; v=$(ev KUBE_VIP_VERSION)
+  have kube-vip && return 0
+  vip_failed && return 0
+  local dir err=""
+  # The checksum database the proxy mirrors answers 404 for github.com/kube-vip/kube-vip (v0.9.2, v1.0.0:
+  # "verifying go.mod: ... sumdb/sum.golang.org/lookup/github.com/kube-vip/kube-vip@v1.0.0: 404 Not Found"),
+  # so that one module is fetched from the proxy without the checksum database (its dependencies are checked).
+  local -x GONOSUMDB=github.com/kube-vip/kube-vip
+  local errf; errf=$(mktemp)
+  dir=$(make_build_module github.com/kube-vip/kube-vip "$v" 2>"$errf") || { err=$(cat "$errf"); dir=""; }
+  rm -f "$errf"
+  if [ -z "$dir" ] || ! err=$(go_build kube-vip "$v" "$dir" github.com/kube-vip/kube-vip \
+      "-s -w -X main.Version=$v -X main.Build=$(stable_commit github.com/kube-vip/kube-vip "$v" | cut -c1-8)" 2>&1); then
+    mkdir -p "$CACHE/bin/kube-vip/$v"
+    printf 'go build github.com/kube-vip/kube-vip@%s failed:\n%s\n' "$v" "$err" >"$CACHE/bin/kube-vip/$v/FAILED"
+    log "kube-vip $v did not build; reason in $CACHE/bin/kube-vip/$v/FAILED (remove that file to try again)"
+    printf '%s\n' "$err" | tail -n 20 >&2
+    return 0
+  fi
+  printf '%s\n' "$err" >&2
+}
+
+build_containerd() {
+  local prog=$1 v; v=$(ev CONTAINERD_VERSION)
+  have "$prog" && return 0
+  local dir; dir=$(make_build_module github.com/containerd/containerd/v2 "$v")
+  local x="-X github.com/containerd/containerd/v2/version.Version=$v -X github.com/containerd/containerd/v2/version.Revision=$(stable_commit github.com/containerd/containerd/v2 "$v") -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
+  # Static, no cgo: the btrfs snapshotter (cgo) is left out with the upstream build tag no_btrfs.
+  go_build "$prog" "$v" "$dir" "github.com/containerd/containerd/v2/cmd/$prog" "-s -w $x" "no_btrfs"
+}
+
+build_runc() {
+  local v; v=$(ev RUNC_VERSION)
+  have runc && return 0
+  local dir; dir=$(make_build_module github.com/opencontainers/runc "$v")
+  # runc needs cgo (libcontainer/nsenter is C). With libseccomp-dev present it is built like upstream's
+  # release: -tags seccomp, linked statically against libseccomp.a.
+  local tags="urfave_cli_no_docs netgo osusergo"
+  if [ -f /usr/lib/x86_64-linux-gnu/libseccomp.a ] || [ -f /usr/lib/libseccomp.a ]; then tags="seccomp $tags"
+  else log "libseccomp-dev missing: runc is built WITHOUT seccomp support"; fi
+  go_build runc "$v" "$dir" github.com/opencontainers/runc \
+    "-s -w -X main.version=${v#v} -X main.gitCommit=$(stable_commit github.com/opencontainers/runc "$v" | cut -c1-8) -extldflags -static" \
+    "$tags" 1
+}
+
+build_cni() {
+  local v; v=$(ev CNI_PLUGINS_VERSION)
+  have cni-plugins && return 0
+  local dir; dir=$(make_build_module github.com/containernetworking/plugins "$v")
+  local dest="$CACHE/bin/cni-plugins/$v" pl pkg t0 t1 secs
+  mkdir -p "$dest.tmp"
+  t0=$(date +%s.%N)
+  local pkgs=()
+  for pl in "${CNI_PLUGINS[@]}"; do
+    case "$pl" in
+      bridge|ptp|loopback|host-device|ipvlan|macvlan|vlan|tap|dummy) pkg=plugins/main/$pl ;;
+      host-local|static|dhcp) pkg=plugins/ipam/$pl ;;
+      *) pkg=plugins/meta/$pl ;;
+    esac
+    pkgs+=("github.com/containernetworking/plugins/$pkg")
+  done
+  log "building cni-plugins $v (${CNI_PLUGINS[*]})"
+  ( cd "$dir" && go build -trimpath -ldflags "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$v" \
+      -o "$dest.tmp/" "${pkgs[@]}" ) || { rm -rf "$dest.tmp"; return 1; }
+  touch "$dir/.complete"
+  rm -rf "$dest"; mv "$dest.tmp" "$dest"
+  t1=$(date +%s.%N); secs=$(python3 -c "print(round($t1-$t0,1))")
+  printf '%s %s %s %ss nproc=%s\n' "$(date -u +%FT%TZ)" cni-plugins "$v" "$secs" "$(nproc)" >>"$CACHE/times.log"
+  TIMES+=("cni-plugins $v ${secs}s")
+  log "built cni-plugins $v in ${secs}s"
+}
+
+# ---- main --------------------------------------------------------------------------------------------
+[ -f "$envfile" ] || locked "k8s.io/kubernetes@$VERSION" resolve_versions
+for p in "${wanted[@]}"; do
+  case "$p" in
+    kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl)
+      locked "k8s.io/kubernetes@$VERSION" build_k8s "$p" ;;
+    etcd) locked "go.etcd.io/etcd/server/v3@$(ev ETCD_VERSION)" build_etcd "$p" ;;
+    etcdctl) locked "go.etcd.io/etcd/etcdctl/v3@$(ev ETCD_VERSION)" build_etcd "$p" ;;
+    coredns) locked "github.com/coredns/coredns@$(ev COREDNS_VERSION)" build_coredns ;;
+    crictl) locked "sigs.k8s.io/cri-tools@$(ev CRICTL_VERSION)" build_crictl ;;
+    kube-vip) locked "github.com/kube-vip/kube-vip@$(ev KUBE_VIP_VERSION)" build_kube_vip ;;
+    containerd|containerd-shim-runc-v2|ctr)
+      locked "github.com/containerd/containerd/v2@$(ev CONTAINERD_VERSION)" build_containerd "$p" ;;
+    runc) locked "github.com/opencontainers/runc@$(ev RUNC_VERSION)" build_runc ;;
+    cni-plugins) locked "github.com/containernetworking/plugins@$(ev CNI_PLUGINS_VERSION)" build_cni ;;
+  esac
+done
+
+if [ ${#TIMES[@]} -gt 0 ]; then
+  log "built in this run:"; printf '  %s\n' "${TIMES[@]}" >&2
+fi
+report

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Test bed only (never shipped): the images a Kubernetes version runs, made here with no pull, as OCI
+# image layouts (and oci-archive tarballs for `ctr -n k8s.io images import`):
+#
+#   scripts/k8s/images.sh VERSION
+#
+# Each image is one layer written by oci.py: the binary built by build.sh at the path and entrypoint the
+# upstream manifests expect, plus a small base (/etc/passwd, /etc/group, /etc/nsswitch.conf, CA bundle, /tmp):
+#   registry.k8s.io/kube-apiserver|kube-controller-manager|kube-scheduler:VERSION  /usr/local/bin/<name> (kubeadm's
+#       static pods run `kube-apiserver ...` from PATH; Entrypoint unset like upstream's go-runner-free images)
+#   registry.k8s.io/kube-proxy:VERSION     /usr/local/bin/kube-proxy + iptables/ip6tables (nft and legacy),
+#       conntrack, ipset with their libraries, taken from a debootstrap'd Debian rootfs cached by recipe hash
+#   registry.k8s.io/etcd:<kubeadm's tag>   /usr/local/bin/etcd, /usr/local/bin/etcdctl
+#   registry.k8s.io/coredns/coredns:<tag>  /coredns, Entrypoint ["/coredns"]
+#   registry.k8s.io/pause:<tag>            /pause (scripts/k8s/pause.c, gcc -static), Entrypoint ["/pause"]
+#   ghcr.io/kube-vip/kube-vip:<version>    /kube-vip, Entrypoint ["/kube-vip"] (when it built)
+#   clusterctl.test/busybox:1              Debian's busybox-static at /bin/busybox with its applet links, Cmd ["sh"]
+# The names and tags are what `kubeadm config images list --kubernetes-version VERSION` prints.
+#
+# Layout: $CACHE/images/VERSION/<name>/ (OCI layout dir), $CACHE/images/VERSION/<name>.oci.tar (oci-archive)
+# and $CACHE/images/VERSION/images.txt, one line per image: REF LAYOUT_DIR ARCHIVE. An image is rewritten
+# only when its inputs (binaries, these scripts) change. Prints images.txt at the end.
+set -euo pipefail
+
+CACHE=${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+log() { printf '[k8s/images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ $# -eq 1 ] || die "usage: $0 VERSION"
+VERSION=$1
+
+mkdir -p "$CACHE/lock" "$CACHE/rootfs"
+exec 8>"$CACHE/lock/images.lock"
+flock 8
+
+# ---- the tools rootfs (iptables, conntrack, ipset, busybox-static, CA bundle), cached by recipe hash ----
+suite=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release | tr -d '"'); suite=${suite:-bookworm}
+mirror=""
+if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+  mirror=$(awk -v s="$suite" 'BEGIN{RS=""} $0 ~ "Suites:[^\n]*[ ]" s "([ \n]|$)" {
+      for (i=1;i<=NF;i++) if ($i=="URIs:") {print $(i+1); exit}}' /etc/apt/sources.list.d/debian.sources)
+fi
+[ -n "$mirror" ] || mirror=$(awk -v s="$suite" '$1=="deb" { u=$2; t=$3; if (u ~ /^\[/) {u=$3; t=$4}; if (t==s) {print u; exit} }' /etc/apt/sources.list 2>/dev/null || true)
+mirror=${mirror:-http://deb.debian.org/debian}
+TOOLS_PACKAGES="iptables,conntrack,ipset,busybox-static,ca-certificates"
+tools_key=$(printf '%s %s %s' "$suite" "$TOOLS_PACKAGES" "v1" | sha256sum | cut -c1-12)
+tools="$CACHE/rootfs/tools-$suite-$tools_key"
+if [ ! -f "$tools/.complete" ]; then
+  command -v debootstrap >/dev/null || die "debootstrap missing (apt-get install -y debootstrap)"
+  log "debootstrap $suite from $mirror with $TOOLS_PACKAGES (once; about a minute)"
+  rm -rf "$tools"; mkdir -p "$tools"
+  debootstrap --variant=minbase --include="$TOOLS_PACKAGES" "$suite" "$tools" "$mirror" >"$tools.log" 2>&1 \
+    || { tail -n 30 "$tools.log" >&2; die "debootstrap failed"; }
+  touch "$tools/.complete"
+fi
+
+# The iptables/conntrack/ipset subset: the programs, the xtables extension modules they dlopen, and every
+# library either needs (ldd inside the rootfs), as a tree oci.py copies in.
+ipt="$CACHE/rootfs/iptables-$tools_key"
+if [ ! -f "$ipt/.complete" ]; then
+  log "extracting the iptables subset of $tools"
+  rm -rf "$ipt"; mkdir -p "$ipt/usr/sbin" "$ipt/etc"
+  progs=(/usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi /usr/sbin/conntrack /usr/sbin/ipset)
+  for p in "${progs[@]}"; do cp -a "$tools$p" "$ipt$p"; done
+  # iptables in nft mode, like Debian 12's default (the node's own iptables uses the same backend).
+  for t in iptables ip6tables; do
+    for s in "" -save -restore; do
+      ln -sf xtables-nft-multi "$ipt/usr/sbin/$t$s"
+      ln -sf xtables-nft-multi "$ipt/usr/sbin/$t-nft$s"
+      ln -sf xtables-legacy-multi "$ipt/usr/sbin/$t-legacy$s"
+    done
+  done
+  mkdir -p "$ipt/usr/lib/x86_64-linux-gnu"
+  cp -a "$tools/usr/lib/x86_64-linux-gnu/xtables" "$ipt/usr/lib/x86_64-linux-gnu/"
+  objs=("${progs[@]}")
+  for so in "$tools"/usr/lib/x86_64-linux-gnu/xtables/*.so; do objs+=("${so#"$tools"}"); done
+  libs=$(for o in "${objs[@]}"; do chroot "$tools" ldd "$o" 2>/dev/null || true; done \
+    | awk '/=> \// {print $3} /^\t\/lib64\// {print $1}' | sort -u)
+  for l in $libs; do
+    real=$(chroot "$tools" readlink -f "$l")
+    mkdir -p "$ipt$(dirname "$l")"
+    cp -L "$tools$real" "$ipt$l"
+  done
+  for f in etc/protocols etc/ethertypes etc/services; do [ -f "$tools/$f" ] && cp "$tools/$f" "$ipt/$f"; done
+  touch "$ipt/.complete"
+fi
+
+# ---- the common base --------------------------------------------------------------------------------
+base="$CACHE/rootfs/base-$tools_key"
+if [ ! -f "$base/.complete" ]; then
+  rm -rf "$base"; mkdir -p "$base/etc/ssl/certs"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$base/etc/passwd"
+  printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$base/etc/group"
+  printf 'hosts: files dns\n' >"$base/etc/nsswitch.conf"
+  cp -L "$tools/etc/ssl/certs/ca-certificates.crt" "$base/etc/ssl/certs/ca-certificates.crt"
+  touch "$base/.complete"
+fi
+
+# ---- pause -------------------------------------------------------------------------------------------
+pause_bin="$CACHE/bin/pause/$(sha256sum "$here/pause.c" | cut -c1-12)/pause"
+if [ ! -x "$pause_bin" ]; then
+  mkdir -p "$(dirname "$pause_bin")"
+  gcc -static -Os -s -Wall -o "$pause_bin.tmp" "$here/pause.c" || die "gcc -static pause.c failed (needs gcc and libc6-dev)"
+  mv "$pause_bin.tmp" "$pause_bin"
+fi
+
+# ---- busybox ----------------------------------------------------------------------------------------
+bb="$CACHE/rootfs/busybox-$tools_key"
+if [ ! -f "$bb/.complete" ]; then
+  rm -rf "$bb"; mkdir -p "$bb/bin"
+  cp "$tools/bin/busybox" "$bb/bin/busybox"
+  for a in $("$bb/bin/busybox" --list); do [ "$a" = busybox ] || ln -sf busybox "$bb/bin/$a"; done
+  touch "$bb/.complete"
+fi
+
+# ---- images ------------------------------------------------------------------------------------------
+[ -z "${K8S_IMAGES_ROOTFS_ONLY:-}" ] || { log "rootfs only: $tools $ipt $bb"; exit 0; }
+# The binaries (a no-op when cached). kube-vip may be recorded as unbuildable: then no kube-vip image.
+"$here/build.sh" "$VERSION" kubeadm kube-apiserver kube-controller-manager kube-scheduler kube-proxy \
+  etcd etcdctl coredns kube-vip >/dev/null
+bin() { "$here/paths.sh" "$VERSION" "$1"; }
+envfile="$CACHE/versions/$VERSION.env"
+# shellcheck disable=SC1090
+. "$envfile"
+out="$CACHE/images/$VERSION"
+mkdir -p "$out"
+images=$("$(bin kubeadm)" config images list --kubernetes-version "$VERSION")
+ref_of() { grep -E "^registry\.k8s\.io/$1:" <<<"$images" || die "kubeadm lists no $1 image: $images"; }
+script_key=$(cat "$here/oci.py" "$here/images.sh" "$here/pause.c" | sha256sum | cut -c1-16)
+: >"$out/images.txt.tmp"
+
+# image REF ARGS... : writes the layout unless its key (inputs' names, sizes, mtimes + scripts) matches.
+image() {
+  local ref=$1; shift
+  local name=${ref#*/}; name=${name//\//_}; name=${name//:/_}
+  local dir="$out/$name" archive="$out/$name.oci.tar"
+  local key; key=$( { echo "$ref $script_key $*"; for a in "$@"; do
+      case "$a" in --file=*|--tree=*) p=${a#*=}; p=${p%%:*}; find "$p" -printf '%p %s %T@\n' 2>/dev/null;; esac; done; } | sha256sum | cut -c1-32)
+  if [ -f "$dir/.key" ] && [ "$(cat "$dir/.key")" = "$key" ] && [ -f "$archive" ]; then
+    log "up to date: $ref"
+  else
+    local t0=$SECONDS
+    python3 "$here/oci.py" --out "$dir" --archive "$archive" --ref "$ref" --tree="$base:/" --dir=/tmp "$@"
+    echo "$key" >"$dir/.key"
+    log "wrote $ref in $((SECONDS - t0))s ($(du -sh "$archive" | cut -f1))"
+  fi
+  printf '%s %s %s\n' "$ref" "$dir" "$archive" >>"$out/images.txt.tmp"
+}
+
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  image "$(ref_of "$c")" --file="$(bin "$c"):/usr/local/bin/$c:0755"
+done
+image "$(ref_of kube-proxy)" --file="$(bin kube-proxy):/usr/local/bin/kube-proxy:0755" --tree="$ipt:/"
+image "$(ref_of etcd)" --file="$(bin etcd):/usr/local/bin/etcd:0755" --file="$(bin etcdctl):/usr/local/bin/etcdctl:0755"
+image "$(ref_of coredns/coredns)" --file="$(bin coredns):/coredns:0755" --entrypoint='["/coredns"]'
+image "$(ref_of pause)" --file="$pause_bin:/pause:0755" --entrypoint='["/pause"]'
+if vip=$(bin kube-vip 2>/dev/null) && [ -x "$vip" ]; then
+  image "ghcr.io/kube-vip/kube-vip:$KUBE_VIP_VERSION" --file="$vip:/kube-vip:0755" --entrypoint='["/kube-vip"]'
+else
+  log "no kube-vip binary for $VERSION: no kube-vip image"
+fi
+image clusterctl.test/busybox:1 --tree="$bb:/" --cmd='["sh"]'
+
+mv "$out/images.txt.tmp" "$out/images.txt"
+cat "$out/images.txt"
