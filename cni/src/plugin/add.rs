@@ -11,7 +11,7 @@ use super::error::{code, CniError};
 use super::names::{host_veth_name, pod_mac, HOST_MAC};
 use super::result::{add_result, Attached, GATEWAY};
 use super::timing::mark;
-use crate::ipam::{Attachment, Ipam};
+use crate::ipam::Attachment;
 use crate::netlink::{format_mac, AddrEntry, NeighEntry, Netlink, RouteEntry, VethSpec};
 use crate::netns::NetnsGuard;
 use crate::sysctl;
@@ -32,12 +32,12 @@ pub fn add(env: &Env, conf: &NetConf) -> Result<Value, CniError> {
         )
     })?;
     let cidr = conf.resolve_pod_cidr()?;
-    let ipam = Ipam::new(conf.ipam_dir(), cidr)?;
+    let ipam = conf.ipam(Some(cidr))?;
     let att = Attachment {
         container_id: env.container_id.clone(),
         ifname: env.ifname.clone(),
     };
-    let ip = ipam.allocate(&att)?;
+    let ip = ipam.allocate(&att, Some(netns))?;
     mark("ipam");
     let host_name = host_veth_name(&env.container_id, &env.ifname);
     match plumb(env, conf, &ns, &host_name, ip) {

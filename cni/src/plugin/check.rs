@@ -7,7 +7,7 @@ use super::env::Env;
 use super::error::{code, CniError};
 use super::names::host_veth_name;
 use super::result::{result_ipv4s, GATEWAY};
-use crate::ipam::{Attachment, Ipam};
+use crate::ipam::Attachment;
 use crate::netlink::Netlink;
 use crate::netns::NetnsGuard;
 use std::fs::File;
@@ -38,7 +38,7 @@ pub fn check(env: &Env, conf: &NetConf) -> Result<(), CniError> {
         container_id: env.container_id.clone(),
         ifname: env.ifname.clone(),
     };
-    let held = Ipam::existing(conf.ipam_dir()).lookup(&att)?;
+    let held = conf.ipam(None)?.lookup(&att)?;
     if held != Some(ip) {
         return Err(CniError::new(
             code::CHECK_IPAM,

@@ -69,6 +69,8 @@ struct Raw {
     prev_result: Option<serde_json::Value>,
     #[serde(rename = "cni.dev/valid-attachments")]
     valid_attachments: Option<Vec<ValidAttachment>>,
+    #[serde(rename = "bootIDFile")]
+    boot_id_file: Option<PathBuf>,
 }
 
 /// The decoded configuration.
@@ -92,6 +94,9 @@ pub struct NetConf {
     pub prev_result: Option<serde_json::Value>,
     /// GC: the attachments still valid.
     pub valid_attachments: Option<Vec<ValidAttachment>>,
+    /// Where the boot ID is read from (key `bootIDFile`; default [`crate::ipam::BOOT_ID_FILE`]).
+    /// Tests point it at a file of their own to simulate a reboot; nodes leave it unset.
+    pub boot_id_file: PathBuf,
 }
 
 /// Reads just the `cniVersion` of possibly broken input, for the version of an error result.
@@ -170,6 +175,9 @@ pub fn parse(stdin: &[u8]) -> Result<NetConf, CniError> {
         dns: raw.dns,
         prev_result: raw.prev_result.filter(|v| !v.is_null()),
         valid_attachments: raw.valid_attachments,
+        boot_id_file: raw
+            .boot_id_file
+            .unwrap_or_else(|| crate::ipam::BOOT_ID_FILE.into()),
     })
 }
 
@@ -212,6 +220,18 @@ impl NetConf {
     /// IPAM state directory of this network.
     pub fn ipam_dir(&self) -> PathBuf {
         self.data_dir.join(&self.name)
+    }
+
+    /// The IPAM store of this network as seen from the running boot (leases of earlier boots are
+    /// free), allocating from `cidr`, or — `None` — only releasing and looking up. Errors: the
+    /// boot ID cannot be read (code 5), `cidr` too small (code 7).
+    pub fn ipam(&self, cidr: Option<Ipv4Net>) -> Result<crate::ipam::Ipam, CniError> {
+        let boot = crate::ipam::read_boot_id(&self.boot_id_file)?;
+        let ipam = match cidr {
+            Some(c) => crate::ipam::Ipam::new(self.ipam_dir(), c)?,
+            None => crate::ipam::Ipam::existing(self.ipam_dir()),
+        };
+        Ok(ipam.with_boot_id(boot))
     }
 }
 

@@ -98,6 +98,7 @@ impl From<crate::ipam::IpamError> for CniError {
             E::TooSmall(_) => code::INVALID_CONFIG,
             E::Io { .. } => code::IO_FAILURE,
             E::Corrupt { .. } => code::IO_FAILURE,
+            E::BootId { .. } => code::IO_FAILURE,
         };
         CniError::new(c, "IPAM failed", e.to_string())
     }

@@ -6,7 +6,7 @@
 use super::config::NetConf;
 use super::error::{code, CniError};
 use super::names::host_veth_name;
-use crate::ipam::{Attachment, Ipam};
+use crate::ipam::Attachment;
 use crate::netlink::Netlink;
 use std::collections::HashSet;
 
@@ -26,7 +26,7 @@ pub fn gc(conf: &NetConf) -> Result<(), CniError> {
             ifname: v.ifname.clone(),
         })
         .collect();
-    let freed = Ipam::existing(conf.ipam_dir()).gc(&valid)?;
+    let freed = conf.ipam(None)?.gc(&valid)?;
     let mut errors = Vec::new();
     if !freed.is_empty() {
         match Netlink::open() {
@@ -61,7 +61,7 @@ pub fn status(conf: &NetConf) -> Result<(), CniError> {
             e.details,
         )
     })?;
-    let ipam = Ipam::new(conf.ipam_dir(), cidr)?;
+    let ipam = conf.ipam(Some(cidr))?;
     let free = ipam.free()?;
     if free == 0 {
         return Err(CniError::new(
