@@ -5,6 +5,7 @@
 
 pub mod conflist;
 pub mod kube;
+pub mod leases;
 pub mod masq;
 pub mod peers;
 pub mod reconcile;
@@ -27,6 +28,9 @@ pub enum AgentError {
     /// The peer source failed.
     #[error("peers: {0}")]
     Peers(String),
+    /// Reading or rewriting the IPAM leases failed.
+    #[error("IPAM leases: {0}")]
+    Ipam(#[from] crate::ipam::IpamError),
     /// Writing the conflist, podCIDR file or masquerade table failed.
     #[error("{what}: {source}")]
     Io {
@@ -158,14 +162,15 @@ impl PeerSource for StaticFile {
     }
 }
 
-/// One full pass: reconcile the overlay, then write the podCIDR file, the completed conflist and
-/// the masquerade table. Returns `Ok(None)` when this node is not in the peer set yet.
+/// One full pass: reconcile the overlay, then write the podCIDR file, the completed conflist (its
+/// `cniVersion` settled with the installed plugins, [`conflist::settle_version`]) and the masquerade
+/// table. Returns `Ok(None)` when this node is not in the peer set yet.
 pub fn pass(cfg: &AgentConfig, peers: &[Peer]) -> Result<Option<Changes>, AgentError> {
     let Some(me) = peers.iter().find(|p| p.name == cfg.node_name) else {
         return Ok(None);
     };
     let masq = pod_subnet(cfg)?;
-    let ch = reconcile::reconcile(&device(cfg), me, peers)?;
+    let mut ch = reconcile::reconcile(&device(cfg), me, peers)?;
     let io = |what: &str, source| AgentError::Io {
         what: what.to_string(),
         source,
@@ -174,6 +179,7 @@ pub fn pass(cfg: &AgentConfig, peers: &[Peer]) -> Result<Option<Changes>, AgentE
         .map_err(|e| io(&format!("read {}", cfg.conflist_template), e))?;
     let text = conflist::complete(&template, me.pod_cidr, ch.mtu)
         .map_err(|e| AgentError::Config(format!("{}: {e}", cfg.conflist_template)))?;
+    let text = settle_version(cfg, &text, &mut ch.log)?;
     conflist::write_atomic(Path::new(&cfg.pod_cidr_file), &format!("{}\n", me.pod_cidr))
         .map_err(|e| io("write the podCIDR file", e))?;
     conflist::write_atomic(Path::new(&cfg.conflist_path), &text)
@@ -184,11 +190,82 @@ pub fn pass(cfg: &AgentConfig, peers: &[Peer]) -> Result<Option<Changes>, AgentE
     Ok(Some(ch))
 }
 
-/// Runs the agent: a pass at start (so a restart after a crash converges), then one whenever the
+/// The completed conflist `text` with its `cniVersion` lowered, where needed, to what every plugin
+/// installed in the settings' `cniBinDir` supports; a note for the log is pushed to `log`.
+fn settle_version(
+    cfg: &AgentConfig,
+    text: &str,
+    log: &mut Vec<String>,
+) -> Result<String, AgentError> {
+    let mut list: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| AgentError::Config(format!("the completed conflist: {e}")))?;
+    let declared = list
+        .get("cniVersion")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let bin_dir = Path::new(&cfg.cni_bin_dir);
+    let ask = |kind: &str| conflist::plugin_versions(bin_dir, kind, &declared);
+    match conflist::settle_version(&mut list, &ask) {
+        None => Ok(text.to_string()),
+        Some(note) => {
+            log.push(format!("conflist: {note}"));
+            serde_json::to_string_pretty(&list)
+                .map(|s| s + "\n")
+                .map_err(|e| AgentError::Config(format!("serialize the conflist: {e}")))
+        }
+    }
+}
+
+/// Reconciles this node's IPAM leases ([`leases::reconcile`]) in the store our conflist template
+/// names (`dataDir`/`name` of the `clusterctl-cni` entry) against the running boot (`bootIDFile`,
+/// default the kernel's). `Ok(None)` when the store does not exist yet. Errors: the template
+/// unreadable or without our entry, the boot ID unreadable, IPAM or netlink failures.
+pub fn reconcile_leases(cfg: &AgentConfig) -> Result<Option<leases::Outcome>, AgentError> {
+    let template = std::fs::read_to_string(&cfg.conflist_template).map_err(|e| AgentError::Io {
+        what: format!("read {}", cfg.conflist_template),
+        source: e,
+    })?;
+    let (dir, boot_file) = conflist::ipam_settings(&template)
+        .map_err(|e| AgentError::Config(format!("{}: {e}", cfg.conflist_template)))?;
+    if !dir.join("state.json").exists() {
+        return Ok(None);
+    }
+    let boot = crate::ipam::read_boot_id(&boot_file)?;
+    leases::reconcile(&dir, &boot).map(Some)
+}
+
+fn log_leases(result: &Result<Option<leases::Outcome>, AgentError>) {
+    match result {
+        Ok(None) => {}
+        Ok(Some(o)) => {
+            eprintln!(
+                "clusterctl cni agent: IPAM leases: kept {} ({} stamped with this boot), dropped {}",
+                o.kept,
+                o.stamped,
+                o.dropped.len()
+            );
+            for (ip, l, why) in &o.dropped {
+                eprintln!(
+                    "clusterctl cni agent:   freed {ip} of {}/{}: {why}",
+                    l.container_id, l.ifname
+                );
+            }
+            for e in &o.errors {
+                eprintln!("clusterctl cni agent:   host end left: {e}");
+            }
+        }
+        Err(e) => eprintln!("clusterctl cni agent: IPAM lease reconciliation failed: {e}"),
+    }
+}
+
+/// Runs the agent: first the IPAM leases are reconciled ([`reconcile_leases`]; a failure is logged,
+/// not fatal), then a pass at start (so a restart after a crash converges), then one whenever the
 /// source reports a change, and at least every `resyncSeconds` (minimum 1). With `once`, one pass
 /// and return; it fails when this node is not in the peer set. Failures of later passes are logged
 /// and retried.
 pub fn run(cfg: &AgentConfig, source: &mut dyn PeerSource, once: bool) -> Result<(), AgentError> {
+    log_leases(&reconcile_leases(cfg));
     let resync = Duration::from_secs(cfg.resync_seconds.max(1));
     loop {
         let result = source

@@ -44,9 +44,15 @@ pub const VXLAN_DEVICE: &str = "cc-vxlan";
 pub const POD_CIDR_FILE: &str = "/run/clusterctl-cni/podcidr";
 /// The plugin's IPAM data directory (`dataDir`; state in `<dataDir>/<network name>/state.json`).
 pub const IPAM_DATA_DIR: &str = "/var/lib/cni/clusterctl";
-/// cniVersion of the conflist: 1.0.0, what containerd 1.x and Debian's reference plugins accept
-/// (STATUS and GC need 1.1.0; runtimes that speak it may be given a 1.1.0 list).
+/// cniVersion of the conflist for a runtime that stops at CNI 1.0.0: containerd 1.6/1.7 (libcni
+/// v1.1) and CRI-O (ocicni on libcni v1.1 in the releases this tool installs).
 pub const CONFLIST_CNI_VERSION: &str = "1.0.0";
+/// cniVersion of the conflist for a runtime that speaks CNI 1.1.0 (STATUS and GC): containerd 2.x
+/// (go-cni on libcni v1.2+, which calls STATUS on every plugin of a 1.1.0 list).
+pub const CONFLIST_CNI_VERSION_1_1: &str = "1.1.0";
+/// Where the runtime finds CNI plugins (containerd's and CRI-O's default `bin_dir`); the agent asks
+/// the chained plugins there which CNI versions they support.
+pub const CNI_BIN_DIR: &str = "/opt/cni/bin";
 /// Seconds between full resyncs of the agent when nothing changed.
 pub const RESYNC_SECONDS: u64 = 30;
 
@@ -58,6 +64,27 @@ fn default_pod_cidr_file() -> String {
 }
 fn default_resync() -> u64 {
     RESYNC_SECONDS
+}
+fn default_cni_bin_dir() -> String {
+    CNI_BIN_DIR.to_string()
+}
+fn is_default_cni_bin_dir(d: &str) -> bool {
+    d == CNI_BIN_DIR
+}
+
+/// The newest CNI version the node's runtime speaks, declared as the conflist's `cniVersion`:
+/// [`CONFLIST_CNI_VERSION_1_1`] for containerd 2.x, [`CONFLIST_CNI_VERSION`] for containerd 1.x and
+/// CRI-O. The agent lowers it further when a chained plugin installed on the node is older.
+pub fn conflist_cni_version(
+    runtime: clusterctl_spec::model::RuntimeKind,
+    containerd_major: u32,
+) -> &'static str {
+    match runtime {
+        clusterctl_spec::model::RuntimeKind::Containerd if containerd_major >= 2 => {
+            CONFLIST_CNI_VERSION_1_1
+        }
+        _ => CONFLIST_CNI_VERSION,
+    }
 }
 
 /// The agent's settings, JSON (`/etc/clusterctl/cni/agent.json`): the one description of them.
@@ -113,6 +140,14 @@ pub struct AgentConfig {
     /// Seconds between full resyncs when nothing changed (default [`RESYNC_SECONDS`]).
     #[serde(default = "default_resync")]
     pub resync_seconds: u64,
+    /// Where the runtime finds the chained plugins (default [`CNI_BIN_DIR`]); the agent asks each
+    /// for its supported CNI versions and lowers the conflist's `cniVersion` to fit them all.
+    #[serde(
+        rename = "cniBinDir",
+        default = "default_cni_bin_dir",
+        skip_serializing_if = "is_default_cni_bin_dir"
+    )]
+    pub cni_bin_dir: String,
 }
 
 pub(crate) fn node_files(
@@ -135,6 +170,7 @@ pub(crate) fn node_files(
         kubeconfig: Some(AGENT_KUBECONFIG_PATH.to_string()),
         peers_file: None,
         resync_seconds: RESYNC_SECONDS,
+        cni_bin_dir: CNI_BIN_DIR.to_string(),
     };
     out.push(RenderedFile::text(
         AGENT_CONFIG_PATH,
@@ -142,14 +178,21 @@ pub(crate) fn node_files(
         yaml::json("agent.json", &cfg)?,
         Purpose::CniAgentConfig,
     ));
-    out.extend(cx.cached("builtin-cni", || shared_files(mtu))?);
+    let version = conflist_cni_version(
+        cx.c.spec().runtime.kind,
+        cx.facts.node(&node.name).containerd_major,
+    );
+    out.extend(cx.cached(&format!("builtin-cni/{version}"), || {
+        shared_files(mtu, version)
+    })?);
     Ok(())
 }
 
-/// The conflist template and the unit: the same on every node. The template is our plugin (CNI
-/// spec 1.1.0 "Plugin configuration objects" plus our keys `podCIDR`, `dataDir`, `mtu`), followed by
-/// the reference `portmap` plugin with the `portMappings` capability.
-fn shared_files(mtu: Option<u32>) -> Result<Vec<RenderedFile>, RenderError> {
+/// The conflist template and the unit: the same on every node of one runtime version. The template
+/// is our plugin (CNI spec 1.1.0 "Plugin configuration objects" plus our keys `podCIDR`, `dataDir`,
+/// `mtu`), followed by the reference `portmap` plugin with the `portMappings` capability, declaring
+/// `cni_version`.
+fn shared_files(mtu: Option<u32>, cni_version: &str) -> Result<Vec<RenderedFile>, RenderError> {
     let mut out = Vec::new();
     let mut plugin = json!({
         "type": "clusterctl-cni",
@@ -160,7 +203,7 @@ fn shared_files(mtu: Option<u32>) -> Result<Vec<RenderedFile>, RenderError> {
         obj.insert("mtu".to_string(), json!(m));
     }
     let conflist = json!({
-        "cniVersion": CONFLIST_CNI_VERSION,
+        "cniVersion": cni_version,
         "name": NETWORK_NAME,
         "plugins": [
             plugin,
@@ -297,4 +340,32 @@ pub(crate) fn cluster_files(_cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<()
         Purpose::ClusterManifest,
     ));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clusterctl_spec::model::RuntimeKind;
+
+    #[test]
+    fn conflist_version_is_the_newest_the_runtime_speaks() {
+        assert_eq!(conflist_cni_version(RuntimeKind::Containerd, 2), "1.1.0");
+        assert_eq!(conflist_cni_version(RuntimeKind::Containerd, 3), "1.1.0");
+        assert_eq!(conflist_cni_version(RuntimeKind::Containerd, 1), "1.0.0");
+        assert_eq!(conflist_cni_version(RuntimeKind::Crio, 2), "1.0.0");
+    }
+
+    #[test]
+    fn cni_bin_dir_defaults_and_is_written_only_when_changed() {
+        let text = r#"{"nodeName":"n","vni":1,"vxlanPort":8472,"conflistTemplate":"/t","conflistPath":"/p"}"#;
+        let mut cfg: AgentConfig = serde_json::from_str(text).expect("decodes");
+        assert_eq!(cfg.cni_bin_dir, CNI_BIN_DIR);
+        assert!(!serde_json::to_string(&cfg)
+            .expect("json")
+            .contains("cniBinDir"));
+        cfg.cni_bin_dir = "/x".into();
+        assert!(serde_json::to_string(&cfg)
+            .expect("json")
+            .contains(r#""cniBinDir":"/x""#));
+    }
 }
