@@ -60,7 +60,19 @@ fn dispatch(get_env: &dyn Fn(&str) -> Option<String>, stdin: &[u8]) -> Result<St
     match env.command {
         Command::Add => add::add(&env, &conf).map(|v| v.to_string()),
         Command::Del => del::del(&env, &conf).map(|()| String::new()),
-        Command::Check => check::check(&env, &conf).map(|()| String::new()),
+        Command::Check => {
+            if conf.cni_version.starts_with("0.3.") {
+                return Err(CniError::new(
+                    code::INCOMPATIBLE_VERSION,
+                    "config version does not allow CHECK",
+                    format!(
+                        "CHECK needs cniVersion 0.4.0 or later, the config has {}",
+                        conf.cni_version
+                    ),
+                ));
+            }
+            check::check(&env, &conf).map(|()| String::new())
+        }
         Command::Gc => {
             require_1_1(&conf, "GC")?;
             gc::gc(&conf).map(|()| String::new())

@@ -1,6 +1,8 @@
 //! The ADD success result (CNI spec 1.1.0, section 5 "ADD Success"), in the config's version: 1.x
-//! results as the spec shows; 0.3.x/0.4.0 results add `"version": "4"` to each IP. A `prevResult`
-//! from an earlier plugin in the chain is kept and ours appended to it.
+//! results as the spec shows; 0.3.x/0.4.0 results add `"version": "4"` to each IP; results before
+//! 1.1.0 carry none of the keys 1.1.0 added (`interfaces[].mtu`, `socketPath`, `pciID`;
+//! `routes[].mtu`, `advmss`, `priority`, `table`, `scope`). A `prevResult` from an earlier plugin in
+//! the chain is kept and ours appended to it.
 
 use super::config::NetConf;
 use serde_json::{json, Map, Value};
@@ -46,6 +48,10 @@ pub fn add_result(conf: &NetConf, a: &Attached<'_>) -> Value {
     let mut routes = take_array(&mut out, "routes");
     routes.push(json!({"dst": "0.0.0.0/0", "gw": GATEWAY.to_string()}));
     let legacy = conf.cni_version.starts_with("0.");
+    if !conf.at_least_1_1() {
+        strip(&mut ifaces, INTERFACE_KEYS_1_1);
+        strip(&mut routes, ROUTE_KEYS_1_1);
+    }
     for ip in ips.iter_mut() {
         if let Value::Object(m) = ip {
             if legacy {
@@ -71,6 +77,19 @@ pub fn add_result(conf: &NetConf, a: &Attached<'_>) -> Value {
         }
     }
     Value::Object(out)
+}
+
+/// Keys of a result's `interfaces[]` that CNI 1.1.0 added.
+const INTERFACE_KEYS_1_1: &[&str] = &["mtu", "socketPath", "pciID"];
+/// Keys of a result's `routes[]` that CNI 1.1.0 added.
+const ROUTE_KEYS_1_1: &[&str] = &["mtu", "advmss", "priority", "table", "scope"];
+
+fn strip(items: &mut [Value], keys: &[&str]) {
+    for m in items.iter_mut().filter_map(Value::as_object_mut) {
+        for k in keys {
+            m.remove(*k);
+        }
+    }
 }
 
 fn take_array(m: &mut Map<String, Value>, key: &str) -> Vec<Value> {
@@ -128,9 +147,36 @@ mod tests {
         assert_eq!(r["interfaces"][1]["sandbox"], "/run/netns/p");
         assert_eq!(r["routes"][0]["gw"], "169.254.1.1");
         assert_eq!(r["dns"]["nameservers"][0], "10.96.0.10");
+        assert_eq!(
+            r["interfaces"][0]["mtu"], 1450,
+            "1.1.0 defines interfaces[].mtu"
+        );
         let r = add_result(&conf("0.4.0", None), &att());
         assert_eq!(r["ips"][0]["version"], "4");
         assert_eq!(result_ipv4s(&r), vec![Ipv4Addr::new(10, 244, 1, 5)]);
+    }
+
+    #[test]
+    fn results_before_1_1_carry_no_key_of_1_1() {
+        let prev = json!({"cniVersion":"1.0.0",
+            "interfaces":[{"name":"x","mtu":9000,"socketPath":"/s","pciID":"0000:00:01.0"}],
+            "routes":[{"dst":"10.0.0.0/8","mtu":1400,"advmss":1360,"priority":5,"table":7,"scope":0}]});
+        for v in ["0.3.0", "0.3.1", "0.4.0", "1.0.0"] {
+            let r = add_result(&conf(v, Some(prev.clone())), &att());
+            for i in r["interfaces"].as_array().unwrap() {
+                for k in INTERFACE_KEYS_1_1 {
+                    assert!(i.get(*k).is_none(), "{v}: interfaces[].{k} in {r}");
+                }
+            }
+            for rt in r["routes"].as_array().unwrap() {
+                for k in ROUTE_KEYS_1_1 {
+                    assert!(rt.get(*k).is_none(), "{v}: routes[].{k} in {r}");
+                }
+            }
+        }
+        let r = add_result(&conf("1.1.0", Some(prev)), &att());
+        assert_eq!(r["interfaces"][0]["mtu"], 9000);
+        assert_eq!(r["routes"][0]["table"], 7);
     }
 
     #[test]
