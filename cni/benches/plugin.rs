@@ -1,6 +1,8 @@
 //! Pod set-up and tear-down speed: our plugin (`clusterctl-cni`, in-process IPAM, netlink) against
 //! the reference `ptp` + `host-local` plugins (Debian's containernetworking-plugins, /usr/lib/cni)
-//! on the same machine in the same run. Both run inside one "node" namespace, invoked exactly as a
+//! on the same machine in the same run. "Ours" is exactly the file `up` installs on nodes as
+//! `/opt/cni/bin/clusterctl-cni`: the bytes clusterctl carries (`clusterctl_cni_embed::PLUGIN`),
+//! written out by the same `install` function. Both run inside one "node" namespace, invoked exactly as a
 //! runtime does (a process per call, environment + stdin), for the same pod namespaces.
 //!
 //! Reports, for ADD and DEL separately: p50/p99 latency and pods/s sequentially and with
@@ -170,9 +172,12 @@ fn main() {
         .map(|_| Netns::new("bp").expect("pod netns"))
         .collect();
     let data = tempfile::tempdir().expect("tempdir");
+    // What `up` installs: the embedded plugin, written as a node gets it.
+    let installed = data.path().join("clusterctl-cni");
+    clusterctl_cni_embed::install(&installed).expect("write the embedded plugin");
     let ours = Subject {
         label: "clusterctl-cni",
-        prog: PathBuf::from(env!("CARGO_BIN_EXE_clusterctl-cni")),
+        prog: installed.clone(),
         conf: serde_json::json!({"cniVersion": "1.0.0", "name": "bench", "type": "clusterctl-cni", "mtu": 1450,
             "podCIDR": "10.252.0.0/16", "dataDir": data.path().join("ours").display().to_string()})
         .to_string(),
@@ -262,6 +267,14 @@ fn main() {
     let start_lat: Vec<Duration> = (0..reps)
         .map(|_| invoke(&version, "VERSION", "v", &pods[0].path(), false).took)
         .collect();
+    let ref_version = Subject {
+        label: "ptp version",
+        prog: reference.prog.clone(),
+        conf: r#"{"cniVersion":"1.0.0"}"#.into(),
+    };
+    let ref_start_lat: Vec<Duration> = (0..reps)
+        .map(|_| invoke(&ref_version, "VERSION", "v", &pods[0].path(), false).took)
+        .collect();
     let hl_add: Vec<Duration> = (0..reps)
         .map(|i| {
             invoke(
@@ -311,6 +324,12 @@ fn main() {
     let del_b = breakdown(&ours_del_lines);
 
     println!(
+        "CNI plugin benchmark: ours = the embedded plugin `up` installs ({} bytes, sha256 {}), \
+         reference = {REF_DIR}/ptp + host-local",
+        clusterctl_cni_embed::PLUGIN.len(),
+        &clusterctl_cni_embed::sha256()[..16]
+    );
+    println!(
         "CNI plugin benchmark ({} pods per phase{})",
         n,
         if short {
@@ -326,6 +345,10 @@ fn main() {
     println!(
         "    process start + exit of our binary (VERSION):       {:7.2} ms",
         ms(pct(&start_lat, 0.5))
+    );
+    println!(
+        "    process start + exit of the reference ptp (VERSION): {:7.2} ms",
+        ms(pct(&ref_start_lat, 0.5))
     );
     println!("    our ADD phases, mean µs: {}", fmt_map(&add_b));
     println!("      (config = parse stdin; ipam = lock+read+write state; veth = create pair into the netns;");

@@ -1,6 +1,10 @@
 //! The embedded CNI dataplane: the CNI plugin (spec 1.1.0; ADD, DEL, CHECK, VERSION, STATUS, GC), its
 //! IPAM, the netlink operations, and the VXLAN overlay agent. The plugin path starts no async runtime.
+//!
+//! Feature `agent` (default) adds the overlay agent; without it the crate is the plugin alone, which
+//! is how the dedicated plugin binary that clusterctl embeds is built (`clusterctl-cni-embed`).
 
+#[cfg(feature = "agent")]
 pub mod agent;
 pub mod ethtool;
 pub mod ipam;
