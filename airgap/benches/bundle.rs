@@ -8,7 +8,7 @@
 //! layer sizes of a full run. A full run (`cargo bench -p
 //! clusterctl-airgap --bench bundle`) prints the figures recorded in `docs/airgap.md`.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput};

@@ -10,6 +10,8 @@
 //!
 //! Everything goes through the `docker` CLI so that the harness does not depend on the code under test.
 
+mod budget;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -565,6 +567,8 @@ pub struct TestCluster {
     pub image: NodeImage,
     containers: Vec<String>,
     dir: tempfile::TempDir,
+    /// The nodes taken from this process's budget (given back after the containers are removed).
+    _budget: budget::Nodes,
 }
 
 impl TestCluster {
@@ -580,6 +584,7 @@ impl TestCluster {
     /// Builds the image if needed, creates the network, starts every node, installs the test key and
     /// waits (in parallel) for each node's systemd and sshd. On any error everything made is removed.
     pub fn start_with(opts: ClusterOptions) -> Result<TestCluster> {
+        let budget = budget::Nodes::take(opts.nodes);
         remove_stale();
         let image = NodeImage::ensure()?;
         let key = Arc::new(TestKey::generate()?);
@@ -597,6 +602,7 @@ impl TestCluster {
             image: image.clone(),
             containers: Vec::new(),
             dir,
+            _budget: budget,
         };
         cluster.gateway = network_gateway(&network)?.to_string();
         // Containers are created a few at a time in parallel (the engine serialises much of it).

@@ -3,7 +3,7 @@
 //! command for all images.
 //!
 //! What containers-storage stores (checked on the test bed with skopeo 1.9,
-//! `airgap/tests/node_crio.rs`): `skopeo copy oci-archive:FILE:NAME containers-storage:NAME` of a
+//! `airgap/tests/it/node_crio.rs`): `skopeo copy oci-archive:FILE:NAME containers-storage:NAME` of a
 //! plain image manifest stores that manifest as the image's primary manifest, so `skopeo inspect
 //! --raw containers-storage:NAME` hashes to the bundle's manifest digest. Of an image index it stores
 //! the one child for the node's platform as the primary manifest and keeps the index bytes beside it

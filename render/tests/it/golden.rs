@@ -3,7 +3,7 @@
 //! `CLUSTERCTL_UPDATE_GOLDEN=1 cargo test -p clusterctl-render --test golden` and review the diff.
 //! Also checks determinism: two renders of one input are byte-identical.
 
-mod common;
+use crate::common;
 
 use clusterctl_render::{render, Facts, Rendered};
 use std::path::Path;

@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-mod airgap_support;
+use crate::airgap_support;
 
 use airgap_support::{air_gapped, bundle_images, bundle_served, untouched, up_args, valid_file};
 use clusterctl_airgap::plan::list_images;

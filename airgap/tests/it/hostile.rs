@@ -6,7 +6,7 @@
 //! error naming what is wrong; a refused import leaves the target registry (a real loopback
 //! `docker-registry`) without a single write, a refused bundle run leaves every input untouched.
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::bundle::write::layout_index;
 use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput, BundleManifest};
@@ -1019,7 +1019,8 @@ fn verification_holds_manifests_in_memory_not_small_layers() {
     let child = std::process::Command::new(std::env::current_exe().expect("exe"))
         .args([
             "--exact",
-            "verification_holds_manifests_in_memory_not_small_layers",
+            // The test's name in this crate's one test binary (module path without the crate).
+            "hostile::verification_holds_manifests_in_memory_not_small_layers",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -4,7 +4,7 @@
 //! labels the kubelet may not set (e.g. `node-role.kubernetes.io/*`) are left out; the flag does not
 //! depend on the order the file lists labels in.
 
-mod common;
+use crate::common;
 
 use clusterctl_render::{render_with_api, Facts};
 use clusterctl_spec::{KubeadmApi, ValidCluster};

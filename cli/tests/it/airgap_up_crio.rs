@@ -10,7 +10,7 @@
 //! pull (the upstream ones: the bundle was written while the file named a mirror the site lacks);
 //! a second `up` loads nothing.
 
-mod airgap_support;
+use crate::airgap_support;
 
 use std::collections::BTreeMap;
 

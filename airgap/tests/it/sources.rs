@@ -10,7 +10,7 @@
 //! a file whose `caFile` is another CA fails at the TLS handshake naming the registry. The password
 //! appears in no error and in no file the runs leave (bundle, cache, cluster files).
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::bundle::verify_bundle;
 use clusterctl_airgap::plan::list_images;

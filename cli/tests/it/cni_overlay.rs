@@ -3,7 +3,7 @@
 //! node and across nodes through the VXLAN device, the device's settings, reconcile of a changed peer
 //! set (stale entries removed, the rest kept), masquerade table, and clean-up.
 
-mod cni_support;
+use crate::cni_support;
 
 use clusterctl_testbed::netns::{Netns, Node, Underlay};
 use cni_support::*;

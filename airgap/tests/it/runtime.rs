@@ -2,7 +2,7 @@
 //! `LocalTransport` against a real containerd started here (temp root, state and socket), with the
 //! archive streamed by `upload_stream` and imported by `ctr -n k8s.io images import`.
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::bundle::verify_bundle;
 use clusterctl_airgap::import::ImportState;

@@ -8,7 +8,7 @@
 //! container shows containerd's DEL releasing the address and removing the host end. The masquerade
 //! rule takes the iptables path (the node image has no `nft`).
 
-mod cni_support;
+use crate::cni_support;
 
 use clusterctl_testbed::docker::{docker, docker_available, TestCluster, TestNode};
 use cni_support::rendered_builtin;

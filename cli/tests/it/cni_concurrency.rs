@@ -1,7 +1,7 @@
 //! 64 ADDs at once on one node, then 64 DELs at once: every pod gets its own address, all of them
 //! answer, and afterwards no address, host end or route is left.
 
-mod cni_support;
+use crate::cni_support;
 
 use clusterctl_testbed::netns::{Netns, Underlay};
 use cni_support::*;

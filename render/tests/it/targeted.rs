@@ -3,7 +3,7 @@
 //! flag path mounted, containerd schema by major version, the CNI pool equal to podSubnet, join secrets
 //! as placeholders, the kind config, failCgroupV1 from facts.
 
-mod common;
+use crate::common;
 
 use clusterctl_render::{images, placeholders, render, Facts, Purpose, Rendered};
 use clusterctl_spec::ValidCluster;

@@ -2,7 +2,7 @@
 //! ADD/DEL/CHECK with 0.4.0, 1.0.0 and 1.1.0 configs, pod-to-pod ping, DEL leaving nothing, the
 //! spec's error objects, VERSION, STATUS and GC.
 
-mod cni_support;
+use crate::cni_support;
 
 use clusterctl_testbed::netns::{Netns, Underlay};
 use cni_support::*;

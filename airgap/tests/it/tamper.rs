@@ -2,7 +2,7 @@
 //! manifest or in a package, a truncated file, and entries with unsafe paths or links. Each error
 //! names the entry, and the target registry (a real loopback `docker-registry`) receives no write.
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::bundle::{verify_bundle, write_bundle};
 use clusterctl_airgap::run::{import_bundle, ImportOptions};

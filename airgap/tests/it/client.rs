@@ -2,7 +2,7 @@
 //! uploads, HEAD, download with digest verification, cross-repository mount, a wrong digest refused
 //! by the registry; and the bearer-token flow against a small loopback token server.
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::registry::{ClientOptions, RegistryClient};
 use clusterctl_airgap::Digest;

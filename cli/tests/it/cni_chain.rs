@@ -3,7 +3,7 @@
 //! previous one's result as `prevResult`, DEL runs in reverse order. The reference plugins read our
 //! result: portmap installs its DNAT for the pod address, bandwidth shapes our host end.
 
-mod cni_support;
+use crate::cni_support;
 
 use clusterctl_testbed::netns::{Netns, Underlay};
 use cni_support::*;

@@ -6,7 +6,7 @@
 //! a changed archive is unpacked again, and an archive with `../`, absolute, and through-a-symlink
 //! members fails the step and leaves nothing outside its directory.
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::bundle::{
     verify_bundle, write_bundle, BundleInput, PreparedFile, VerifiedBundle,

@@ -1,9 +1,9 @@
 //! Every file rendered for every profile and fixture × every supported minor × containerd 1.x and 2.x is
-//! decoded strictly against the transcribed upstream types (tests/upstream), and so is every v1beta3
+//! decoded strictly against the transcribed upstream types (tests/it/upstream), and so is every v1beta3
 //! rendering. Also proves the strict types bite: misplaced and unknown fields are rejected.
 
-mod common;
-mod upstream;
+use crate::common;
+use crate::upstream;
 
 use clusterctl_render::{render, render_with_api, Facts, Rendered};
 use clusterctl_spec::KubeadmApi;

@@ -14,7 +14,7 @@
 //! flipped byte, or a cluster file changed since the bundle was written (an image it lacks, an
 //! archive unpacked elsewhere), is refused by `airgap/verify` before any node is touched.
 
-mod airgap_support;
+use crate::airgap_support;
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! bed's node image, over SSH), and containers-storage is exactly the store CRI-O reads. The node's
 //! storage uses the `vfs` driver (overlay on the container's own overlay root does not mount).
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::bundle::{verify_bundle, BundleImage, VerifiedBundle};
 use clusterctl_airgap::import::ImportState;

@@ -4,7 +4,7 @@
 //! under its upstream repository path; upstream registries are mapped to A (the
 //! `--source-registry-override` path), packages are local files.
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::plan::list_images;
 use clusterctl_airgap::registry::{ClientOptions, RegistryClient};
@@ -55,7 +55,7 @@ fn ha_profile_images_bundle_and_import_to_mirror() {
     let a = Registry::start().expect("registry A");
     let b = Registry::start().expect("registry B");
     let work = scratch("cc-airgap-cf-");
-    let profile = include_str!("../../profiles/ha-airgap.yaml");
+    let profile = include_str!("../../../profiles/ha-airgap.yaml");
     let text: String = profile
         .lines()
         .filter(|l| {

@@ -2,7 +2,7 @@
 //! here, bundled through our client, imported into a second registry instance, and read back by
 //! skopeo; plus resume and byte-for-byte determinism.
 
-mod common;
+use crate::common;
 
 use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput};
 use clusterctl_airgap::import::{import_to_registry, ImportState, RegistryImportOptions};

@@ -1,0 +1,28 @@
+//! The integration tests of `clusterctl`, in one test binary (one link, not one per file): one module
+//! per area (each a former `tests/*.rs` file) and the support modules they share.
+
+mod airgap_support;
+mod cni_support;
+
+mod airgap_cli;
+mod airgap_up;
+mod airgap_up_crio;
+mod airgap_up_mirror;
+mod cni_chain;
+mod cni_concurrency;
+mod cni_ctr;
+mod cni_overlay;
+mod cni_plugin;
+mod destroy_docker;
+mod destroy_ssh;
+mod image_load;
+mod node_join;
+mod node_remove;
+mod recreate_ssh;
+mod rollout_system;
+mod status_recorded;
+mod up_docker;
+mod up_dry_run;
+mod up_system;
+mod upgrade_system;
+mod validate_cli;
