@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod diag;
+pub mod limits;
 pub mod load;
 pub mod mirror;
 pub mod model;

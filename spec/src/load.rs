@@ -8,11 +8,131 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::diag::{Diagnostic, Diagnostics, Source};
+use crate::limits::{self, CLUSTER_FILE, REFERENCED_FILE};
 
-/// Largest cluster file accepted, in bytes (a 1000-node file is ~200 KiB).
-pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// Largest cluster file accepted, in bytes (a 16,000-node file is about 1 MiB).
+pub const MAX_FILE_BYTES: u64 = CLUSTER_FILE.max_bytes;
 /// Largest referenced file accepted (CA bundle, audit policy), in bytes.
-pub const MAX_REFERENCED_BYTES: u64 = 1024 * 1024;
+pub const MAX_REFERENCED_BYTES: u64 = REFERENCED_FILE.max_bytes;
+
+/// Why a path could not be read: it is not a regular file, it is over its size limit, or the
+/// operating system said no.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// A FIFO, device, socket or directory: refused before any read could block on it.
+    #[error("{} is {kind}, not a regular file", .path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is, e.g. `a FIFO (named pipe)`.
+        kind: &'static str,
+    },
+    /// Larger than allowed (checked on the metadata and again while reading).
+    #[error("{} is more than the limit of {limit} bytes", .path.display())]
+    TooLarge {
+        /// The path.
+        path: PathBuf,
+        /// The limit.
+        limit: u64,
+    },
+    /// Opening, inspecting or reading failed.
+    #[error("cannot read {}: {source}", .path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ReadError {
+    /// The reason without the path (for messages that name the path themselves).
+    pub fn reason(&self) -> String {
+        match self {
+            ReadError::NotRegular { kind, .. } => format!("it is {kind}, not a regular file"),
+            ReadError::TooLarge { limit, .. } => format!("more than the limit of {limit} bytes"),
+            ReadError::Io { source, .. } => source.to_string(),
+        }
+    }
+}
+
+/// What a file type is called in messages, for anything but a regular file.
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `path` for reading without ever blocking on it: the open does not wait for a FIFO's writer
+/// (`O_NONBLOCK`) nor take a terminal (`O_NOCTTY`), and the type of what was opened (`fstat` on the
+/// descriptor, so nothing can be swapped in between) must be a regular file — a FIFO, device,
+/// socket or directory is refused before any read. Symbolic links are followed. The descriptor is
+/// then switched back to blocking reads. Errors: [`ReadError::NotRegular`] or [`ReadError::Io`].
+pub fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let io = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_of(meta.file_type()),
+        });
+    }
+    // SAFETY: fcntl on a descriptor we own, with flags read from it.
+    let fd = f.as_raw_fd();
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags >= 0 {
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) };
+    }
+    Ok((f, meta))
+}
+
+/// Reads the regular file at `path` whole, refusing it when it is larger than `limit` bytes (on its
+/// metadata, and while reading, should it grow). Errors: as [`open_regular`], or
+/// [`ReadError::TooLarge`].
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let (f, meta) = open_regular(path)?;
+    let too_large = || ReadError::TooLarge {
+        path: path.to_path_buf(),
+        limit,
+    };
+    if meta.len() > limit {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    f.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if buf.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(buf)
+}
 
 /// A referenced file as the loader found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,32 +207,13 @@ pub fn load(path: &Path) -> Result<Loaded, Diagnostics> {
             Diagnostic::error("spec::read", msg).help(help.to_string()),
         )
     };
-    let meta = std::fs::metadata(path).map_err(|e| {
-        fail(
-            format!("cannot read {name}: {e}"),
-            "give the path of an existing cluster file with -f",
-        )
-    })?;
-    if !meta.is_file() {
-        return Err(fail(
-            format!("{name} is not a regular file"),
-            "give the path of a cluster file with -f",
-        ));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(fail(
-            format!(
-                "{name} is {} bytes, more than the {MAX_FILE_BYTES} bytes a cluster file may have",
-                meta.len()
-            ),
-            "check that -f names the cluster file",
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| {
-        fail(
-            format!("cannot read {name}: {e}"),
-            "check the file's permissions",
-        )
+    let bytes = read_regular(path, MAX_FILE_BYTES).map_err(|e| {
+        let help = match e {
+            ReadError::NotRegular { .. } => "give the path of a cluster file with -f",
+            ReadError::TooLarge { .. } => "check that -f names the cluster file",
+            ReadError::Io { .. } => "give the path of an existing, readable cluster file with -f",
+        };
+        fail(e.to_string(), help)
     })?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let base: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -127,28 +228,23 @@ fn read_referenced(base: &Path, p: &str) -> Referenced {
     } else {
         base.join(p)
     };
-    match std::fs::metadata(&full) {
-        Err(e) => Referenced::Unreadable(e.to_string()),
-        Ok(m) if !m.is_file() => Referenced::Unreadable("not a regular file".to_string()),
-        Ok(m) if m.len() > MAX_REFERENCED_BYTES => Referenced::Unreadable(format!(
-            "{} bytes, more than the {MAX_REFERENCED_BYTES} allowed",
-            m.len()
-        )),
-        Ok(_) => match std::fs::read(&full) {
-            Ok(b) => match String::from_utf8(b) {
-                Ok(t) => Referenced::Text(t),
-                Err(_) => Referenced::Unreadable("not UTF-8 text".to_string()),
-            },
-            Err(e) => Referenced::Unreadable(e.to_string()),
+    match read_regular(&full, MAX_REFERENCED_BYTES) {
+        Err(e) => Referenced::Unreadable(e.reason()),
+        Ok(b) => match String::from_utf8(b) {
+            Ok(t) => Referenced::Text(t),
+            Err(_) => Referenced::Unreadable("not UTF-8 text".to_string()),
         },
     }
 }
 
 /// The paths of the files a cluster text references, as written: `spec.registry.caFile`,
 /// `spec.apiServer.oidc.caFile`, `spec.apiServer.audit.policy` unless it is `default`, and each
-/// `spec.airgap.sourceRegistries[].caFile`. Unparseable
-/// text references nothing.
+/// `spec.airgap.sourceRegistries[].caFile`. Text that is over the cluster file's budget or is not
+/// YAML references nothing (it is refused by validation, and never reaches the decoder here).
 pub fn referenced_paths(text: &str) -> Vec<String> {
+    if !matches!(limits::check_yaml(text, &CLUSTER_FILE), Ok(None)) {
+        return Vec::new();
+    }
     let Ok(v) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
         return Vec::new();
     };

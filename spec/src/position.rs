@@ -1,14 +1,21 @@
 //! A field-path → source-position index of a YAML document, built from the marked events of the
 //! `yaml-rust2` parser (serde gives positions only for its own errors). Paths look like
 //! `spec.nodes[1].address`; keys that contain `.`, `/`, `[` or spaces are written `labels["a.b/c"]`.
-//! The index also records each mapping key's own position (`key_of`) and duplicate keys.
+//! The index also records each mapping key's own position (`key_of`), duplicate keys, and which parts
+//! of the text hold secrets (the values under secret-bearing keys, whatever their YAML shape, and the
+//! anchored values such a key reuses through an alias), so that reports can hide them.
+//!
+//! Built in one pass over the parser's events (the parser is iterative, so depth costs no stack) in
+//! time linear in the text: the index is a tree of nodes, each holding its own key once, and
+//! positions come from a cursor that moves through the text with the events. The pass stops at the
+//! first value over the [`Budget`] (depth, number of values) and records the limit hit.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::Marker;
 
-use crate::diag::offset_of;
+use crate::limits::{At, Budget, LimitError, CLUSTER_FILE};
 
 /// Where a node is in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,76 +39,158 @@ pub struct Duplicate {
     pub pos: Pos,
 }
 
+/// One step of a path: a mapping key or a sequence index.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Seg {
+    /// A mapping key.
+    Key(Box<str>),
+    /// A sequence index.
+    Index(usize),
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    /// Index of the parent node (the root is its own parent).
+    parent: u32,
+    /// The step from the parent (`None` for the root).
+    seg: Option<Seg>,
+    depth: u32,
+    value: Option<Pos>,
+    key: Option<Pos>,
+}
+
 /// The index of one document.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct PathIndex {
-    values: HashMap<String, Pos>,
-    keys: HashMap<String, Pos>,
+    nodes: Vec<Node>,
+    children: HashMap<(u32, Seg), u32>,
     /// Keys that appear twice in the same mapping.
     pub duplicates: Vec<Duplicate>,
     /// Set when the YAML parser failed: (message, position).
     pub parse_error: Option<(String, Pos)>,
+    /// Set when the text exceeds its budget; the index then holds what was read before the limit.
+    pub limit: Option<LimitError>,
+    /// Byte ranges holding secrets, sorted and merged.
+    secret_ranges: Vec<(usize, usize)>,
+    /// The scalar texts found in those ranges (values and keys), longest first.
+    secret_texts: Vec<String>,
+}
+
+impl Default for PathIndex {
+    fn default() -> Self {
+        PathIndex {
+            nodes: vec![Node {
+                parent: 0,
+                seg: None,
+                depth: 0,
+                value: None,
+                key: None,
+            }],
+            children: HashMap::new(),
+            duplicates: Vec::new(),
+            parse_error: None,
+            limit: None,
+            secret_ranges: Vec::new(),
+            secret_texts: Vec::new(),
+        }
+    }
+}
+
+/// True for a mapping key whose value is a secret or may hold one: a password, passphrase, token,
+/// secret, credential, private or API or access key, or a user name (and the `…Env` fields naming
+/// them, where a secret may be pasted by mistake). Case, `-` and `_` are ignored.
+pub fn is_secret_key(key: &str) -> bool {
+    let k: String = key
+        .chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect();
+    let k = k.strip_suffix("env").unwrap_or(&k);
+    const CONTAINS: &[&str] = &[
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "credential",
+        "privatekey",
+        "apikey",
+        "accesskey",
+    ];
+    CONTAINS.iter().any(|w| k.contains(w)) || k.ends_with("username") || k == "auth"
 }
 
 impl PathIndex {
-    /// Indexes the first document of `text`. Never fails: a parse error is stored in `parse_error` and the
-    /// index holds what was read before it.
+    /// Indexes the first document of `text` within the cluster file's budget. Never fails: a parse
+    /// error is stored in `parse_error`, a limit in `limit`, and the index holds what was read before.
     pub fn build(text: &str) -> PathIndex {
-        let mut rx = Receiver {
-            text,
-            index: PathIndex::default(),
-            stack: Vec::new(),
-            skip: 0,
-        };
-        let mut parser = Parser::new_from_str(text);
-        if let Err(e) = parser.load(&mut rx, false) {
-            let pos = rx.pos_of(*e.marker(), false);
-            rx.index.parse_error = Some((e.info().to_string(), pos));
+        Self::build_with(text, &CLUSTER_FILE)
+    }
+
+    /// As [`PathIndex::build`], within `budget` (its depth and value count; size and characters are
+    /// the caller's to check first, see [`crate::limits::check_yaml`]).
+    pub fn build_with(text: &str, budget: &Budget) -> PathIndex {
+        let mut rx = Builder::new(text, budget);
+        rx.run();
+        rx.finish()
+    }
+
+    fn node(&self, path: &str) -> Option<&Node> {
+        let segs = segments(path)?;
+        let mut cur = 0u32;
+        for s in segs {
+            cur = *self.children.get(&(cur, s))?;
         }
-        rx.index
+        self.nodes.get(cur as usize)
     }
 
     /// Position of the value at `path`.
     pub fn value(&self, path: &str) -> Option<Pos> {
-        self.values.get(path).copied()
+        self.node(path)?.value
     }
 
     /// Position of the key naming the value at `path`.
     pub fn key_of(&self, path: &str) -> Option<Pos> {
-        self.keys.get(path).copied()
+        self.node(path)?.key
     }
 
     /// Position of the value at `path`, else of the nearest ancestor that exists (for values that were
     /// defaulted or are missing); `None` only when nothing is indexed.
     pub fn nearest(&self, path: &str) -> Option<Pos> {
-        let mut p = path.to_string();
-        loop {
-            if let Some(pos) = self.values.get(&p) {
-                return Some(*pos);
-            }
-            match parent(&p) {
-                Some(up) => p = up,
-                None => return self.values.get("").copied(),
+        let root = self.nodes.first().and_then(|n| n.value);
+        let Some(segs) = segments(path) else {
+            return root;
+        };
+        let mut cur = 0u32;
+        let mut best = root;
+        for s in segs {
+            match self.children.get(&(cur, s)) {
+                Some(&c) => {
+                    cur = c;
+                    if let Some(v) = self.nodes.get(c as usize).and_then(|n| n.value) {
+                        best = Some(v);
+                    }
+                }
+                None => break,
             }
         }
+        best
     }
 
     /// Finds the path of the node starting at `line`, `column` (1-based): a mapping key's path when
     /// `prefer_key` (unknown-field errors point at keys), else the innermost value starting there.
     pub fn path_at(&self, line: usize, column: usize, prefer_key: bool) -> Option<String> {
-        let at = |p: &Pos| p.line == line && p.column == column;
-        let key = self
-            .keys
-            .iter()
-            .filter(|(_, p)| at(p))
-            .map(|(k, _)| k.clone())
-            .max_by_key(String::len);
-        let value = self
-            .values
-            .iter()
-            .filter(|(_, p)| at(p))
-            .map(|(k, _)| k.clone())
-            .max_by_key(String::len);
+        let at = |p: &Option<Pos>| p.is_some_and(|p| p.line == line && p.column == column);
+        let deepest = |pick: &dyn Fn(&Node) -> bool| {
+            self.nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| pick(n))
+                .max_by_key(|(_, n)| n.depth)
+                .map(|(i, _)| self.path_of(i as u32))
+        };
+        let key = deepest(&|n| at(&n.key));
+        let value = deepest(&|n| at(&n.value));
         if prefer_key {
             key.or(value)
         } else {
@@ -109,10 +198,69 @@ impl PathIndex {
         }
     }
 
-    /// All indexed value paths (unordered).
-    pub fn paths(&self) -> impl Iterator<Item = &String> {
-        self.values.keys()
+    /// The path of node `id`, e.g. `spec.nodes[1].labels["a.b/c"]`.
+    fn path_of(&self, id: u32) -> String {
+        let mut segs = Vec::new();
+        let mut cur = id;
+        while let Some(n) = self.nodes.get(cur as usize) {
+            match &n.seg {
+                Some(s) => segs.push(s),
+                None => break,
+            }
+            cur = n.parent;
+        }
+        let mut out = String::new();
+        for s in segs.into_iter().rev() {
+            out = match s {
+                Seg::Key(k) => join_key(&out, k),
+                Seg::Index(i) => join_index(&out, *i),
+            };
+        }
+        out
     }
+
+    /// Number of indexed values.
+    pub fn len(&self) -> usize {
+        self.nodes.iter().filter(|n| n.value.is_some()).count()
+    }
+
+    /// True when nothing was indexed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The byte ranges of the text that hold secrets, sorted and not overlapping: every value under a
+    /// secret-bearing key ([`is_secret_key`]), whatever its shape (scalar of any style, mapping,
+    /// list), and every anchored value such a value reuses through an alias.
+    pub fn secret_ranges(&self) -> &[(usize, usize)] {
+        &self.secret_ranges
+    }
+
+    /// The texts of the scalars (values and keys) in [`PathIndex::secret_ranges`], longest first, so
+    /// that a message quoting one can be masked.
+    pub fn secret_texts(&self) -> &[String] {
+        &self.secret_texts
+    }
+}
+
+/// When `path` passes through a secret-bearing key ([`is_secret_key`]), the path up to and including
+/// that key (what lies below it may be the secret itself, e.g. `password["hunter2"]`).
+pub fn secret_prefix(path: &str) -> Option<String> {
+    let segs = segments(path)?;
+    let i = segs
+        .iter()
+        .position(|s| matches!(s, Seg::Key(k) if is_secret_key(k)))?;
+    if i + 1 == segs.len() {
+        return None;
+    }
+    let mut out = String::new();
+    for s in &segs[..=i] {
+        out = match s {
+            Seg::Key(k) => join_key(&out, k),
+            Seg::Index(n) => join_index(&out, *n),
+        };
+    }
+    Some(out)
 }
 
 /// The parent of a path: `a.b[2]` → `a.b`, `a.b` → `a`, `a` → ``; `None` for ``.
@@ -149,173 +297,613 @@ pub fn join_index(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
 }
 
-enum Frame {
-    /// `first_key_pending`: the mapping's own position is taken from its first key (yaml-rust2 marks a
-    /// block mapping at its first `:`).
-    Map {
-        path: String,
-        key: Option<String>,
-        first_key_pending: bool,
-    },
-    Seq {
-        path: String,
-        next: usize,
-    },
+/// The steps of a path as [`join_key`] and [`join_index`] write it: `a.b[1]["x.y"]` → key a, key b,
+/// index 1, key x.y. `None` when the text is not such a path.
+pub(crate) fn segments(path: &str) -> Option<Vec<Seg>> {
+    let mut out = Vec::new();
+    let b = path.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'.' => i += 1,
+            b'[' => {
+                if b.get(i + 1) == Some(&b'"') {
+                    let (key, used) = unquote_debug(path.get(i + 1..)?)?;
+                    if b.get(i + 1 + used) != Some(&b']') {
+                        return None;
+                    }
+                    out.push(Seg::Key(key.into_boxed_str()));
+                    i += used + 2;
+                } else {
+                    let end = path[i..].find(']')? + i;
+                    out.push(Seg::Index(path[i + 1..end].parse().ok()?));
+                    i = end + 1;
+                }
+            }
+            _ => {
+                let end = path[i..]
+                    .find(['.', '['])
+                    .map(|e| e + i)
+                    .unwrap_or(path.len());
+                out.push(Seg::Key(path[i..end].into()));
+                i = end;
+            }
+        }
+    }
+    Some(out)
 }
 
-struct Receiver<'a> {
+/// Reads a string written with Rust's `{:?}` at the start of `s` (which begins with `"`): the text
+/// and the number of bytes it took. `None` when it is not one.
+fn unquote_debug(s: &str) -> Option<(String, usize)> {
+    let mut chars = s.char_indices();
+    if chars.next()?.1 != '"' {
+        return None;
+    }
+    let mut out = String::new();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, i + 1)),
+            '\\' => match chars.next()?.1 {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                '0' => out.push('\0'),
+                '\\' => out.push('\\'),
+                '"' => out.push('"'),
+                '\'' => out.push('\''),
+                'u' => {
+                    if chars.next()?.1 != '{' {
+                        return None;
+                    }
+                    let mut hex = String::new();
+                    loop {
+                        let (_, h) = chars.next()?;
+                        if h == '}' {
+                            break;
+                        }
+                        hex.push(h);
+                    }
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                _ => return None,
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// Turns the parser's (line, column) marks into byte offsets in time proportional to the distance
+/// between consecutive marks (they move forward through the text, with small steps back), not to
+/// the offset: a table of line starts and a cursor on the last position.
+pub(crate) struct Locator<'a> {
     text: &'a str,
-    index: PathIndex,
-    stack: Vec<Frame>,
-    /// Depth of a complex (non-scalar) mapping key being skipped.
-    skip: usize,
+    /// Byte offset of each line's start (line breaks: LF, CRLF, lone CR, as YAML counts them).
+    starts: Vec<usize>,
+    line: usize,
+    column: usize,
+    offset: usize,
 }
 
-impl Receiver<'_> {
-    fn pos_of(&self, m: Marker, scalar: bool) -> Pos {
-        // Offsets are computed from line/column, which the parser reports reliably.
-        let line = m.line().max(1);
-        let column = m.col() + 1;
-        let offset = offset_of(self.text, line, column);
-        let len = if scalar {
-            token_len(&self.text[offset..])
-        } else {
-            usize::from(offset < self.text.len())
-        };
-        Pos {
-            offset,
-            len,
-            line,
-            column,
+impl<'a> Locator<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        let b = text.as_bytes();
+        let mut starts = vec![0];
+        for (i, &c) in b.iter().enumerate() {
+            if c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n')) {
+                starts.push(i + 1);
+            }
+        }
+        Locator {
+            text,
+            starts,
+            line: 1,
+            column: 1,
+            offset: 0,
         }
     }
 
-    /// Path for a node arriving now, advancing the parent frame. `None` when the node is a mapping key.
-    fn node_path(&mut self) -> Option<String> {
-        match self.stack.last_mut() {
-            None => Some(String::new()),
-            Some(Frame::Seq { path, next }) => {
-                let p = join_index(path, *next);
-                *next += 1;
-                Some(p)
+    fn is_break(&self, off: usize) -> bool {
+        matches!(self.text.as_bytes().get(off), Some(b'\n' | b'\r') | None)
+    }
+
+    /// The byte offset of 1-based `line`, `column` (characters), clamped to the line and the text.
+    pub(crate) fn at(&mut self, line: usize, column: usize) -> At {
+        let line = line.clamp(1, self.starts.len());
+        let column = column.max(1);
+        if line != self.line {
+            self.line = line;
+            self.column = 1;
+            self.offset = self.starts[line - 1];
+        }
+        while self.column < column && !self.is_break(self.offset) {
+            let step = self.text[self.offset..]
+                .chars()
+                .next()
+                .map_or(1, char::len_utf8);
+            self.offset += step;
+            self.column += 1;
+        }
+        while self.column > column {
+            self.offset -= 1;
+            while !self.text.is_char_boundary(self.offset) {
+                self.offset -= 1;
             }
-            Some(Frame::Map { path, key, .. }) => key.take().map(|k| join_key(path, &k)),
+            self.column -= 1;
+        }
+        At {
+            offset: self.offset,
+            line,
+            column: self.column,
+        }
+    }
+}
+
+enum Frame {
+    /// `first_key_pending`: the mapping's own position is taken from its first key (yaml-rust2 marks a
+    /// block mapping at its first `:`). `key`: the node of the key read, waiting for its value.
+    Map {
+        node: u32,
+        key: Option<u32>,
+        first_key_pending: bool,
+        secret: bool,
+    },
+    Seq {
+        node: u32,
+        next: usize,
+        secret: bool,
+    },
+}
+
+/// A value whose extent is being measured: it starts at `start` and ends where the event after it
+/// begins. `depth`: the frame depth of a collection (`None` for a scalar, closed by the next event).
+struct Open {
+    start: usize,
+    depth: usize,
+}
+
+struct Builder<'a> {
+    text: &'a str,
+    budget: &'a Budget,
+    index: PathIndex,
+    locator: Locator<'a>,
+    stack: Vec<Frame>,
+    /// Depth of a complex (non-scalar) mapping key being skipped.
+    skip: usize,
+    values: usize,
+    /// The outermost secret collection being read.
+    secret_root: Option<Open>,
+    /// Anchored collections being read: (anchor id, extent).
+    open_anchors: Vec<(usize, Open)>,
+    /// Extents waiting for the next event's offset to end: (anchor id or 0 for a secret, start,
+    /// least end).
+    closing: Vec<(usize, usize, usize)>,
+    anchors: HashMap<usize, (usize, usize)>,
+    /// Every alias: (offset, anchor id).
+    aliases: Vec<(usize, usize)>,
+    /// Anchors reused under a secret-bearing key.
+    secret_aliases: Vec<usize>,
+    /// Scalars (offset, text) read since the first anchor (an anchored value may turn out secret).
+    scalars: Vec<(usize, String)>,
+    secret_texts: Vec<String>,
+    ranges: Vec<(usize, usize)>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(text: &'a str, budget: &'a Budget) -> Self {
+        Builder {
+            text,
+            budget,
+            index: PathIndex::default(),
+            locator: Locator::new(text),
+            stack: Vec::new(),
+            skip: 0,
+            values: 0,
+            secret_root: None,
+            open_anchors: Vec::new(),
+            closing: Vec::new(),
+            anchors: HashMap::new(),
+            aliases: Vec::new(),
+            secret_aliases: Vec::new(),
+            scalars: Vec::new(),
+            secret_texts: Vec::new(),
+            ranges: Vec::new(),
+        }
+    }
+
+    fn at(&mut self, m: Marker) -> At {
+        self.locator.at(m.line(), m.col() + 1)
+    }
+
+    fn pos_of(&mut self, m: Marker, scalar: bool) -> Pos {
+        let at = self.at(m);
+        let len = if scalar {
+            token_len(&self.text[at.offset..])
+        } else {
+            usize::from(at.offset < self.text.len())
+        };
+        Pos {
+            offset: at.offset,
+            len,
+            line: at.line,
+            column: at.column,
+        }
+    }
+
+    /// Ends every extent waiting for the next event at `offset`.
+    fn close(&mut self, offset: usize) {
+        for (anchor, start, least) in std::mem::take(&mut self.closing) {
+            let end = offset.max(least);
+            if anchor == 0 {
+                self.ranges.push((start, end));
+            } else {
+                self.anchors.insert(anchor, (start, end));
+            }
+        }
+    }
+
+    fn run(&mut self) {
+        let mut parser = Parser::new_from_str(self.text);
+        loop {
+            let (ev, mark) = match parser.next_token() {
+                Ok(x) => x,
+                Err(e) => {
+                    let pos = self.pos_of(*e.marker(), false);
+                    if crate::limits::parser_depth_limit(e.info()) {
+                        self.index.limit = Some(LimitError::Depth {
+                            what: self.budget.what,
+                            limit: self.budget.max_depth,
+                            at: At {
+                                offset: pos.offset,
+                                line: pos.line,
+                                column: pos.column,
+                            },
+                        });
+                    } else {
+                        self.index.parse_error = Some((e.info().to_string(), pos));
+                    }
+                    return;
+                }
+            };
+            if !self.closing.is_empty() {
+                let off = self.at(mark).offset;
+                self.close(off);
+            }
+            match ev {
+                Event::StreamEnd | Event::DocumentEnd => return,
+                Event::Scalar(..)
+                | Event::Alias(..)
+                | Event::MappingStart(..)
+                | Event::SequenceStart(..) => {
+                    self.values += 1;
+                    let opens = matches!(ev, Event::MappingStart(..) | Event::SequenceStart(..));
+                    let limit = if self.values > self.budget.max_values {
+                        Some(LimitError::Values {
+                            what: self.budget.what,
+                            limit: self.budget.max_values,
+                            at: self.at(mark),
+                        })
+                    } else if opens && self.stack.len() + self.skip + 1 > self.budget.max_depth {
+                        Some(LimitError::Depth {
+                            what: self.budget.what,
+                            limit: self.budget.max_depth,
+                            at: self.at(mark),
+                        })
+                    } else {
+                        None
+                    };
+                    if limit.is_some() {
+                        self.index.limit = limit;
+                        return;
+                    }
+                    if self.skip > 0 {
+                        if opens {
+                            self.skip += 1;
+                        }
+                        continue;
+                    }
+                    self.on_node(&ev, mark);
+                }
+                Event::MappingEnd | Event::SequenceEnd => {
+                    if self.skip > 0 {
+                        self.skip -= 1;
+                        continue;
+                    }
+                    self.on_end();
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn on_end(&mut self) {
+        let depth = self.stack.len();
+        self.stack.pop();
+        if self.secret_root.as_ref().is_some_and(|r| r.depth == depth) {
+            if let Some(r) = self.secret_root.take() {
+                self.closing.push((0, r.start, r.start));
+            }
+        }
+        while self
+            .open_anchors
+            .last()
+            .is_some_and(|(_, o)| o.depth == depth)
+        {
+            if let Some((id, o)) = self.open_anchors.pop() {
+                self.closing.push((id, o.start, o.start));
+            }
+        }
+    }
+
+    fn child(&mut self, parent: u32, seg: Seg) -> (u32, bool) {
+        if let Some(&c) = self.index.children.get(&(parent, seg.clone())) {
+            return (c, false);
+        }
+        let id = self.index.nodes.len() as u32;
+        let depth = self.index.nodes[parent as usize].depth + 1;
+        self.index.nodes.push(Node {
+            parent,
+            seg: Some(seg.clone()),
+            depth,
+            value: None,
+            key: None,
+        });
+        self.index.children.insert((parent, seg), id);
+        (id, true)
+    }
+
+    fn on_key(&mut self, ev: &Event, mark: Marker) {
+        let Some(Frame::Map {
+            node,
+            first_key_pending,
+            secret,
+            ..
+        }) = self.stack.last()
+        else {
+            return;
+        };
+        let (map, first, secret) = (*node, *first_key_pending, *secret);
+        let depth = self.stack.len();
+        let child = if let Event::Scalar(k, ..) = ev {
+            let mut pos = self.pos_of(mark, true);
+            pos.len = key_len(&self.text[pos.offset..], pos.len);
+            if first {
+                let m = &mut self.index.nodes[map as usize];
+                if let Some(v) = m.value.as_mut() {
+                    if self.text.as_bytes().get(v.offset) != Some(&b'{') {
+                        *v = Pos {
+                            len: pos.len.max(1),
+                            ..pos
+                        };
+                    }
+                }
+                // The mapping's extent starts at its first key, not at the `:` the parser marks.
+                if let Some(r) = self.secret_root.as_mut().filter(|r| r.depth == depth) {
+                    r.start = r.start.min(pos.offset);
+                }
+                for (_, o) in self
+                    .open_anchors
+                    .iter_mut()
+                    .filter(|(_, o)| o.depth == depth)
+                {
+                    o.start = o.start.min(pos.offset);
+                }
+            }
+            if secret && !k.is_empty() {
+                self.secret_texts.push(k.clone());
+            }
+            if !self.open_anchors.is_empty() || !self.anchors.is_empty() {
+                self.scalars.push((pos.offset, k.clone()));
+            }
+            let (c, new) = self.child(map, Seg::Key(k.as_str().into()));
+            if new {
+                self.index.nodes[c as usize].key = Some(pos);
+            } else {
+                let path = self.index.path_of(c);
+                self.index.duplicates.push(Duplicate { path, pos });
+            }
+            c
+        } else {
+            // A complex key: skip its subtree and use a placeholder key.
+            if matches!(ev, Event::MappingStart(..) | Event::SequenceStart(..)) {
+                self.skip = 1;
+            }
+            self.child(map, Seg::Key("<complex key>".into())).0
+        };
+        if let Some(Frame::Map {
+            key,
+            first_key_pending,
+            ..
+        }) = self.stack.last_mut()
+        {
+            *key = Some(child);
+            *first_key_pending = false;
         }
     }
 
     fn on_node(&mut self, ev: &Event, mark: Marker) {
-        let is_key = matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
-        if is_key {
-            if let Event::Scalar(k, ..) = ev {
-                let mut pos = self.pos_of(mark, true);
-                pos.len = key_len(&self.text[pos.offset..], pos.len);
-                if let Some(Frame::Map {
-                    path,
-                    key,
-                    first_key_pending,
-                }) = self.stack.last_mut()
-                {
-                    if *first_key_pending {
-                        *first_key_pending = false;
-                        if let Some(v) = self.index.values.get_mut(path.as_str()) {
-                            if self.text.as_bytes().get(v.offset) != Some(&b'{') {
-                                *v = Pos {
-                                    len: pos.len.max(1),
-                                    ..pos
-                                };
-                            }
-                        }
-                    }
-                    let full = join_key(path, k);
-                    match self.index.keys.entry(full) {
-                        std::collections::hash_map::Entry::Occupied(e) => {
-                            self.index.duplicates.push(Duplicate {
-                                path: e.key().clone(),
-                                pos,
-                            });
-                        }
-                        std::collections::hash_map::Entry::Vacant(e) => {
-                            e.insert(pos);
-                        }
-                    }
-                    *key = Some(k.clone());
-                }
-            } else {
-                // A complex key: skip its subtree and use a placeholder key.
-                if let Some(Frame::Map { key, .. }) = self.stack.last_mut() {
-                    *key = Some("<complex key>".to_string());
-                }
-                if matches!(ev, Event::MappingStart(..) | Event::SequenceStart(..)) {
-                    self.skip = 1;
-                }
-            }
+        if matches!(self.stack.last(), Some(Frame::Map { key: None, .. })) {
+            self.on_key(ev, mark);
             return;
         }
         let scalar = matches!(ev, Event::Scalar(..) | Event::Alias(..));
         let pos = self.pos_of(mark, scalar);
-        let path = self.node_path().unwrap_or_default();
-        self.index.values.entry(path.clone()).or_insert(pos);
+        let depth = self.stack.len();
+        // The node, whether it is secret, and whether it starts a secret value.
+        let (node, parent_secret, key_secret) = match self.stack.last_mut() {
+            None => (0, false, false),
+            Some(Frame::Seq { node, next, secret }) => {
+                let (n, s, i) = (*node, *secret, *next);
+                *next += 1;
+                (self.child(n, Seg::Index(i)).0, s, false)
+            }
+            Some(Frame::Map { key, secret, .. }) => {
+                let s = *secret;
+                let k = key.take().unwrap_or(0);
+                let ks = matches!(&self.index.nodes[k as usize].seg, Some(Seg::Key(name)) if is_secret_key(name));
+                (k, s, ks)
+            }
+        };
+        let secret = parent_secret || key_secret;
+        let n = &mut self.index.nodes[node as usize];
+        if n.value.is_none() {
+            n.value = Some(pos);
+        }
+        let anchor = match ev {
+            Event::Scalar(_, _, a, _) | Event::MappingStart(a, _) | Event::SequenceStart(a, _) => {
+                *a
+            }
+            _ => 0,
+        };
         match ev {
-            Event::MappingStart(..) => self.stack.push(Frame::Map {
-                path,
-                key: None,
-                first_key_pending: true,
-            }),
-            Event::SequenceStart(..) => self.stack.push(Frame::Seq { path, next: 0 }),
+            Event::Scalar(text, ..) => {
+                if secret && !text.is_empty() {
+                    self.secret_texts.push(text.clone());
+                }
+                if anchor != 0 || !self.open_anchors.is_empty() || !self.anchors.is_empty() {
+                    self.scalars.push((pos.offset, text.clone()));
+                }
+            }
+            Event::Alias(id) => {
+                self.aliases.push((pos.offset, *id));
+                if secret {
+                    self.secret_aliases.push(*id);
+                }
+            }
             _ => {}
         }
-    }
-}
-
-impl MarkedEventReceiver for Receiver<'_> {
-    fn on_event(&mut self, ev: Event, mark: Marker) {
-        if self.skip > 0 {
-            match ev {
-                Event::MappingStart(..) | Event::SequenceStart(..) => self.skip += 1,
-                Event::MappingEnd | Event::SequenceEnd => self.skip -= 1,
-                _ => {}
+        if scalar {
+            let least = pos.offset + pos.len;
+            if key_secret && !parent_secret {
+                self.closing.push((0, pos.offset, least));
+            }
+            if anchor != 0 {
+                self.closing.push((anchor, pos.offset, least));
             }
             return;
         }
-        match ev {
-            Event::Scalar(..)
-            | Event::Alias(..)
-            | Event::MappingStart(..)
-            | Event::SequenceStart(..) => self.on_node(&ev, mark),
-            Event::MappingEnd | Event::SequenceEnd => {
-                self.stack.pop();
-            }
-            _ => {}
+        if key_secret && !parent_secret && self.secret_root.is_none() {
+            self.secret_root = Some(Open {
+                start: pos.offset,
+                depth: depth + 1,
+            });
         }
+        if anchor != 0 {
+            self.open_anchors.push((
+                anchor,
+                Open {
+                    start: pos.offset,
+                    depth: depth + 1,
+                },
+            ));
+        }
+        self.stack.push(match ev {
+            Event::MappingStart(..) => Frame::Map {
+                node,
+                key: None,
+                first_key_pending: true,
+                secret,
+            },
+            _ => Frame::Seq {
+                node,
+                next: 0,
+                secret,
+            },
+        });
+    }
+
+    fn finish(mut self) -> PathIndex {
+        // Whatever is still open (a parse error, a limit) runs to the end of the text.
+        let end = self.text.len();
+        self.close(end);
+        if let Some(r) = self.secret_root.take() {
+            self.ranges.push((r.start, end));
+        }
+        for (id, o) in std::mem::take(&mut self.open_anchors) {
+            self.anchors.insert(id, (o.start, end));
+        }
+        // Anchored values reused under a secret key are secret, and so is what they reuse in turn.
+        self.aliases.sort_unstable();
+        let mut seen = HashSet::new();
+        let mut queue = std::mem::take(&mut self.secret_aliases);
+        let mut anchored = Vec::new();
+        while let Some(id) = queue.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let Some(&(s, e)) = self.anchors.get(&id) else {
+                continue;
+            };
+            anchored.push((s, e));
+            let from = self.aliases.partition_point(|(o, _)| *o < s);
+            for (o, a) in &self.aliases[from..] {
+                if *o >= e {
+                    break;
+                }
+                queue.push(*a);
+            }
+        }
+        let anchored = merge(anchored);
+        for (off, text) in std::mem::take(&mut self.scalars) {
+            let i = anchored.partition_point(|(_, e)| *e <= off);
+            if anchored.get(i).is_some_and(|(s, _)| *s <= off) && !text.is_empty() {
+                self.secret_texts.push(text);
+            }
+        }
+        self.ranges.extend(anchored);
+        self.index.secret_ranges = merge(std::mem::take(&mut self.ranges));
+        let mut texts = std::mem::take(&mut self.secret_texts);
+        texts.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        texts.dedup();
+        self.index.secret_texts = texts;
+        self.index
     }
 }
 
-/// A plain key's token ends at its `:` (followed by a space or the line end); quoted keys keep `len`.
+/// Sorts ranges and merges those that overlap or touch.
+fn merge(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (s, e) in ranges {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Length in bytes of a mapping key's token at the start of `rest` (whose scalar token is `len`
+/// bytes): a quoted key keeps `len`; a plain key ends at its `:` (followed by a space, a tab or the
+/// line end). Reads at most the token.
 fn key_len(rest: &str, len: usize) -> usize {
     if rest.starts_with(['"', '\'']) {
         return len;
     }
-    let line = rest.split('\n').next().unwrap_or("");
-    let mut end = len.min(line.len());
-    for (i, _) in line.match_indices(':') {
-        let next = line[i + 1..].chars().next();
-        if next.is_none() || next == Some(' ') || next == Some('\t') {
-            end = end.min(i);
+    let b = rest.as_bytes();
+    let mut end = len.min(b.len());
+    for i in 0..end {
+        if b[i] == b':' && matches!(b.get(i + 1), None | Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            end = i;
             break;
         }
     }
-    line[..end].trim_end().len()
+    rest[..end].trim_end().len()
 }
 
-/// Length in bytes of the scalar token at the start of `rest`: a quoted string up to its closing quote,
-/// else up to the end of the line, a ` #` comment, or a flow indicator; trailing spaces trimmed.
+/// Length in bytes of the scalar token at the start of `rest`: a quoted string up to its closing quote
+/// (or the line end), else up to the line end, a ` #` comment, or a flow indicator; trailing spaces
+/// trimmed. Reads only the token, so that many tokens on one long line cost their own length.
 fn token_len(rest: &str) -> usize {
-    let line = rest.split('\n').next().unwrap_or("");
-    let mut chars = line.char_indices();
+    let mut chars = rest.char_indices().peekable();
     match chars.next() {
         Some((_, q @ ('"' | '\''))) => {
             let mut escaped = false;
             for (i, c) in chars {
+                if c == '\n' || c == '\r' {
+                    return i;
+                }
                 if q == '"' && c == '\\' && !escaped {
                     escaped = true;
                     continue;
@@ -325,20 +913,22 @@ fn token_len(rest: &str) -> usize {
                 }
                 escaped = false;
             }
-            line.len()
+            rest.len()
         }
-        Some(_) => {
-            let mut end = line.len();
-            if let Some(i) = line.find(" #") {
-                end = end.min(i);
+        Some((_, c0)) => {
+            let mut end = rest.len();
+            let mut prev = c0;
+            if matches!(c0, '\n' | '\r' | ',' | ']' | '}') {
+                return 0;
             }
-            for pat in [", ", ",", "]", "}"] {
-                if let Some(i) = line.find(pat) {
-                    end = end.min(i);
+            for (i, c) in chars {
+                if matches!(c, '\n' | '\r' | ',' | ']' | '}') || (c == '#' && prev == ' ') {
+                    end = i;
+                    break;
                 }
+                prev = c;
             }
-            // Never cut `a: b` keys in plain mappings: stop at ": " only for keys (not needed for values).
-            line[..end].trim_end().len()
+            rest[..end].trim_end().len()
         }
         None => 0,
     }

@@ -56,11 +56,13 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, c: &CredentialFields<'_>) -> bool {
         if let Some(name) = v {
             if let Err(why) = syntax::env_name(name) {
                 ok = false;
+                // The value is not quoted: what was pasted here may be the secret itself.
                 ctx.push(
                     Diagnostic::error(
                         "spec::credentials-env",
-                        format!("{field} {name:?} is not an environment variable name: it {why}"),
+                        format!("{field} is not an environment variable name: it {why}"),
                     )
+                    .label("value hidden")
                     .help(format!(
                         "give the NAME of a variable, e.g. `{}_PASSWORD`, never the secret itself",
                         c.example

@@ -15,9 +15,11 @@ mod rules_runtime;
 mod rules_sources;
 mod rules_vip;
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use crate::diag::{Diagnostic, Diagnostics, Source};
+use crate::diag::{Diagnostic, Diagnostics, Severity, Source};
+use crate::limits::{LimitError, CLUSTER_FILE};
 use crate::load::Loaded;
 use crate::model::ClusterFile;
 use crate::position::PathIndex;
@@ -38,10 +40,29 @@ pub struct Validated {
 /// Checks `loaded` and resolves it. Pure (no I/O). Errors: a report with every error (and warning) found,
 /// each pointing at file:line:column of the offending value, sorted by severity then position.
 pub fn validate(loaded: &Loaded) -> Result<Validated, Diagnostics> {
-    let index = PathIndex::build(&loaded.source_text);
+    let text = loaded.source_text.as_str();
+    // Nothing parses a text over the size budget: one diagnostic, no snippet of it.
+    if text.len() as u64 > CLUSTER_FILE.max_bytes {
+        let source = Arc::new(Source {
+            name: loaded.source_name.clone(),
+            text: Arc::new(String::new()),
+        });
+        let e = LimitError::Bytes {
+            what: CLUSTER_FILE.what,
+            size: text.len() as u64,
+            limit: CLUSTER_FILE.max_bytes,
+        };
+        return Err(Diagnostics::single(
+            source,
+            Diagnostic::error("spec::limit", e.to_string())
+                .help("check that -f names the cluster file; a cluster file of 16,000 nodes is about 1 MiB"),
+        ));
+    }
+    // The index stops at the depth and value budget, so it is built before anything else parses.
+    let index = PathIndex::build(text);
     let source = Arc::new(Source {
         name: loaded.source_name.clone(),
-        text: Arc::new(redact(&loaded.source_text, &index)),
+        text: Arc::new(redact(text, &index)),
     });
     let mut ctx = Ctx {
         index: &index,
@@ -66,10 +87,12 @@ pub fn validate(loaded: &Loaded) -> Result<Validated, Diagnostics> {
         }
         None => None,
     };
+    let secrets = Secrets::of(&index);
     for d in std::mem::take(&mut ctx.diags) {
-        report.push(position(&index, &source, d));
+        report.push(position(&index, &source, &secrets, d));
     }
     report.sort();
+    cap_per_code(&mut report);
     match built {
         Some(cluster) if !report.has_errors() => Ok(Validated {
             cluster,
@@ -138,44 +161,156 @@ impl Ctx<'_> {
     }
 }
 
-/// The source text as shown in reports: values of keys that hold secrets (`password`, `token`, `secret`,
-/// not `…Env`) replaced by `*` of the same byte length, so positions stay valid and no secret is printed.
-fn redact(text: &str, index: &PathIndex) -> String {
-    let mut bytes: Vec<u8> = text.as_bytes().to_vec();
-    let mut changed = false;
-    for path in index.paths() {
-        let last = path
-            .rsplit(['.', '['])
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        let secret = ["password", "token", "secret"]
-            .iter()
-            .any(|w| last.contains(w))
-            && !last.ends_with("env");
-        if !secret {
-            continue;
-        }
-        if let Some(p) = index.value(path) {
-            let end = (p.offset + p.len).min(bytes.len());
-            for b in &mut bytes[p.offset.min(end)..end] {
-                if *b != b'\n' {
-                    *b = b'*';
-                }
-            }
-            changed = true;
+/// Most diagnostics of one code in a report; the rest are counted in one closing diagnostic (8,000
+/// duplicate keys are one mistake repeated, and printing each would bury the others).
+pub const MAX_PER_CODE: usize = 20;
+
+/// Keeps the first [`MAX_PER_CODE`] diagnostics of each code (the report is sorted) and adds one
+/// `spec::more` diagnostic per code that had more, saying how many were left out.
+fn cap_per_code(report: &mut Diagnostics) {
+    let mut seen: BTreeMap<&'static str, (usize, Severity)> = BTreeMap::new();
+    let items = std::mem::take(&mut report.items);
+    for d in items {
+        let e = seen.entry(d.code).or_insert((0, d.severity));
+        e.0 += 1;
+        e.1 = e.1.min(d.severity);
+        if e.0 <= MAX_PER_CODE {
+            report.items.push(d);
         }
     }
-    if !changed {
+    for (code, (n, severity)) in seen {
+        if n > MAX_PER_CODE {
+            let msg = format!(
+                "{} more `{code}` diagnostics are not shown",
+                n - MAX_PER_CODE
+            );
+            let d = match severity {
+                Severity::Error => Diagnostic::error("spec::more", msg),
+                Severity::Warning => Diagnostic::warning("spec::more", msg),
+            };
+            report.push(
+                d.help("fix the ones shown (they are likely the same mistake) and validate again"),
+            );
+        }
+    }
+}
+
+/// The source text as shown in reports: every byte range the index found to hold a secret (any value
+/// under a secret-bearing key, whatever its YAML shape, and anchored values such a key reuses) has
+/// each character replaced by `*`s of the same byte length, so positions stay valid and no secret is
+/// printed. Line breaks are kept.
+fn redact(text: &str, index: &PathIndex) -> String {
+    let ranges = index.secret_ranges();
+    if ranges.is_empty() {
         return text.to_string();
     }
-    // Replacing whole bytes of a span can split a multi-byte character at its edges; repair lossily.
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for &(s, e) in ranges {
+        let (s, e) = (s.min(text.len()), e.min(text.len()));
+        if s < at || !text.is_char_boundary(s) || !text.is_char_boundary(e) {
+            continue;
+        }
+        out.push_str(&text[at..s]);
+        for c in text[s..e].chars() {
+            if c == '\n' || c == '\r' {
+                out.push(c);
+            } else {
+                out.extend(std::iter::repeat_n('*', c.len_utf8()));
+            }
+        }
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// The secret texts of a document, for masking messages.
+pub(crate) struct Secrets<'a> {
+    exact: HashSet<&'a str>,
+    /// The longest few (at least 4 bytes), looked for inside quoted parts (bounded work).
+    longest: Vec<&'a str>,
+}
+
+impl<'a> Secrets<'a> {
+    fn of(index: &'a PathIndex) -> Self {
+        let texts = index.secret_texts();
+        Secrets {
+            exact: texts.iter().map(String::as_str).collect(),
+            longest: texts
+                .iter()
+                .map(String::as_str)
+                .filter(|t| t.len() >= 4)
+                .take(256)
+                .collect(),
+        }
+    }
+}
+
+/// `s` with every quoted part (`` `…` ``, `"…"`, `'…'`) that is, or holds, one of the `secrets` (as
+/// written, or as Rust's `{:?}` writes it) replaced by `***`: serde and the rules quote values in
+/// messages.
+pub(crate) fn mask_secrets(s: &str, secrets: &Secrets<'_>) -> String {
+    if secrets.exact.is_empty() {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(['`', '"', '\'']) {
+        let q = rest[i..].chars().next().unwrap_or('"');
+        out.push_str(&rest[..=i]);
+        let after = &rest[i + 1..];
+        // The closing quote (for `"`, not one escaped by a backslash).
+        let mut close = None;
+        let mut escaped = false;
+        for (j, c) in after.char_indices() {
+            if q == '"' && c == '\\' && !escaped {
+                escaped = true;
+                continue;
+            }
+            if c == q && !escaped {
+                close = Some(j);
+                break;
+            }
+            escaped = false;
+        }
+        let Some(j) = close else {
+            out.push_str(after);
+            return out;
+        };
+        let inner = &after[..j];
+        let unescaped = if q == '"' {
+            serde_json::from_str::<String>(&format!("\"{inner}\"")).ok()
+        } else {
+            None
+        };
+        let secret = secrets.exact.contains(inner)
+            || unescaped
+                .as_deref()
+                .is_some_and(|u| secrets.exact.contains(u))
+            || secrets.longest.iter().any(|t| {
+                inner.contains(*t) || unescaped.as_deref().is_some_and(|u| u.contains(*t))
+            });
+        if secret {
+            out.push_str("***");
+        } else {
+            out.push_str(inner);
+        }
+        out.push(q);
+        rest = &after[j + q.len_utf8()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Fills in span, line and column from the diagnostic's path: the value at the path, else (for
 /// diagnostics whose path ends in `#key`) the key, else the nearest ancestor present in the file.
-fn position(index: &PathIndex, source: &Arc<Source>, mut d: Diagnostic) -> Diagnostic {
+fn position(
+    index: &PathIndex,
+    source: &Arc<Source>,
+    secrets: &Secrets<'_>,
+    mut d: Diagnostic,
+) -> Diagnostic {
     if d.span.is_none() {
         let pos = match d.path.strip_suffix("#key").map(str::to_string) {
             Some(p) => {
@@ -198,6 +333,11 @@ fn position(index: &PathIndex, source: &Arc<Source>, mut d: Diagnostic) -> Diagn
             d.column = 1;
         }
     }
+    // Nothing quoted from a secret value, and a path ends at the secret-bearing key.
+    d.path = crate::position::secret_prefix(&d.path).unwrap_or(d.path);
+    d.message = mask_secrets(&d.message, secrets);
+    d.help = d.help.map(|h| mask_secrets(&h, secrets));
+    d.label = mask_secrets(&d.label, secrets);
     if d.label.is_empty() {
         d.label = if d.path.is_empty() {
             "here".to_string()

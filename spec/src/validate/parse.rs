@@ -7,8 +7,9 @@ use serde_yaml::Value;
 
 use super::Ctx;
 use crate::diag::Diagnostic;
+use crate::limits::{self, LimitError};
 use crate::model::{ClusterFile, API_VERSION, KIND};
-use crate::position::{join_key, PathIndex};
+use crate::position::{join_key, segments, PathIndex, Seg};
 
 /// Most schema errors reported in one run.
 pub const MAX_SCHEMA_ERRORS: usize = 50;
@@ -16,6 +17,30 @@ pub const MAX_SCHEMA_ERRORS: usize = 50;
 /// Returns the typed file when it decodes; all structural problems are pushed to `ctx`.
 pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {
     let text = ctx.loaded.source_text.as_str();
+    // The budget: characters YAML refuses, then depth and values (the index stopped at the limit).
+    if let Some((ch, at)) = limits::first_control_character(text) {
+        let e = LimitError::ControlCharacter { ch, at };
+        let mut d = Diagnostic::error("spec::control-character", e.to_string())
+            .help("remove the character (a paste from a terminal or a binary file?); write it as an escape such as \\x1b inside a double-quoted string if it is really meant")
+            .label("here");
+        d.span = Some((at.offset, ch.len_utf8()).into());
+        d.line = at.line;
+        d.column = at.column;
+        ctx.push(d);
+        return None;
+    }
+    if let Some(e) = ctx.index.limit.clone() {
+        let mut d = Diagnostic::error("spec::limit", e.to_string())
+            .help("a cluster file needs a few levels of nesting and a few values per node; check that -f names the cluster file")
+            .label("limit reached here");
+        if let Some(at) = e.at() {
+            d.span = Some((at.offset, usize::from(at.offset < text.len())).into());
+            d.line = at.line;
+            d.column = at.column;
+        }
+        ctx.push(d);
+        return None;
+    }
     if text.trim().is_empty()
         || text
             .lines()
@@ -197,6 +222,24 @@ fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFi
         ctx.push(d);
         reported = true;
         let p = pruned_path?;
+        // Every other unknown key of the same mapping is reported and removed in this pass: a file
+        // with thousands of unknown keys costs one more decode, not one per key.
+        if msg.starts_with("unknown field") {
+            if let Some(allowed) = allowed_fields(&msg) {
+                let parent = crate::position::parent(&p).unwrap_or_default();
+                for k in unknown_keys(&value, &parent, &allowed, &p) {
+                    let kp = join_key(&parent, &k);
+                    let tail = expected_tail(&msg).unwrap_or_default();
+                    let (message, help) = explain(&format!("unknown field `{k}`, {tail}"));
+                    let mut d = Diagnostic::error("spec::schema", message).help(help);
+                    d.path = format!("{}#key", unshift(&kp, &removed_elems));
+                    ctx.push(d);
+                    if remove_path(&mut value, &kp) {
+                        removed.push(kp);
+                    }
+                }
+            }
+        }
         if p.is_empty() || !remove_path(&mut value, &p) {
             return None;
         }
@@ -206,6 +249,60 @@ fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFi
         removed.push(p);
     }
     None
+}
+
+/// The field names serde lists as allowed after an unknown field: `expected one of `a`, `b``,
+/// `expected `a` or `b``, `expected `a``, or none (`there are no fields`). `None` when the message
+/// has another form.
+fn allowed_fields(msg: &str) -> Option<Vec<String>> {
+    let rest = expected_tail(msg)?;
+    if rest == "there are no fields" {
+        return Some(Vec::new());
+    }
+    let list = rest.strip_prefix("expected ")?;
+    Some(
+        list.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// What follows the field name in an unknown-field message: `expected …` or `there are no fields`.
+fn expected_tail(msg: &str) -> Option<&str> {
+    if msg.ends_with(", there are no fields") {
+        return Some("there are no fields");
+    }
+    msg.rfind(", expected ").map(|i| &msg[i + 2..])
+}
+
+/// The string keys of the mapping at `parent` in `v` that are not in `allowed`, except the one at
+/// `reported` (already reported), in file order.
+fn unknown_keys(v: &Value, parent: &str, allowed: &[String], reported: &str) -> Vec<String> {
+    let Some(segs) = segments(parent) else {
+        return Vec::new();
+    };
+    let mut cur = v;
+    for s in &segs {
+        let next = match (s, cur) {
+            (Seg::Key(k), Value::Mapping(m)) => m.get(&**k),
+            (Seg::Index(i), Value::Sequence(q)) => q.get(*i),
+            _ => None,
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return Vec::new(),
+        }
+    }
+    let Value::Mapping(m) = cur else {
+        return Vec::new();
+    };
+    m.keys()
+        .filter_map(Value::as_str)
+        .filter(|k| !allowed.iter().any(|a| a == k) && join_key(parent, k) != reported)
+        .map(str::to_string)
+        .collect()
 }
 
 /// `a.b[3]` → (`a.b`, 3) when the path ends in a list index.
@@ -235,14 +332,36 @@ fn unshift(path: &str, removed_elems: &[(String, usize)]) -> String {
 }
 
 fn push_at_location(ctx: &mut Ctx<'_>, mut d: Diagnostic, e: &serde_yaml::Error) {
-    if let Some(loc) = e.location() {
-        let text = ctx.loaded.source_text.as_str();
-        let off = crate::diag::offset_of(text, loc.line(), loc.column());
+    let text = ctx.loaded.source_text.as_str();
+    let at = match e.location() {
+        Some(loc) => Some((
+            crate::diag::offset_of(text, loc.line(), loc.column()),
+            loc.line(),
+            loc.column(),
+        )),
+        // The YAML reader's errors give a byte offset in the message instead: "… at position N".
+        None => byte_position(&e.to_string()).map(|off| {
+            let off = off.min(text.len());
+            let (line, column) = crate::diag::line_col(text, off);
+            (off, line, column)
+        }),
+    };
+    if let Some((off, line, column)) = at {
         d.span = Some((off, usize::from(off < text.len())).into());
-        d.line = loc.line();
-        d.column = loc.column();
+        d.line = line;
+        d.column = column;
     }
     ctx.push(d);
+}
+
+/// The byte offset in a YAML reader message ending in `at position N`.
+fn byte_position(msg: &str) -> Option<usize> {
+    let i = msg.rfind(" at position ")?;
+    let digits: String = msg[i + 13..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// Turns a serde message into (message, help).
@@ -351,57 +470,6 @@ fn show(v: &Value) -> String {
     }
 }
 
-/// Path segments: `a.b[1]["x.y"]` → [Key a, Key b, Index 1, Key x.y].
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-fn segments(path: &str) -> Option<Vec<Seg>> {
-    let mut out = Vec::new();
-    let b = path.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'.' => i += 1,
-            b'[' => {
-                if b.get(i + 1) == Some(&b'"') {
-                    // A Debug-quoted key: find the closing `"]` honouring backslash escapes.
-                    let mut j = i + 2;
-                    let mut esc = false;
-                    while j < b.len() {
-                        if esc {
-                            esc = false;
-                        } else if b[j] == b'\\' {
-                            esc = true;
-                        } else if b[j] == b'"' {
-                            break;
-                        }
-                        j += 1;
-                    }
-                    let quoted = path.get(i + 1..=j)?;
-                    let key: String = serde_json::from_str(quoted).ok()?;
-                    out.push(Seg::Key(key));
-                    i = j + 2;
-                } else {
-                    let end = path[i..].find(']')? + i;
-                    out.push(Seg::Index(path[i + 1..end].parse().ok()?));
-                    i = end + 1;
-                }
-            }
-            _ => {
-                let end = path[i..]
-                    .find(['.', '['])
-                    .map(|e| e + i)
-                    .unwrap_or(path.len());
-                out.push(Seg::Key(path[i..end].to_string()));
-                i = end;
-            }
-        }
-    }
-    Some(out)
-}
-
 /// Removes the entry at `path` from `v`. Returns false when it is not there.
 fn remove_path(v: &mut Value, path: &str) -> bool {
     let Some(segs) = segments(path) else {
@@ -413,7 +481,7 @@ fn remove_path(v: &mut Value, path: &str) -> bool {
     let mut cur = v;
     for s in init {
         let next = match (s, cur) {
-            (Seg::Key(k), Value::Mapping(m)) => m.get_mut(k.as_str()),
+            (Seg::Key(k), Value::Mapping(m)) => m.get_mut(&**k),
             (Seg::Index(i), Value::Sequence(q)) => q.get_mut(*i),
             _ => None,
         };
@@ -423,7 +491,7 @@ fn remove_path(v: &mut Value, path: &str) -> bool {
         }
     }
     match (last, cur) {
-        (Seg::Key(k), Value::Mapping(m)) => m.remove(k.as_str()).is_some(),
+        (Seg::Key(k), Value::Mapping(m)) => m.remove(&**k).is_some(),
         (Seg::Index(i), Value::Sequence(q)) if *i < q.len() => {
             // Keep indices stable for later path mapping: replace by an empty mapping is not type-safe, so
             // remove the element; later errors in this list may then be attributed one index early.
