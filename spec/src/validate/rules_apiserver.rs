@@ -201,7 +201,7 @@ pub(crate) fn check(
                         ok = false;
                         ctx.push(
                             Diagnostic::error("spec::audit-policy", format!("audit policy file {:?} is not a valid audit.k8s.io/v1 Policy: {why}", au.policy))
-                                .help("fix the policy file, or use `policy: default` for the built-in policy")
+                                .help("fix the policy file (what it holds is never quoted here), or use `policy: default` for the built-in policy")
                                 .at("spec.apiServer.audit.policy"),
                         );
                     }
