@@ -145,26 +145,142 @@ pub(crate) fn mirror_parts(prefix: &str) -> Result<(String, String), String> {
     Ok((host.to_string(), path.to_string()))
 }
 
-/// The PEM text of a referenced CA file, or an error at `path`.
+/// Why a CA file is refused. Nothing from the file is quoted but the labels PEM defines.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CaFileError {
+    /// A private key block: the file would be copied to every node, readable by all.
+    #[error("holds a private key (a `{label}` block at line {line})")]
+    PrivateKey {
+        /// The block's label, one of the private-key labels.
+        label: &'static str,
+        /// Its line.
+        line: usize,
+    },
+    /// A PEM block that is not a certificate (public key, CRL, parameters, or unknown).
+    #[error("holds a PEM block at line {line} that is not a certificate")]
+    NotCertificate {
+        /// Its line.
+        line: usize,
+    },
+    /// A certificate block that is cut short or holds something but base64.
+    #[error("holds a malformed certificate block at line {line}")]
+    Malformed {
+        /// Its line.
+        line: usize,
+    },
+    /// No certificate at all.
+    #[error("holds no PEM certificate")]
+    NoCertificate,
+}
+
+/// The labels of PEM blocks that hold private keys (RFC 7468 and OpenSSL/OpenSSH's own).
+const PRIVATE_KEY_LABELS: &[&str] = &[
+    "PRIVATE KEY",
+    "ENCRYPTED PRIVATE KEY",
+    "RSA PRIVATE KEY",
+    "DSA PRIVATE KEY",
+    "EC PRIVATE KEY",
+    "OPENSSH PRIVATE KEY",
+    "ANY PRIVATE KEY",
+];
+
+/// The certificate blocks of a CA file, and nothing else: every PEM block must be a `CERTIFICATE`
+/// with a base64 body; text between blocks (the comments of a CA bundle) is allowed but not kept.
+/// Returns the blocks, each `-----BEGIN CERTIFICATE-----` … `-----END CERTIFICATE-----\n`.
+/// Errors: a private key or any other block (refused whatever else the file holds), a malformed
+/// certificate block, or no certificate.
+pub(crate) fn certificates_only(text: &str) -> Result<String, CaFileError> {
+    let mut out = String::new();
+    let mut open: Option<usize> = None;
+    let mut body_ok = true;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        let n = i + 1;
+        if let Some(label) = line
+            .strip_prefix("-----BEGIN ")
+            .and_then(|l| l.strip_suffix("-----"))
+        {
+            if label.contains("PRIVATE KEY") {
+                // Named by the known label only: the line is the file's content.
+                let label = PRIVATE_KEY_LABELS
+                    .iter()
+                    .find(|k| **k == label)
+                    .copied()
+                    .unwrap_or("PRIVATE KEY");
+                return Err(CaFileError::PrivateKey { label, line: n });
+            }
+            if label != "CERTIFICATE" {
+                return Err(CaFileError::NotCertificate { line: n });
+            }
+            if open.is_some() {
+                return Err(CaFileError::Malformed { line: n });
+            }
+            open = Some(n);
+            body_ok = true;
+            out.push_str("-----BEGIN CERTIFICATE-----\n");
+            continue;
+        }
+        if let Some(label) = line
+            .strip_prefix("-----END ")
+            .and_then(|l| l.strip_suffix("-----"))
+        {
+            let Some(start) = open.take() else {
+                return Err(CaFileError::Malformed { line: n });
+            };
+            if label != "CERTIFICATE" || !body_ok || out.ends_with("-----\n") {
+                return Err(CaFileError::Malformed { line: start });
+            }
+            out.push_str("-----END CERTIFICATE-----\n");
+            continue;
+        }
+        if open.is_some() {
+            if line.is_empty() {
+                continue;
+            }
+            if !line
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+            {
+                body_ok = false;
+            }
+            out.push_str(line);
+            out.push('\n');
+        } else if line.contains("PRIVATE KEY") {
+            // A key pasted without its BEGIN line, or a header naming one: refused as well.
+            return Err(CaFileError::PrivateKey {
+                label: "PRIVATE KEY",
+                line: n,
+            });
+        }
+    }
+    if let Some(start) = open {
+        return Err(CaFileError::Malformed { line: start });
+    }
+    if out.is_empty() {
+        return Err(CaFileError::NoCertificate);
+    }
+    Ok(out)
+}
+
+/// The certificates of a referenced CA file ([`certificates_only`]: what is passed on, to the nodes
+/// and the registry client), or an error at `path` naming the file.
 pub(crate) fn pem_file(ctx: &mut Ctx<'_>, file: &str, path: &str, what: &str) -> Option<String> {
     match ctx.loaded.referenced.get(file) {
-        Some(Referenced::Text(t))
-            if t.contains("-----BEGIN CERTIFICATE-----")
-                && t.contains("-----END CERTIFICATE-----") =>
-        {
-            Some(t.clone())
-        }
-        Some(Referenced::Text(_)) => {
-            ctx.push(
-                Diagnostic::error(
-                    "spec::ca-file",
-                    format!("{what} file {file:?} holds no PEM certificate"),
-                )
-                .help("give a PEM file with a `-----BEGIN CERTIFICATE-----` block")
-                .at(path),
-            );
-            None
-        }
+        Some(Referenced::Text(t)) => match certificates_only(t) {
+            Ok(pem) => Some(pem),
+            Err(e) => {
+                let help = match e {
+                    CaFileError::PrivateKey { .. } => "a CA file is copied to every node and readable by all: give only the CA's certificate (`openssl x509 -in FILE -out ca.crt`), never its key",
+                    _ => "give a PEM file of `-----BEGIN CERTIFICATE-----` blocks only",
+                };
+                ctx.push(
+                    Diagnostic::error("spec::ca-file", format!("{what} file {file:?} {e}"))
+                        .help(help)
+                        .at(path),
+                );
+                None
+            }
+        },
         Some(Referenced::Unreadable(why)) => {
             ctx.push(
                 Diagnostic::error(
@@ -184,5 +300,57 @@ pub(crate) fn pem_file(ctx: &mut Ctx<'_>, file: &str, path: &str, what: &str) ->
             );
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CERT: &str =
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\nZm9vYmFy\n-----END CERTIFICATE-----\n";
+
+    #[test]
+    fn a_ca_file_holds_certificates_only() {
+        assert_eq!(certificates_only(CERT).as_deref(), Ok(CERT));
+        // A bundle with comments between blocks: the blocks are kept, the comments are not.
+        let bundle = format!("# Example Root CA\n{CERT}\nsubject=CN=x\n{CERT}");
+        assert_eq!(certificates_only(&bundle), Ok(format!("{CERT}{CERT}")));
+        assert_eq!(
+            certificates_only(&format!("{CERT}\r\n")).as_deref(),
+            Ok(CERT)
+        );
+        for (key, label) in [
+            ("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n", "PRIVATE KEY"),
+            ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n", "RSA PRIVATE KEY"),
+            ("-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n", "EC PRIVATE KEY"),
+            ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n", "OPENSSH PRIVATE KEY"),
+            ("-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----\n", "ENCRYPTED PRIVATE KEY"),
+        ] {
+            // Before or after the certificate, the key is refused and named.
+            for text in [format!("{CERT}{key}"), format!("{key}{CERT}")] {
+                match certificates_only(&text) {
+                    Err(CaFileError::PrivateKey { label: l, .. }) => assert_eq!(l, label),
+                    other => panic!("{text}: {other:?}"),
+                }
+            }
+        }
+        assert!(matches!(
+            certificates_only(&format!(
+                "{CERT}-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"
+            )),
+            Err(CaFileError::NotCertificate { line: 5 })
+        ));
+        assert!(matches!(
+            certificates_only(
+                "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n"
+            ),
+            Err(CaFileError::Malformed { line: 1 })
+        ));
+        assert!(matches!(
+            certificates_only("-----BEGIN CERTIFICATE-----\nMIIB\n"),
+            Err(CaFileError::Malformed { line: 1 })
+        ));
+        assert_eq!(certificates_only("hello"), Err(CaFileError::NoCertificate));
     }
 }
