@@ -4,11 +4,15 @@
 //!
 //! Modules are owned by area: `netns` (CNI), `docker` (node containers and the node image), `registry`
 //! (OCI registry on loopback), `apiserver` (recording Kubernetes API server on loopback, lifecycle), `cli`
-//! (running the clusterctl binary, cluster files for test nodes, stand-in installation; lifecycle).
+//! (running the clusterctl binary, cluster files for test nodes, stand-in installation; lifecycle), `k8sbin`
+//! (upstream Kubernetes programs built from their Go modules by `scripts/k8s/build.sh`) and `envtest` (a
+//! real etcd + kube-apiserver on loopback for API tests).
 
 pub mod apiserver;
 pub mod cli;
 pub mod docker;
+pub mod envtest;
+pub mod k8sbin;
 pub mod netns;
 pub mod registry;
 

@@ -1,0 +1,7 @@
+//! The integration tests of `clusterctl-testbed`, in one test binary: the harness modules that run
+//! real programs (`envtest`), and tests that need several crates against a real control plane (the
+//! CNI agent's RBAC and token from render, phases and kubeapi; the `labels` phase's decisions).
+
+mod agent_rbac;
+mod envtest;
+mod labels_converge;
