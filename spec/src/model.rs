@@ -55,6 +55,11 @@ pub struct ClusterSpec {
     /// The container runtime on every node.
     #[serde(default)]
     pub runtime: Runtime,
+    /// What the nodes are: `host` (default: machines, VMs or privileged containers) or
+    /// `unprivileged-container` (node containers without `--privileged`, whose kernel settings are the
+    /// host's and read-only). See [`NodeEnvironment`] for what the second one changes.
+    #[serde(default)]
+    pub node_environment: NodeEnvironment,
     /// A registry mirror under which every image is stored (rewrite prefix).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registry: Option<Registry>,
@@ -314,6 +319,22 @@ pub struct Runtime {
     pub host_cgroup_version: Option<CgroupVersion>,
 }
 
+/// `spec.nodeEnvironment`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeEnvironment {
+    /// Machines, VMs or privileged containers: nothing special.
+    #[default]
+    Host,
+    /// Unprivileged containers (no `--privileged`, no CAP_SYS_RESOURCE; kind's rootless mode is the
+    /// model). containerd gets `restrict_oom_score_adj = true` and, on its runc runtime,
+    /// `privileged_without_host_devices = true`; kube-proxy `conntrack.maxPerCore: 0` (nf_conntrack_max
+    /// is host-wide and read-only); every node gets a `/dev/kmsg` link to `/dev/null` (systemd-tmpfiles)
+    /// and a unit that shows the kubelet the kernel values it insists on (`vm.overcommit_memory`,
+    /// `kernel.panic`, …) through read-only bind mounts instead of changing the host's. containerd only.
+    UnprivilegedContainer,
+}
+
 /// `spec.runtime.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -534,6 +555,12 @@ pub struct Kubelet {
     /// `failCgroupV1`: set `false` to run Kubernetes ≥ 1.35 on cgroup v1 hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fail_cgroup_v1: Option<bool>,
+    /// `resolvConf`: the resolver file the kubelet gives pods with `dnsPolicy: Default` (CoreDNS among
+    /// them), an absolute path on every node. Default: the kubelet's (`/etc/resolv.conf`, or systemd-resolved's
+    /// upstream file, which kubeadm picks). Set it when the nodes' `/etc/resolv.conf` names only a
+    /// loopback resolver (Docker's embedded DNS `127.0.0.11`), which CoreDNS would forward to itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolv_conf: Option<String>,
 }
 
 /// `spec.ssh`: defaults for every node of the `ssh` provider.
@@ -550,7 +577,8 @@ pub struct SshDefaults {
     #[serde(default = "default_ssh_port")]
     pub port: u16,
     /// Host-key policy: `strict` (known_hosts must match), `accept-new` (default, as OpenSSH
-    /// `StrictHostKeyChecking=accept-new`) or `insecure` (no check; labs only).
+    /// `StrictHostKeyChecking=accept-new`); `insecure` is read only to be refused by validation
+    /// (clusterctl always checks host keys).
     #[serde(default)]
     pub host_key_policy: HostKeyPolicy,
     /// How many times connection set-up to a node (TCP connect, handshake, authentication) is tried
@@ -591,7 +619,8 @@ pub enum HostKeyPolicy {
     /// Unknown hosts are added; changed keys are refused.
     #[default]
     AcceptNew,
-    /// No check at all.
+    /// Refused by validation: clusterctl always checks host keys (kept so that the file decodes and
+    /// the error points at the field and says what to use instead).
     Insecure,
 }
 

@@ -11,7 +11,7 @@ use ipnet::IpNet;
 
 use super::Ctx;
 use crate::diag::Diagnostic;
-use crate::model::{ClusterFile, Node, Provider, Role};
+use crate::model::{ClusterFile, HostKeyPolicy, Node, Provider, Role};
 use crate::syntax;
 use crate::valid::{SshTarget, ValidNode};
 
@@ -311,6 +311,11 @@ fn check_node_provider(
                     .help("give a key file path or remove the field")
                     .at(format!("{p}.ssh.keyFile")),
             );
+        }
+        if s.host_key_policy == Some(HostKeyPolicy::Insecure) {
+            ctx.push(super::rules_runtime::insecure_host_keys(&format!(
+                "{p}.ssh.hostKeyPolicy"
+            )));
         }
     }
     if let Some(ifname) = &node.vip_interface {

@@ -11,7 +11,8 @@ use super::Ctx;
 use crate::diag::Diagnostic;
 use crate::mirror::ImageRef;
 use crate::model::{
-    Airgap, AirgapPackage, CgroupVersion, ClusterFile, DockerProvider, Provider, RuntimeKind,
+    Airgap, AirgapPackage, CgroupVersion, ClusterFile, DockerProvider, HostKeyPolicy,
+    NodeEnvironment, Provider, RuntimeKind,
 };
 use crate::syntax;
 use crate::versions::{self, VersionInfo};
@@ -25,14 +26,60 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&Vers
                 .at("spec.runtime.kind"),
         );
     }
+    check_node_environment(ctx, file);
     check_kubelet(ctx, file, version);
     check_ssh(ctx, file);
     check_docker(ctx, file);
     check_airgap(ctx, file);
 }
 
+/// `nodeEnvironment: unprivileged-container` is rendered for containerd only; docker-provider nodes
+/// run unprivileged (`runOptions.privileged: false`) need it.
+fn check_node_environment(ctx: &mut Ctx<'_>, file: &ClusterFile) {
+    let spec = &file.spec;
+    let unprivileged = spec.node_environment == NodeEnvironment::UnprivilegedContainer;
+    if unprivileged && spec.runtime.kind == RuntimeKind::Crio {
+        ctx.push(
+            Diagnostic::error(
+                "spec::node-environment",
+                "nodeEnvironment unprivileged-container is supported with containerd only",
+            )
+            .help("use `runtime: {kind: containerd}`, or run CRI-O nodes on hosts or privileged containers")
+            .at("spec.nodeEnvironment"),
+        );
+    }
+    if !unprivileged
+        && spec.provider == Provider::Docker
+        && spec.docker.run_options.privileged == Some(false)
+    {
+        ctx.push(
+            Diagnostic::warning(
+                "spec::node-environment",
+                "unprivileged docker nodes need containerd, kube-proxy and kubelet settings that `nodeEnvironment: host` does not render",
+            )
+            .help("set `nodeEnvironment: unprivileged-container` (docs/spec.md says what it changes)")
+            .at("spec.docker.runOptions.privileged"),
+        );
+    }
+}
+
 fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&VersionInfo>) {
     let k = &file.spec.kubelet;
+    if let Some(p) = &k.resolv_conf {
+        let ok = p.starts_with('/')
+            && p.len() > 1
+            && !p.chars().any(|c| c.is_whitespace() || c.is_control());
+        if !ok {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::kubelet",
+                    format!("resolvConf {p:?} is not an absolute path"),
+                )
+                .help("write the absolute path of a resolv.conf file on every node, e.g. `/etc/kubernetes/resolv.conf`")
+                .at("spec.kubelet.resolvConf"),
+            );
+        }
+    }
     if let Some(m) = k.max_pods {
         if m == 0 || m > 5000 {
             ctx.push(
@@ -221,6 +268,9 @@ fn check_ssh(ctx: &mut Ctx<'_>, file: &ClusterFile) {
                 .at("spec.ssh.keyFile"),
         );
     }
+    if s.host_key_policy == HostKeyPolicy::Insecure {
+        ctx.push(insecure_host_keys("spec.ssh.hostKeyPolicy"));
+    }
     if !(1..=20).contains(&s.connect_attempts) {
         ctx.push(
             Diagnostic::error(
@@ -231,6 +281,18 @@ fn check_ssh(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             .at("spec.ssh.connectAttempts"),
         );
     }
+}
+
+/// `hostKeyPolicy: insecure` is refused: clusterctl never connects to a host whose key differs from
+/// the one recorded (that is what a man-in-the-middle looks like), and it never runs commands as root
+/// on a host it has not identified. `accept-new` records unknown hosts and refuses changed keys.
+pub(crate) fn insecure_host_keys(path: &str) -> Diagnostic {
+    Diagnostic::error(
+        "spec::host-key-policy",
+        "hostKeyPolicy `insecure` is not supported: clusterctl always checks host keys and never connects to a host whose key differs from known_hosts",
+    )
+    .help("use `accept-new` (unknown hosts are recorded on first contact, changed keys refused) or `strict`; after re-installing a host, remove its old key with `ssh-keygen -R HOST`")
+    .at(path)
 }
 
 fn check_docker(ctx: &mut Ctx<'_>, file: &ClusterFile) {
