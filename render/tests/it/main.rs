@@ -6,5 +6,6 @@ mod upstream;
 
 mod golden;
 mod node_labels;
+mod real_kubeadm;
 mod strict_upstream;
 mod targeted;
