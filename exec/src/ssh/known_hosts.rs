@@ -1,8 +1,11 @@
 //! Host-key checking for the SSH transport against an OpenSSH `known_hosts` file (format of sshd(8),
-//! section SSH_KNOWN_HOSTS FILE FORMAT; hashed entries are understood through libssh2). A key that
-//! differs from the recorded one is always refused; an unknown host is refused under
-//! [`HostKeyPolicy::Strict`] and recorded (appended, file mode 0600) under
-//! [`HostKeyPolicy::TrustOnFirstUse`].
+//! section SSH_KNOWN_HOSTS FILE FORMAT; hashed entries are understood through libssh2). Keys are
+//! compared by the algorithm the server offers: the offered key against the entries of its own
+//! algorithm only. A key that differs from the recorded one of its algorithm is always refused; a
+//! host recorded only with keys of other algorithms is refused too, naming both (the keys cannot be
+//! compared, and recording the new one would let anyone offering another algorithm past the pin);
+//! an unknown host is refused under [`HostKeyPolicy::Strict`] and recorded (appended, file mode 0600)
+//! under [`HostKeyPolicy::TrustOnFirstUse`]. There is no policy without a check.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -14,8 +17,8 @@ use ssh2::{CheckResult, HostKeyType, KnownHostFileKind, Session};
 
 use crate::transport::ExecError;
 
-/// What to do with a host whose key is not in the known_hosts file. A changed key is refused under
-/// every policy.
+/// What to do with a host that is not in the known_hosts file. A changed key, and a host known only
+/// by other algorithms' keys, are refused under every policy; no policy skips the check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HostKeyPolicy {
     /// Refuse hosts not in the file (the default, as OpenSSH's `StrictHostKeyChecking=yes`).
@@ -50,8 +53,125 @@ pub fn host_pattern(host: &str, port: u16) -> String {
 /// Serialises appends to known_hosts files within this process.
 static APPEND: Mutex<()> = Mutex::new(());
 
+/// Largest known_hosts file read (a line is about 100 bytes).
+const MAX_KNOWN_HOSTS_BYTES: u64 = 16 * 1024 * 1024;
+
+/// How the offered key compares with a known_hosts file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// An entry of the offered algorithm for this host holds this key.
+    Match,
+    /// Entries of the offered algorithm for this host hold other keys.
+    Mismatch,
+    /// The host is recorded only with keys of these other algorithms (sorted).
+    OtherAlgorithms(Vec<String>),
+    /// The host is not recorded.
+    NotFound,
+}
+
+/// The key type field of a known_hosts line (`ssh-ed25519`, …), skipping a `@marker`; `None` for
+/// blank and comment lines.
+fn line_key_type(line: &str) -> Option<&str> {
+    let t = line.trim();
+    if t.is_empty() || t.starts_with('#') {
+        return None;
+    }
+    let mut fields = t.split_whitespace();
+    let mut first = fields.next()?;
+    if first.starts_with('@') {
+        first = fields.next()?;
+    }
+    let _hosts = first;
+    fields.next()
+}
+
+/// Compares `key` (of algorithm `tname`), offered by `host:port`, with the known_hosts `text`: only
+/// with the entries of that algorithm, then, when none is for this host, finds which other
+/// algorithms are recorded for it. `sess` provides libssh2's parser and matcher (hashed names
+/// included). Errors: a line libssh2 cannot read (with its number).
+pub fn compare(
+    sess: &Session,
+    text: &str,
+    host: &str,
+    port: u16,
+    key: &[u8],
+    tname: &str,
+) -> Result<Verdict, String> {
+    let mut by_type: std::collections::BTreeMap<&str, ssh2::KnownHosts> =
+        std::collections::BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(kt) = line_key_type(line) else {
+            continue;
+        };
+        let kh = match by_type.entry(kt) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(
+                sess.known_hosts()
+                    .map_err(|e| format!("known_hosts: {e}"))?,
+            ),
+        };
+        kh.read_str(line, KnownHostFileKind::OpenSSH)
+            .map_err(|e| format!("line {}: {e}", i + 1))?;
+    }
+    if let Some(kh) = by_type.get(tname) {
+        match kh.check_port(host, port, key) {
+            CheckResult::Match => return Ok(Verdict::Match),
+            CheckResult::Mismatch => return Ok(Verdict::Mismatch),
+            CheckResult::Failure => return Err("libssh2 could not check the key".into()),
+            CheckResult::NotFound => {}
+        }
+    }
+    let others: Vec<String> = by_type
+        .iter()
+        .filter(|(t, _)| **t != tname)
+        .filter(|(_, kh)| matches!(kh.check_port(host, port, key), CheckResult::Mismatch))
+        .map(|(t, _)| t.to_string())
+        .collect();
+    Ok(if others.is_empty() {
+        Verdict::NotFound
+    } else {
+        Verdict::OtherAlgorithms(others)
+    })
+}
+
+/// The text of the known_hosts file at `path`, `None` when it does not exist. The file is opened
+/// without blocking and must be a regular file (a FIFO or device is refused, never waited on).
+fn read_known_hosts(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("reading {}: {e}", path.display())),
+    };
+    let meta = f
+        .metadata()
+        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{} is not a regular file (a FIFO, device or directory is never read)",
+            path.display()
+        ));
+    }
+    let mut text = String::new();
+    f.take(MAX_KNOWN_HOSTS_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+    if text.len() as u64 > MAX_KNOWN_HOSTS_BYTES {
+        return Err(format!(
+            "{} is larger than {MAX_KNOWN_HOSTS_BYTES} bytes",
+            path.display()
+        ));
+    }
+    Ok(Some(text))
+}
+
 /// Checks the host key `sess` negotiated with `host:port` against `file` under `policy`.
-/// Errors: [`ExecError::HostKey`] for a changed key, or an unknown one under `Strict`.
+/// Errors: [`ExecError::HostKey`] for a changed key, a host recorded only with other algorithms'
+/// keys (naming the offered and the recorded ones), or an unknown one under `Strict`.
 pub fn verify(
     sess: &Session,
     node: &str,
@@ -69,35 +189,38 @@ pub fn verify(
         .ok_or_else(|| refuse("the server sent no host key".into()))?;
     let tname = key_type_name(ktype).ok_or_else(|| refuse("unknown host key type".into()))?;
     let _guard = APPEND.lock().unwrap_or_else(|p| p.into_inner());
-    let mut kh = sess
-        .known_hosts()
-        .map_err(|e| refuse(format!("known_hosts: {e}")))?;
-    if file.exists() {
-        kh.read_file(file, KnownHostFileKind::OpenSSH)
-            .map_err(|e| refuse(format!("reading {}: {e}", file.display())))?;
-    }
-    match kh.check_port(host, port, key) {
-        CheckResult::Match => Ok(()),
-        CheckResult::Mismatch => Err(refuse(format!(
-            "the {tname} key presented by {} differs from the one recorded in {} \
+    let text = read_known_hosts(file).map_err(refuse)?.unwrap_or_default();
+    let verdict = compare(sess, &text, host, port, key, tname)
+        .map_err(|e| refuse(format!("reading {}: {e}", file.display())))?;
+    let who = host_pattern(host, port);
+    match verdict {
+        Verdict::Match => Ok(()),
+        Verdict::Mismatch => Err(refuse(format!(
+            "the {tname} key presented by {who} differs from the {tname} key recorded in {} \
              (possible man-in-the-middle; remove the old entry only if the host was really re-installed)",
-            host_pattern(host, port),
             file.display()
         ))),
-        CheckResult::Failure => Err(refuse(format!("checking against {} failed", file.display()))),
-        CheckResult::NotFound => match policy {
+        Verdict::OtherAlgorithms(recorded) => Err(refuse(format!(
+            "{who} offers a {tname} host key, but {} records only {} for it, so the keys cannot be \
+             compared (not recorded either: that would let any server offering another algorithm past \
+             the recorded key); check the host's {tname} key out of band (`ssh-keyscan -t {tname} {host}` \
+             and its fingerprint on the host) and add its line to {}",
+            file.display(),
+            recorded.join(", "),
+            file.display()
+        ))),
+        Verdict::NotFound => match policy {
             HostKeyPolicy::Strict => Err(refuse(format!(
-                "{} is not in {} (add its key, or use the trust-on-first-use policy)",
-                host_pattern(host, port),
+                "{who} is not in {} (add its key, or use the trust-on-first-use policy)",
                 file.display()
             ))),
             HostKeyPolicy::TrustOnFirstUse => {
                 let line = format!(
-                    "{} {tname} {}\n",
-                    host_pattern(host, port),
+                    "{who} {tname} {}\n",
                     base64::engine::general_purpose::STANDARD.encode(key)
                 );
-                append(file, &line).map_err(|e| refuse(format!("recording key in {}: {e}", file.display())))
+                append(file, &line)
+                    .map_err(|e| refuse(format!("recording key in {}: {e}", file.display())))
             }
         },
     }
@@ -127,5 +250,84 @@ mod tests {
         assert_eq!(host_pattern("10.0.0.1", 22), "10.0.0.1");
         assert_eq!(host_pattern("10.0.0.1", 2222), "[10.0.0.1]:2222");
         assert_eq!(key_type_name(HostKeyType::Ed25519), Some("ssh-ed25519"));
+    }
+
+    /// An SSH wire-format public key blob of type `t` (its payload need not be a real key).
+    fn blob(t: &str, payload: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for part in [t.as_bytes(), payload] {
+            b.extend_from_slice(&(part.len() as u32).to_be_bytes());
+            b.extend_from_slice(part);
+        }
+        b
+    }
+
+    fn line(host: &str, t: &str, key: &[u8]) -> String {
+        format!(
+            "{host} {t} {}\n",
+            base64::engine::general_purpose::STANDARD.encode(key)
+        )
+    }
+
+    #[test]
+    fn keys_are_compared_by_the_offered_algorithm() {
+        let sess = Session::new().expect("session");
+        let ed = blob("ssh-ed25519", &[7; 32]);
+        let ed_other = blob("ssh-ed25519", &[9; 32]);
+        let rsa = blob("ssh-rsa", &[1; 64]);
+        let ecdsa = blob("ecdsa-sha2-nistp256", &[4; 65]);
+        let check = |text: &str, host: &str, port: u16| {
+            compare(&sess, text, host, port, &ed, "ssh-ed25519").expect("compares")
+        };
+        // Issue 17, finding 13: only the host's RSA key recorded, ed25519 offered. Not a mismatch:
+        // the algorithms are named.
+        let only_rsa = line("10.0.0.1", "ssh-rsa", &rsa);
+        assert_eq!(
+            check(&only_rsa, "10.0.0.1", 22),
+            Verdict::OtherAlgorithms(vec!["ssh-rsa".into()])
+        );
+        let both_others = format!(
+            "# comment\n\n{only_rsa}{}",
+            line("10.0.0.1", "ecdsa-sha2-nistp256", &ecdsa)
+        );
+        assert_eq!(
+            check(&both_others, "10.0.0.1", 22),
+            Verdict::OtherAlgorithms(vec!["ecdsa-sha2-nistp256".into(), "ssh-rsa".into()])
+        );
+        // The same algorithm, another key: a mismatch whatever else is recorded.
+        let changed = format!("{only_rsa}{}", line("10.0.0.1", "ssh-ed25519", &ed_other));
+        assert_eq!(check(&changed, "10.0.0.1", 22), Verdict::Mismatch);
+        let same = format!("{only_rsa}{}", line("10.0.0.1", "ssh-ed25519", &ed));
+        assert_eq!(check(&same, "10.0.0.1", 22), Verdict::Match);
+        // Another host, another port.
+        assert_eq!(check(&same, "10.0.0.2", 22), Verdict::NotFound);
+        let ported = line("[10.0.0.1]:2222", "ssh-ed25519", &ed);
+        assert_eq!(check(&ported, "10.0.0.1", 2222), Verdict::Match);
+        assert_eq!(check("", "10.0.0.1", 22), Verdict::NotFound);
+        // A line libssh2 cannot read is an error naming it.
+        let e = compare(
+            &sess,
+            "10.0.0.1 ssh-ed25519 !!!\n",
+            "10.0.0.1",
+            22,
+            &ed,
+            "ssh-ed25519",
+        )
+        .expect_err("bad line");
+        assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn a_known_hosts_file_that_is_not_regular_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("known_hosts");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(st.success());
+        let e = read_known_hosts(&fifo).expect_err("a FIFO");
+        assert!(e.contains("not a regular file"), "{e}");
+        assert_eq!(read_known_hosts(&dir.path().join("none")), Ok(None));
     }
 }

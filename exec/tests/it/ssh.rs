@@ -295,6 +295,47 @@ fn host_keys_strict_tofu_and_changed() {
     assert!(matches!(err, ExecError::HostKey { .. }), "{err}");
 }
 
+#[test]
+fn a_host_known_only_by_another_algorithm_is_refused_naming_both() {
+    // Issue 17, finding 13: known_hosts holds only the host's current key of another algorithm
+    // (its ECDSA key; the server offers ed25519 first). Not "differs … man-in-the-middle": the keys
+    // cannot be compared, so it is refused under both policies, naming both algorithms, and nothing
+    // is recorded.
+    let Some(c) = cluster("sshalg") else { return };
+    let node = &c.nodes[0];
+    let kh = c.dir().join("ecdsa_only_known_hosts");
+    let ecdsa = node.known_hosts_line("ecdsa").unwrap();
+    std::fs::write(&kh, format!("{ecdsa}\n")).unwrap();
+    for policy in [HostKeyPolicy::Strict, HostKeyPolicy::TrustOnFirstUse] {
+        let mut o = node.ssh_options();
+        o.known_hosts = kh.clone();
+        o.host_key_policy = policy;
+        let err = SshTransport::connect(node.ssh_target("root"), o).unwrap_err();
+        match &err {
+            ExecError::HostKey { reason, .. } => {
+                assert!(
+                    reason.contains("offers a ssh-ed25519 host key")
+                        && reason.contains("records only ecdsa-sha2-nistp256"),
+                    "{reason}"
+                );
+                assert!(!reason.contains("man-in-the-middle"), "{reason}");
+            }
+            e => panic!("expected a host key error, got {e}"),
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&kh).unwrap(), format!("{ecdsa}\n"));
+    // With the ed25519 line added beside it, the host is accepted.
+    std::fs::write(
+        &kh,
+        format!("{ecdsa}\n{}\n", node.known_hosts_line("ed25519").unwrap()),
+    )
+    .unwrap();
+    let mut o = node.ssh_options();
+    o.known_hosts = kh.clone();
+    let t = SshTransport::connect(node.ssh_target("root"), o).unwrap();
+    assert_eq!(t.run(&Cmd::new("true")).unwrap().status, 0);
+}
+
 /// An ssh-agent of our own on a socket in a temp dir, killed on drop.
 struct Agent {
     child: std::process::Child,
