@@ -10,8 +10,6 @@
 //!
 //! Everything goes through the `docker` CLI so that the harness does not depend on the code under test.
 
-mod budget;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -25,6 +23,10 @@ use sha2::{Digest, Sha256};
 
 /// The node image recipe (a POSIX shell script taking TAG SUITE MIRROR).
 pub const NODE_IMAGE_RECIPE: &str = include_str!("../node-image/build.sh");
+
+/// The node image's entrypoint (`scripts/k8s/node/node-init.sh`): remounts the container's private
+/// cgroup tree read-write, then execs its command (`/sbin/init`). Part of the image's tag.
+pub const NODE_INIT: &str = include_str!("../../scripts/k8s/node/node-init.sh");
 
 /// Label put on every container and network the test bed creates (value: the creating process id).
 pub const TESTBED_LABEL: &str = "io.clusterctl.testbed.pid";
@@ -180,6 +182,8 @@ impl NodeImage {
         let mut h = Sha256::new();
         h.update(NODE_IMAGE_RECIPE.as_bytes());
         h.update(b"\0");
+        h.update(NODE_INIT.as_bytes());
+        h.update(b"\0");
         h.update(suite.as_bytes());
         let hex = hex::encode(h.finalize());
         format!("clusterctl-node:{}", &hex[..12])
@@ -202,6 +206,7 @@ impl NodeImage {
             let dir = tempfile::tempdir()?;
             let script = dir.path().join("build.sh");
             std::fs::write(&script, NODE_IMAGE_RECIPE)?;
+            std::fs::write(dir.path().join("node-init.sh"), NODE_INIT)?;
             let lock_dir = if Path::new("/run/lock").is_dir() {
                 "/run/lock"
             } else {
@@ -286,6 +291,9 @@ pub struct ClusterOptions {
     pub extra_run_args: Vec<String>,
     /// How long to wait for each node to boot and answer on port 22.
     pub boot_timeout: Duration,
+    /// The image the nodes run instead of the node image (e.g. a node image with the Kubernetes
+    /// programs installed); `None`: [`NodeImage::ensure`]'s.
+    pub image: Option<String>,
 }
 
 impl Default for ClusterOptions {
@@ -295,11 +303,17 @@ impl Default for ClusterOptions {
             nodes: 1,
             extra_run_args: Vec::new(),
             boot_timeout: Duration::from_secs(90),
+            image: None,
         }
     }
 }
 
 /// The `docker run` options of a systemd node container (TESTBED.md), without name, network and image.
+///
+/// No `-v /sys/fs/cgroup:/sys/fs/cgroup:rw`: with `--cgroupns private` the engine mounts the node's own
+/// cgroup tree, which the image's entrypoint (`node-init.sh`, [`NODE_INIT`]) remounts read-write, so a
+/// node's systemd units (and a kubelet's pods) stay inside the node's cgroup instead of sharing the
+/// host's root cgroups (docs/testbed-kubernetes.md, "Node container").
 pub fn systemd_node_run_args() -> Vec<String> {
     [
         "--cap-add",
@@ -318,8 +332,6 @@ pub fn systemd_node_run_args() -> Vec<String> {
         "/tmp:exec",
         "--tmpfs",
         "/var/lib/containerd:exec",
-        "-v",
-        "/sys/fs/cgroup:/sys/fs/cgroup:rw",
         "--cgroupns",
         "private",
         "-e",
@@ -567,8 +579,6 @@ pub struct TestCluster {
     pub image: NodeImage,
     containers: Vec<String>,
     dir: tempfile::TempDir,
-    /// The nodes taken from this process's budget (given back after the containers are removed).
-    _budget: budget::Nodes,
 }
 
 impl TestCluster {
@@ -584,7 +594,6 @@ impl TestCluster {
     /// Builds the image if needed, creates the network, starts every node, installs the test key and
     /// waits (in parallel) for each node's systemd and sshd. On any error everything made is removed.
     pub fn start_with(opts: ClusterOptions) -> Result<TestCluster> {
-        let budget = budget::Nodes::take(opts.nodes);
         remove_stale();
         let image = NodeImage::ensure()?;
         let key = Arc::new(TestKey::generate()?);
@@ -602,7 +611,6 @@ impl TestCluster {
             image: image.clone(),
             containers: Vec::new(),
             dir,
-            _budget: budget,
         };
         cluster.gateway = network_gateway(&network)?.to_string();
         // Containers are created a few at a time in parallel (the engine serialises much of it).
@@ -623,7 +631,7 @@ impl TestCluster {
             ];
             args.extend(systemd_node_run_args());
             args.extend(opts.extra_run_args.iter().cloned());
-            args.push(image.tag.clone());
+            args.push(opts.image.clone().unwrap_or_else(|| image.tag.clone()));
             args.push("/sbin/init".into());
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             docker(&refs)?;
