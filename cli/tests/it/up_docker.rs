@@ -84,7 +84,6 @@ spec:
       tmpfs: ["/run:exec", "/run/lock", "/tmp:exec", "/var/lib/containerd:exec"]
       cgroupns: private
       extraMounts:
-        - {{hostPath: /sys/fs/cgroup, containerPath: /sys/fs/cgroup}}
         - {{hostPath: {kubeadm}, containerPath: /usr/bin/kubeadm, readOnly: true}}
         - {{hostPath: {kubelet}, containerPath: /usr/bin/kubelet, readOnly: true}}
         - {{hostPath: {kubectl}, containerPath: /usr/bin/kubectl, readOnly: true}}

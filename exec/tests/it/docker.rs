@@ -156,7 +156,9 @@ fn docker_provider_creates_finds_and_removes_labelled_nodes() {
         ("/tmp".into(), "exec".into()),
         ("/var/lib/containerd".into(), "exec".into()),
     ];
-    opts.binds = vec!["/sys/fs/cgroup:/sys/fs/cgroup:rw".into()];
+    // No bind mount of the host's /sys/fs/cgroup: the node image's entrypoint remounts the node's own,
+    // private cgroup tree read-write (tests/node-image/build.sh).
+    opts.binds = Vec::new();
     opts.volumes = Vec::new();
     opts.command = Some(vec!["/sbin/init".into()]);
     let provider = DockerProvider::new(cluster.clone(), opts).unwrap();
