@@ -2,14 +2,14 @@
 //! needs into a directory — `DIR/<node>/<absolute path on the node>` and `DIR/cluster/<path>` for
 //! cluster-wide manifests and values — with the modes the files get on the nodes, then list what was
 //! written. Rendering is offline, with assumed node facts (containerd 1.x, the file's cgroup version).
-//! It never writes outside DIR (every rendered path is checked component by component) and never writes
-//! a secret: join tokens and certificate keys stay placeholders, registry credentials are not read.
+//! It never writes outside DIR (`clusterctl_phases::local::write_tree`: every path checked first, no
+//! link inside DIR followed) and never writes a secret: join tokens and certificate keys stay placeholders, registry credentials are not read.
 //! Exit 0 on success, 2 when the file does not validate.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use miette::{miette, IntoDiagnostic, WrapErr};
+use miette::miette;
 
 /// Arguments of `clusterctl render`.
 #[derive(clap::Args, Debug)]
@@ -23,57 +23,6 @@ pub struct Args {
     /// Output directory (created if missing). Files already there are overwritten.
     #[arg(short = 'o', long = "output-dir")]
     pub output: PathBuf,
-}
-
-/// Joins a rendered path under `base`, refusing anything that could leave it: `..`, root or prefix
-/// components after the leading `/`, empty paths. Errors: the path is unsafe.
-pub fn safe_join(base: &Path, rendered: &str) -> miette::Result<PathBuf> {
-    let rel = Path::new(rendered.trim_start_matches('/'));
-    let mut out = base.to_path_buf();
-    let mut parts = 0;
-    for c in rel.components() {
-        match c {
-            Component::Normal(p) => {
-                out.push(p);
-                parts += 1;
-            }
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                return Err(miette!(
-                    "refusing to write {rendered:?}: it would leave the output directory"
-                ));
-            }
-        }
-    }
-    if parts == 0 {
-        return Err(miette!("refusing to write an empty path"));
-    }
-    Ok(out)
-}
-
-fn write_file(path: &Path, content: &[u8], mode: u32) -> miette::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .into_diagnostic()
-            .wrap_err_with(|| format!("creating {}", dir.display()))?;
-    }
-    // Never follow a symlink planted in the output directory.
-    if std::fs::symlink_metadata(path)
-        .map(|m| m.file_type().is_symlink())
-        .unwrap_or(false)
-    {
-        return Err(miette!(
-            "refusing to write through the symlink {}",
-            path.display()
-        ));
-    }
-    std::fs::write(path, content)
-        .into_diagnostic()
-        .wrap_err_with(|| format!("writing {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .into_diagnostic()
-        .wrap_err_with(|| format!("setting the mode of {}", path.display()))
 }
 
 /// Runs the command. Exit 2 for a file that does not validate; errors for I/O failures or an unsafe path.
@@ -93,26 +42,32 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
     let facts = clusterctl_render::Facts::assumed(&cluster);
     let rendered =
         clusterctl_render::render(&cluster, &facts).map_err(|e| miette!("render failed: {e}"))?;
-    // Check every path before writing anything.
-    let mut plan = Vec::new();
-    for (node, files) in &rendered.per_node {
-        let base = safe_join(&args.output, node)?;
-        for f in files {
-            plan.push((safe_join(&base, &f.path)?, f));
-        }
-    }
-    let cluster_base = args.output.join("cluster");
-    for f in &rendered.cluster {
-        plan.push((safe_join(&cluster_base, &f.path)?, f));
-    }
-    for (path, f) in &plan {
-        write_file(path, &f.content, f.mode)?;
+    // Every path checked before anything is written; no link inside DIR is ever followed.
+    let files: Vec<(String, &clusterctl_render::RenderedFile)> = rendered
+        .per_node
+        .iter()
+        .flat_map(|(node, fs)| fs.iter().map(move |f| (format!("{node}/{}", f.path), f)))
+        .chain(
+            rendered
+                .cluster
+                .iter()
+                .map(|f| (format!("cluster/{}", f.path), f)),
+        )
+        .collect();
+    let written = clusterctl_phases::local::write_tree(
+        &args.output,
+        files
+            .iter()
+            .map(|(p, f)| (p.as_str(), f.content.as_slice(), f.mode)),
+    )
+    .map_err(|e| miette!("{e}"))?;
+    for (path, (_, f)) in written.iter().zip(&files) {
         println!("wrote {} ({:o}, {:?})", path.display(), f.mode, f.purpose);
     }
     println!(
         "{}: {} files for {} nodes in {}",
         cluster.name(),
-        plan.len(),
+        written.len(),
         rendered.per_node.len(),
         args.output.display()
     );
@@ -122,22 +77,6 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn safe_join_refuses_escapes() {
-        let b = Path::new("/out");
-        assert_eq!(
-            safe_join(b, "/etc/x.conf").ok(),
-            Some(PathBuf::from("/out/etc/x.conf"))
-        );
-        assert_eq!(
-            safe_join(b, "cni/a.yaml").ok(),
-            Some(PathBuf::from("/out/cni/a.yaml"))
-        );
-        for bad in ["/etc/../../x", "../x", "", "/", "a/../../b"] {
-            assert!(safe_join(b, bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn renders_the_default_profile_into_a_directory() {
