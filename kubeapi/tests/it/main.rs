@@ -2,4 +2,5 @@
 //! per area (each a former `tests/*.rs` file) and the support modules they share.
 
 mod diagnose;
+mod real_api;
 mod recorded_api;
