@@ -70,7 +70,10 @@ start_services() {
 
 step packages install_packages
 step services start_services
-# 3. Build once, then run everything.
+# 3. Format and lints (the workspace's [workspace.lints]; warnings are errors), then build once and run
+# everything.
+step fmt cargo fmt --all -- --check
+step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 step tests cargo test --workspace --locked --no-fail-fast -- --test-threads="${TEST_THREADS:-4}"
 step benches env BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast
 

@@ -8,7 +8,12 @@ use std::path::PathBuf;
 pub enum AirgapError {
     /// An image reference that does not parse (`[registry/]repository[:tag][@sha256:hex]`).
     #[error("invalid image reference {reference:?}: {reason}")]
-    Reference { reference: String, reason: String },
+    Reference {
+        /// The reference as given.
+        reference: String,
+        /// Why it does not parse.
+        reason: String,
+    },
     /// Images whose manifests could not be fetched, each as `SOURCE [(from OVERRIDE)]: cause`; all
     /// are listed, not only the first.
     #[error("{} image(s) could not be fetched:\n  {}", .0.len(), .0.join("\n  "))]
@@ -19,47 +24,96 @@ pub enum AirgapError {
     /// Content whose sha256 differs from the digest it was asked for or listed under.
     #[error("digest mismatch for {what}: expected {expected}, got {actual}")]
     DigestMismatch {
+        /// The blob, manifest or file checked.
         what: String,
+        /// The digest it should have.
         expected: String,
+        /// The digest it has.
         actual: String,
     },
     /// The registry answered with an unexpected HTTP status (method, URL without credentials, status, body head).
     #[error("registry {method} {url} answered {status}: {body}")]
     Http {
+        /// HTTP method.
         method: String,
+        /// The URL, without credentials.
         url: String,
+        /// The HTTP status.
         status: u16,
+        /// The head of the response body.
         body: String,
     },
     /// The registry could not be reached or the transfer broke.
     #[error("registry request {url} failed: {reason}")]
-    Transport { url: String, reason: String },
+    Transport {
+        /// The URL, without credentials.
+        url: String,
+        /// What broke.
+        reason: String,
+    },
     /// Authentication failed or a challenge could not be answered.
     #[error("authentication to {registry} failed: {reason}")]
-    Auth { registry: String, reason: String },
+    Auth {
+        /// The registry host.
+        registry: String,
+        /// Why authentication failed.
+        reason: String,
+    },
     /// A manifest or index that is not valid JSON of the expected OCI/Docker shape.
     #[error("bad manifest for {what}: {reason}")]
-    Manifest { what: String, reason: String },
+    Manifest {
+        /// The image or blob the manifest belongs to.
+        what: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A bundle entry that failed verification or is unsafe; `entry` is its path in the tar.
     #[error("bundle entry {entry:?} refused: {reason}")]
-    Entry { entry: String, reason: String },
+    Entry {
+        /// The entry's path in the tar.
+        entry: String,
+        /// Why it is refused.
+        reason: String,
+    },
     /// The bundle as a whole is malformed (missing manifest, truncated, entries missing).
     #[error("bundle {path} is invalid: {reason}")]
-    Bundle { path: PathBuf, reason: String },
+    Bundle {
+        /// The bundle file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A sound bundle that does not fit the cluster file (another cluster or version, no mirror to
     /// push to); the reason says what to change.
     #[error("bundle {path} does not fit the cluster file: {reason}")]
-    Mismatch { path: PathBuf, reason: String },
+    Mismatch {
+        /// The bundle file.
+        path: PathBuf,
+        /// What does not fit, and what to change.
+        reason: String,
+    },
     /// A package source that could not be read or fetched.
     #[error("package {name}: {reason}")]
-    Package { name: String, reason: String },
+    Package {
+        /// The package's name.
+        name: String,
+        /// Why it could not be read or fetched.
+        reason: String,
+    },
     /// Loading images into a node runtime failed.
     #[error("node {node}: {reason}")]
-    Node { node: String, reason: String },
+    Node {
+        /// The node's name.
+        node: String,
+        /// What failed.
+        reason: String,
+    },
     /// Local file-system I/O (path, cause).
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },

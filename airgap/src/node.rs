@@ -31,7 +31,10 @@ pub use crio::images_present as crio_images_present;
 pub enum Runtime {
     /// containerd: `ctr -n k8s.io images import`. `ctr` is the command prefix (e.g.
     /// `ctr --address /run/containerd/containerd.sock`).
-    Containerd { ctr: String },
+    Containerd {
+        /// The `ctr` command prefix.
+        ctr: String,
+    },
     /// CRI-O: `skopeo copy oci-archive:FILE:NAME containers-storage:NAME` per image.
     Crio,
 }

@@ -85,18 +85,36 @@ pub struct FileSpec {
 pub enum ExecError {
     /// The node could not be reached or the session broke (host, reason).
     #[error("cannot reach {node}: {reason}")]
-    Connect { node: String, reason: String },
+    Connect {
+        /// The node's name.
+        node: String,
+        /// What failed (connect, handshake, authentication, a broken session).
+        reason: String,
+    },
     /// The host key presented differs from the recorded one, or is unknown under the strict policy.
     #[error("host key of {node} refused: {reason}")]
-    HostKey { node: String, reason: String },
+    HostKey {
+        /// The node's name.
+        node: String,
+        /// Why the key was refused.
+        reason: String,
+    },
     /// The command ran longer than its timeout.
     #[error("command timed out on {node} after {after:?}")]
-    Timeout { node: String, after: Duration },
+    Timeout {
+        /// The node's name.
+        node: String,
+        /// The command's time limit.
+        after: Duration,
+    },
     /// A file transfer failed (path, reason).
     #[error("transfer of {path} on {node} failed: {reason}")]
     Transfer {
+        /// The node's name.
         node: String,
+        /// The file's path on the node.
         path: String,
+        /// What failed.
         reason: String,
     },
     /// Anything else, with a message.

@@ -11,9 +11,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// containerd's CRI socket (kubeadm `criSocket`).
-pub const CONTAINERD_SOCKET: &str = "unix:///run/containerd/containerd.sock";
+pub(crate) const CONTAINERD_SOCKET: &str = "unix:///run/containerd/containerd.sock";
 /// CRI-O's CRI socket (kubeadm `criSocket`).
-pub const CRIO_SOCKET: &str = "unix:///var/run/crio/crio.sock";
+pub(crate) const CRIO_SOCKET: &str = "unix:///var/run/crio/crio.sock";
 
 /// Shared values of one render run.
 pub(crate) struct Ctx<'a> {
@@ -42,7 +42,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(
+    pub(crate) fn new(
         c: &'a ValidCluster,
         facts: &'a Facts,
         api: KubeadmApi,
@@ -82,7 +82,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The files `make` renders, rendered once per `key` for the whole run and cloned afterwards.
-    pub fn cached(
+    pub(crate) fn cached(
         &self,
         key: &str,
         make: impl FnOnce() -> Result<Vec<RenderedFile>, RenderError>,
@@ -96,12 +96,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// True when this node is the first control plane (runs `kubeadm init`).
-    pub fn is_first(&self, node: &clusterctl_spec::ValidNode) -> bool {
+    pub(crate) fn is_first(&self, node: &clusterctl_spec::ValidNode) -> bool {
         self.c.first_control_plane().name == node.name
     }
 
     /// Where nodes pull `image` from (mirror-rewritten when a mirror is set).
-    pub fn pull(&self, image: &str) -> String {
+    pub(crate) fn pull(&self, image: &str) -> String {
         self.c.image(image)
     }
 }

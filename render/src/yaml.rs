@@ -5,7 +5,7 @@ use crate::output::RenderError;
 use serde::Serialize;
 
 /// One YAML document (ends with a newline).
-pub fn doc<T: Serialize>(what: &str, value: &T) -> Result<String, RenderError> {
+pub(crate) fn doc<T: Serialize>(what: &str, value: &T) -> Result<String, RenderError> {
     serde_yaml::to_string(value).map_err(|e| RenderError::Serialize {
         what: what.to_string(),
         reason: e.to_string(),
@@ -13,7 +13,7 @@ pub fn doc<T: Serialize>(what: &str, value: &T) -> Result<String, RenderError> {
 }
 
 /// Several documents joined by `---` lines.
-pub fn docs(parts: &[String]) -> String {
+pub(crate) fn docs(parts: &[String]) -> String {
     let mut out = String::new();
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {
@@ -25,7 +25,7 @@ pub fn docs(parts: &[String]) -> String {
 }
 
 /// Pretty JSON with a trailing newline.
-pub fn json<T: Serialize>(what: &str, value: &T) -> Result<String, RenderError> {
+pub(crate) fn json<T: Serialize>(what: &str, value: &T) -> Result<String, RenderError> {
     serde_json::to_string_pretty(value)
         .map(|mut s| {
             s.push('\n');

@@ -10,8 +10,11 @@ use std::collections::BTreeMap;
 pub enum Challenge {
     /// Token auth: fetch a token from `realm` with `service` and `scope` query parameters.
     Bearer {
+        /// The token endpoint.
         realm: String,
+        /// The `service` parameter, when the challenge names one.
         service: Option<String>,
+        /// The `scope` parameter, when the challenge names one.
         scope: Option<String>,
     },
     /// HTTP basic auth.

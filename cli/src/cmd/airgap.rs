@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 /// Output format of `airgap images`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
+pub(crate) enum Output {
     /// One pull reference per line.
     Text,
     /// `[{component, source, pull, controlPlaneOnly}]`.
@@ -23,7 +23,7 @@ pub enum Output {
 
 /// Subcommands of `clusterctl airgap`.
 #[derive(clap::Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// List every image the cluster will pull.
     Images {
         /// The cluster file.
@@ -85,7 +85,7 @@ pub enum Command {
 /// relative to the working directory): `Some` when the file names a bundle (`airgap.bundle`); images
 /// go to the mirror (with its CA and credential variable names) when one is set, else each node gets
 /// the images of the current version its role needs (`clusterctl_airgap::plan::node_images`).
-pub fn for_up(
+pub(crate) fn for_up(
     cluster: &clusterctl_spec::ValidCluster,
     file: Option<&Path>,
 ) -> Option<clusterctl_phases::up::airgap::AirgapUp> {
@@ -110,7 +110,7 @@ pub fn for_up(
 
 /// Where `up` and `upgrade` push a bundle's images: the file's registry mirror (prefix, CA,
 /// credential variable names), `None` without one.
-pub fn mirror_push(
+pub(crate) fn mirror_push(
     cluster: &clusterctl_spec::ValidCluster,
 ) -> Option<clusterctl_phases::up::airgap::MirrorPush> {
     cluster
@@ -123,7 +123,7 @@ pub fn mirror_push(
 
 /// The upstream references of the images each role needs at the file's `kubernetesVersion`
 /// (`clusterctl_airgap::plan::node_images`), as `up` and `upgrade` load them from a bundle.
-pub fn role_images(
+pub(crate) fn role_images(
     cluster: &clusterctl_spec::ValidCluster,
 ) -> clusterctl_phases::up::airgap::RoleImages {
     let sources = |control_plane: bool| -> Vec<String> {
@@ -155,7 +155,7 @@ fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
 
 /// Runs the command. Exit code 2 for an invalid cluster file (its diagnostics printed). Errors (exit
 /// code 1): the first air-gap error, naming the image, blob or bundle entry (a refused bundle).
-pub fn run(cmd: Command) -> miette::Result<ExitCode> {
+pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
     match cmd {
         Command::Images { file, output } => {
             let cluster = match load(&file) {

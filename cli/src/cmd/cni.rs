@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 /// Subcommands of `clusterctl cni`.
 #[derive(clap::Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the VXLAN overlay agent on this node (the rendered systemd unit runs it).
     Agent(AgentArgs),
     /// Remove what the agent installed: the VXLAN device, the masquerade table, the conflist and the
@@ -19,7 +19,7 @@ pub enum Command {
 
 /// The agent's settings file.
 #[derive(clap::Args, Debug)]
-pub struct ConfigArg {
+pub(crate) struct ConfigArg {
     /// The agent's settings, as rendered (`clusterctl_render::cni::builtin::AgentConfig`, JSON).
     #[arg(long, default_value = AGENT_CONFIG_PATH)]
     config: PathBuf,
@@ -27,7 +27,7 @@ pub struct ConfigArg {
 
 /// Arguments of `clusterctl cni agent`: everything else is in the settings file.
 #[derive(clap::Args, Debug)]
-pub struct AgentArgs {
+pub(crate) struct AgentArgs {
     #[command(flatten)]
     config: ConfigArg,
     /// Static peers file (`name address podCIDR` per line), overriding the settings' `peersFile`
@@ -45,7 +45,7 @@ fn load(c: &ConfigArg) -> miette::Result<agent::AgentConfig> {
 
 /// Runs the command. Errors: an unreadable or invalid settings file, reconcile failures with
 /// `--once`, a bad peer source, clean-up failures.
-pub fn run(cmd: Command) -> miette::Result<ExitCode> {
+pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
     match cmd {
         Command::Agent(a) => {
             let cfg = load(&a.config)?;
@@ -72,7 +72,7 @@ pub fn run(cmd: Command) -> miette::Result<ExitCode> {
 
 /// Entry point when the binary is invoked as `clusterctl-cni` (the CNI plugin, CNI spec 1.1.0).
 /// Never panics on input; errors are CNI error JSON on stdout with exit status 1; no async runtime.
-pub fn plugin_main() -> ExitCode {
+pub(crate) fn plugin_main() -> ExitCode {
     match clusterctl_cni::plugin::main() {
         0 => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,

@@ -41,7 +41,7 @@ use super::lifecycle::{self, reach, sh_quote};
 
 /// Arguments of `clusterctl destroy`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The cluster file.
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: PathBuf,
@@ -60,7 +60,7 @@ pub struct Args {
 }
 
 /// Packages `--purge` removes (when installed), besides the cluster file's `airgap.packages`.
-pub const K8S_PACKAGES: &[&str] = &[
+pub(crate) const K8S_PACKAGES: &[&str] = &[
     "kubeadm",
     "kubelet",
     "kubectl",
@@ -70,7 +70,7 @@ pub const K8S_PACKAGES: &[&str] = &[
 
 /// What a node's teardown needs besides its transport and rendered files.
 #[derive(Debug, Clone, Default)]
-pub struct Teardown {
+pub(crate) struct Teardown {
     /// The kube-vip VIP to take off the node's interfaces (control planes of a cluster with a VIP).
     pub vip: Option<String>,
     /// Packages to purge; empty: none (no `--purge`).
@@ -79,7 +79,7 @@ pub struct Teardown {
 
 impl Teardown {
     /// The teardown of `node` of `cluster`; `purge`: with `--purge`.
-    pub fn of(cluster: &ValidCluster, node: &ValidNode, purge: bool) -> Self {
+    pub(crate) fn of(cluster: &ValidCluster, node: &ValidNode, purge: bool) -> Self {
         let mut packages: Vec<String> = Vec::new();
         if purge {
             packages.extend(K8S_PACKAGES.iter().map(|p| p.to_string()));
@@ -102,10 +102,10 @@ impl Teardown {
 }
 
 /// VXLAN devices the builtin CNI creates (the agent's default name, and the documented `clusterctl.<VNI>`).
-pub const VXLAN_DEVICES: &[&str] = &["cc-vxlan", "clusterctl.1"];
+pub(crate) const VXLAN_DEVICES: &[&str] = &["cc-vxlan", "clusterctl.1"];
 
 /// Paths clusterctl installs on every node besides the rendered files.
-pub const INSTALLED_PATHS: &[&str] = &[
+pub(crate) const INSTALLED_PATHS: &[&str] = &[
     "/etc/cni/net.d/10-clusterctl.conflist",
     "/opt/cni/bin/clusterctl-cni",
     "/usr/local/bin/clusterctl",
@@ -120,14 +120,14 @@ pub const INSTALLED_PATHS: &[&str] = &[
 
 /// Rendered files removed only when the state record says clusterctl placed them (a runtime config may
 /// have existed before).
-pub const RUNTIME_CONFIG: &[Purpose] = &[
+pub(crate) const RUNTIME_CONFIG: &[Purpose] = &[
     Purpose::ContainerdConfig,
     Purpose::CrioConfig,
     Purpose::RegistriesConf,
 ];
 
 /// The order nodes are torn down in: workers, then control planes other than the first, then the first.
-pub fn teardown_order(cluster: &ValidCluster) -> Vec<&ValidNode> {
+pub(crate) fn teardown_order(cluster: &ValidCluster) -> Vec<&ValidNode> {
     let first = cluster.first_control_plane().name.clone();
     let mut out: Vec<&ValidNode> = cluster.workers().collect();
     out.extend(cluster.control_planes().filter(|n| n.name != first));
@@ -136,7 +136,7 @@ pub fn teardown_order(cluster: &ValidCluster) -> Vec<&ValidNode> {
 }
 
 /// Runs the command (exit codes in the module doc).
-pub fn run(args: Args) -> miette::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let cluster = match lifecycle::load_cluster(&args.file) {
         Ok(c) => c,
         Err(code) => return Ok(code),
@@ -164,7 +164,7 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
 /// kubeconfig context and the local state cache removed) before `up` builds it again, so that no
 /// recorded phase is skipped. A dry run only says so. `None`: go on with `up`; `Some(code)`: stop
 /// (exit code 1 when a teardown step failed; each is printed).
-pub fn before_recreate(
+pub(crate) fn before_recreate(
     cluster: &ValidCluster,
     kubeconfig: Option<&PathBuf>,
     known_hosts: Option<&PathBuf>,
@@ -306,7 +306,7 @@ fn run_step(t: &dyn Transport, script: &str) -> Result<String, String> {
 
 /// Resets one node (steps in the module doc); every step is attempted and reported
 /// as (step, Ok(what was done) | Err(why)).
-pub fn reset_node(
+pub(crate) fn reset_node(
     cluster: &str,
     node: &str,
     t: &dyn Transport,
@@ -446,7 +446,7 @@ pub fn reset_node(
 
 /// The shell fragment removing the masquerade rule in both forms (see `clusterctl_cni::agent::masq`),
 /// appending what it removed to `$out`.
-pub fn masquerade_script() -> String {
+pub(crate) fn masquerade_script() -> String {
     use clusterctl_cni::agent::masq::{CHAIN, COMMENT, TABLE};
     format!(
         "if command -v nft >/dev/null 2>&1 && nft list table ip {TABLE} >/dev/null 2>&1; then \
@@ -461,7 +461,7 @@ pub fn masquerade_script() -> String {
 
 /// The shell fragment taking the address `vip` off every interface that still holds it (kube-vip
 /// assigns it as `<vip>/32` in ARP mode), appending what it removed to `$out`.
-pub fn vip_script(vip: &str) -> String {
+pub(crate) fn vip_script(vip: &str) -> String {
     let v = sh_quote(vip);
     format!(
         "for a in $(ip -o addr show | awk -v v={v} '{{split($4, x, \"/\"); if (x[1] == v) print $2 \"|\" $4}}'); do \
@@ -488,7 +488,7 @@ fn restart_runtime_script(restored: &[String]) -> String {
 
 /// Purges the installed ones of `packages` (Debian family: `dpkg --purge`, all at once so that they
 /// may depend on each other; EL: `rpm -e`); prints what it purged.
-pub fn purge_script(packages: &[String]) -> String {
+pub(crate) fn purge_script(packages: &[String]) -> String {
     let list: Vec<String> = packages.iter().map(|p| sh_quote(p)).collect();
     format!(
         "pk=''; for p in {list}; do \

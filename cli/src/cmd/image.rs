@@ -18,14 +18,14 @@ use super::lifecycle::{self, reach, sh_quote};
 
 /// Subcommands of `clusterctl image`.
 #[derive(clap::Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Load local images (from Docker or an archive) into every node's runtime.
     Load(LoadArgs),
 }
 
 /// Arguments of `clusterctl image load`.
 #[derive(clap::Args, Debug)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// The cluster file.
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: PathBuf,
@@ -44,10 +44,10 @@ pub struct LoadArgs {
 }
 
 /// Where the archive is staged on a node while it is imported (removed afterwards).
-pub const STAGING_DIR: &str = "/var/lib/clusterctl/images";
+pub(crate) const STAGING_DIR: &str = "/var/lib/clusterctl/images";
 
 /// Runs the command (exit codes in the module doc).
-pub fn run(cmd: Command) -> miette::Result<ExitCode> {
+pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
     match cmd {
         Command::Load(a) => load(a),
     }
@@ -198,7 +198,7 @@ fn docker_save(images: &[String], dir: &Path) -> Result<PathBuf, String> {
 
 /// Streams `archive` to the node, imports it into the runtime, removes it, and checks every image in
 /// `images` is then listed by the runtime.
-pub fn load_on_node(
+pub(crate) fn load_on_node(
     t: &dyn Transport,
     archive: &Path,
     size: u64,

@@ -13,7 +13,7 @@ use clusterctl_spec::model::Provider;
 use clusterctl_spec::{ValidCluster, ValidNode};
 
 /// Loads and validates `file`; on failure prints every diagnostic and returns exit code 2.
-pub fn load_cluster(file: &std::path::Path) -> Result<ValidCluster, ExitCode> {
+pub(crate) fn load_cluster(file: &std::path::Path) -> Result<ValidCluster, ExitCode> {
     match clusterctl_spec::load(file).and_then(|l| clusterctl_spec::validate(&l)) {
         Ok(v) => Ok(v.cluster),
         Err(d) => {
@@ -24,7 +24,7 @@ pub fn load_cluster(file: &std::path::Path) -> Result<ValidCluster, ExitCode> {
 }
 
 /// `~/x` with `$HOME` expanded.
-pub fn expand_home(p: &str) -> PathBuf {
+pub(crate) fn expand_home(p: &str) -> PathBuf {
     match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(p),
@@ -35,7 +35,7 @@ pub fn expand_home(p: &str) -> PathBuf {
 type Connected = Result<Arc<dyn Transport>, String>;
 
 /// Transports to nodes, and why the others could not be reached (node → reason).
-pub struct Reached {
+pub(crate) struct Reached {
     /// Node name → transport.
     pub transports: BTreeMap<String, Arc<dyn Transport>>,
     /// Node name → why it could not be reached.
@@ -43,7 +43,7 @@ pub struct Reached {
 }
 
 /// The Docker provider of `cluster` (no container is created).
-pub fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, String> {
+pub(crate) fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, String> {
     let mut options = DockerNodeOptions::kind(&cluster.version_info().tag());
     options.image = cluster.docker_node_image();
     DockerProvider::new(cluster.name().to_string(), options).map_err(|e| e.to_string())
@@ -51,7 +51,7 @@ pub fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, String>
 
 /// Reaches `nodes` of `cluster` (in parallel for SSH, checking host keys against `known_hosts`, default
 /// `~/.ssh/known_hosts`). Docker provider: the running node containers labelled with the cluster name.
-pub fn reach(
+pub(crate) fn reach(
     cluster: &ValidCluster,
     nodes: &[&ValidNode],
     known_hosts: Option<&PathBuf>,
@@ -165,7 +165,7 @@ fn ssh_connect(n: &ValidNode, known_hosts: Option<PathBuf>) -> Result<Arc<dyn Tr
 }
 
 /// Runs `f` on every transport in parallel; results keyed by node name.
-pub fn on_each<T: Send>(
+pub(crate) fn on_each<T: Send>(
     transports: &BTreeMap<String, Arc<dyn Transport>>,
     f: impl Fn(&str, &dyn Transport) -> T + Sync,
 ) -> BTreeMap<String, T> {
@@ -189,7 +189,7 @@ pub fn on_each<T: Send>(
 /// `$KUBECONFIG`/`~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
 /// the first control plane over its transport and kept 0600 in the local cache
 /// (`~/.cache/clusterctl/<cluster>/admin.conf`). Errors: a message naming what is missing.
-pub fn kubeconfig_for(
+pub(crate) fn kubeconfig_for(
     cluster: &ValidCluster,
     kubeconfig: Option<&PathBuf>,
     known_hosts: Option<&PathBuf>,
@@ -223,7 +223,10 @@ pub fn kubeconfig_for(
 /// Downloads `/etc/kubernetes/admin.conf` from the first control plane (`first`) and writes it 0600 to
 /// the cluster's local cache directory (`~/.cache/clusterctl/<cluster>/admin.conf`); returns that path.
 /// Errors: the download failed, the file is missing, or the cache is not writable (as text).
-pub fn cache_admin_conf(cluster: &ValidCluster, first: &dyn Transport) -> Result<PathBuf, String> {
+pub(crate) fn cache_admin_conf(
+    cluster: &ValidCluster,
+    first: &dyn Transport,
+) -> Result<PathBuf, String> {
     let name = cluster.name();
     let admin = first
         .download(clusterctl_phases::up::ADMIN_CONF)
@@ -244,7 +247,7 @@ pub fn cache_admin_conf(cluster: &ValidCluster, first: &dyn Transport) -> Result
 
 /// The cluster's API client: [`kubeconfig_for`], then the `kube` client for that file and context.
 /// Errors: as [`kubeconfig_for`], or the kubeconfig does not give a usable client (as text).
-pub fn cluster_api(
+pub(crate) fn cluster_api(
     cluster: &ValidCluster,
     kubeconfig: Option<&PathBuf>,
     known_hosts: Option<&PathBuf>,
@@ -254,6 +257,6 @@ pub fn cluster_api(
 }
 
 /// Single-quotes `s` for `sh`.
-pub fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }

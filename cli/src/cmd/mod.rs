@@ -1,15 +1,15 @@
 //! One module per subcommand. Each exposes its clap `Args` (or `Command`) and a
 //! `run(..) -> miette::Result<ExitCode>`.
 
-pub mod airgap;
-pub mod cni;
-pub mod destroy;
-pub mod image;
-pub mod lifecycle;
-pub mod node;
-pub mod plan;
-pub mod render;
-pub mod status;
-pub mod up;
-pub mod upgrade;
-pub mod validate;
+pub(crate) mod airgap;
+pub(crate) mod cni;
+pub(crate) mod destroy;
+pub(crate) mod image;
+pub(crate) mod lifecycle;
+pub(crate) mod node;
+pub(crate) mod plan;
+pub(crate) mod render;
+pub(crate) mod status;
+pub(crate) mod up;
+pub(crate) mod upgrade;
+pub(crate) mod validate;

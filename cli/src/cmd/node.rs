@@ -18,7 +18,7 @@ mod remove;
 
 /// Subcommands of `clusterctl node`.
 #[derive(clap::Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Join nodes that are in the cluster file but not yet in the cluster (control planes one at a
     /// time, workers in parallel), with their labels, taints and preloaded images.
     Join(JoinArgs),
@@ -29,7 +29,7 @@ pub enum Command {
 
 /// Arguments of `clusterctl node join`.
 #[derive(clap::Args, Debug)]
-pub struct JoinArgs {
+pub(crate) struct JoinArgs {
     /// The cluster file (it must already declare the nodes to join).
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: PathBuf,
@@ -47,7 +47,7 @@ pub struct JoinArgs {
 
 /// Runs the command. Exit codes: 0 done (or planned, with `--dry-run`), 1 a phase or step failed, 2
 /// invalid input or a refused node.
-pub fn run(cmd: Command) -> miette::Result<ExitCode> {
+pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
     match cmd {
         Command::Join(a) => join(a),
         Command::Remove(a) => remove::run(a),

@@ -6,7 +6,7 @@ use clusterctl_phases::{NodeInfo, PlanEntry, PlanKind};
 
 /// The plan groups for `nodes`, in their order, after this machine: `(node name, title)`, the title
 /// being `node NAME (ROLE, ADDRESS)` (`local (this machine)` for the local group).
-pub fn groups(nodes: &[NodeInfo]) -> Vec<(String, String)> {
+pub(crate) fn groups(nodes: &[NodeInfo]) -> Vec<(String, String)> {
     let mut groups: Vec<(String, String)> = vec![("local".into(), "local (this machine)".into())];
     for n in nodes {
         let addr = if n.address.is_empty() {
@@ -33,7 +33,7 @@ pub fn groups(nodes: &[NodeInfo]) -> Vec<(String, String)> {
 /// Prints `plan` to stdout under each of `groups` that has entries (`NAME:` then `  PHASE  KIND
 /// TEXT`, the phase column `width` characters wide), then an empty line. Checks show their first
 /// line only; writes drop the leading `write `.
-pub fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], width: usize) {
+pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], width: usize) {
     for (name, title) in groups {
         let entries: Vec<&PlanEntry> = plan.iter().filter(|e| &e.node == name).collect();
         if entries.is_empty() {

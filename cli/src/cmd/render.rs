@@ -13,7 +13,7 @@ use miette::miette;
 
 /// Arguments of `clusterctl render`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The cluster file.
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: PathBuf,
@@ -26,7 +26,7 @@ pub struct Args {
 }
 
 /// Runs the command. Exit 2 for a file that does not validate; errors for I/O failures or an unsafe path.
-pub fn run(args: Args) -> miette::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let loaded = match &args.profile {
         Some(name) => clusterctl_spec::from_profile(name),
         None => clusterctl_spec::load(&args.file),

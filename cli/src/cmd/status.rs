@@ -23,7 +23,7 @@ use super::lifecycle::{self, reach};
 
 /// Arguments of `clusterctl status`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The cluster file.
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: PathBuf,
@@ -41,7 +41,7 @@ pub struct Args {
 
 /// A label the cluster file declares on a node that the Node object does not carry (with that value).
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct LabelDrift {
+pub(crate) struct LabelDrift {
     /// Node name.
     pub node: String,
     /// `key=value` as declared.
@@ -54,7 +54,7 @@ pub struct LabelDrift {
 /// The whole report (`-o json` prints it).
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Report {
+pub(crate) struct Report {
     /// Cluster name.
     pub cluster: String,
     /// Nodes and stuck pods.
@@ -67,7 +67,7 @@ pub struct Report {
 }
 
 /// Runs the command (exit codes in the module doc).
-pub fn run(args: Args) -> miette::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let cluster = match lifecycle::load_cluster(&args.file) {
         Ok(c) => c,
         Err(code) => return Ok(code),
@@ -102,7 +102,7 @@ pub fn run(args: Args) -> miette::Result<ExitCode> {
 
 /// Builds the report: nodes, stuck pods (asking the node runtimes for images), missing nodes, label
 /// drift. Errors: the API could not list nodes or pods.
-pub fn report(
+pub(crate) fn report(
     cluster: &ValidCluster,
     api: &dyn ClusterApi,
     known_hosts: Option<&PathBuf>,
@@ -176,7 +176,7 @@ struct ImageLister<'a> {
 
 /// Lists the runtime's images, one reference per line: containerd through `ctr` (namespace k8s.io),
 /// CRI-O through `crictl images` (`IMAGE:TAG`).
-pub const LIST_IMAGES: &str = "if command -v ctr >/dev/null 2>&1; then ctr -n k8s.io images ls -q; \
+pub(crate) const LIST_IMAGES: &str = "if command -v ctr >/dev/null 2>&1; then ctr -n k8s.io images ls -q; \
 elif command -v crictl >/dev/null 2>&1; then crictl images 2>/dev/null | awk 'NR>1{print $1\":\"$2}'; \
 else echo 'no ctr or crictl on this node' >&2; exit 3; fi";
 

@@ -27,7 +27,7 @@ use clusterctl_spec::ValidCluster;
 /// The options `up` and `node join` share: preflight fixes and ignores, output, parallelism, SSH host
 /// keys and the Ready timeout.
 #[derive(clap::Args, Debug, Clone)]
-pub struct NodeRunArgs {
+pub(crate) struct NodeRunArgs {
     /// Apply the fixes of the fixable preflight failures (swap, modules, sysctls, firewalld, SELinux).
     #[arg(long)]
     pub fix: bool,
@@ -50,7 +50,7 @@ pub struct NodeRunArgs {
 
 /// Arguments of `clusterctl up`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The cluster file. Default: `cluster.yaml` when it exists; with `--dry-run` and no file, the
     /// built-in `lab` profile.
     #[arg(short = 'f', long = "file")]
@@ -85,7 +85,7 @@ pub struct Args {
 /// Runs the command. Returns exit code 0 when every phase succeeded (or the dry run was printed),
 /// 1 when a phase failed (every failure printed, naming phase, node, command, status and output),
 /// 2 for an invalid cluster file or phase name.
-pub fn run(args: Args) -> miette::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let loaded = match (&args.profile, &args.file) {
         (Some(p), _) => clusterctl_spec::from_profile(p),
         (None, Some(f)) => clusterctl_spec::load(f),

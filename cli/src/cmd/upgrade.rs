@@ -43,7 +43,7 @@ use super::lifecycle::{self, reach};
 
 /// Arguments of `clusterctl upgrade`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The cluster file (its `spec.kubernetesVersion` must already say `--to`).
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: PathBuf,
@@ -73,7 +73,7 @@ pub struct Args {
 }
 
 /// Runs the command (see the module documentation for exit codes).
-pub fn run(args: Args) -> miette::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let invalid = || Ok(ExitCode::from(crate::EXIT_INVALID));
     let cluster = match lifecycle::load_cluster(&args.file) {
         Ok(c) => c,

@@ -10,7 +10,7 @@ use clusterctl_spec::{Diagnostic, Severity};
 
 /// Output format.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
+pub(crate) enum Output {
     /// Graphical diagnostics and a summary line.
     Text,
     /// One JSON document: `{file, valid, errors, warnings, diagnostics: [{severity, code, message, help,
@@ -20,7 +20,7 @@ pub enum Output {
 
 /// Arguments of `clusterctl validate`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The cluster file.
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: std::path::PathBuf,
@@ -37,7 +37,7 @@ pub struct Args {
 
 /// Runs the command. Returns exit code 0 (valid) or 2 (invalid or unreadable input); never errors
 /// otherwise.
-pub fn run(args: Args) -> miette::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     if args.list_profiles {
         for (name, description) in clusterctl_spec::profiles() {
             let default = if *name == clusterctl_spec::DEFAULT_PROFILE {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 /// True when the test may run (root and network namespaces); fails in CI when not.
-pub fn gate() -> bool {
+pub(crate) fn gate() -> bool {
     clusterctl_testbed::require(
         "root with network namespaces (ip netns add)",
         clusterctl_testbed::netns::available(),
@@ -20,14 +20,14 @@ pub fn gate() -> bool {
 }
 
 /// The plugin binary this crate builds (the one the benchmark times and `up` installs).
-pub fn plugin_path() -> PathBuf {
+pub(crate) fn plugin_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_clusterctl-cni"))
 }
 
 /// The reference CNI plugins of `version` (e.g. `v1.10.0`) as `scripts/k8s/build.sh` leaves them:
 /// `$CLUSTERCTL_TESTBED_CACHE/bin/cni-plugins/<version>/` (default cache
 /// `/var/cache/clusterctl-testbed`); `None` when not built there.
-pub fn reference_plugins(version: &str) -> Option<PathBuf> {
+pub(crate) fn reference_plugins(version: &str) -> Option<PathBuf> {
     let cache = std::env::var_os("CLUSTERCTL_TESTBED_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/cache/clusterctl-testbed"));
@@ -37,7 +37,7 @@ pub fn reference_plugins(version: &str) -> Option<PathBuf> {
 
 /// One plugin invocation's outcome.
 #[derive(Debug)]
-pub struct Call {
+pub(crate) struct Call {
     pub ok: bool,
     pub stdout: String,
     pub stderr: String,
@@ -45,7 +45,7 @@ pub struct Call {
 
 impl Call {
     /// stdout as JSON (Null when empty).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         if self.stdout.trim().is_empty() {
             Value::Null
         } else {
@@ -54,7 +54,7 @@ impl Call {
         }
     }
     /// The CNI error code of a failed call.
-    pub fn code(&self) -> u64 {
+    pub(crate) fn code(&self) -> u64 {
         assert!(!self.ok, "expected a failure, got success: {}", self.stdout);
         self.json()["code"]
             .as_u64()
@@ -65,7 +65,7 @@ impl Call {
 /// Runs plugin binary `prog` inside `node` with the `CNI_*` variables set and `conf` on stdin;
 /// `CNI_PATH` is `cni_path`.
 #[allow(clippy::too_many_arguments)]
-pub fn run(
+pub(crate) fn run(
     prog: &Path,
     node: &Netns,
     cmd: &str,
@@ -104,7 +104,7 @@ pub fn run(
 }
 
 /// ADD of our plugin for `cid` into `pod`, eth0.
-pub fn add(node: &Netns, cid: &str, pod: &Netns, conf: &str) -> Call {
+pub(crate) fn add(node: &Netns, cid: &str, pod: &Netns, conf: &str) -> Call {
     let p = plugin_path();
     run(
         &p,
@@ -119,7 +119,7 @@ pub fn add(node: &Netns, cid: &str, pod: &Netns, conf: &str) -> Call {
 }
 
 /// DEL of our plugin for `cid`, eth0, that must succeed.
-pub fn del(node: &Netns, cid: &str, pod: Option<&Netns>, conf: &str) {
+pub(crate) fn del(node: &Netns, cid: &str, pod: Option<&Netns>, conf: &str) {
     let p = plugin_path();
     let ns = pod.map(|p| p.path());
     let c = run(
@@ -136,7 +136,7 @@ pub fn del(node: &Netns, cid: &str, pod: Option<&Netns>, conf: &str) {
 }
 
 /// The first IPv4 address in a result.
-pub fn result_ip(r: &Value) -> Ipv4Addr {
+pub(crate) fn result_ip(r: &Value) -> Ipv4Addr {
     let a = r["ips"][0]["address"]
         .as_str()
         .unwrap_or_else(|| panic!("no ips in {r}"));
@@ -147,7 +147,7 @@ pub fn result_ip(r: &Value) -> Ipv4Addr {
 }
 
 /// The IPAM state file of `network` under `data_dir`, as JSON (Null when absent).
-pub fn state(data_dir: &Path, network: &str) -> Value {
+pub(crate) fn state(data_dir: &Path, network: &str) -> Value {
     match std::fs::read_to_string(data_dir.join(network).join("state.json")) {
         Ok(s) => serde_json::from_str(&s).expect("state json"),
         Err(_) => Value::Null,
@@ -155,7 +155,7 @@ pub fn state(data_dir: &Path, network: &str) -> Value {
 }
 
 /// Links of a namespace whose names look like our host ends (`cc` + 13 hex digits).
-pub fn host_ends(node: &Netns) -> Vec<String> {
+pub(crate) fn host_ends(node: &Netns) -> Vec<String> {
     node.links()
         .expect("links")
         .into_iter()
@@ -166,7 +166,7 @@ pub fn host_ends(node: &Netns) -> Vec<String> {
 /// Waits (up to 20 s) until `node` has exactly `n` host ends: the kernel removes a veth pair whose
 /// namespace was deleted asynchronously (in its netns clean-up work), not when `ip netns del`
 /// returns.
-pub fn wait_host_ends(node: &Netns, n: usize) -> Vec<String> {
+pub(crate) fn wait_host_ends(node: &Netns, n: usize) -> Vec<String> {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let now = host_ends(node);
@@ -178,7 +178,7 @@ pub fn wait_host_ends(node: &Netns, n: usize) -> Vec<String> {
 }
 
 /// Runs `f` on a thread inside `ns` (netlink sockets and child processes opened there live in it).
-pub fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
+pub(crate) fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| {
         s.spawn(|| {
             let file = clusterctl_cni::netns::open(&ns.path()).expect("open netns");

@@ -12,7 +12,7 @@ use crate::model::{ClusterFile, API_VERSION, KIND};
 use crate::position::{join_key, segments, PathIndex, Seg};
 
 /// Most schema errors reported in one run.
-pub const MAX_SCHEMA_ERRORS: usize = 50;
+pub(super) const MAX_SCHEMA_ERRORS: usize = 50;
 
 /// Returns the typed file when it decodes; all structural problems are pushed to `ctx`.
 pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {

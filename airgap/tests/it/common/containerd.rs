@@ -5,19 +5,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub struct Containerd {
+pub(crate) struct Containerd {
     child: Child,
     dir: tempfile::TempDir,
 }
 
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     Path::new("/usr/bin/containerd").exists()
         && Path::new("/usr/bin/ctr").exists()
         && clusterctl_testbed::is_root()
 }
 
 impl Containerd {
-    pub fn start() -> Containerd {
+    pub(crate) fn start() -> Containerd {
         let dir = tempfile::Builder::new()
             .prefix("cc-ctrd-")
             .tempdir_in("/tmp")
@@ -56,15 +56,15 @@ impl Containerd {
         );
     }
 
-    pub fn socket(&self) -> String {
+    pub(crate) fn socket(&self) -> String {
         self.dir.path().join("c.sock").display().to_string()
     }
 
-    pub fn ctr(&self) -> String {
+    pub(crate) fn ctr(&self) -> String {
         format!("ctr --address {}", self.socket())
     }
 
-    pub fn dir(&self) -> PathBuf {
+    pub(crate) fn dir(&self) -> PathBuf {
         self.dir.path().to_path_buf()
     }
 }

@@ -5,11 +5,11 @@
 
 #![allow(dead_code)]
 
-pub mod containerd;
-pub mod stored;
+pub(crate) mod containerd;
+pub(crate) mod stored;
 
 #[allow(unused_imports)] // not every test binary uses them
-pub use stored::{stored_input, Stored};
+pub(crate) use stored::{stored_input, Stored};
 
 use clusterctl_airgap::digest::Digest;
 use clusterctl_testbed::registry::Registry;
@@ -17,11 +17,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clusterctl_testbed::registry as tb;
-pub use clusterctl_testbed::registry::Rng;
+pub(crate) use clusterctl_testbed::registry::Rng;
 
 /// A blob with its descriptor facts (the test bed's [`tb::TestBlob`] with typed digests).
 #[derive(Clone, Debug)]
-pub struct Blob {
+pub(crate) struct Blob {
     pub bytes: Vec<u8>,
     pub digest: Digest,
     pub media_type: String,
@@ -30,7 +30,7 @@ pub struct Blob {
 }
 
 impl Blob {
-    pub fn desc(&self) -> serde_json::Value {
+    pub(crate) fn desc(&self) -> serde_json::Value {
         serde_json::json!({"mediaType": self.media_type, "digest": self.digest.to_string(), "size": self.bytes.len()})
     }
     fn from_tb(b: tb::TestBlob) -> Blob {
@@ -52,13 +52,13 @@ impl Blob {
 }
 
 /// A gzip'd tar layer holding one file of `size` random bytes.
-pub fn layer(rng: &mut Rng, name: &str, size: usize) -> Blob {
+pub(crate) fn layer(rng: &mut Rng, name: &str, size: usize) -> Blob {
     Blob::from_tb(tb::layer(rng, name, size).expect("layer in memory"))
 }
 
 /// An image: manifest bytes and the blobs it needs.
 #[derive(Clone, Debug)]
-pub struct Image {
+pub(crate) struct Image {
     pub manifest: Blob,
     pub blobs: Vec<Blob>,
     pub arch: String,
@@ -74,7 +74,7 @@ impl Image {
     }
 }
 
-pub fn image(layers: &[Blob], arch: &str, label: &str) -> Image {
+pub(crate) fn image(layers: &[Blob], arch: &str, label: &str) -> Image {
     let layers: Vec<tb::TestBlob> = layers.iter().map(Blob::to_tb).collect();
     let i = tb::image(&layers, arch, label);
     Image {
@@ -85,13 +85,13 @@ pub fn image(layers: &[Blob], arch: &str, label: &str) -> Image {
 }
 
 /// An index over `images` with their platforms.
-pub fn index(images: &[Image]) -> Blob {
+pub(crate) fn index(images: &[Image]) -> Blob {
     let images: Vec<tb::TestImage> = images.iter().map(Image::to_tb).collect();
     Blob::from_tb(tb::index(&images))
 }
 
 /// What the fixture registry holds.
-pub struct Fixture {
+pub(crate) struct Fixture {
     /// (repository:tag, top digest) for every image pushed.
     pub images: Vec<(String, Digest)>,
     /// Digest of the two-platform index `fixture/multi:v1`.
@@ -110,7 +110,7 @@ fn write_blob(dir: &Path, b: &Blob) {
 
 /// Builds `n_apps` images sharing one base layer (`base_size` bytes, each app adding `app_size`),
 /// plus `fixture/multi:v1` (amd64 + arm64), as an OCI layout; pushes them into `reg` with skopeo.
-pub fn fill(
+pub(crate) fn fill(
     reg: &Registry,
     seed: u64,
     n_apps: usize,
@@ -194,7 +194,7 @@ pub fn fill(
 }
 
 /// Runs skopeo with `args`, panicking with its stderr on failure; returns stdout.
-pub fn skopeo(args: &[&str]) -> String {
+pub(crate) fn skopeo(args: &[&str]) -> String {
     let out = Command::new("skopeo")
         .args(args)
         .output()
@@ -208,20 +208,20 @@ pub fn skopeo(args: &[&str]) -> String {
 }
 
 /// True when skopeo and docker-registry are installed.
-pub fn peers_available() -> bool {
+pub(crate) fn peers_available() -> bool {
     clusterctl_testbed::registry::available() && Path::new("/usr/bin/skopeo").exists()
 }
 
 /// A scratch directory for a test.
-pub fn scratch(prefix: &str) -> tempfile::TempDir {
+pub(crate) fn scratch(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
         .expect("tempdir")
 }
 
-pub fn path_str(p: &Path) -> String {
+pub(crate) fn path_str(p: &Path) -> String {
     p.display().to_string()
 }
 
-pub fn unused(_: PathBuf) {}
+pub(crate) fn unused(_: PathBuf) {}

@@ -9,7 +9,7 @@ use clusterctl_airgap::ImageRef;
 use std::path::Path;
 
 /// What [`stored_input`] builds.
-pub struct Stored<'a> {
+pub(crate) struct Stored<'a> {
     /// Seed of the random bytes.
     pub seed: u64,
     /// Cluster name in the manifest.
@@ -30,7 +30,7 @@ pub struct Stored<'a> {
 
 /// The store (at `<dir>/cache`) and the bundle input `s` describes; the package file is written to
 /// `dir` under its file name. Panics on I/O errors (tests only).
-pub fn stored_input(dir: &Path, s: &Stored) -> (BlobStore, BundleInput) {
+pub(crate) fn stored_input(dir: &Path, s: &Stored) -> (BlobStore, BundleInput) {
     let store = BlobStore::open(dir.join("cache")).expect("store");
     let mut rng = Rng(s.seed);
     let base = layer(&mut rng, "base.bin", s.layer_sizes.0);

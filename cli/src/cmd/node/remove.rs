@@ -28,7 +28,7 @@ use super::super::{destroy, lifecycle};
 
 /// Arguments of `clusterctl node remove`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The cluster file (it must still declare the node, for its address).
     #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
     pub file: PathBuf,
@@ -51,7 +51,7 @@ pub struct Args {
 
 /// The etcd static pod's `etcdctl` with kubeadm's certificate paths, run in the pod of the control
 /// plane `cp` (`kubectl exec`, admin.conf).
-pub fn etcdctl(cp: &str, args: &str) -> String {
+pub(super) fn etcdctl(cp: &str, args: &str) -> String {
     format!(
         "{} -n kube-system exec etcd-{} -- etcdctl --endpoints=https://127.0.0.1:2379 \
          --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt \
@@ -63,7 +63,7 @@ pub fn etcdctl(cp: &str, args: &str) -> String {
 
 /// The hex member ID of the etcd member named `node` in `etcdctl member list` output (simple format:
 /// `ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER` per line). `None` when not listed.
-pub fn member_id(list: &str, node: &str) -> Option<String> {
+pub(super) fn member_id(list: &str, node: &str) -> Option<String> {
     list.lines().find_map(|l| {
         let cols: Vec<&str> = l.split(',').map(str::trim).collect();
         (cols.len() >= 3 && cols[2] == node && !cols[0].is_empty()).then(|| cols[0].to_string())
@@ -71,7 +71,7 @@ pub fn member_id(list: &str, node: &str) -> Option<String> {
 }
 
 /// Runs the command (exit codes in the module doc).
-pub fn run(args: Args) -> miette::Result<ExitCode> {
+pub(super) fn run(args: Args) -> miette::Result<ExitCode> {
     let cluster = match lifecycle::load_cluster(&args.file) {
         Ok(c) => c,
         Err(code) => return Ok(code),

@@ -17,7 +17,7 @@ use clusterctl_testbed::registry::Registry;
 
 /// Installs the kubeadm/kubelet/kubectl stand-ins on each node and removes its default route, so
 /// it reaches nothing but the test network (checked). Panics on failure (tests only).
-pub fn air_gapped(nodes: &[TestNode]) {
+pub(crate) fn air_gapped(nodes: &[TestNode]) {
     for n in nodes {
         install_standins(n).expect("stand-ins");
         n.sh("ip route del default 2>/dev/null || true")
@@ -38,7 +38,7 @@ pub fn air_gapped(nodes: &[TestNode]) {
 
 /// Asserts that no air-gap phase has written on any of `nodes` (no `/var/lib/clusterctl/airgap`),
 /// as after a bundle or cluster file refused by `airgap/verify`.
-pub fn untouched(nodes: &[TestNode]) {
+pub(crate) fn untouched(nodes: &[TestNode]) {
     for n in nodes {
         assert_eq!(
             n.sh("test -e /var/lib/clusterctl/airgap && echo yes || echo no")
@@ -51,7 +51,7 @@ pub fn untouched(nodes: &[TestNode]) {
 }
 
 /// Writes `text` to `file`, then loads and validates it. Panics when invalid.
-pub fn valid_file(file: &Path, text: &str) -> ValidCluster {
+pub(crate) fn valid_file(file: &Path, text: &str) -> ValidCluster {
     std::fs::write(file, text).expect("cluster file");
     let loaded = clusterctl_spec::load(file).expect("load");
     clusterctl_spec::validate(&loaded)
@@ -63,7 +63,7 @@ pub fn valid_file(file: &Path, text: &str) -> ValidCluster {
 /// Serves every image of `cluster`'s plan (`airgap images`) from `reg`, built from random bytes
 /// seeded by `seed`, and writes the bundle to `out` (relative paths against `base`) with the upstream
 /// registries overridden to `reg`. Returns the bundle's summary.
-pub fn bundle_served(
+pub(crate) fn bundle_served(
     cluster: &ValidCluster,
     reg: &Registry,
     seed: u64,
@@ -86,7 +86,7 @@ pub fn bundle_served(
 }
 
 /// Every image of the bundle: mirror reference → manifest digest.
-pub fn bundle_images(summary: &BundleSummary) -> BTreeMap<String, String> {
+pub(crate) fn bundle_images(summary: &BundleSummary) -> BTreeMap<String, String> {
     summary
         .manifest
         .images
@@ -97,7 +97,7 @@ pub fn bundle_images(summary: &BundleSummary) -> BTreeMap<String, String> {
 
 /// What a control plane (`control_plane`) or a worker needs of the bundle at the file's version, as
 /// mirror reference → manifest digest.
-pub fn role_images(
+pub(crate) fn role_images(
     cluster: &ValidCluster,
     summary: &BundleSummary,
     control_plane: bool,
@@ -116,7 +116,7 @@ pub fn role_images(
 /// `up -f FILE --known-hosts KH` with the flags the stand-ins need (the nodes' clocks and
 /// br_netfilter are the host's; labels and readiness go through an API the stand-ins do not serve),
 /// then `extra`.
-pub fn up_args(file: &Path, known_hosts: &Path, extra: &[&str]) -> Vec<String> {
+pub(crate) fn up_args(file: &Path, known_hosts: &Path, extra: &[&str]) -> Vec<String> {
     let mut a: Vec<String> = [
         "up",
         "-f",

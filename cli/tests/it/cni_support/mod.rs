@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 /// True when the test may run (root and network namespaces); fails in CI when not.
-pub fn gate() -> bool {
+pub(crate) fn gate() -> bool {
     clusterctl_testbed::require(
         "root with network namespaces (ip netns add)",
         clusterctl_testbed::netns::available(),
@@ -19,14 +19,14 @@ pub fn gate() -> bool {
 }
 
 /// The binary under its plugin name, in a temp dir that also serves as `CNI_PATH`.
-pub struct Plugin {
+pub(crate) struct Plugin {
     pub dir: tempfile::TempDir,
     pub path: PathBuf,
 }
 
 /// One plugin invocation's outcome.
 #[derive(Debug)]
-pub struct Call {
+pub(crate) struct Call {
     pub ok: bool,
     pub stdout: String,
     pub stderr: String,
@@ -34,7 +34,7 @@ pub struct Call {
 
 impl Call {
     /// stdout as JSON (Null when empty).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         if self.stdout.trim().is_empty() {
             Value::Null
         } else {
@@ -43,7 +43,7 @@ impl Call {
         }
     }
     /// The CNI error code of a failed call.
-    pub fn code(&self) -> u64 {
+    pub(crate) fn code(&self) -> u64 {
         assert!(!self.ok, "expected a failure, got success: {}", self.stdout);
         self.json()["code"]
             .as_u64()
@@ -52,7 +52,7 @@ impl Call {
 }
 
 impl Plugin {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("clusterctl-cni");
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_clusterctl"), &path).expect("symlink");
@@ -61,7 +61,7 @@ impl Plugin {
 
     /// Runs a plugin binary `prog` (ours or a reference one) inside `node` with `CNI_*` set.
     #[allow(clippy::too_many_arguments)]
-    pub fn run(
+    pub(crate) fn run(
         &self,
         prog: &Path,
         node: &Netns,
@@ -103,7 +103,7 @@ impl Plugin {
     }
 
     /// Runs our plugin.
-    pub fn call(
+    pub(crate) fn call(
         &self,
         node: &Netns,
         cmd: &str,
@@ -116,14 +116,14 @@ impl Plugin {
     }
 
     /// ADD that must succeed; returns the result.
-    pub fn add(&self, node: &Netns, cid: &str, pod: &Netns, conf: &str) -> Value {
+    pub(crate) fn add(&self, node: &Netns, cid: &str, pod: &Netns, conf: &str) -> Value {
         let c = self.call(node, "ADD", cid, Some(&pod.path()), "eth0", conf);
         assert!(c.ok, "ADD {cid} failed: {} {}", c.stdout, c.stderr);
         c.json()
     }
 
     /// DEL that must succeed.
-    pub fn del(&self, node: &Netns, cid: &str, pod: Option<&Netns>, conf: &str) {
+    pub(crate) fn del(&self, node: &Netns, cid: &str, pod: Option<&Netns>, conf: &str) {
         let p = pod.map(|p| p.path());
         let c = self.call(node, "DEL", cid, p.as_deref(), "eth0", conf);
         assert!(c.ok, "DEL {cid} failed: {} {}", c.stdout, c.stderr);
@@ -136,13 +136,13 @@ impl Plugin {
 }
 
 /// A plugin configuration of our type.
-pub fn conf(version: &str, pod_cidr: &str, data_dir: &Path) -> Value {
+pub(crate) fn conf(version: &str, pod_cidr: &str, data_dir: &Path) -> Value {
     json!({"cniVersion": version, "name": "cctest", "type": "clusterctl-cni", "mtu": 1400,
            "podCIDR": pod_cidr, "dataDir": data_dir.display().to_string()})
 }
 
 /// The first IPv4 address in a result.
-pub fn result_ip(r: &Value) -> Ipv4Addr {
+pub(crate) fn result_ip(r: &Value) -> Ipv4Addr {
     let a = r["ips"][0]["address"]
         .as_str()
         .unwrap_or_else(|| panic!("no ips in {r}"));
@@ -153,7 +153,7 @@ pub fn result_ip(r: &Value) -> Ipv4Addr {
 }
 
 /// Every allocation recorded in the IPAM state of network `cctest`.
-pub fn allocations(data_dir: &Path, network: &str) -> Vec<String> {
+pub(crate) fn allocations(data_dir: &Path, network: &str) -> Vec<String> {
     let p = data_dir.join(network).join("state.json");
     match std::fs::read_to_string(&p) {
         Ok(s) => {
@@ -168,7 +168,7 @@ pub fn allocations(data_dir: &Path, network: &str) -> Vec<String> {
 }
 
 /// Links of a namespace whose names start with the host-end prefix `cc`.
-pub fn host_ends(node: &Netns) -> Vec<String> {
+pub(crate) fn host_ends(node: &Netns) -> Vec<String> {
     node.links()
         .expect("links")
         .into_iter()
@@ -177,7 +177,7 @@ pub fn host_ends(node: &Netns) -> Vec<String> {
 }
 
 /// Output of `PROG ARGS` inside `ns`, stdout as text; panics on failure.
-pub fn sh(ns: &Netns, prog: &str, args: &[&str]) -> String {
+pub(crate) fn sh(ns: &Netns, prog: &str, args: &[&str]) -> String {
     let o = ns.exec(prog, args).expect("exec");
     assert!(
         o.status.success(),
@@ -189,7 +189,7 @@ pub fn sh(ns: &Netns, prog: &str, args: &[&str]) -> String {
 
 /// What render writes for the builtin CNI on each node: the agent's settings (decoded with the
 /// agent's own type) and the conflist template text.
-pub struct RenderedCni {
+pub(crate) struct RenderedCni {
     /// Per node, in the order given: the agent's settings (`/etc/clusterctl/cni/agent.json`).
     pub agents: Vec<clusterctl_render::cni::builtin::AgentConfig>,
     /// The conflist template (`/etc/clusterctl/cni/10-clusterctl.conflist`), with the podCIDR placeholder.
@@ -201,7 +201,7 @@ pub struct RenderedCni {
 /// Renders the `builtin` profile through `clusterctl_render` with its nodes replaced by `nodes`
 /// (name, address; the first is the control plane) and its CNI MTU left unset (so the agent derives
 /// it from the underlay), and returns the builtin CNI's node files, decoded by the agent's parser.
-pub fn rendered_builtin(nodes: &[(&str, Ipv4Addr)]) -> RenderedCni {
+pub(crate) fn rendered_builtin(nodes: &[(&str, Ipv4Addr)]) -> RenderedCni {
     use clusterctl_render::cni::builtin::{AGENT_CONFIG_PATH, CONFLIST_TEMPLATE_PATH, UNIT_PATH};
     let profile = clusterctl_spec::from_profile("builtin").expect("builtin profile");
     let text = profile.source_text.replace("      mtu: 1450\n", "");
@@ -246,14 +246,14 @@ pub fn rendered_builtin(nodes: &[(&str, Ipv4Addr)]) -> RenderedCni {
 
 /// `template` with the `dataDir` of our plugin's entry set to `data_dir` (tests keep IPAM state in
 /// their own directories).
-pub fn with_data_dir(template: &str, data_dir: &Path) -> String {
+pub(crate) fn with_data_dir(template: &str, data_dir: &Path) -> String {
     let mut v: Value = serde_json::from_str(template).expect("template JSON");
     v["plugins"][0]["dataDir"] = Value::from(data_dir.display().to_string());
     serde_json::to_string_pretty(&v).expect("json")
 }
 
 /// `cfg` written as JSON to `path` (what the agent's `--config` reads).
-pub fn write_agent_config(path: &Path, cfg: &clusterctl_render::cni::builtin::AgentConfig) {
+pub(crate) fn write_agent_config(path: &Path, cfg: &clusterctl_render::cni::builtin::AgentConfig) {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d).expect("mkdir");
     }

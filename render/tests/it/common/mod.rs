@@ -7,12 +7,12 @@ use clusterctl_spec::{validate, Loaded, ValidCluster};
 use std::path::{Path, PathBuf};
 
 /// The fixtures directory (render/tests/fixtures).
-pub fn fixtures_dir() -> PathBuf {
+pub(crate) fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 /// Names of the test fixtures (`*.yaml` in tests/fixtures), sorted.
-pub fn fixture_names() -> Vec<String> {
+pub(crate) fn fixture_names() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(fixtures_dir())
         .expect("fixtures dir")
         .filter_map(|e| e.ok())
@@ -25,13 +25,13 @@ pub fn fixture_names() -> Vec<String> {
 }
 
 /// A fixture loaded with the real loader (its CA/policy files read relative to it).
-pub fn fixture(name: &str) -> Loaded {
+pub(crate) fn fixture(name: &str) -> Loaded {
     clusterctl_spec::load(&fixtures_dir().join(format!("{name}.yaml")))
         .unwrap_or_else(|d| panic!("fixture {name} does not load: {}", d.summary()))
 }
 
 /// Every input: ("profile:<name>" | "fixture:<name>", loaded).
-pub fn inputs() -> Vec<(String, Loaded)> {
+pub(crate) fn inputs() -> Vec<(String, Loaded)> {
     let mut v = Vec::new();
     for (name, _) in clusterctl_spec::profiles() {
         let l = clusterctl_spec::from_profile(name)
@@ -45,7 +45,7 @@ pub fn inputs() -> Vec<(String, Loaded)> {
 }
 
 /// Validates `loaded`, panicking with every diagnostic when it does not validate.
-pub fn valid(label: &str, loaded: &Loaded) -> ValidCluster {
+pub(crate) fn valid(label: &str, loaded: &Loaded) -> ValidCluster {
     match validate(loaded) {
         Ok(v) => v.cluster,
         Err(d) => panic!("{label} does not validate: {}\n{d:?}", d.summary()),
@@ -53,7 +53,7 @@ pub fn valid(label: &str, loaded: &Loaded) -> ValidCluster {
 }
 
 /// `loaded` with its `kubernetesVersion:` line replaced by `version`.
-pub fn with_version(loaded: &Loaded, version: &str) -> Loaded {
+pub(crate) fn with_version(loaded: &Loaded, version: &str) -> Loaded {
     let mut l = loaded.clone();
     // `airgap.packages[]` entries tagged with the file's own version follow it (a tag must name the
     // file's version or an extraVersions entry).
@@ -83,7 +83,7 @@ pub fn with_version(loaded: &Loaded, version: &str) -> Loaded {
 }
 
 /// The newest patch of every supported minor, as `v1.X.Y`.
-pub fn supported_minors() -> Vec<String> {
+pub(crate) fn supported_minors() -> Vec<String> {
     let mut minors: Vec<u64> = clusterctl_spec::versions::SUPPORTED
         .iter()
         .map(|r| r.minor)

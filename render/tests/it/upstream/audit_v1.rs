@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Policy {
+pub(crate) struct Policy {
     pub api_version: String,
     pub kind: String,
     pub metadata: Option<ObjectMeta>,
@@ -17,7 +17,7 @@ pub struct Policy {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PolicyRule {
+pub(crate) struct PolicyRule {
     pub level: Level,
     pub users: Option<Vec<String>>,
     pub user_groups: Option<Vec<String>>,
@@ -32,14 +32,14 @@ pub struct PolicyRule {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct GroupResources {
+pub(crate) struct GroupResources {
     pub group: Option<String>,
     pub resources: Option<Vec<String>>,
     pub resource_names: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub enum Level {
+pub(crate) enum Level {
     None,
     Metadata,
     Request,
@@ -47,7 +47,7 @@ pub enum Level {
 }
 
 #[derive(Debug, Deserialize)]
-pub enum Stage {
+pub(crate) enum Stage {
     RequestReceived,
     ResponseStarted,
     ResponseComplete,

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AuthenticationConfiguration {
+pub(crate) struct AuthenticationConfiguration {
     pub api_version: String,
     pub kind: String,
     pub jwt: Option<Vec<JwtAuthenticator>>,
@@ -15,7 +15,7 @@ pub struct AuthenticationConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct JwtAuthenticator {
+pub(crate) struct JwtAuthenticator {
     pub issuer: Issuer,
     pub claim_validation_rules: Option<Vec<ClaimValidationRule>>,
     pub claim_mappings: ClaimMappings,
@@ -24,7 +24,7 @@ pub struct JwtAuthenticator {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Issuer {
+pub(crate) struct Issuer {
     pub url: String,
     #[serde(rename = "discoveryURL")]
     pub discovery_url: Option<String>,
@@ -36,7 +36,7 @@ pub struct Issuer {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClaimValidationRule {
+pub(crate) struct ClaimValidationRule {
     pub claim: Option<String>,
     pub required_value: Option<String>,
     pub expression: Option<String>,
@@ -45,7 +45,7 @@ pub struct ClaimValidationRule {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClaimMappings {
+pub(crate) struct ClaimMappings {
     pub username: PrefixedClaimOrExpression,
     pub groups: Option<PrefixedClaimOrExpression>,
     pub uid: Option<ClaimOrExpression>,
@@ -55,7 +55,7 @@ pub struct ClaimMappings {
 /// `prefix` is a pointer upstream: when `claim` is set it must be present (it may be "").
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PrefixedClaimOrExpression {
+pub(crate) struct PrefixedClaimOrExpression {
     pub claim: Option<String>,
     pub prefix: Option<String>,
     pub expression: Option<String>,
@@ -63,28 +63,28 @@ pub struct PrefixedClaimOrExpression {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClaimOrExpression {
+pub(crate) struct ClaimOrExpression {
     pub claim: Option<String>,
     pub expression: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ExtraMapping {
+pub(crate) struct ExtraMapping {
     pub key: String,
     pub value_expression: String,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UserValidationRule {
+pub(crate) struct UserValidationRule {
     pub expression: String,
     pub message: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AnonymousAuthConfig {
+pub(crate) struct AnonymousAuthConfig {
     pub enabled: bool,
     pub conditions: Option<Vec<serde_yaml::Value>>,
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Installation {
+pub(crate) struct Installation {
     pub api_version: String,
     pub kind: String,
     pub metadata: ObjectMeta,
@@ -19,7 +19,7 @@ pub struct Installation {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct InstallationSpec {
+pub(crate) struct InstallationSpec {
     pub variant: Option<String>,
     pub registry: Option<String>,
     pub image_path: Option<String>,
@@ -32,7 +32,7 @@ pub struct InstallationSpec {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CalicoNetwork {
+pub(crate) struct CalicoNetwork {
     pub bgp: Option<String>,
     #[serde(rename = "ipPools")]
     pub ip_pools: Option<Vec<IpPool>>,
@@ -44,7 +44,7 @@ pub struct CalicoNetwork {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct IpPool {
+pub(crate) struct IpPool {
     pub name: Option<String>,
     pub cidr: String,
     pub encapsulation: Option<Encapsulation>,
@@ -59,7 +59,7 @@ pub struct IpPool {
 /// Variant names are the upstream values verbatim.
 #[allow(clippy::upper_case_acronyms)]
 #[derive(Debug, Deserialize)]
-pub enum Encapsulation {
+pub(crate) enum Encapsulation {
     IPIPCrossSubnet,
     IPIP,
     VXLAN,
@@ -69,7 +69,7 @@ pub enum Encapsulation {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CniSpec {
+pub(crate) struct CniSpec {
     #[serde(rename = "type")]
     pub type_: String,
     pub ipam: Option<BTreeMap<String, String>>,
@@ -78,7 +78,7 @@ pub struct CniSpec {
 /// CNI network configuration list. Plugin objects are free-form beyond `type` per the spec.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NetConfList {
+pub(crate) struct NetConfList {
     pub cni_version: String,
     pub cni_versions: Option<Vec<String>>,
     pub name: String,
@@ -92,7 +92,7 @@ pub struct NetConfList {
 /// flannel `net-conf.json`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FlannelNetConf {
+pub(crate) struct FlannelNetConf {
     #[serde(rename = "EnableIPv4")]
     pub enable_ipv4: Option<bool>,
     #[serde(rename = "EnableIPv6")]
@@ -110,7 +110,7 @@ pub struct FlannelNetConf {
 /// The Cilium Helm values we write (each key exists in the chart's values.yaml).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CiliumValues {
+pub(crate) struct CiliumValues {
     pub k8s_service_host: String,
     pub k8s_service_port: serde_yaml::Value,
     pub kube_proxy_replacement: serde_yaml::Value,
@@ -133,14 +133,14 @@ pub struct CiliumValues {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CiliumIpam {
+pub(crate) struct CiliumIpam {
     pub mode: String,
     pub operator: Option<BTreeMap<String, serde_yaml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CiliumImage {
+pub(crate) struct CiliumImage {
     pub repository: Option<String>,
     pub tag: Option<String>,
     pub use_digest: Option<bool>,
@@ -149,14 +149,14 @@ pub struct CiliumImage {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CiliumOperator {
+pub(crate) struct CiliumOperator {
     pub image: Option<CiliumOperatorImage>,
     pub replicas: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CiliumOperatorImage {
+pub(crate) struct CiliumOperatorImage {
     pub repository: Option<String>,
     pub tag: Option<String>,
     pub use_digest: Option<bool>,
@@ -165,7 +165,7 @@ pub struct CiliumOperatorImage {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CiliumEnvoy {
+pub(crate) struct CiliumEnvoy {
     pub enabled: Option<bool>,
     pub image: Option<CiliumImage>,
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Pod {
+pub(crate) struct Pod {
     pub api_version: String,
     pub kind: String,
     pub metadata: ObjectMeta,
@@ -19,7 +19,7 @@ pub struct Pod {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PodSpec {
+pub(crate) struct PodSpec {
     pub containers: Vec<Container>,
     pub host_network: Option<bool>,
     pub host_aliases: Option<Vec<HostAlias>>,
@@ -36,7 +36,7 @@ pub struct PodSpec {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Container {
+pub(crate) struct Container {
     pub name: String,
     pub image: Option<String>,
     pub image_pull_policy: Option<PullPolicy>,
@@ -50,14 +50,14 @@ pub struct Container {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ResourceRequirements {
+pub(crate) struct ResourceRequirements {
     pub limits: Option<BTreeMap<String, String>>,
     pub requests: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SecurityContext {
+pub(crate) struct SecurityContext {
     pub capabilities: Option<Capabilities>,
     pub privileged: Option<bool>,
     pub run_as_user: Option<i64>,
@@ -66,14 +66,14 @@ pub struct SecurityContext {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Capabilities {
+pub(crate) struct Capabilities {
     pub add: Option<Vec<String>>,
     pub drop: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct VolumeMount {
+pub(crate) struct VolumeMount {
     pub name: String,
     pub mount_path: String,
     pub read_only: Option<bool>,
@@ -82,21 +82,21 @@ pub struct VolumeMount {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct HostAlias {
+pub(crate) struct HostAlias {
     pub ip: String,
     pub hostnames: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Volume {
+pub(crate) struct Volume {
     pub name: String,
     pub host_path: Option<HostPathVolumeSource>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct HostPathVolumeSource {
+pub(crate) struct HostPathVolumeSource {
     pub path: String,
     #[serde(rename = "type")]
     pub type_: Option<super::kubeadm_v1beta4::HostPathType>,
@@ -104,7 +104,7 @@ pub struct HostPathVolumeSource {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ServiceAccount {
+pub(crate) struct ServiceAccount {
     pub api_version: String,
     pub kind: String,
     pub metadata: ObjectMeta,
@@ -113,7 +113,7 @@ pub struct ServiceAccount {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClusterRole {
+pub(crate) struct ClusterRole {
     pub api_version: String,
     pub kind: String,
     pub metadata: ObjectMeta,
@@ -122,7 +122,7 @@ pub struct ClusterRole {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PolicyRule {
+pub(crate) struct PolicyRule {
     pub verbs: Vec<String>,
     pub api_groups: Option<Vec<String>>,
     pub resources: Option<Vec<String>>,
@@ -133,7 +133,7 @@ pub struct PolicyRule {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClusterRoleBinding {
+pub(crate) struct ClusterRoleBinding {
     pub api_version: String,
     pub kind: String,
     pub metadata: ObjectMeta,
@@ -143,7 +143,7 @@ pub struct ClusterRoleBinding {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Subject {
+pub(crate) struct Subject {
     pub kind: String,
     pub api_group: Option<String>,
     pub name: String,
@@ -152,7 +152,7 @@ pub struct Subject {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RoleRef {
+pub(crate) struct RoleRef {
     pub api_group: String,
     pub kind: String,
     pub name: String,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub api_version: String,
     pub kind: String,
     pub name: Option<String>,
@@ -24,7 +24,7 @@ pub struct Cluster {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Node {
+pub(crate) struct Node {
     pub role: Option<NodeRole>,
     pub image: Option<String>,
     pub labels: Option<BTreeMap<String, String>>,
@@ -36,7 +36,7 @@ pub struct Node {
 }
 
 #[derive(Debug, Deserialize)]
-pub enum NodeRole {
+pub(crate) enum NodeRole {
     #[serde(rename = "control-plane")]
     ControlPlane,
     #[serde(rename = "worker")]
@@ -45,7 +45,7 @@ pub enum NodeRole {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Networking {
+pub(crate) struct Networking {
     pub ip_family: Option<String>,
     pub api_server_port: Option<i32>,
     pub api_server_address: Option<String>,
@@ -58,7 +58,7 @@ pub struct Networking {
 }
 
 #[derive(Debug, Deserialize)]
-pub enum KubeProxyMode {
+pub(crate) enum KubeProxyMode {
     #[serde(rename = "iptables")]
     Iptables,
     #[serde(rename = "ipvs")]
@@ -71,7 +71,7 @@ pub enum KubeProxyMode {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Mount {
+pub(crate) struct Mount {
     pub container_path: Option<String>,
     pub host_path: Option<String>,
     pub read_only: Option<bool>,
@@ -82,7 +82,7 @@ pub struct Mount {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PortMapping {
+pub(crate) struct PortMapping {
     pub container_port: Option<i32>,
     pub host_port: Option<i32>,
     pub listen_address: Option<String>,

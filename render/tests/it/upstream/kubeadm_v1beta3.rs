@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct InitConfiguration {
+pub(crate) struct InitConfiguration {
     pub api_version: String,
     pub kind: String,
     pub bootstrap_tokens: Option<Vec<serde_yaml::Value>>,
@@ -26,7 +26,7 @@ pub struct InitConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClusterConfiguration {
+pub(crate) struct ClusterConfiguration {
     pub api_version: String,
     pub kind: String,
     pub etcd: Option<Etcd>,
@@ -46,14 +46,14 @@ pub struct ClusterConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ControlPlaneComponent {
+pub(crate) struct ControlPlaneComponent {
     pub extra_args: Option<BTreeMap<String, String>>,
     pub extra_volumes: Option<Vec<HostPathMount>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ApiServer {
+pub(crate) struct ApiServer {
     pub extra_args: Option<BTreeMap<String, String>>,
     pub extra_volumes: Option<Vec<HostPathMount>>,
     #[serde(rename = "certSANs")]
@@ -63,14 +63,14 @@ pub struct ApiServer {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Dns {
+pub(crate) struct Dns {
     pub image_repository: Option<String>,
     pub image_tag: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NodeRegistrationOptions {
+pub(crate) struct NodeRegistrationOptions {
     pub name: Option<String>,
     #[serde(rename = "criSocket")]
     pub cri_socket: Option<String>,
@@ -82,14 +82,14 @@ pub struct NodeRegistrationOptions {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Etcd {
+pub(crate) struct Etcd {
     pub local: Option<LocalEtcd>,
     pub external: Option<ExternalEtcd>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LocalEtcd {
+pub(crate) struct LocalEtcd {
     pub image_repository: Option<String>,
     pub image_tag: Option<String>,
     pub data_dir: String,
@@ -102,7 +102,7 @@ pub struct LocalEtcd {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct JoinConfiguration {
+pub(crate) struct JoinConfiguration {
     pub api_version: String,
     pub kind: String,
     pub node_registration: Option<NodeRegistrationOptions>,
@@ -115,7 +115,7 @@ pub struct JoinConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct JoinControlPlane {
+pub(crate) struct JoinControlPlane {
     #[serde(rename = "localAPIEndpoint")]
     pub local_api_endpoint: Option<ApiEndpoint>,
     pub certificate_key: Option<String>,
@@ -123,7 +123,7 @@ pub struct JoinControlPlane {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Discovery {
+pub(crate) struct Discovery {
     pub bootstrap_token: Option<BootstrapTokenDiscovery>,
     pub file: Option<FileDiscovery>,
     #[serde(rename = "tlsBootstrapToken")]

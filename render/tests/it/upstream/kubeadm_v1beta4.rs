@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct InitConfiguration {
+pub(crate) struct InitConfiguration {
     pub api_version: String,
     pub kind: String,
     pub bootstrap_tokens: Option<Vec<serde_yaml::Value>>,
@@ -24,7 +24,7 @@ pub struct InitConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClusterConfiguration {
+pub(crate) struct ClusterConfiguration {
     pub api_version: String,
     pub kind: String,
     pub etcd: Option<Etcd>,
@@ -47,7 +47,7 @@ pub struct ClusterConfiguration {
 }
 
 #[derive(Debug, Deserialize)]
-pub enum EncryptionAlgorithm {
+pub(crate) enum EncryptionAlgorithm {
     #[serde(rename = "ECDSA-P256")]
     EcdsaP256,
     #[serde(rename = "RSA-2048")]
@@ -60,7 +60,7 @@ pub enum EncryptionAlgorithm {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ControlPlaneComponent {
+pub(crate) struct ControlPlaneComponent {
     pub extra_args: Option<Vec<Arg>>,
     pub extra_volumes: Option<Vec<HostPathMount>>,
     pub extra_envs: Option<Vec<EnvVar>>,
@@ -69,7 +69,7 @@ pub struct ControlPlaneComponent {
 /// APIServer: ControlPlaneComponent inline plus certSANs (no timeoutForControlPlane in v1beta4).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ApiServer {
+pub(crate) struct ApiServer {
     pub extra_args: Option<Vec<Arg>>,
     pub extra_volumes: Option<Vec<HostPathMount>>,
     pub extra_envs: Option<Vec<EnvVar>>,
@@ -79,7 +79,7 @@ pub struct ApiServer {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Dns {
+pub(crate) struct Dns {
     pub image_repository: Option<String>,
     pub image_tag: Option<String>,
     pub disabled: Option<bool>,
@@ -87,20 +87,20 @@ pub struct Dns {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Proxy {
+pub(crate) struct Proxy {
     pub disabled: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ApiEndpoint {
+pub(crate) struct ApiEndpoint {
     pub advertise_address: Option<String>,
     pub bind_port: Option<i32>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NodeRegistrationOptions {
+pub(crate) struct NodeRegistrationOptions {
     pub name: Option<String>,
     #[serde(rename = "criSocket")]
     pub cri_socket: Option<String>,
@@ -113,7 +113,7 @@ pub struct NodeRegistrationOptions {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Networking {
+pub(crate) struct Networking {
     pub service_subnet: Option<String>,
     pub pod_subnet: Option<String>,
     pub dns_domain: Option<String>,
@@ -121,14 +121,14 @@ pub struct Networking {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Etcd {
+pub(crate) struct Etcd {
     pub local: Option<LocalEtcd>,
     pub external: Option<ExternalEtcd>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LocalEtcd {
+pub(crate) struct LocalEtcd {
     pub image_repository: Option<String>,
     pub image_tag: Option<String>,
     pub data_dir: String,
@@ -142,7 +142,7 @@ pub struct LocalEtcd {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ExternalEtcd {
+pub(crate) struct ExternalEtcd {
     pub endpoints: Vec<String>,
     pub ca_file: String,
     pub cert_file: String,
@@ -151,7 +151,7 @@ pub struct ExternalEtcd {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct JoinConfiguration {
+pub(crate) struct JoinConfiguration {
     pub api_version: String,
     pub kind: String,
     pub dry_run: Option<bool>,
@@ -166,7 +166,7 @@ pub struct JoinConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct JoinControlPlane {
+pub(crate) struct JoinControlPlane {
     #[serde(rename = "localAPIEndpoint")]
     pub local_api_endpoint: Option<ApiEndpoint>,
     pub certificate_key: Option<String>,
@@ -174,7 +174,7 @@ pub struct JoinControlPlane {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Discovery {
+pub(crate) struct Discovery {
     pub bootstrap_token: Option<BootstrapTokenDiscovery>,
     pub file: Option<FileDiscovery>,
     #[serde(rename = "tlsBootstrapToken")]
@@ -183,7 +183,7 @@ pub struct Discovery {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct BootstrapTokenDiscovery {
+pub(crate) struct BootstrapTokenDiscovery {
     pub token: String,
     #[serde(rename = "apiServerEndpoint")]
     pub api_server_endpoint: Option<String>,
@@ -193,13 +193,13 @@ pub struct BootstrapTokenDiscovery {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FileDiscovery {
+pub(crate) struct FileDiscovery {
     pub kube_config_path: String,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct HostPathMount {
+pub(crate) struct HostPathMount {
     pub name: String,
     pub host_path: String,
     pub mount_path: String,
@@ -209,7 +209,7 @@ pub struct HostPathMount {
 
 /// core/v1 `HostPathType`.
 #[derive(Debug, Deserialize)]
-pub enum HostPathType {
+pub(crate) enum HostPathType {
     #[serde(rename = "")]
     Unset,
     DirectoryOrCreate,
@@ -223,13 +223,13 @@ pub enum HostPathType {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Patches {
+pub(crate) struct Patches {
     pub directory: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ResetConfiguration {
+pub(crate) struct ResetConfiguration {
     pub api_version: String,
     pub kind: String,
     pub cleanup_tmp_dir: Option<bool>,
@@ -247,14 +247,14 @@ pub struct ResetConfiguration {
 /// Arg: `{name, value}` — v1beta4's extraArgs shape.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Arg {
+pub(crate) struct Arg {
     pub name: String,
     pub value: String,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     pub control_plane_component_health_check: Option<Duration>,
     pub kubelet_health_check: Option<Duration>,
     #[serde(rename = "kubernetesAPICall")]
@@ -269,7 +269,7 @@ pub struct Timeouts {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpgradeApplyConfiguration {
+pub(crate) struct UpgradeApplyConfiguration {
     pub kubernetes_version: Option<String>,
     pub allow_experimental_upgrades: Option<bool>,
     #[serde(rename = "allowRCUpgrades")]
@@ -290,7 +290,7 @@ pub struct UpgradeApplyConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpgradeDiffConfiguration {
+pub(crate) struct UpgradeDiffConfiguration {
     pub kubernetes_version: Option<String>,
     #[serde(rename = "contextLines")]
     pub diff_context_lines: Option<i64>,
@@ -298,7 +298,7 @@ pub struct UpgradeDiffConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpgradeNodeConfiguration {
+pub(crate) struct UpgradeNodeConfiguration {
     pub certificate_renewal: Option<bool>,
     pub dry_run: Option<bool>,
     pub etcd_upgrade: Option<bool>,
@@ -311,7 +311,7 @@ pub struct UpgradeNodeConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpgradePlanConfiguration {
+pub(crate) struct UpgradePlanConfiguration {
     pub kubernetes_version: Option<String>,
     pub allow_experimental_upgrades: Option<bool>,
     #[serde(rename = "allowRCUpgrades")]
@@ -323,7 +323,7 @@ pub struct UpgradePlanConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpgradeConfiguration {
+pub(crate) struct UpgradeConfiguration {
     pub api_version: String,
     pub kind: String,
     pub apply: Option<UpgradeApplyConfiguration>,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KubeletConfiguration {
+pub(crate) struct KubeletConfiguration {
     pub api_version: String,
     pub kind: String,
     pub enable_server: Option<bool>,
@@ -158,14 +158,14 @@ pub struct KubeletConfiguration {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum CgroupDriver {
+pub(crate) enum CgroupDriver {
     Systemd,
     Cgroupfs,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KubeletAuthentication {
+pub(crate) struct KubeletAuthentication {
     pub x509: Option<KubeletX509Authentication>,
     pub webhook: Option<KubeletWebhookAuthentication>,
     pub anonymous: Option<KubeletAnonymousAuthentication>,
@@ -173,14 +173,14 @@ pub struct KubeletAuthentication {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KubeletX509Authentication {
+pub(crate) struct KubeletX509Authentication {
     #[serde(rename = "clientCAFile")]
     pub client_ca_file: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KubeletWebhookAuthentication {
+pub(crate) struct KubeletWebhookAuthentication {
     pub enabled: Option<bool>,
     #[serde(rename = "cacheTTL")]
     pub cache_ttl: Option<Duration>,
@@ -188,20 +188,20 @@ pub struct KubeletWebhookAuthentication {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KubeletAnonymousAuthentication {
+pub(crate) struct KubeletAnonymousAuthentication {
     pub enabled: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KubeletAuthorization {
+pub(crate) struct KubeletAuthorization {
     pub mode: Option<String>,
     pub webhook: Option<KubeletWebhookAuthorization>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KubeletWebhookAuthorization {
+pub(crate) struct KubeletWebhookAuthorization {
     #[serde(rename = "cacheAuthorizedTTL")]
     pub cache_authorized_ttl: Option<Duration>,
     #[serde(rename = "cacheUnauthorizedTTL")]
@@ -210,25 +210,25 @@ pub struct KubeletWebhookAuthorization {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct MemorySwap {
+pub(crate) struct MemorySwap {
     pub swap_behavior: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CrashLoopBackOff {
+pub(crate) struct CrashLoopBackOff {
     pub max_container_restart_period: Option<Duration>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ShutdownGracePeriodByPodPriority {
+pub(crate) struct ShutdownGracePeriodByPodPriority {
     pub priority: i32,
     pub shutdown_grace_period_seconds: i64,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UserNamespaces {
+pub(crate) struct UserNamespaces {
     pub ids_per_pod: Option<i64>,
 }

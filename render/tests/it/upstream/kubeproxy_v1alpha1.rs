@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KubeProxyConfiguration {
+pub(crate) struct KubeProxyConfiguration {
     pub api_version: String,
     pub kind: String,
     pub feature_gates: Option<BTreeMap<String, bool>>,
@@ -38,7 +38,7 @@ pub struct KubeProxyConfiguration {
 
 /// The modes kube-proxy accepts on Linux ("" = platform default).
 #[derive(Debug, Deserialize)]
-pub enum ProxyMode {
+pub(crate) enum ProxyMode {
     #[serde(rename = "")]
     Default,
     #[serde(rename = "iptables")]
@@ -51,7 +51,7 @@ pub enum ProxyMode {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ClientConnection {
+pub(crate) struct ClientConnection {
     pub kubeconfig: Option<String>,
     pub accept_content_types: Option<String>,
     pub content_type: Option<String>,
@@ -61,7 +61,7 @@ pub struct ClientConnection {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct IpTables {
+pub(crate) struct IpTables {
     pub masquerade_bit: Option<i32>,
     pub masquerade_all: Option<bool>,
     pub localhost_node_ports: Option<bool>,
@@ -71,7 +71,7 @@ pub struct IpTables {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Ipvs {
+pub(crate) struct Ipvs {
     pub sync_period: Option<Duration>,
     pub min_sync_period: Option<Duration>,
     pub scheduler: Option<String>,
@@ -86,7 +86,7 @@ pub struct Ipvs {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NfTables {
+pub(crate) struct NfTables {
     pub masquerade_bit: Option<i32>,
     pub masquerade_all: Option<bool>,
     pub sync_period: Option<Duration>,
@@ -95,14 +95,14 @@ pub struct NfTables {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DetectLocal {
+pub(crate) struct DetectLocal {
     pub bridge_interface: Option<String>,
     pub interface_name_prefix: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Conntrack {
+pub(crate) struct Conntrack {
     pub max_per_core: Option<i32>,
     pub min: Option<i32>,
     pub tcp_established_timeout: Option<Duration>,

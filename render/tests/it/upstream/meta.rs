@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// `metav1.Duration`: a string parsed by Go's `time.ParseDuration` ("4m0s", "168h", "0s", "1.5h").
 /// Decoding fails for anything Go would reject (a bare number, an unknown unit).
 #[derive(Debug, Clone)]
-pub struct Duration(pub String);
+pub(crate) struct Duration(pub String);
 
 impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -24,7 +24,7 @@ impl<'de> Deserialize<'de> for Duration {
 }
 
 /// True when `s` parses as a Go `time.Duration` string.
-pub fn go_duration_ok(s: &str) -> bool {
+pub(crate) fn go_duration_ok(s: &str) -> bool {
     let s = s.strip_prefix(['-', '+']).unwrap_or(s);
     if s == "0" {
         return true;
@@ -57,7 +57,7 @@ pub fn go_duration_ok(s: &str) -> bool {
 /// `resource.Quantity` in its string form ("1Gi", "500m", "100"). Numbers are accepted as upstream does.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum Quantity {
+pub(crate) enum Quantity {
     Str(String),
     Int(i64),
 }
@@ -65,7 +65,7 @@ pub enum Quantity {
 /// `metav1.ObjectMeta`, the subset static pods and add-on objects use.
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ObjectMeta {
+pub(crate) struct ObjectMeta {
     pub name: Option<String>,
     pub namespace: Option<String>,
     pub labels: Option<BTreeMap<String, String>>,
@@ -76,7 +76,7 @@ pub struct ObjectMeta {
 /// core/v1 `Taint` (key, value, effect NoSchedule|PreferNoSchedule|NoExecute, timeAdded).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Taint {
+pub(crate) struct Taint {
     pub key: String,
     pub value: Option<String>,
     pub effect: TaintEffect,
@@ -85,7 +85,7 @@ pub struct Taint {
 
 /// core/v1 `TaintEffect`.
 #[derive(Debug, Deserialize)]
-pub enum TaintEffect {
+pub(crate) enum TaintEffect {
     NoSchedule,
     PreferNoSchedule,
     NoExecute,
@@ -93,7 +93,7 @@ pub enum TaintEffect {
 
 /// core/v1 `PullPolicy`.
 #[derive(Debug, Deserialize)]
-pub enum PullPolicy {
+pub(crate) enum PullPolicy {
     Always,
     IfNotPresent,
     Never,
@@ -102,7 +102,7 @@ pub enum PullPolicy {
 /// core/v1 `EnvVar` subset (name, value; valueFrom kept opaque).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct EnvVar {
+pub(crate) struct EnvVar {
     pub name: String,
     pub value: Option<String>,
     pub value_from: Option<serde_yaml::Value>,

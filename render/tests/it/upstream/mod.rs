@@ -5,17 +5,17 @@
 
 #![allow(dead_code)]
 
-pub mod audit_v1;
-pub mod authn;
-pub mod cni_formats;
-pub mod core_v1;
-pub mod kind_v1alpha4;
-pub mod kubeadm_v1beta3;
-pub mod kubeadm_v1beta4;
-pub mod kubelet_v1beta1;
-pub mod kubeproxy_v1alpha1;
-pub mod meta;
-pub mod toml_formats;
+pub(crate) mod audit_v1;
+pub(crate) mod authn;
+pub(crate) mod cni_formats;
+pub(crate) mod core_v1;
+pub(crate) mod kind_v1alpha4;
+pub(crate) mod kubeadm_v1beta3;
+pub(crate) mod kubeadm_v1beta4;
+pub(crate) mod kubelet_v1beta1;
+pub(crate) mod kubeproxy_v1alpha1;
+pub(crate) mod meta;
+pub(crate) mod toml_formats;
 
 use clusterctl_render::RenderedFile;
 use serde::de::DeserializeOwned;
@@ -36,7 +36,7 @@ fn json_strict<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, String>
 }
 
 /// Decodes one YAML document by apiVersion/kind. Returns `apiVersion/kind`.
-pub fn check_yaml_doc(doc: &serde_yaml::Value) -> Result<String, String> {
+pub(crate) fn check_yaml_doc(doc: &serde_yaml::Value) -> Result<String, String> {
     let av = doc
         .get("apiVersion")
         .and_then(|v| v.as_str())
@@ -102,7 +102,7 @@ pub fn check_yaml_doc(doc: &serde_yaml::Value) -> Result<String, String> {
 }
 
 /// Splits a YAML stream into documents (each must be a mapping).
-pub fn yaml_docs(text: &str) -> Result<Vec<serde_yaml::Value>, String> {
+pub(crate) fn yaml_docs(text: &str) -> Result<Vec<serde_yaml::Value>, String> {
     let mut out = Vec::new();
     for d in serde_yaml::Deserializer::from_str(text) {
         let v = serde_yaml::Value::deserialize(d).map_err(|e| format!("YAML: {e}"))?;
@@ -196,7 +196,7 @@ fn check_pem(text: &str) -> Result<(), String> {
 }
 
 /// Strictly checks one rendered file. Returns what it was checked as (one entry per document).
-pub fn check(f: &RenderedFile) -> Result<Vec<String>, String> {
+pub(crate) fn check(f: &RenderedFile) -> Result<Vec<String>, String> {
     let text =
         std::str::from_utf8(&f.content).map_err(|e| format!("{}: not UTF-8: {e}", f.path))?;
     let p = f.path.as_str();

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ContainerdV2 {
+pub(crate) struct ContainerdV2 {
     pub version: i64,
     pub root: Option<String>,
     pub state: Option<String>,
@@ -18,14 +18,14 @@ pub struct ContainerdV2 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PluginsV2 {
+pub(crate) struct PluginsV2 {
     #[serde(rename = "io.containerd.grpc.v1.cri")]
     pub cri: CriV2,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CriV2 {
+pub(crate) struct CriV2 {
     pub sandbox_image: String,
     pub enable_unprivileged_ports: Option<bool>,
     pub enable_unprivileged_icmp: Option<bool>,
@@ -36,7 +36,7 @@ pub struct CriV2 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CriContainerd {
+pub(crate) struct CriContainerd {
     pub snapshotter: Option<String>,
     pub default_runtime_name: Option<String>,
     pub runtimes: BTreeMap<String, Runtime>,
@@ -44,14 +44,14 @@ pub struct CriContainerd {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Runtime {
+pub(crate) struct Runtime {
     pub runtime_type: String,
     pub options: RuncOptions,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RuncOptions {
+pub(crate) struct RuncOptions {
     #[serde(rename = "SystemdCgroup")]
     pub systemd_cgroup: bool,
     #[serde(rename = "BinaryName")]
@@ -61,20 +61,20 @@ pub struct RuncOptions {
 /// Only `config_path`: the legacy `mirrors`/`configs` tables are refused next to it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CriRegistry {
+pub(crate) struct CriRegistry {
     pub config_path: String,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CniDirsV2 {
+pub(crate) struct CniDirsV2 {
     pub bin_dir: Option<String>,
     pub conf_dir: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ContainerdV3 {
+pub(crate) struct ContainerdV3 {
     pub version: i64,
     pub root: Option<String>,
     pub state: Option<String>,
@@ -83,7 +83,7 @@ pub struct ContainerdV3 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PluginsV3 {
+pub(crate) struct PluginsV3 {
     #[serde(rename = "io.containerd.cri.v1.images")]
     pub images: ImagesV3,
     #[serde(rename = "io.containerd.cri.v1.runtime")]
@@ -92,7 +92,7 @@ pub struct PluginsV3 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ImagesV3 {
+pub(crate) struct ImagesV3 {
     pub snapshotter: Option<String>,
     pub pinned_images: PinnedImages,
     pub registry: CriRegistry,
@@ -100,13 +100,13 @@ pub struct ImagesV3 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PinnedImages {
+pub(crate) struct PinnedImages {
     pub sandbox: String,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RuntimeV3 {
+pub(crate) struct RuntimeV3 {
     pub enable_unprivileged_ports: Option<bool>,
     pub enable_unprivileged_icmp: Option<bool>,
     pub containerd: CriContainerdV3,
@@ -115,21 +115,21 @@ pub struct RuntimeV3 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CriContainerdV3 {
+pub(crate) struct CriContainerdV3 {
     pub default_runtime_name: Option<String>,
     pub runtimes: BTreeMap<String, Runtime>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CniDirsV3 {
+pub(crate) struct CniDirsV3 {
     pub bin_dirs: Option<Vec<String>>,
     pub conf_dir: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct HostsToml {
+pub(crate) struct HostsToml {
     pub server: Option<String>,
     pub capabilities: Option<Vec<Capability>>,
     pub ca: Option<CaValue>,
@@ -140,7 +140,7 @@ pub struct HostsToml {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct HostEntry {
+pub(crate) struct HostEntry {
     pub capabilities: Option<Vec<Capability>>,
     pub ca: Option<CaValue>,
     pub client: Option<toml::Value>,
@@ -151,14 +151,14 @@ pub struct HostEntry {
 
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum CaValue {
+pub(crate) enum CaValue {
     One(String),
     Many(Vec<String>),
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Capability {
+pub(crate) enum Capability {
     Pull,
     Resolve,
     Push,
@@ -166,13 +166,13 @@ pub enum Capability {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CrioDropIn {
+pub(crate) struct CrioDropIn {
     pub crio: Crio,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Crio {
+pub(crate) struct Crio {
     pub runtime: Option<CrioRuntime>,
     pub image: Option<CrioImage>,
     pub network: Option<CrioNetwork>,
@@ -180,7 +180,7 @@ pub struct Crio {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CrioRuntime {
+pub(crate) struct CrioRuntime {
     pub cgroup_manager: Option<String>,
     pub conmon_cgroup: Option<String>,
     pub default_runtime: Option<String>,
@@ -188,7 +188,7 @@ pub struct CrioRuntime {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CrioImage {
+pub(crate) struct CrioImage {
     pub pause_image: Option<String>,
     pub pause_image_auth_file: Option<String>,
     pub global_auth_file: Option<String>,
@@ -198,14 +198,14 @@ pub struct CrioImage {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CrioNetwork {
+pub(crate) struct CrioNetwork {
     pub network_dir: Option<String>,
     pub plugin_dirs: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RegistriesConf {
+pub(crate) struct RegistriesConf {
     #[serde(rename = "unqualified-search-registries")]
     pub unqualified_search_registries: Option<Vec<String>>,
     #[serde(rename = "short-name-mode")]
@@ -215,7 +215,7 @@ pub struct RegistriesConf {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RegistryEntry {
+pub(crate) struct RegistryEntry {
     pub prefix: Option<String>,
     pub location: String,
     pub insecure: Option<bool>,
@@ -227,7 +227,7 @@ pub struct RegistryEntry {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MirrorEntry {
+pub(crate) struct MirrorEntry {
     pub location: String,
     pub insecure: Option<bool>,
     #[serde(rename = "pull-from-mirror")]
