@@ -38,7 +38,7 @@ use std::process::Command;
 /// The kubeadm versions run, one per supported minor, with why that patch: the newest patch of the
 /// minor that the version table (`spec/src/versions.rs`) knows and the Go module proxy serves
 /// completely (k8s.io/kubernetes and every staging module at the matching v0 version).
-pub const KUBEADMS: &[(&str, &str)] = &[
+pub(crate) const KUBEADMS: &[(&str, &str)] = &[
     (
         "v1.31.0",
         "the table's v1.31.14 is served but its staging module k8s.io/kube-proxy@v0.31.14 is not \
