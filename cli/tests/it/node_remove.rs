@@ -1,42 +1,62 @@
 //! `clusterctl node remove` on the test bed: two systemd node containers over SSH with the recording
-//! kubeadm stand-in, and the recording Kubernetes API server (HTTPS on loopback) serving the worker's
-//! pods. One pod's eviction is refused with 429 (a PodDisruptionBudget) until the test lets it through.
-//! Checks, in the order the API server received them: the cordon (strategic merge patch of
-//! `spec.unschedulable: true`), the pod list, the evictions (policy/v1 Eviction; the refused one
-//! retried until accepted; the DaemonSet pod never evicted), then `DELETE` of the Node — and between the
-//! drain and the delete, `kubeadm reset -f --config` with the rendered ResetConfiguration on the node.
-//! The first control plane and a node not in the file are refused with exit code 2 before anything runs.
+//! kubeadm stand-in, and a real control plane (`clusterctl_testbed::envtest`: upstream etcd and
+//! kube-apiserver on loopback) holding the worker's Node and pods. One pod is covered by a
+//! PodDisruptionBudget whose status (written as the disruption controller would) allows no disruption,
+//! so the real eviction API refuses it with 429 until the test lets the budget allow one. Checks: the
+//! Node is cordoned, the pods are evicted (the refused one retried until accepted and the refusal
+//! explained; the DaemonSet pod and a pod on another node left alone), the Node is deleted — and
+//! between the drain and the delete, `kubeadm reset -f --config` with the rendered ResetConfiguration
+//! on the node. The first control plane and a node not in the file are refused with exit code 2
+//! before anything runs. (The patch type of the cordon is checked on the wire in
+//! kubeapi/tests/it/recorded_api.rs.)
 
 use std::time::{Duration, Instant};
 
-use clusterctl_testbed::apiserver::{ApiServer, Recorded};
 use clusterctl_testbed::cli::{
     install_standin, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, KUBEADM_STANDIN,
 };
 use clusterctl_testbed::docker::{docker_available, TestCluster};
+use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::{is_root, require};
-use serde_json::{json, Value};
+use serde_json::json;
 
-fn pod(ns: &str, name: &str, node: &str, owner: &str) -> Value {
-    json!({
-        "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}"),
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner, "name": format!("{name}-owner"),
-                                          "uid": format!("owner-{name}"), "controller": true}]},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox:1.36"}]},
-        "status": {"phase": "Running"}
-    })
+/// A running, Ready pod `name` labelled `app=<app>`, owned by a controller of kind `owner`, bound to
+/// `node` (no scheduler runs), its status written as the kubelet would. With a grace period of 0
+/// the API server removes it at once when it is evicted (no kubelet has to confirm).
+fn pod(env: &Envtest, ns: &str, name: &str, node: &str, app: &str, owner: &str) {
+    env.create(
+        &format!("/api/v1/namespaces/{ns}/pods"),
+        &json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "labels": {"app": app},
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner,
+                                                  "name": format!("{name}-owner"),
+                                                  "uid": "00000000-0000-0000-0000-00000000000a",
+                                                  "controller": true}]},
+                "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "c", "image": "busybox:1.36"}]}}),
+    )
+    .expect("pod");
+    env.merge_patch(
+        &format!("/api/v1/namespaces/{ns}/pods/{name}/status"),
+        &json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}),
+    )
+    .expect("pod status");
 }
 
-fn pod_list(items: Vec<Value>) -> Value {
-    json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+/// Writes the budget's status as the disruption controller would: `allowed` disruptions.
+fn budget_status(env: &Envtest, ns: &str, name: &str, allowed: u32) {
+    let path = format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/{name}");
+    let generation = env.get(&path).expect("budget")["metadata"]["generation"].clone();
+    env.merge_patch(
+        &format!("{path}/status"),
+        &json!({"status": {"observedGeneration": generation, "disruptionsAllowed": allowed,
+                           "currentHealthy": 1 + allowed, "desiredHealthy": 1, "expectedPods": 1 + allowed}}),
+    )
+    .expect("budget status");
 }
 
-fn eviction_path(ns: &str, name: &str) -> String {
-    format!("/api/v1/namespaces/{ns}/pods/{name}/eviction")
-}
-
-fn is_eviction_of(r: &Recorded, ns: &str, name: &str) -> bool {
-    r.method == "POST" && r.path == eviction_path(ns, name)
+fn exists(env: &Envtest, path: &str) -> bool {
+    env.get(path).is_ok()
 }
 
 #[test]
@@ -44,6 +64,10 @@ fn node_remove_drains_resets_and_deletes_the_node() {
     if !require("root and a Docker engine", is_root() && docker_available()) {
         return;
     }
+    // Its own control plane: it holds the test nodes' names as Nodes.
+    let Some(api) = Envtest::require_own() else {
+        return;
+    };
     let tc = TestCluster::start("nr", 2).expect("test nodes");
     let (cp, w) = (&tc.nodes[0], &tc.nodes[1]);
     for n in [cp, w] {
@@ -89,35 +113,42 @@ fn node_remove_drains_resets_and_deletes_the_node() {
     assert!(standin_calls(w).expect("calls").is_empty());
 
     // The API: the worker's Node, its pods (one behind a budget), a DaemonSet pod, a pod elsewhere.
-    let api = ApiServer::start().expect("api server");
-    let node_path = format!("/api/v1/nodes/{}", w.name);
-    api.serve(
-        &node_path,
-        json!({"kind": "Node", "apiVersion": "v1", "metadata": {"name": w.name}, "spec": {}}),
+    let ns = api.create_namespace("app").expect("namespace");
+    for n in [&cp.name, &w.name] {
+        api.create_node(
+            n,
+            &Default::default(),
+            json!({}),
+            json!({"conditions": [{"type": "Ready", "status": "True"}]}),
+        )
+        .expect("node");
+    }
+    // kube-system's `default` ServiceAccount, which a controller-manager would have made.
+    let _ = api.create(
+        "/api/v1/namespaces/kube-system/serviceaccounts",
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}),
     );
-    api.serve(
-        "/api/v1/pods",
-        pod_list(vec![
-            pod("app", "web-1", &w.name, "ReplicaSet"),
-            pod("app", "db-0", &w.name, "StatefulSet"),
-            pod("kube-system", "agent-x", &w.name, "DaemonSet"),
-            pod("app", "web-2", &cp.name, "ReplicaSet"),
-        ]),
+    pod(&api, &ns, "web-1", &w.name, "web", "ReplicaSet");
+    pod(&api, &ns, "db-0", &w.name, "db", "StatefulSet");
+    pod(
+        &api,
+        "kube-system",
+        "agent-x",
+        &w.name,
+        "agent",
+        "DaemonSet",
     );
-    api.respond(
-        "POST",
-        &eviction_path("app", "web-1"),
-        201,
-        json!({"kind": "Eviction"}),
-    );
-    api.respond(
-        "POST",
-        &eviction_path("app", "db-0"),
-        429,
-        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "TooManyRequests", "code": 429,
-               "message": "Cannot evict pod as it would violate the pod's disruption budget."}),
-    );
+    pod(&api, &ns, "web-2", &cp.name, "web", "ReplicaSet");
+    api.create(
+        &format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"),
+        &json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}}),
+    )
+    .expect("budget");
+    budget_status(&api, &ns, "db", 0);
     std::fs::write(cli.kubeconfig(), api.kubeconfig("rmlab")).expect("kubeconfig");
+    let pod_path = |ns: &str, name: &str| format!("/api/v1/namespaces/{ns}/pods/{name}");
+    let node_path = format!("/api/v1/nodes/{}", w.name);
 
     let runner = cli.clone();
     let kc = cli.kubeconfig().to_string_lossy().into_owned();
@@ -139,91 +170,52 @@ fn node_remove_drains_resets_and_deletes_the_node() {
             &wname,
         ])
     });
-    // Once the budget has refused an eviction, let it through and let the evicted pods go.
+    // Once the drain has started (the Node cordoned, web-1 evicted), give it a few retries against
+    // the budget, then let the budget allow one disruption.
     let start = Instant::now();
-    while !api
-        .recorded()
-        .iter()
-        .any(|r| is_eviction_of(r, "app", "db-0"))
+    while !(api
+        .get(&node_path)
+        .map(|n| n["spec"]["unschedulable"] == true)
+        .unwrap_or(false)
+        && !exists(&api, &pod_path(&ns, "web-1")))
     {
         assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "no eviction of db-0: {:?}",
-            api.recorded()
+            start.elapsed() < Duration::from_secs(90) && !handle.is_finished(),
+            "the drain did not start"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    api.respond(
-        "POST",
-        &eviction_path("app", "db-0"),
-        201,
-        json!({"kind": "Eviction"}),
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        exists(&api, &pod_path(&ns, "db-0")),
+        "the budget holds db-0 while it allows no disruption"
     );
-    api.serve(
-        "/api/v1/pods",
-        pod_list(vec![
-            pod("kube-system", "agent-x", &w.name, "DaemonSet"),
-            pod("app", "web-2", &cp.name, "ReplicaSet"),
-        ]),
-    );
+    budget_status(&api, &ns, "db", 1);
     let r = handle.join().expect("thread").expect("remove");
     let out = r.all();
     assert_eq!(r.code, 0, "{out}");
     eprintln!("--- session output ---\n{out}");
     assert!(
-        out.contains("app/db-0")
+        out.contains(&format!("{ns}/db-0"))
             && out.contains("PodDisruptionBudget")
             && out.contains("disruption budget"),
         "the refusal is explained:\n{out}"
     );
 
-    // The requests in order: cordon, list, evictions (db-0 refused at least once, then accepted), delete.
-    let rec: Vec<Recorded> = api
-        .recorded()
-        .into_iter()
-        .filter(|r| r.method != "GET" || r.path == "/api/v1/pods")
-        .collect();
-    let desc: Vec<String> = rec
-        .iter()
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
-    assert_eq!(rec[0].method, "PATCH", "{desc:?}");
-    assert_eq!(rec[0].path, node_path, "{desc:?}");
-    assert_eq!(
-        rec[0].content_type,
-        "application/strategic-merge-patch+json"
-    );
-    assert_eq!(rec[0].json(), json!({"spec": {"unschedulable": true}}));
-    assert_eq!(desc[1], "GET /api/v1/pods", "{desc:?}");
-    let db: Vec<usize> = (0..rec.len())
-        .filter(|i| is_eviction_of(&rec[*i], "app", "db-0"))
-        .collect();
-    assert!(db.len() >= 2, "refused then retried: {desc:?}");
-    let web: Vec<usize> = (0..rec.len())
-        .filter(|i| is_eviction_of(&rec[*i], "app", "web-1"))
-        .collect();
-    assert_eq!(web.len(), 1, "{desc:?}");
-    assert!(web[0] > 1 && db[0] > 1, "{desc:?}");
+    // What the API server holds now: the evicted pods gone, the DaemonSet pod and the pod on the
+    // control plane still there, the Node deleted.
+    assert!(!exists(&api, &pod_path(&ns, "web-1")));
+    assert!(!exists(&api, &pod_path(&ns, "db-0")));
     assert!(
-        !desc
-            .iter()
-            .any(|d| d.contains("agent-x") || d.contains("web-2")),
-        "{desc:?}"
+        exists(&api, &pod_path("kube-system", "agent-x")),
+        "DaemonSet pod kept"
     );
-    let body = rec[db[0]].json();
-    assert_eq!(body["kind"], "Eviction");
-    assert_eq!(body["apiVersion"], "policy/v1");
-    let last = rec.last().expect("requests");
-    assert_eq!(
-        (last.method.as_str(), last.path.as_str()),
-        ("DELETE", node_path.as_str()),
-        "{desc:?}"
+    assert!(
+        exists(&api, &pod_path(&ns, "web-2")),
+        "a pod on another node is not touched"
     );
-    assert_eq!(
-        desc.iter().filter(|d| d.starts_with("DELETE")).count(),
-        1,
-        "{desc:?}"
-    );
+    assert!(!exists(&api, &node_path), "the Node is deleted");
+    assert!(exists(&api, &format!("/api/v1/nodes/{}", cp.name)));
 
     // The reset on the node, between the drain and the delete.
     let calls = standin_calls(w).expect("calls");
