@@ -2,12 +2,12 @@
 //! running inside), an image built locally in the Docker engine (no registry), loaded like
 //! `kind load docker-image` — first to one node with `--nodes`, then to every node, then from an
 //! `--archive` — and checked in each node's containerd (`ctr -n k8s.io images ls`). Then `status` is
-//! run against the recording API server with a pod that cannot pull that image, and must name both
-//! nodes as holding it (asked of the node runtimes over SSH).
+//! run against a real control plane (`clusterctl_testbed::envtest`) holding the two Nodes and a pod that
+//! cannot pull that image, and must name both nodes as holding it (asked of the node runtimes over SSH).
 
-use clusterctl_testbed::apiserver::ApiServer;
 use clusterctl_testbed::cli::{ssh_cluster_yaml, Clusterctl, FileNode, LocalImage};
 use clusterctl_testbed::docker::{docker, docker_available, TestCluster};
+use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::{is_root, require, unique_name};
 use serde_json::{json, Value};
 
@@ -151,30 +151,39 @@ fn image_load_puts_local_images_into_node_runtimes() {
     assert_eq!(code, 1);
     assert!(err.contains("clusterctl-test/absent:nope"), "{err}");
 
-    // `status` asks the node runtimes which nodes hold the image a pod cannot pull.
-    let api = ApiServer::start().expect("API server");
-    let nodes: Vec<Value> = [n0, n1]
-        .iter()
-        .map(|n| json!({"kind": "Node", "apiVersion": "v1", "metadata": {"name": n.name, "labels": {}},
-            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
-                       "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "",
-                                    "containerRuntimeVersion": "containerd://1.6", "kubeletVersion": "v1.34.1", "kubeProxyVersion": "",
-                                    "operatingSystem": "linux", "architecture": "amd64"}}}))
-        .collect();
-    api.serve(
-        "/api/v1/nodes",
-        json!({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": nodes}),
-    );
+    // `status` asks the node runtimes which nodes hold the image a pod cannot pull; the Nodes and the
+    // pod are real objects on a real control plane (its own: it holds these node names).
+    let Some(api) = Envtest::require_own() else {
+        return;
+    };
+    for n in [n0, n1] {
+        api.create_node(
+            &n.name,
+            &Default::default(),
+            json!({}),
+            json!({"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
+                   "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "",
+                                "containerRuntimeVersion": "containerd://1.6", "kubeletVersion": "v1.34.1",
+                                "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"}}),
+        )
+        .expect("node");
+    }
+    let ns = api.create_namespace("app").expect("namespace");
     let short = one.clone();
-    api.serve("/api/v1/pods", json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [
-        {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "api-0", "namespace": "app"},
-         "spec": {"nodeName": n1.name, "containers": [{"name": "api", "image": short, "imagePullPolicy": "Always"}]},
-         "status": {"phase": "Pending", "containerStatuses": [{"name": "api", "image": short, "imageID": "", "ready": false,
-             "restartCount": 0, "state": {"waiting": {"reason": "ErrImagePull", "message": "pull access denied"}}}]}}]}));
-    api.serve(
-        "/api/v1/namespaces/app/events",
-        json!({"kind": "EventList", "apiVersion": "v1", "metadata": {}, "items": []}),
-    );
+    api.create(
+        &format!("/api/v1/namespaces/{ns}/pods"),
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "api-0"},
+                "spec": {"nodeName": n1.name,
+                         "containers": [{"name": "api", "image": short, "imagePullPolicy": "Always"}]}}),
+    )
+    .expect("pod");
+    api.merge_patch(
+        &format!("/api/v1/namespaces/{ns}/pods/api-0/status"),
+        &json!({"status": {"phase": "Pending", "containerStatuses": [{"name": "api", "image": short,
+                "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ErrImagePull", "message": "pull access denied"}}}]}}),
+    )
+    .expect("pod status");
     let kc = dir.path().join("kubeconfig");
     std::fs::write(&kc, api.kubeconfig("imglab")).expect("kubeconfig");
     let (code, out, err) = run(

@@ -20,6 +20,7 @@ mod node_join;
 mod node_remove;
 mod recreate_ssh;
 mod rollout_system;
+mod status_api;
 mod status_recorded;
 mod up_docker;
 mod up_dry_run;

@@ -173,12 +173,13 @@ fn node_remove_drains_resets_and_deletes_the_node() {
     // Once the drain has started (the Node cordoned, web-1 evicted), give it a few retries against
     // the budget, then let the budget allow one disruption.
     let start = Instant::now();
-    while !(api
-        .get(&node_path)
-        .map(|n| n["spec"]["unschedulable"] == true)
-        .unwrap_or(false)
-        && !exists(&api, &pod_path(&ns, "web-1")))
-    {
+    let drain_started = || {
+        api.get(&node_path)
+            .map(|n| n["spec"]["unschedulable"] == true)
+            .unwrap_or(false)
+            && !exists(&api, &pod_path(&ns, "web-1"))
+    };
+    while !drain_started() {
         assert!(
             start.elapsed() < Duration::from_secs(90) && !handle.is_finished(),
             "the drain did not start"
