@@ -10,6 +10,7 @@ mod airgap_up_crio;
 mod airgap_up_mirror;
 mod cni_chain;
 mod cni_concurrency;
+mod cni_containerd2;
 mod cni_ctr;
 mod cni_overlay;
 mod cni_plugin;
