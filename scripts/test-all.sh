@@ -74,6 +74,22 @@ step services start_services
 # everything.
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+# The upstream Kubernetes programs the tests run, built from their Go modules into the cache (a second
+# run builds nothing; scripts/k8s/build.sh): the API tests' control plane (etcd, kube-apiserver) and
+# kubeadm/kubectl at v1.34.4, and one kubeadm per other supported minor for the real-kubeadm validation
+# of every rendered config (render/tests/it/real_kubeadm.rs). KUBEADM_VERSIONS trims that list when the
+# budget demands it (the tests skip a version not in it); the Rust side builds what is missing too.
+export KUBEADM_VERSIONS="${KUBEADM_VERSIONS:-v1.31.0 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3}"
+export CLUSTERCTL_KUBEADM_VERSIONS="$KUBEADM_VERSIONS"
+k8s_build() {
+  local rc=0 v
+  scripts/k8s/build.sh v1.34.4 kubeadm kube-apiserver etcd kubectl >/dev/null || rc=1
+  for v in $KUBEADM_VERSIONS; do
+    scripts/k8s/build.sh "$v" kubeadm >/dev/null || rc=1
+  done
+  return $rc
+}
+step k8s-build k8s_build
 step tests cargo test --workspace --locked --no-fail-fast -- --test-threads="${TEST_THREADS:-4}"
 step benches env BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast
 
