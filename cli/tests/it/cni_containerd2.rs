@@ -1,7 +1,7 @@
 //! containerd 2.x runs the builtin CNI through its CRI (issue 15, item 1), in a systemd node container
 //! (`clusterctl_testbed::docker`): containerd 2.2.1, runc 1.3.3, crictl and `portmap` v1.10.0 as
-//! `scripts/k8s/build.sh` builds them from their Go modules into the test-bed cache, the pause image
-//! from `scripts/k8s/images.sh`; the built clusterctl as `/usr/local/bin/clusterctl` and
+//! `scripts/k8s/build.sh` builds them from their Go modules into the test-bed cache
+//! (`clusterctl_testbed::k8sbin`), the pause image from `scripts/k8s/images.sh`; the built clusterctl as `/usr/local/bin/clusterctl` and
 //! `/opt/cni/bin/clusterctl-cni`; the builtin CNI's files rendered by `clusterctl_render` for a node
 //! whose facts say containerd 2, and a static peers file giving the node a /28 podCIDR.
 //!
@@ -182,24 +182,41 @@ fn containerd2_cri_with_cni_1_1_and_a_node_restart_frees_the_leases() {
     ) {
         return;
     }
-    let c = cache();
-    let bin = |p: &str| c.join("bin").join(p);
+    // Built by scripts/k8s/build.sh when missing (a failure fails the test in CI).
+    let Some(bins) = clusterctl_testbed::k8sbin::require_programs(
+        clusterctl_testbed::k8sbin::DEFAULT_VERSION,
+        &[
+            "containerd",
+            "containerd-shim-runc-v2",
+            "ctr",
+            "runc",
+            "crictl",
+            "cni-plugins",
+        ],
+    ) else {
+        return;
+    };
     let files: Vec<(PathBuf, &str)> = vec![
-        (bin("containerd/v2.2.1/containerd"), "/usr/local/bin/"),
+        (bins.path("containerd").to_path_buf(), "/usr/local/bin/"),
         (
-            bin("containerd-shim-runc-v2/v2.2.1/containerd-shim-runc-v2"),
+            bins.path("containerd-shim-runc-v2").to_path_buf(),
             "/usr/local/bin/",
         ),
-        (bin("ctr/v2.2.1/ctr"), "/usr/local/bin/"),
-        (bin("runc/v1.3.3/runc"), "/usr/local/sbin/runc"),
-        (bin("crictl/v1.34.0/crictl"), "/usr/local/bin/"),
-        (bin("cni-plugins/v1.10.0/portmap"), "/opt/cni/bin/portmap"),
+        (bins.path("ctr").to_path_buf(), "/usr/local/bin/"),
+        (bins.path("runc").to_path_buf(), "/usr/local/sbin/runc"),
+        (bins.path("crictl").to_path_buf(), "/usr/local/bin/"),
+        (
+            bins.path("cni-plugins").join("portmap"),
+            "/opt/cni/bin/portmap",
+        ),
     ];
-    let pause = c.join("images/v1.34.4/pause_3.10.1.oci.tar");
-    let all_there = files.iter().all(|(f, _)| f.is_file()) && pause.is_file();
+    let pause = cache().join(format!(
+        "images/{}/pause_3.10.1.oci.tar",
+        clusterctl_testbed::k8sbin::DEFAULT_VERSION
+    ));
     if !clusterctl_testbed::require(
-        "containerd v2.2.1, runc v1.3.3, crictl v1.34.0, CNI plugins v1.10.0 and the pause image in the test-bed cache (scripts/k8s/build.sh v1.34.4; scripts/k8s/images.sh v1.34.4)",
-        all_there,
+        "the pause image in the test-bed cache (scripts/k8s/images.sh v1.34.4)",
+        pause.is_file(),
     ) {
         return;
     }

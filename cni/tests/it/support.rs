@@ -24,15 +24,14 @@ pub(crate) fn plugin_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_clusterctl-cni"))
 }
 
-/// The reference CNI plugins of `version` (e.g. `v1.10.0`) as `scripts/k8s/build.sh` leaves them:
-/// `$CLUSTERCTL_TESTBED_CACHE/bin/cni-plugins/<version>/` (default cache
-/// `/var/cache/clusterctl-testbed`); `None` when not built there.
-pub(crate) fn reference_plugins(version: &str) -> Option<PathBuf> {
-    let cache = std::env::var_os("CLUSTERCTL_TESTBED_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/clusterctl-testbed"));
-    let dir = cache.join("bin/cni-plugins").join(version);
-    dir.join("portmap").is_file().then_some(dir)
+/// The reference CNI plugins the test bed builds for its Kubernetes version from their Go module
+/// (containernetworking/plugins v1.10.0 for v1.34.4): a CNI bin dir, built by `scripts/k8s/build.sh`
+/// when missing (`clusterctl_testbed::k8sbin`). `None` after a skip line when they cannot be built
+/// outside CI; in CI that fails the test.
+pub(crate) fn reference_plugins() -> Option<PathBuf> {
+    let version = clusterctl_testbed::k8sbin::DEFAULT_VERSION;
+    let bins = clusterctl_testbed::k8sbin::require_programs(version, &["cni-plugins"])?;
+    Some(bins.path("cni-plugins").to_path_buf())
 }
 
 /// One plugin invocation's outcome.
