@@ -85,9 +85,15 @@ pub struct VerifiedStamp {
 
 /// The record of past imports (`<bundle>.imported.json` unless chosen otherwise): target reference
 /// → digest pushed, node → digests loaded, and the last full verification of the bundle. Holds no
-/// secrets.
+/// secrets. A record is trusted only for the bundle it describes: it carries the sha256 of that
+/// bundle's `SHA256SUMS` entry (which pins every other entry), and [`ImportState::load_for`] ignores
+/// a record made for another bundle, or for none (a record placed beside a bundle by someone else
+/// steers nothing).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ImportState {
+    /// sha256 of the `SHA256SUMS` entry of the bundle this record describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<Digest>,
     /// Mirror reference → manifest digest pushed there.
     #[serde(default)]
     pub registry: BTreeMap<String, Digest>,
@@ -99,6 +105,9 @@ pub struct ImportState {
     pub verified: Option<VerifiedStamp>,
 }
 
+/// Largest import record read (it holds the verified bundle's entry table).
+pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+
 impl ImportState {
     /// The default state file for a bundle: `<bundle>.imported.json`.
     pub fn default_path(bundle: &Path) -> PathBuf {
@@ -107,12 +116,24 @@ impl ImportState {
         PathBuf::from(s)
     }
 
-    /// Loads the state; a missing or unreadable file is an empty state (it is only an optimisation).
-    pub fn load(path: &Path) -> ImportState {
-        std::fs::read(path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+    /// Reads the record at `path` as it is, whatever bundle it describes: `None` when it is missing,
+    /// not a regular file (never waited on), larger than [`MAX_RECORD_BYTES`] or not a record.
+    pub fn read(path: &Path) -> Option<ImportState> {
+        let bytes = clusterctl_spec::load::read_regular(path, MAX_RECORD_BYTES).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// The record at `path` when it describes the bundle whose `SHA256SUMS` hashes to `sums`;
+    /// otherwise (missing, unreadable, another bundle's, or bound to none) an empty record for that
+    /// bundle. It is only an optimisation: an empty record costs a `HEAD` per image.
+    pub fn load_for(path: &Path, sums: &Digest) -> ImportState {
+        match Self::read(path) {
+            Some(r) if r.bundle.as_ref() == Some(sums) => r,
+            _ => ImportState {
+                bundle: Some(sums.clone()),
+                ..Default::default()
+            },
+        }
     }
 
     /// Saves the state atomically. Errors: I/O.
@@ -168,13 +189,24 @@ pub fn import_to_registry(
     import_to_registry_with(client, bundle, opts, state, &HashMap::new())
 }
 
-/// Asks the registry for the digest of every reference recorded in `state` (read-only `HEAD`s, safe
-/// to run while the bundle is still being verified). Unanswered references are left out.
-pub fn precheck(client: &RegistryClient, state: &ImportState) -> HashMap<String, Option<Digest>> {
-    let queue = Mutex::new(state.registry.iter().collect::<Vec<_>>());
+/// Asks the registry for the digest of every reference recorded in `state` whose registry is one of
+/// `registries` (read-only `HEAD`s, safe to run while the bundle is still being verified; no other
+/// host is ever contacted, whatever the record lists). Unanswered references are left out.
+pub fn precheck(
+    client: &RegistryClient,
+    state: &ImportState,
+    registries: &[String],
+) -> HashMap<String, Option<Digest>> {
+    let wanted: Vec<(&String, &Digest)> = state
+        .registry
+        .iter()
+        .filter(|(key, _)| ImageRef::parse(key).is_ok_and(|r| registries.contains(&r.registry)))
+        .collect();
+    let n = wanted.len();
+    let queue = Mutex::new(wanted);
     let out = Mutex::new(HashMap::new());
     std::thread::scope(|s| {
-        for _ in 0..state.registry.len().clamp(1, 8) {
+        for _ in 0..n.clamp(1, 8) {
             s.spawn(|| loop {
                 let Some((key, digest)) = queue.lock().ok().and_then(|mut q| q.pop()) else {
                     return;

@@ -2,9 +2,10 @@
 //! of a cluster, write its bundle (pull into the cache next to the output, then write), and import
 //! a bundle (verify every byte first, then push to the mirror and record what was pushed).
 
-use crate::bundle::verify::sums_digest;
+use crate::bundle::verify::{read_sums, sums_digest, MAX_LIST_BYTES};
 use crate::bundle::{
-    verify_bundle, write_bundle, BundleInput, BundleSummary, VerifiedBundle, SUMS_ENTRY,
+    verify_bundle, write_bundle, BundleInput, BundleSummary, VerifiedBundle, MANIFEST_ENTRY,
+    OCI_DIR, SUMS_ENTRY,
 };
 use crate::digest::Digest;
 use crate::error::{AirgapError, Result};
@@ -15,10 +16,11 @@ use crate::import::{
 use crate::packages::{prepare_packages, self_binary, PackageSource};
 use crate::plan::{list_images, platforms, requests};
 use crate::pull::{pull_images, PullOptions, PullStats};
+use crate::reference::ImageRef;
 use crate::registry::{ClientOptions, EnvCredentials, RegistryClient};
 use crate::store::BlobStore;
 use clusterctl_spec::ValidCluster;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Registry options for a cluster: the mirror's CA and the names of its credential variables. A
@@ -160,10 +162,8 @@ fn check_output(out: &Path) -> Result<()> {
 /// Errors: `Io` naming the path.
 fn check_state_path(path: &Path) -> Result<()> {
     if std::fs::symlink_metadata(path).is_ok() {
-        let record = std::fs::read(path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<ImportState>(&b).ok());
-        if record.is_none() {
+        // Read without blocking (a FIFO is not a record) and within a size limit.
+        if ImportState::read(path).is_none() {
             return Err(refuse_path(
                 path,
                 "exists and is not an import record; refusing to overwrite it (choose another --state or remove it)",
@@ -297,17 +297,18 @@ fn check_expected(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<()> {
 /// A registry client with the registry's answers for every recorded reference.
 type Prechecked = (RegistryClient, HashMap<String, Option<Digest>>);
 
-/// Client setup (TLS roots) and the read-only `HEAD`s of every recorded reference, run beside
-/// `work` (which reads the bundle).
+/// Client setup (TLS roots) and the read-only `HEAD`s of every recorded reference on one of
+/// `registries`, run beside `work` (which reads the bundle).
 fn with_prechecked<T: Send>(
     opts: &ImportOptions,
     state: &ImportState,
+    registries: &[String],
     work: impl FnOnce() -> T + Send,
 ) -> (T, Result<Prechecked>) {
     std::thread::scope(|s| {
         let h = s.spawn(|| {
             RegistryClient::new(opts.client.clone()).map(|c| {
-                let heads = precheck(&c, state);
+                let heads = precheck(&c, state, registries);
                 (c, heads)
             })
         });
@@ -381,7 +382,64 @@ pub fn import_bundle_for_cluster(
     import_checked(bundle, &opts, &|vb| check_matches(vb, cluster))
 }
 
+/// The registry (`host[:port]`) of a mirror prefix `host[:port][/path]`.
+fn prefix_registry(prefix: &str) -> String {
+    prefix
+        .trim()
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+}
+
+/// A verification remembered in an import record, bound to the bundle at `path`: its manifest and
+/// `index.json` are read again from the bundle, at the offsets the record gives, and must hash to
+/// what the bundle's `SHA256SUMS` (`listed`, hashed already) lists for them; they replace the
+/// record's own copies, so a record cannot make the bundle say anything it does not. Errors: any
+/// difference (the caller then verifies the whole bundle).
+fn rebind(
+    mut vb: VerifiedBundle,
+    path: &Path,
+    listed: &BTreeMap<String, Digest>,
+) -> Result<VerifiedBundle> {
+    use std::io::Read;
+    vb.path = path.to_path_buf();
+    let read = |name: &str| -> Result<Vec<u8>> {
+        let want = listed.get(name).ok_or_else(|| AirgapError::Bundle {
+            path: path.to_path_buf(),
+            reason: format!("{name} is not listed in SHA256SUMS"),
+        })?;
+        let loc = vb.entries.get(name).filter(|l| l.size <= MAX_LIST_BYTES);
+        if loc.is_none_or(|l| &l.digest != want) {
+            return Err(AirgapError::Bundle {
+                path: path.to_path_buf(),
+                reason: format!("the import record's {name} is not the bundle's"),
+            });
+        }
+        let mut buf = Vec::new();
+        vb.open(name)?
+            .read_to_end(&mut buf)
+            .map_err(|e| AirgapError::io(path, e))?;
+        want.verify(&buf, name)?;
+        Ok(buf)
+    };
+    let manifest = read(MANIFEST_ENTRY)?;
+    let index = read(&format!("{OCI_DIR}/index.json"))?;
+    let bad = |name: &str, e: serde_json::Error| AirgapError::Entry {
+        entry: name.to_string(),
+        reason: e.to_string(),
+    };
+    vb.manifest = serde_json::from_slice(&manifest).map_err(|e| bad(MANIFEST_ENTRY, e))?;
+    vb.index = serde_json::from_slice(&index).map_err(|e| bad("oci/index.json", e))?;
+    Ok(vb)
+}
+
 /// [`import_bundle`] with `check` run on the verified bundle before anything is written.
+///
+/// The import record is trusted only for this bundle ([`ImportState::load_for`], by the digest of
+/// its `SHA256SUMS`), and before verification only the registry this import pushes to (the host of
+/// `opts.mirror_prefix`, when given) is asked anything: a record placed beside a bundle, listing
+/// other registries, makes no request to them.
 fn import_checked(
     bundle: &Path,
     opts: &ImportOptions,
@@ -399,45 +457,76 @@ fn import_checked(
             reason: "not a regular file (a pipe or device cannot be read again after verification): copy it to a file first".into(),
         });
     }
-    let mut state = ImportState::load(&state_path);
+    // A bundle whose SHA256SUMS cannot be read gets no record and no request: verification will
+    // refuse it.
+    let sums = read_sums(bundle).ok();
+    let mut state = match &sums {
+        Some((d, _)) => ImportState::load_for(&state_path, d),
+        None => ImportState::default(),
+    };
+    let early: Vec<String> = opts
+        .mirror_prefix
+        .as_deref()
+        .map(prefix_registry)
+        .into_iter()
+        .collect();
     let stamp = FileStamp::of(bundle).ok();
-    let cached = match (&stamp, &state.verified) {
-        (Some(s), Some(v)) if &v.file == s => Some(v.clone()),
+    let cached = match (&stamp, &state.verified, &sums) {
+        (Some(s), Some(v), Some((d, listed))) if &v.file == s && &v.sums == d => {
+            rebind(v.bundle.clone(), bundle, listed).ok()
+        }
         _ => None,
     };
     let mut prepared = None;
     if let Some(c) = cached {
-        let (sums, ready) = with_prechecked(opts, &state, || sums_digest(bundle));
-        if sums.ok().as_ref() == Some(&c.sums) {
-            check(&c.bundle)?;
-            let (client, heads) = ready?;
-            if all_served(&c.bundle, opts, &state, &heads)? {
-                let report = ImportReport {
-                    images_skipped: c.bundle.manifest.images.len(),
-                    ..Default::default()
-                };
-                return Ok((c.bundle, report));
-            }
-            prepared = Some(Ok((client, heads)));
+        check(&c)?;
+        // The bundle's own targets (its manifest is bound to its SHA256SUMS now) may be asked.
+        let mut hosts = early.clone();
+        if opts.mirror_prefix.is_none() {
+            hosts.extend(
+                c.manifest
+                    .images
+                    .iter()
+                    .filter_map(|i| ImageRef::parse(&i.mirror).ok())
+                    .map(|r| r.registry),
+            );
         }
+        let ((), ready) = with_prechecked(opts, &state, &hosts, || ());
+        let (client, heads) = ready?;
+        if all_served(&c, opts, &state, &heads)? {
+            let report = ImportReport {
+                images_skipped: c.manifest.images.len(),
+                ..Default::default()
+            };
+            return Ok((c, report));
+        }
+        prepared = Some(Ok((client, heads)));
     }
     let (vb, prepared) = match prepared {
         Some(p) => (verify_bundle(bundle), p),
-        None => with_prechecked(opts, &state, || verify_bundle(bundle)),
+        None => with_prechecked(opts, &state, &early, || verify_bundle(bundle)),
     };
     let vb = vb?;
     let (client, heads) = prepared?;
     check(&vb)?;
+    let verified_sums = vb.entries.get(SUMS_ENTRY).map(|l| l.digest.clone());
+    if state.bundle != verified_sums {
+        // The file changed since its SHA256SUMS was read: the record describes another bundle.
+        state = ImportState {
+            bundle: verified_sums.clone(),
+            ..Default::default()
+        };
+    }
     let ropts = RegistryImportOptions {
         mirror_prefix: opts.mirror_prefix.clone(),
         jobs: opts.jobs.max(1),
     };
     let result = import_to_registry_with(&client, &vb, &ropts, &mut state, &heads);
     if result.is_ok() {
-        if let (Some(file), Some(sums)) = (stamp, vb.entries.get(SUMS_ENTRY)) {
+        if let (Some(file), Some(sums)) = (stamp, verified_sums) {
             state.verified = Some(VerifiedStamp {
                 file,
-                sums: sums.digest.clone(),
+                sums,
                 bundle: vb.clone(),
             });
         }
@@ -455,7 +544,10 @@ pub fn import_verified(vb: &VerifiedBundle, opts: &ImportOptions) -> Result<Impo
         .clone()
         .unwrap_or_else(|| ImportState::default_path(&vb.path));
     check_state_path(&state_path)?;
-    let mut state = ImportState::load(&state_path);
+    let mut state = match vb.entries.get(SUMS_ENTRY) {
+        Some(l) => ImportState::load_for(&state_path, &l.digest),
+        None => ImportState::default(),
+    };
     let ropts = RegistryImportOptions {
         mirror_prefix: opts.mirror_prefix.clone(),
         jobs: opts.jobs.max(1),

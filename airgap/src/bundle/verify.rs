@@ -1,9 +1,16 @@
 //! Verifying a bundle before anything is imported: one pass over the tar that refuses unsafe
 //! entries (absolute paths, `..`, links, devices, duplicates), hashes every entry and compares it
 //! with `SHA256SUMS` (which must come first), checks that every blob's sha256 equals its file name,
-//! that nothing listed is missing (a truncated bundle) and that the manifest and `index.json` agree
-//! with the blobs present. The result remembers where each entry's bytes are, so import reads them
-//! straight from the tar without unpacking.
+//! that nothing listed is missing (a truncated bundle), that the manifest and `index.json` agree
+//! with the blobs present, and that the bundle holds nothing its images, packages and binaries do
+//! not need. The result remembers where each entry's bytes are, so import reads them straight from
+//! the tar without unpacking.
+//!
+//! Memory does not grow with the bundle: the bundle must be a regular file (checked before any read,
+//! so a FIFO or device is refused rather than waited on); `SHA256SUMS`, `manifest.json` and
+//! `oci/index.json` are capped at [`MAX_LIST_BYTES`] each (on their tar header, before reading) and
+//! the latter two are parsed as they stream by; every blob is hashed and let go, and the image
+//! manifests are read again from the file, one at a time, after the pass.
 
 use super::manifest::{BundleManifest, BUNDLE_FORMAT};
 use super::{MANIFEST_ENTRY, OCI_DIR, SUMS_ENTRY};
@@ -43,6 +50,28 @@ pub struct VerifiedBundle {
     pub entries: BTreeMap<String, EntryLoc>,
     /// Total bytes hashed.
     pub bytes_verified: u64,
+}
+
+/// Largest `SHA256SUMS`, `manifest.json` or `oci/index.json` accepted (a bundle of 10,000 images
+/// needs about 6 MiB of manifest).
+pub const MAX_LIST_BYTES: u64 = 16 << 20;
+
+/// Opens the bundle at `path` for reading, refusing anything but a regular file before any read can
+/// block on it. Errors: `Bundle` (a FIFO, device, socket or directory) or `Io`.
+pub fn open_bundle(path: &Path) -> Result<std::fs::File> {
+    use clusterctl_spec::load::{open_regular, ReadError};
+    match open_regular(path) {
+        Ok((f, _)) => Ok(f),
+        Err(ReadError::NotRegular { kind, .. }) => Err(AirgapError::Bundle {
+            path: path.to_path_buf(),
+            reason: format!(
+                "it is {kind}, not a regular file: a bundle is read twice (verified, then imported \
+                 from its entries), never from a pipe or device; copy it to a file first"
+            ),
+        }),
+        Err(ReadError::Io { source, .. }) => Err(AirgapError::io(path, source)),
+        Err(e) => Err(AirgapError::io(path, std::io::Error::other(e.to_string()))),
+    }
 }
 
 fn refuse(entry: &str, reason: impl Into<String>) -> AirgapError {
@@ -122,10 +151,11 @@ fn parse_sums(text: &str) -> Result<BTreeMap<String, Digest>> {
     Ok(out)
 }
 
-/// The sha256 of the bundle's first entry, `SHA256SUMS` (which pins every other entry), reading only
-/// that entry. Errors: I/O, or the first entry is not `SHA256SUMS`.
-pub fn sums_digest(path: &Path) -> Result<Digest> {
-    let f = std::fs::File::open(path).map_err(|e| AirgapError::io(path, e))?;
+/// The sha256 of the bundle's first entry, `SHA256SUMS` (which pins every other entry), and the list
+/// it holds, reading only that entry. Errors: I/O, not a regular file, or the first entry is not a
+/// well-formed `SHA256SUMS` within [`MAX_LIST_BYTES`].
+pub fn read_sums(path: &Path) -> Result<(Digest, BTreeMap<String, Digest>)> {
+    let f = open_bundle(path)?;
     let mut ar = tar::Archive::new(std::io::BufReader::new(f));
     let mut entries = ar.entries().map_err(|e| AirgapError::io(path, e))?;
     let mut first = entries
@@ -135,36 +165,69 @@ pub fn sums_digest(path: &Path) -> Result<Digest> {
     if first.path_bytes().as_ref() != SUMS_ENTRY.as_bytes() {
         return Err(refuse(SUMS_ENTRY, "must be the first entry"));
     }
-    let (d, n) = crate::digest::digest_reader(&mut first).map_err(|e| AirgapError::io(path, e))?;
+    if first.size() > MAX_LIST_BYTES {
+        return Err(over_cap(SUMS_ENTRY, first.size()));
+    }
+    let mut h = Hashing::new(&mut first);
+    let mut text = Vec::new();
+    h.read_to_end(&mut text)
+        .map_err(|e| AirgapError::io(path, e))?;
+    let (d, n, _) = h.finish();
     if n != first.size() {
         return Err(refuse(SUMS_ENTRY, "truncated"));
     }
-    Ok(d)
+    let text = String::from_utf8(text).map_err(|_| refuse(SUMS_ENTRY, "not UTF-8"))?;
+    Ok((d, parse_sums(&text)?))
+}
+
+/// The sha256 of the bundle's first entry, `SHA256SUMS` (which pins every other entry), reading only
+/// that entry. Errors: as [`read_sums`].
+pub fn sums_digest(path: &Path) -> Result<Digest> {
+    read_sums(path).map(|(d, _)| d)
+}
+
+fn over_cap(entry: &str, size: u64) -> AirgapError {
+    refuse(
+        entry,
+        format!("{size} bytes, more than the limit of {MAX_LIST_BYTES} bytes for this entry"),
+    )
+}
+
+/// Parses JSON of type `T` from `r` as it streams by, and requires nothing but whitespace after it.
+fn stream_json<T: serde::de::DeserializeOwned>(r: impl Read) -> std::result::Result<T, String> {
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(r));
+    let v = T::deserialize(&mut de).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(v)
 }
 
 /// Verifies the bundle at `path`. Errors: `AirgapError::Entry` naming the first bad entry
-/// (mismatch, unsafe path, link, unlisted, duplicate), `AirgapError::Bundle` for structure
-/// (missing entries, truncation, bad manifest). Reads the file once, sequentially.
+/// (mismatch, unsafe path, link, unlisted, duplicate, over its size cap, not referenced by the
+/// manifest), `AirgapError::Bundle` for structure (not a regular file, missing entries, truncation,
+/// bad manifest). Reads the file once, sequentially, then the image manifests again by offset.
 pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
     let bundle_err = |reason: String| AirgapError::Bundle {
         path: path.to_path_buf(),
         reason,
     };
-    let f = std::fs::File::open(path).map_err(|e| AirgapError::io(path, e))?;
+    let f = open_bundle(path)?;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, f);
-    // Peeked, not consumed: the bundle may be a pipe.
     let head = reader.fill_buf().map_err(|e| AirgapError::io(path, e))?;
     if let Some(kind) = compression(head) {
         return Err(bundle_err(format!(
             "it is {kind}-compressed; a bundle is a plain tar: decompress it first"
         )));
     }
+    let index_name = format!("{OCI_DIR}/index.json");
     let mut ar = tar::Archive::new(reader);
     let mut sums: Option<BTreeMap<String, Digest>> = None;
     let mut entries = BTreeMap::new();
-    let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    // Parsed as they stream by; an error is reported after the entry's digest is checked.
+    let mut manifest: Option<std::result::Result<BundleManifest, String>> = None;
+    let mut index: Option<std::result::Result<ImageIndex, String>> = None;
     let mut bytes_verified = 0u64;
     let mut last = String::from("(start)");
+    let mut buf = vec![0u8; 256 << 10];
     let iter = ar.entries().map_err(|e| bundle_err(e.to_string()))?;
     for item in iter {
         let mut entry = item.map_err(|e| {
@@ -202,35 +265,27 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
         }
         let size = entry.size();
         let offset = entry.raw_file_position();
-        let mut keep = name == SUMS_ENTRY
-            || name == MANIFEST_ENTRY
-            || name == format!("{OCI_DIR}/index.json")
-            || (name.starts_with(OCI_DIR) && size <= MAX_MANIFEST);
-        // A blob is held only while it may be JSON (manifests, indexes and configs start with
-        // `{`); layers are hashed and let go, so memory does not grow with the bundle.
-        let json_only = name.starts_with(&format!("{OCI_DIR}/blobs/"));
-        let mut kept = Vec::new();
+        let listed = name == SUMS_ENTRY || name == MANIFEST_ENTRY || name == index_name;
+        if listed && size > MAX_LIST_BYTES {
+            return Err(over_cap(&name, size));
+        }
         let mut h = Hashing::new(&mut entry);
-        let mut buf = vec![0u8; 256 << 10];
+        let mut sums_text = Vec::new();
+        if name == SUMS_ENTRY {
+            h.read_to_end(&mut sums_text)
+                .map_err(|e| refuse(&name, format!("read failed: {e}")))?;
+        } else if name == MANIFEST_ENTRY {
+            manifest = Some(stream_json(&mut h));
+        } else if name == index_name {
+            index = Some(stream_json(&mut h));
+        }
+        // The rest (all of a blob or package) is hashed and let go.
         loop {
             let n = h
                 .read(&mut buf)
                 .map_err(|e| refuse(&name, format!("read failed: {e}")))?;
             if n == 0 {
                 break;
-            }
-            if keep
-                && json_only
-                && kept.is_empty()
-                && buf[..n]
-                    .iter()
-                    .find(|b| !b.is_ascii_whitespace())
-                    .is_some_and(|b| *b != b'{')
-            {
-                keep = false;
-            }
-            if keep {
-                kept.extend_from_slice(&buf[..n]);
             }
         }
         let (digest, count, _) = h.finish();
@@ -242,7 +297,7 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             if sums.is_some() || !entries.is_empty() {
                 return Err(refuse(&name, "SHA256SUMS must be the first entry"));
             }
-            let text = String::from_utf8(kept.clone()).map_err(|_| refuse(&name, "not UTF-8"))?;
+            let text = String::from_utf8(sums_text).map_err(|_| refuse(&name, "not UTF-8"))?;
             sums = Some(parse_sums(&text)?);
         } else {
             let list = sums
@@ -275,9 +330,6 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
                 }
             }
         }
-        if keep {
-            small.insert(name.clone(), kept);
-        }
         entries.insert(
             name.clone(),
             EntryLoc {
@@ -295,28 +347,27 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             "entry {missing:?} listed in SHA256SUMS is missing (truncated bundle?)"
         )));
     }
-    let manifest: BundleManifest = serde_json::from_slice(
-        small
-            .get(MANIFEST_ENTRY)
-            .map(Vec::as_slice)
-            .unwrap_or_default(),
-    )
-    .map_err(|e| refuse(MANIFEST_ENTRY, e.to_string()))?;
+    let manifest: BundleManifest = manifest
+        .unwrap_or_else(|| Err("missing".into()))
+        .map_err(|e| refuse(MANIFEST_ENTRY, e))?;
     if manifest.format != BUNDLE_FORMAT {
         return Err(refuse(
             MANIFEST_ENTRY,
             format!("unknown format {:?}", manifest.format),
         ));
     }
-    let index_name = format!("{OCI_DIR}/index.json");
-    let index: ImageIndex = serde_json::from_slice(
-        small
-            .get(&index_name)
-            .map(Vec::as_slice)
-            .unwrap_or_default(),
-    )
-    .map_err(|e| refuse(&index_name, e.to_string()))?;
+    let index: ImageIndex = index
+        .unwrap_or_else(|| Err("missing".into()))
+        .map_err(|e| refuse(&index_name, e))?;
     check_images(&manifest)?;
+    // What the bundle may hold: its lists, its layout, its files, and the blobs of its images.
+    let mut referenced: BTreeSet<String> = [
+        SUMS_ENTRY.to_string(),
+        MANIFEST_ENTRY.to_string(),
+        index_name.clone(),
+        format!("{OCI_DIR}/oci-layout"),
+    ]
+    .into();
     for f in manifest.packages.iter().chain(manifest.binaries.iter()) {
         // The name becomes a file name on the nodes (`/usr/local/bin/<name>`).
         if !plain_name(&f.name) {
@@ -333,6 +384,7 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             Some(_) => return Err(refuse(&f.path, "differs from manifest.json")),
             None => return Err(refuse(&f.path, "named in manifest.json but missing")),
         }
+        referenced.insert(f.path.clone());
     }
     let vb = VerifiedBundle {
         path: path.to_path_buf(),
@@ -343,6 +395,7 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
     };
     // Every image's whole tree must be present.
     let indexed: BTreeSet<&Digest> = vb.index.manifests.iter().map(|d| &d.digest).collect();
+    let mut walked: BTreeSet<(&Digest, &str)> = BTreeSet::new();
     for img in &vb.manifest.images {
         if !indexed.contains(&img.digest) {
             return Err(refuse(
@@ -375,7 +428,12 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
                 ),
             ));
         }
-        vb.image_blobs(&img.digest, &img.media_type, &small)?;
+        // An image shared by several references is walked once.
+        if walked.insert((&img.digest, &img.media_type)) {
+            for d in vb.blobs_of(&img.digest, &img.media_type)? {
+                referenced.insert(blob_entry(&d));
+            }
+        }
     }
     // And the layout names nothing else: a runtime or skopeo reading it would take every entry.
     for d in &vb.index.manifests {
@@ -398,6 +456,14 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
                 ),
             ));
         }
+    }
+    // Nor does the bundle carry anything else: every entry is needed by an image, a package or a
+    // binary of its manifest.
+    if let Some(extra) = vb.entries.keys().find(|k| !referenced.contains(*k)) {
+        return Err(refuse(
+            extra,
+            "not referenced by manifest.json (no image, package or binary of the bundle needs it)",
+        ));
     }
     Ok(vb)
 }
@@ -447,23 +513,16 @@ fn check_images(manifest: &BundleManifest) -> Result<()> {
 
 impl VerifiedBundle {
     /// Every blob of the image rooted at `digest` (manifests first, then configs and layers), each
-    /// checked to be present. Errors: a referenced blob missing, or an unreadable manifest.
-    fn image_blobs(
-        &self,
-        digest: &Digest,
-        media_type: &str,
-        cache: &BTreeMap<String, Vec<u8>>,
-    ) -> Result<Vec<Digest>> {
+    /// checked to be present; the manifests are read from the bundle file (and checked again).
+    /// Errors: a referenced blob missing, or an unreadable manifest.
+    pub fn blobs_of(&self, digest: &Digest, media_type: &str) -> Result<Vec<Digest>> {
         let mut out = vec![digest.clone()];
         let read = |d: &Digest| -> Result<Vec<u8>> {
             let name = blob_entry(d);
             if self.blob_size(d).is_some_and(|s| s > MAX_MANIFEST) {
                 return Err(refuse(&name, "larger than 4 MiB: not a manifest"));
             }
-            match cache.get(&name) {
-                Some(b) => Ok(b.clone()),
-                None => self.read_blob(d),
-            }
+            self.read_blob(d)
         };
         let top = read(digest)?;
         let own = sniff_media_type(&top);
@@ -523,18 +582,13 @@ impl VerifiedBundle {
         Ok(out)
     }
 
-    /// Every blob of the image rooted at `digest`, manifests first. Errors: as `verify_bundle`.
-    pub fn blobs_of(&self, digest: &Digest, media_type: &str) -> Result<Vec<Digest>> {
-        self.image_blobs(digest, media_type, &BTreeMap::new())
-    }
-
     /// A reader over entry `name`'s bytes. Errors: no such entry, or I/O.
     pub fn open(&self, name: &str) -> Result<Box<dyn Read + Send>> {
         let loc = self
             .entries
             .get(name)
             .ok_or_else(|| refuse(name, "no such entry"))?;
-        let mut f = std::fs::File::open(&self.path).map_err(|e| AirgapError::io(&self.path, e))?;
+        let mut f = open_bundle(&self.path)?;
         f.seek(SeekFrom::Start(loc.offset))
             .map_err(|e| AirgapError::io(&self.path, e))?;
         Ok(Box::new(f.take(loc.size)))

@@ -152,6 +152,14 @@ fn edit_manifest(
     out
 }
 
+/// Every request the registry received, reads included.
+fn requests(reg: &Registry) -> usize {
+    ["HEAD", "GET", "PUT", "POST", "PATCH", "DELETE"]
+        .iter()
+        .map(|m| reg.count_requests(m, "/v2/"))
+        .sum()
+}
+
 fn writes(reg: &Registry) -> usize {
     ["PUT", "POST", "PATCH", "DELETE"]
         .iter()
@@ -1072,38 +1080,229 @@ fn a_killed_runs_temp_files_do_not_pile_up_in_the_cache() {
 }
 
 #[test]
-fn a_bundle_on_a_pipe_verifies_but_is_not_imported() {
+fn a_bundle_on_a_fifo_is_refused_without_blocking() {
+    // Issue 17, finding 9: `up --dry-run` hung when airgap.bundle named a FIFO (nobody writing
+    // to it): opening it for reading waited for a writer. Every reader of a bundle refuses it first.
     let work = scratch("cc-airgap-pipe-");
-    let good = good_bundle(work.path());
     let fifo = work.path().join("bundle.fifo");
     let st = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
         .expect("mkfifo");
     assert!(st.success());
-    // `cat site.tar | clusterctl airgap import /dev/stdin --verify-only`: read once, in order.
-    let writer = {
-        let (src, dst) = (good.clone(), fifo.clone());
-        std::thread::spawn(move || {
-            let mut out = std::fs::OpenOptions::new()
-                .write(true)
-                .open(dst)
-                .expect("open fifo");
-            // The reader may stop early on error; a broken pipe is fine.
-            let _ = std::io::copy(&mut std::fs::File::open(src).expect("open"), &mut out);
-        })
+    let (tx, rx) = std::sync::mpsc::channel();
+    let f = fifo.clone();
+    std::thread::spawn(move || {
+        let verify = verify_bundle(&f).map(|_| ()).map_err(|e| e.to_string());
+        let sums = clusterctl_airgap::bundle::verify::sums_digest(&f)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        let opts = ImportOptions {
+            mirror_prefix: Some("127.0.0.1:1/x".into()),
+            state: Some(f.with_extension("state.json")),
+            ..Default::default()
+        };
+        let import = import_bundle(&f, &opts)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        let _ = tx.send((verify, sums, import));
+    });
+    let (verify, sums, import) = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("refused at once, not waiting for a writer");
+    for r in [verify, sums] {
+        let e = r.expect_err("a FIFO is not a bundle");
+        assert!(
+            e.contains("FIFO") && e.contains("not a regular file"),
+            "{e}"
+        );
+    }
+    assert!(import.expect_err("a FIFO").contains("not a regular file"));
+}
+
+/// Runs `test` of this binary again in a child process with `CC_HOSTILE_VERIFY_PEAK` set to `arg`;
+/// returns what the child printed as `VMHWM=<kB>`.
+fn child_peak_kb(test: &str, arg: &Path) -> u64 {
+    let name = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{test}"),
+        None => test.to_string(),
     };
-    let vb = verify_bundle(&fifo).expect("a bundle streamed through a pipe verifies");
-    assert_eq!(vb.manifest.images.len(), 3);
-    writer.join().expect("writer");
-    // Import reads entries again at their offsets: refused before anything is read or sent.
-    let opts = ImportOptions {
-        mirror_prefix: Some("127.0.0.1:1/x".into()),
-        state: Some(work.path().join("state.json")),
+    let child = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args(["--exact", &name, "--nocapture", "--test-threads=1"])
+        .env("CC_HOSTILE_VERIFY_PEAK", arg)
+        .output()
+        .expect("child runs");
+    let text = String::from_utf8_lossy(&child.stdout).into_owned();
+    assert!(
+        child.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    text.lines()
+        .find_map(|l| l.split("VMHWM=").nth(1))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak in {text}"))
+}
+
+#[test]
+fn verification_memory_does_not_grow_with_padding_or_unreferenced_blobs() {
+    // Issue 17, finding 11: a whitespace-padded manifest.json, or many unreferenced blobs that
+    // look like JSON, were held in memory whole (1.06 GB for a 1 GiB bundle), and the blobs were
+    // accepted. Both are refused now, in constant memory.
+    const TEST: &str = "verification_memory_does_not_grow_with_padding_or_unreferenced_blobs";
+    if let Ok(p) = std::env::var("CC_HOSTILE_VERIFY_PEAK") {
+        let e = verify_bundle(Path::new(&p))
+            .expect_err("refused")
+            .to_string();
+        println!("ERROR={e}");
+        println!("VMHWM={}", peak_rss_kb());
+        return;
+    }
+    let work = scratch("cc-airgap-padding-");
+    let good = good_bundle(work.path());
+    let list = entries(&good);
+    // manifest.json followed by 96 MiB of spaces: valid JSON, over the 16 MiB cap.
+    let padded = work.path().join("padded.tar");
+    consistent(
+        &padded,
+        &list
+            .iter()
+            .map(|(n, b)| {
+                let mut b = b.clone();
+                if n == "manifest.json" {
+                    b.resize(b.len() + (96 << 20), b' ');
+                }
+                (n.clone(), b)
+            })
+            .collect::<Vec<_>>(),
+    );
+    // 24 blobs of 4 MiB (96 MiB) that start with `{`, named by their digests, referenced by nothing.
+    let extra = work.path().join("extra.tar");
+    let mut with_extra = list.clone();
+    let mut rng = Rng(17);
+    for _ in 0..24 {
+        let mut b = rng.bytes(4 << 20);
+        b[0] = b'{';
+        with_extra.push((format!("oci/blobs/sha256/{}", Digest::of(&b).hex()), b));
+    }
+    consistent(&extra, &with_extra);
+    drop(with_extra);
+    for (bundle, says) in [
+        (&padded, "more than the limit of 16777216 bytes"),
+        (&extra, "not referenced by manifest.json"),
+    ] {
+        let e = verify_bundle(bundle).expect_err("refused").to_string();
+        assert!(e.contains(says), "{e}");
+        let size = std::fs::metadata(bundle).expect("stat").len();
+        let peak = child_peak_kb(TEST, bundle);
+        assert!(
+            peak * 1024 < size / 2,
+            "verifying {} ({size} bytes) peaked at {peak} kB",
+            bundle.display()
+        );
+    }
+}
+
+#[test]
+fn an_import_record_placed_beside_a_bundle_steers_no_request() {
+    // Issue 17, finding 12: a `site.tar.imported.json` beside a bundle, listing an unrelated
+    // registry, made `airgap import` send it a HEAD although the bundle itself was refused. A record
+    // is trusted only for the bundle whose SHA256SUMS it names, and only the registry the import
+    // pushes to is asked anything.
+    if !require("docker-registry", clusterctl_testbed::registry::available()) {
+        return;
+    }
+    let mirror = Registry::start().expect("registry");
+    let evil = Registry::start().expect("registry");
+    // The test bed's own readiness probe.
+    let probed = requests(&evil);
+    let work = scratch("cc-airgap-record-");
+    let good = good_bundle(work.path());
+    let sums = clusterctl_airgap::bundle::verify::sums_digest(&good).expect("sums");
+    let vb = verify_bundle(&good).expect("verifies");
+    // A tampered copy: its SHA256SUMS no longer holds for one blob.
+    let bad = work.path().join("site.tar");
+    let mut list = entries(&good);
+    let blob = list
+        .iter()
+        .position(|(n, _)| n.starts_with("oci/blobs/"))
+        .expect("blob");
+    list[blob].1[0] ^= 1;
+    {
+        let mut tb = tar::Builder::new(std::fs::File::create(&bad).expect("create"));
+        for (n, b) in &list {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(b.len() as u64);
+            h.set_mode(0o644);
+            h.set_entry_type(tar::EntryType::Regular);
+            tb.append_data(&mut h, n, b.as_slice()).expect("append");
+        }
+        tb.finish().expect("finish");
+    }
+    let bad_sums = clusterctl_airgap::bundle::verify::sums_digest(&bad).expect("sums");
+    let forged = |bundle: Option<&Digest>| {
+        let registry: serde_json::Map<String, serde_json::Value> = vb
+            .manifest
+            .images
+            .iter()
+            .enumerate()
+            .map(|(i, img)| {
+                (
+                    format!("{}/stolen/i{i}:v1", evil.addr()),
+                    serde_json::json!(img.digest.to_string()),
+                )
+            })
+            .collect();
+        let mut r = serde_json::json!({ "registry": registry });
+        if let Some(d) = bundle {
+            r["bundle"] = serde_json::json!(d.to_string());
+        }
+        serde_json::to_vec(&r).expect("json")
+    };
+    let opts = |state: PathBuf| ImportOptions {
+        mirror_prefix: Some(format!("{}/site", mirror.addr())),
+        state: Some(state),
         ..Default::default()
     };
-    let err = import_bundle(&fifo, &opts).expect_err("a pipe").to_string();
-    assert!(err.contains("not a regular file"), "{err}");
+    let record = clusterctl_airgap::import::ImportState::default_path(&bad);
+    // Unbound, and bound to the refused bundle's own SHA256SUMS: the bundle is refused, and the
+    // registry the record names hears nothing.
+    for bound in [None, Some(&bad_sums)] {
+        std::fs::write(&record, forged(bound)).expect("write");
+        let e = import_bundle(&bad, &opts(record.clone()))
+            .expect_err("tampered")
+            .to_string();
+        assert!(e.contains("sha256 mismatch"), "{e}");
+        assert_eq!(
+            requests(&evil),
+            probed,
+            "the record's registry was contacted: {}",
+            evil.log()
+        );
+    }
+    // A sound bundle with a record bound to it that lists another registry: the import goes to
+    // the mirror, the other registry hears nothing.
+    let good_record = clusterctl_airgap::import::ImportState::default_path(&good);
+    std::fs::write(&good_record, forged(Some(&sums))).expect("write");
+    let (_, r) = import_bundle(&good, &opts(good_record.clone())).expect("imports");
+    assert_eq!(r.images_pushed, 3);
+    assert_eq!(
+        requests(&evil),
+        probed,
+        "the record's registry was contacted: {}",
+        evil.log()
+    );
+    // And the record written now names this bundle.
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&good_record).expect("record")).expect("json");
+    assert_eq!(saved["bundle"], serde_json::json!(sums.to_string()));
+    let pushed = saved["registry"]
+        .as_object()
+        .expect("registry")
+        .keys()
+        .filter(|k| k.starts_with(mirror.addr()))
+        .count();
+    assert_eq!(pushed, 3);
 }
 
 /// Image `i` of `list`'s `manifest.json`.
