@@ -7,7 +7,7 @@ use crate::ctx::Ctx;
 use crate::facts::CgroupVersion;
 use crate::output::RenderError;
 use crate::yaml;
-use clusterctl_spec::model::{CgroupDriver, KubeProxyMode};
+use clusterctl_spec::model::{CgroupDriver, KubeProxyMode, NodeEnvironment};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -41,6 +41,8 @@ struct KubeletConfiguration {
     image_maximum_gc_age: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fail_cgroup_v1: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolv_conf: Option<String>,
 }
 
 /// `failCgroupV1`: the file's value; else `false` when Kubernetes ≥ 1.35 and some node's facts say
@@ -81,6 +83,7 @@ pub(crate) fn kubelet_configuration(cx: &Ctx) -> Result<String, RenderError> {
         image_minimum_gc_age: k.image_minimum_gc_age.clone(),
         image_maximum_gc_age: k.image_maximum_gc_age.clone(),
         fail_cgroup_v1: fail_cgroup_v1(cx),
+        resolv_conf: k.resolv_conf.clone(),
     };
     yaml::doc("KubeletConfiguration", &cfg)
 }
@@ -93,9 +96,21 @@ struct KubeProxyConfiguration {
     mode: &'static str,
     #[serde(rename = "clusterCIDR")]
     cluster_cidr: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conntrack: Option<Conntrack>,
 }
 
-/// The KubeProxyConfiguration document (only when kube-proxy is enabled).
+/// `KubeProxyConfigurationConntrack`: only what clusterctl sets.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Conntrack {
+    /// 0 leaves `nf_conntrack_max` alone (it is host-wide and read-only in an unprivileged container).
+    max_per_core: i32,
+}
+
+/// The KubeProxyConfiguration document (only when kube-proxy is enabled). With `nodeEnvironment:
+/// unprivileged-container`, `conntrack.maxPerCore: 0`: kube-proxy otherwise fails to start with "open
+/// /proc/sys/net/netfilter/nf_conntrack_max: permission denied".
 pub(crate) fn kube_proxy_configuration(cx: &Ctx) -> Result<String, RenderError> {
     let mode = match cx.c.spec().networking.kube_proxy {
         KubeProxyMode::Ipvs => "ipvs",
@@ -107,6 +122,8 @@ pub(crate) fn kube_proxy_configuration(cx: &Ctx) -> Result<String, RenderError> 
         kind: "KubeProxyConfiguration",
         mode,
         cluster_cidr: cx.c.pod_subnet().to_string(),
+        conntrack: (cx.c.spec().node_environment == NodeEnvironment::UnprivilegedContainer)
+            .then_some(Conntrack { max_per_core: 0 }),
     };
     yaml::doc("KubeProxyConfiguration", &cfg)
 }

@@ -99,6 +99,9 @@ pub enum Purpose {
     Sysctl,
     /// `/etc/modules-load.d` file.
     KernelModules,
+    /// A file an unprivileged node container needs before the kubelet starts (`nodeEnvironment:
+    /// unprivileged-container`): the `/dev/kmsg` tmpfiles entry, the node environment unit and its script.
+    NodeEnvironment,
     /// CNI network configuration (conflist or its template).
     CniConfig,
     /// Settings of the builtin CNI's agent.

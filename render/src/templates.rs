@@ -1,5 +1,6 @@
 //! The embedded text templates (`templates/*.j2`, minijinja) for the non-API formats: containerd and
-//! CRI-O TOML, registries.conf, sysctl and modules-load files, the CNI agent's systemd unit. One
+//! CRI-O TOML, registries.conf, sysctl and modules-load files, the CNI agent's systemd unit, the
+//! unprivileged-container node files (node environment unit and script, `/dev/kmsg` tmpfiles entry). One
 //! environment is built once per process; the `q` filter writes a quoted TOML basic string (JSON string
 //! escaping is a subset of TOML's).
 
@@ -36,6 +37,18 @@ const TEMPLATES: &[(&str, &str)] = &[
     (
         "clusterctl-cni-agent.service.j2",
         include_str!("../../templates/clusterctl-cni-agent.service.j2"),
+    ),
+    (
+        "node-environment.sh.j2",
+        include_str!("../../templates/node-environment.sh.j2"),
+    ),
+    (
+        "clusterctl-node-environment.service.j2",
+        include_str!("../../templates/clusterctl-node-environment.service.j2"),
+    ),
+    (
+        "kmsg-tmpfiles.conf.j2",
+        include_str!("../../templates/kmsg-tmpfiles.conf.j2"),
     ),
 ];
 

@@ -304,7 +304,7 @@ fn purpose(p: Purpose) -> Option<FilePurpose> {
         | Purpose::RegistryCa
         | Purpose::CrioConfig
         | Purpose::RegistriesConf => FilePurpose::Runtime,
-        Purpose::Sysctl | Purpose::KernelModules => FilePurpose::Host,
+        Purpose::Sysctl | Purpose::KernelModules | Purpose::NodeEnvironment => FilePurpose::Host,
         Purpose::CniConfig
         | Purpose::CniAgentConfig
         | Purpose::CniAgentUnit

@@ -506,7 +506,7 @@ fn up_pushes_to_the_files_mirror_when_the_bundle_recorded_another() {
             "--known-hosts",
             &known_hosts,
             "--ignore-preflight",
-            "time-sync,module/br_netfilter",
+            "time-sync,module/br_netfilter,node-environment,resolv-conf",
             "--only",
             "airgap",
             "-v",

@@ -23,7 +23,7 @@ const PREFLIGHT: &[&str] = &[
     "--ready-timeout",
     "30",
     "--ignore-preflight",
-    "time-sync,module/br_netfilter",
+    "time-sync,module/br_netfilter,node-environment,resolv-conf",
 ];
 
 fn line_of(out: &str, needle: &str) -> usize {

@@ -19,7 +19,7 @@ const UP: &[&str] = &[
     "--ready-timeout",
     "30",
     "--ignore-preflight",
-    "time-sync,module/br_netfilter",
+    "time-sync,module/br_netfilter,node-environment,resolv-conf",
 ];
 
 fn has_image(n: &TestNode, full: &str) -> bool {

@@ -78,7 +78,7 @@ fn up(cc: &Clusterctl, file: &Path, known_hosts: &Path) -> Run {
             "30",
             // Node containers cannot load kernel modules; the test bed host may lack br_netfilter.
             "--ignore-preflight",
-            "time-sync,module/br_netfilter",
+            "time-sync,module/br_netfilter,node-environment,resolv-conf",
         ])
         .expect("run clusterctl up");
     // Shown with --nocapture (docs/upgrade.md's example session is taken from it).

@@ -1,7 +1,10 @@
 //! `render` (local: the rendered files per node, from the facts) and `files`: places the host files
 //! (`/etc/modules-load.d`, `/etc/sysctl.d`) and the other files the control plane or kubelet reads
 //! (audit policy, authentication configuration, CA files) before `init`/`join`. A file is written only
-//! when its sha256 or mode differ; changed module and sysctl files are applied.
+//! when its sha256 or mode differ; changed module and sysctl files are applied, a changed
+//! `/etc/tmpfiles.d` entry is created (`systemd-tmpfiles --create`), and when a systemd unit among the
+//! host files or a file it runs changed, the unit is reloaded, enabled and (re)started (the
+//! unprivileged-container node files: `/dev/kmsg` link, the kubelet sysctl unit).
 
 use super::UpData;
 use crate::ctx::NodeCtx;
@@ -41,6 +44,32 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let other = data.files_of(ctx.name(), FilePurpose::Other);
     let changed = place(ctx, &host)?;
     place(ctx, &other)?;
+    let units: Vec<&str> = host
+        .iter()
+        .filter_map(|f| f.path.strip_prefix("/etc/systemd/system/"))
+        .filter(|u| u.ends_with(".service") && !u.contains('/'))
+        .collect();
+    for path in &changed {
+        if path.starts_with("/etc/tmpfiles.d/") {
+            ctx.run_script(&format!(
+                "systemd-tmpfiles --create {}",
+                crate::util::sh_quote(path)
+            ))?;
+        }
+    }
+    let others_changed = changed.iter().any(|p| {
+        !p.starts_with("/etc/modules-load.d/")
+            && !p.starts_with("/etc/sysctl.d/")
+            && !p.starts_with("/etc/tmpfiles.d/")
+    });
+    if others_changed {
+        for u in &units {
+            let u = crate::util::sh_quote(u);
+            ctx.run_script(&format!(
+                "systemctl daemon-reload && systemctl enable {u} && systemctl restart {u}"
+            ))?;
+        }
+    }
     for path in &changed {
         if path.starts_with("/etc/modules-load.d/") {
             let f = host.iter().find(|f| &f.path == path);

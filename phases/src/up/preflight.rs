@@ -9,6 +9,7 @@ use super::{NodeFacts, UpData};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::model::Role;
+use serde::Deserialize;
 
 /// Read-only probe script; prints `key=value` lines. A module counts as loaded when what it provides
 /// is there, so that modules built into the kernel (no `/sys/module/<name>` without parameters) and
@@ -28,13 +29,41 @@ echo "firewalld=$(systemctl is-active firewalld 2>/dev/null)"
 echo "selinux=$(getenforce 2>/dev/null)"
 echo "kubeadm=$(command -v kubeadm)"
 echo "kubelet=$(command -v kubelet)"
+echo "capeff=$(awk '$1=="CapEff:"{print $2}' /proc/self/status 2>/dev/null)"
+echo "cgroup_ro=$(findmnt -rn -o OPTIONS -t cgroup,cgroup2 2>/dev/null | grep -c '^ro')"
+echo "runc=$(runc --version 2>/dev/null | awk 'NR==1{print $3}')"
+echo "cni_bin=$(ls /opt/cni/bin 2>/dev/null | tr '\n' ' ')"
 true"#;
+
+/// The probe of the resolver file the kubelet hands pods with `dnsPolicy: Default` (CoreDNS): `path`
+/// when the kubelet configuration names one, else `/etc/resolv.conf` — or systemd-resolved's upstream
+/// file when it is active, as kubeadm picks it. Prints `resolv_file=`, `resolv_missing=1` and
+/// `resolv_ns=<nameservers>`.
+pub fn resolv_script(path: Option<&str>) -> String {
+    let chosen = match path {
+        Some(p) => format!("rc={}", crate::util::sh_quote(p)),
+        None => "if [ \"$(systemctl is-active systemd-resolved 2>/dev/null)\" = active ]; then rc=/run/systemd/resolve/resolv.conf; else rc=/etc/resolv.conf; fi".into(),
+    };
+    format!(
+        "{chosen}\necho \"resolv_file=$rc\"\n[ -r \"$rc\" ] || echo resolv_missing=1\necho \"resolv_ns=$(awk '$1==\"nameserver\"{{printf \"%s \", $2}}' \"$rc\" 2>/dev/null)\"\ntrue"
+    )
+}
+
+/// A rendered host file present only with `nodeEnvironment: unprivileged-container` (render's
+/// `host::KMSG_TMPFILES_PATH`): its presence tells preflight the node settings for unprivileged
+/// containers are rendered.
+pub const NODE_ENVIRONMENT_MARKER: &str = "/etc/tmpfiles.d/clusterctl-kmsg.conf";
+
+/// Linux capability numbers read from `CapEff`.
+const CAP_SYS_PTRACE: u32 = 19;
+const CAP_SYS_RESOURCE: u32 = 24;
 
 /// One preflight finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     /// Stable id (`swap`, `module/overlay`, `sysctl/net.ipv4.ip_forward`, `ports`, `cgroup-driver`,
-    /// `cgroup-version`, `time-sync`, `kernel`, `os`, `firewalld`, `selinux`, `tools`).
+    /// `cgroup-version`, `time-sync`, `kernel`, `os`, `firewalld`, `selinux`, `node-environment`,
+    /// `container-cgroups`, `container-ptrace`, `resolv-conf`, `tools`).
     pub id: String,
     /// What is wrong.
     pub message: String,
@@ -57,6 +86,37 @@ pub struct Probe {
     selinux: String,
     kubeadm: String,
     kubelet: String,
+    /// Effective capabilities (`CapEff`), when read.
+    capeff: Option<u64>,
+    /// Read-only cgroup mounts.
+    cgroup_ro: u32,
+    /// `runc --version` (e.g. `1.1.5+ds1`).
+    runc: String,
+    resolv_file: String,
+    resolv_missing: bool,
+    resolv_ns: Vec<String>,
+    /// The files in `/opt/cni/bin`.
+    cni_bin: Vec<String>,
+}
+
+impl Probe {
+    fn has_cap(&self, cap: u32) -> bool {
+        self.capeff.is_none_or(|c| c & (1u64 << cap) != 0)
+    }
+}
+
+/// What preflight knows of the rendered settings that bear on the node's environment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rendered {
+    /// The rendered kubelet configuration sets `failCgroupV1: false` (needed on cgroup v1 hosts from
+    /// Kubernetes 1.35).
+    pub kubelet_allows_cgroup_v1: bool,
+    /// `nodeEnvironment: unprivileged-container` is rendered (containerd, kube-proxy and the node files).
+    pub unprivileged_container: bool,
+    /// The runtime is containerd (which runs the `loopback` plugin from `/opt/cni/bin` for every pod).
+    pub containerd: bool,
+    /// The CNI is the builtin one (whose conflist chains `portmap` from `/opt/cni/bin`).
+    pub builtin_cni: bool,
 }
 
 /// Parses the output of [`PREFLIGHT_SCRIPT`].
@@ -88,6 +148,13 @@ pub fn parse(out: &str) -> Probe {
             "selinux" => p.selinux = v.into(),
             "kubeadm" => p.kubeadm = v.into(),
             "kubelet" => p.kubelet = v.into(),
+            "capeff" => p.capeff = u64::from_str_radix(v, 16).ok(),
+            "cgroup_ro" => p.cgroup_ro = v.parse().unwrap_or(0),
+            "runc" => p.runc = v.into(),
+            "resolv_file" => p.resolv_file = v.into(),
+            "resolv_missing" => p.resolv_missing = v == "1",
+            "resolv_ns" => p.resolv_ns = v.split_whitespace().map(String::from).collect(),
+            "cni_bin" => p.cni_bin = v.split_whitespace().map(String::from).collect(),
             _ => {}
         }
     }
@@ -117,15 +184,21 @@ fn minor_version(v: &str) -> Option<(u64, u64)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
-/// Evaluates the probe against the node's facts. `kubelet_allows_cgroup_v1`: the rendered kubelet
-/// configuration sets `failCgroupV1: false` (needed on cgroup v1 hosts from Kubernetes 1.35).
+/// True for a loopback nameserver address (`127.0.0.0/8`, `::1`).
+fn loopback(ns: &str) -> bool {
+    ns.parse::<std::net::IpAddr>()
+        .is_ok_and(|a| a.is_loopback())
+}
+
+/// Evaluates the probe against the node's facts and what is rendered for it.
 pub fn evaluate(
     role: Role,
     facts: &NodeFacts,
     p: &Probe,
     k8s_version: &str,
-    kubelet_allows_cgroup_v1: bool,
+    rendered: Rendered,
 ) -> Vec<Finding> {
+    let kubelet_allows_cgroup_v1 = rendered.kubelet_allows_cgroup_v1;
     let mut out = Vec::new();
     let mut push = |id: &str, message: String, fix: Option<String>, warning: bool| {
         out.push(Finding {
@@ -258,6 +331,41 @@ pub fn evaluate(
         push("selinux", "SELinux is enforcing".into(),
             Some("setenforce 0 && sed -i 's/^SELINUX=enforcing$/SELINUX=permissive/' /etc/selinux/config".into()), false);
     }
+    // An unprivileged container (no CAP_SYS_RESOURCE): what clusterctl renders for it, and what only
+    // the one who starts the container can give.
+    if in_container && !p.has_cap(CAP_SYS_RESOURCE) {
+        if !rendered.unprivileged_container {
+            push("node-environment", format!("this node is an unprivileged {} container (no CAP_SYS_RESOURCE): pod sandboxes fail (oom_score_adj), privileged pods fail (devices cgroup), kube-proxy cannot set nf_conntrack_max the CNI cannot set per-interface values in the read-only /proc/sys/net, and the kubelet exits on /dev/kmsg and read-only kernel settings; set `spec.nodeEnvironment: unprivileged-container` in the cluster file", p.container), None, false);
+        }
+        if p.cgroup_ro > 0 {
+            push("container-cgroups", format!("{} cgroup mount(s) are read-only in this container: containerd and the kubelet need a writable, private cgroup tree (start the container with `--cgroupns private` and remount its cgroup mounts read-write before systemd starts, as kind's node image entrypoint does; do not bind-mount the host's /sys/fs/cgroup)", p.cgroup_ro), None, false);
+        }
+        let runc_12 = minor_version(&p.runc).is_some_and(|v| v >= (1, 2));
+        if runc_12 && !p.has_cap(CAP_SYS_PTRACE) {
+            push("container-ptrace", format!("runc {} (≥ 1.2) needs CAP_SYS_PTRACE in this container to start containers that join a pod (\"open container mntns: permission denied\"): add it to the node container (`docker run --cap-add SYS_PTRACE`), or use runc < 1.2", p.runc), None, false);
+        }
+    }
+    if !p.resolv_file.is_empty() {
+        if p.resolv_missing {
+            push("resolv-conf", format!("{} (the kubelet's resolvConf) does not exist or is not readable", p.resolv_file), None, false);
+        } else if !p.resolv_ns.is_empty() && p.resolv_ns.iter().all(|n| loopback(n)) {
+            push("resolv-conf", format!("{} (the kubelet's resolvConf) names only loopback resolvers ({}): CoreDNS would forward to itself (\"plugin/loop: Loop detected\") and crash; set `spec.kubelet.resolvConf` to a file naming a resolver reachable from pods", p.resolv_file, p.resolv_ns.join(", ")), None, false);
+        }
+    }
+    let mut plugins = Vec::new();
+    if rendered.containerd {
+        plugins.push("loopback");
+    }
+    if rendered.builtin_cni {
+        plugins.push("portmap");
+    }
+    let absent: Vec<&str> = plugins
+        .into_iter()
+        .filter(|n| !p.cni_bin.iter().any(|b| b == n))
+        .collect();
+    if !absent.is_empty() {
+        push("cni-plugins", format!("{} missing from /opt/cni/bin: containerd runs `loopback` from there for every pod and the builtin CNI chains `portmap` (pod sandboxes fail with \"failed to find plugin ... in path [/opt/cni/bin]\"); install the CNI reference plugins there (package kubernetes-cni, or the containernetworking plugins)", absent.join(" and ")), None, false);
+    }
     let mut missing = Vec::new();
     if p.kubeadm.is_empty() {
         missing.push("kubeadm");
@@ -279,33 +387,56 @@ pub fn evaluate(
     out
 }
 
+/// The kubelet's `resolvConf` as rendered (the `KubeletConfiguration` inside the first control plane's
+/// init configuration, which every node's kubelet gets through kubeadm), if set.
+fn kubelet_resolv_conf(data: &UpData) -> Option<String> {
+    let first = data.first_cp()?.name.clone();
+    let init = super::init::init_config(data, &first)?;
+    let text = String::from_utf8_lossy(&init.content).into_owned();
+    let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&text)
+        .filter_map(|d| serde_yaml::Value::deserialize(d).ok())
+        .collect();
+    docs.iter()
+        .find(|d| d["kind"].as_str() == Some("KubeletConfiguration"))
+        .and_then(|d| d["resolvConf"].as_str().map(String::from))
+}
+
 /// The `preflight` phase. Errors: [`PhaseError::Check`] listing every blocking failure left (each with
 /// `(fixable with --fix)` when it is), or a fix command's failure.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    let Some(out) = ctx.read(PREFLIGHT_SCRIPT)? else {
+    let resolv_conf = kubelet_resolv_conf(data);
+    let script = format!(
+        "{PREFLIGHT_SCRIPT}\n{}",
+        resolv_script(resolv_conf.as_deref())
+    );
+    let Some(out) = ctx.read(&script)? else {
         if ctx.mode.fix {
             ctx.info("--fix: the fix of every failed check is applied");
         }
         return Ok(());
     };
     let facts = data.facts_of(ctx.name());
-    let allows_v1 = data
+    let rendered = data
         .files
         .read()
         .ok()
         .and_then(|f| {
-            f.get(ctx.name()).map(|v| {
-                v.iter()
-                    .any(|x| String::from_utf8_lossy(&x.content).contains("failCgroupV1: false"))
+            f.get(ctx.name()).map(|v| Rendered {
+                kubelet_allows_cgroup_v1: v.iter().any(|x| {
+                    String::from_utf8_lossy(&x.content).contains("failCgroupV1: false")
+                }),
+                unprivileged_container: v.iter().any(|x| x.path == NODE_ENVIRONMENT_MARKER),
+                containerd: data.spec.runtime == crate::model::RuntimeKind::Containerd,
+                builtin_cni: data.spec.cni == crate::model::CniChoice::Builtin,
             })
         })
-        .unwrap_or(false);
+        .unwrap_or_default();
     let findings = evaluate(
         ctx.node.role,
         &facts,
         &parse(&out),
         &data.spec.kubernetes_version,
-        allows_v1,
+        rendered,
     );
     let mut problems = Vec::new();
     for f in findings {
@@ -360,7 +491,7 @@ mod tests {
     fn a_good_node_has_no_findings() {
         let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n");
         assert_eq!(
-            evaluate(Role::ControlPlane, &facts(), &p, "1.34.1", false),
+            evaluate(Role::ControlPlane, &facts(), &p, "1.34.1", Rendered::default()),
             vec![]
         );
     }
@@ -368,7 +499,7 @@ mod tests {
     #[test]
     fn a_container_nodes_clock_is_the_hosts() {
         let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=no\ncontainer=docker\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n");
-        let f = evaluate(Role::Worker, &facts(), &p, "1.34.1", false);
+        let f = evaluate(Role::Worker, &facts(), &p, "1.34.1", Rendered::default());
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].id, "time-sync");
         assert!(f[0].warning && f[0].fix.is_none(), "{f:?}");
@@ -382,7 +513,7 @@ mod tests {
         f.cgroup_version = 1;
         f.os_id = "rocky".into();
         f.os_version = "9.6".into();
-        let ids: Vec<String> = evaluate(Role::ControlPlane, &f, &p, "v1.35.0", false)
+        let ids: Vec<String> = evaluate(Role::ControlPlane, &f, &p, "v1.35.0", Rendered::default())
             .into_iter()
             .map(|f| f.id)
             .collect();
@@ -403,8 +534,71 @@ mod tests {
         );
         // 0x192B = 6443 is in use; a node already in the cluster does not check ports.
         f.has_kubelet_conf = true;
-        assert!(!evaluate(Role::ControlPlane, &f, &p, "1.35.0", true)
+        assert!(!evaluate(
+            Role::ControlPlane,
+            &f,
+            &p,
+            "1.35.0",
+            Rendered {
+                kubelet_allows_cgroup_v1: true,
+                ..Default::default()
+            }
+        )
             .iter()
             .any(|x| x.id == "ports" || (x.id == "cgroup-version" && !x.warning)));
+    }
+
+    /// An unprivileged container node (CapEff without CAP_SYS_RESOURCE): without the rendered
+    /// unprivileged-container settings it is refused, saying which; a read-only cgroup tree and runc
+    /// ≥ 1.2 without CAP_SYS_PTRACE are refused either way; a privileged container (all capabilities)
+    /// is a host. A kubelet resolver file naming only loopback resolvers, or missing, is refused.
+    #[test]
+    fn unprivileged_containers_and_loopback_resolvers() {
+        let base = "swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\ncontainer=docker\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n";
+        let ids = |probe: &str, r: Rendered| -> Vec<String> {
+            evaluate(Role::Worker, &facts(), &parse(probe), "1.34.4", r)
+                .into_iter()
+                .filter(|f| !f.warning)
+                .map(|f| f.id)
+                .collect()
+        };
+        // Docker's default set + SYS_ADMIN + NET_ADMIN: no CAP_SYS_RESOURCE (bit 24), no SYS_PTRACE (19).
+        let unpriv = format!("{base}capeff=00000000a82435fb\ncgroup_ro=0\nrunc=1.1.5+ds1\n");
+        assert_eq!(ids(&unpriv, Rendered::default()), ["node-environment"]);
+        let set = Rendered {
+            unprivileged_container: true,
+            ..Default::default()
+        };
+        assert!(ids(&unpriv, set).is_empty());
+        let ro = format!("{base}capeff=00000000a82435fb\ncgroup_ro=12\nrunc=1.3.3\n");
+        assert_eq!(ids(&ro, set), ["container-cgroups", "container-ptrace"]);
+        let ptrace = format!("{base}capeff=00000000a82c35fb\ncgroup_ro=0\nrunc=1.3.3\n");
+        assert!(ids(&ptrace, set).is_empty(), "CAP_SYS_PTRACE given");
+        let privileged = format!("{base}capeff=000001ffffffffff\ncgroup_ro=0\nrunc=1.3.3\n");
+        assert!(ids(&privileged, Rendered::default()).is_empty());
+        let msg = evaluate(Role::Worker, &facts(), &parse(&unpriv), "1.34.4", Rendered::default());
+        assert!(msg[0].message.contains("nodeEnvironment: unprivileged-container"), "{msg:?}");
+
+        let docker_dns = format!("{base}resolv_file=/etc/resolv.conf\nresolv_ns=127.0.0.11 \n");
+        assert_eq!(ids(&docker_dns, Rendered::default()), ["resolv-conf"]);
+        let f = evaluate(Role::Worker, &facts(), &parse(&docker_dns), "1.34.4", Rendered::default());
+        assert!(f[0].message.contains("spec.kubelet.resolvConf"), "{f:?}");
+        let mixed = format!("{base}resolv_file=/etc/resolv.conf\nresolv_ns=127.0.0.53 10.0.0.2\n");
+        assert!(ids(&mixed, Rendered::default()).is_empty());
+        let missing = format!("{base}resolv_file=/etc/k.conf\nresolv_missing=1\nresolv_ns=\n");
+        let cni = Rendered {
+            containerd: true,
+            builtin_cni: true,
+            ..Default::default()
+        };
+        let no_plugins = format!("{base}cni_bin=clusterctl-cni\n");
+        assert_eq!(ids(&no_plugins, cni), ["cni-plugins"]);
+        let f = evaluate(Role::Worker, &facts(), &parse(&no_plugins), "1.34.4", cni);
+        assert!(f[0].message.starts_with("loopback and portmap missing"), "{f:?}");
+        let plugins = format!("{base}cni_bin=bridge clusterctl-cni loopback portmap\n");
+        assert!(ids(&plugins, cni).is_empty());
+        assert_eq!(ids(&missing, Rendered::default()), ["resolv-conf"]);
+        assert!(resolv_script(Some("/etc/k.conf")).starts_with("rc='/etc/k.conf'")
+            || resolv_script(Some("/etc/k.conf")).starts_with("rc=/etc/k.conf"));
     }
 }

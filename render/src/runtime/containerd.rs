@@ -1,13 +1,14 @@
 //! containerd: `/etc/containerd/config.toml` in the schema of the node's containerd major version
 //! (1.x: `version = 2`, plugin `io.containerd.grpc.v1.cri`; 2.x: `version = 3`, plugins
 //! `io.containerd.cri.v1.images`/`io.containerd.cri.v1.runtime` — containerd docs/cri/config.md), with
-//! `SystemdCgroup`, the sandbox (pause) image and `config_path`; mirrors as `hosts.toml` files under
+//! `SystemdCgroup`, the sandbox (pause) image and `config_path` (and, for `nodeEnvironment:
+//! unprivileged-container`, `restrict_oom_score_adj` and runc's `privileged_without_host_devices`); mirrors as `hosts.toml` files under
 //! `config_path` (containerd docs/hosts.md) with the mirror's CA — never the legacy `mirrors` table.
 
 use crate::ctx::Ctx;
 use crate::output::{Purpose, RenderError, RenderedFile};
 use crate::templates;
-use clusterctl_spec::model::CgroupDriver;
+use clusterctl_spec::model::{CgroupDriver, NodeEnvironment};
 use clusterctl_spec::ValidNode;
 use minijinja::context;
 
@@ -44,9 +45,13 @@ fn files(cx: &Ctx, major: u32) -> Result<Vec<RenderedFile>, RenderError> {
         "containerd-config-v2.toml.j2"
     };
     let systemd = cx.c.spec().runtime.cgroup_driver == CgroupDriver::Systemd;
+    let unprivileged = cx.c.spec().node_environment == NodeEnvironment::UnprivilegedContainer;
     let cfg = templates::render(
         template,
-        context! { sandbox_image => cx.kimg.pause_image(), systemd_cgroup => systemd, config_path => CERTS_D },
+        context! {
+            sandbox_image => cx.kimg.pause_image(), systemd_cgroup => systemd, config_path => CERTS_D,
+            unprivileged => unprivileged,
+        },
     )?;
     out.push(RenderedFile::text(
         CONFIG_PATH,

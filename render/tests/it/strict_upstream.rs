@@ -87,6 +87,8 @@ fn every_file_of_every_input_and_minor_decodes_strictly() {
         "flannel/net-conf",
         "clusterctl/agent",
         "systemd/unit",
+        "tmpfiles.d",
+        "sh",
     ] {
         assert!(
             seen.contains(kind),

@@ -692,3 +692,100 @@ fn builtin_cni_files_and_rbac() {
         "{kv}"
     );
 }
+
+/// `nodeEnvironment: unprivileged-container` renders, on every containerd major: containerd's
+/// `restrict_oom_score_adj` in the CRI (runtime) plugin table and `privileged_without_host_devices` on
+/// the runc runtime; kube-proxy `conntrack.maxPerCore: 0`; the `/dev/kmsg` tmpfiles entry and the node
+/// environment unit and script (`/proc/sys/net` writable, kubelet sysctls) on every node; `nodeEnvironment: host` (the default) renders none of it.
+/// `kubelet.resolvConf` lands in the KubeletConfiguration.
+#[test]
+fn unprivileged_container_settings_and_resolv_conf() {
+    let c = fixture("unprivileged-container");
+    let mut facts = Facts::assumed(&c);
+    for major in [1u32, 2] {
+        for nf in facts.nodes.values_mut() {
+            nf.containerd_major = major;
+        }
+        let r = render(&c, &facts).expect("renders");
+        let cfg: toml::Value = toml::from_str(
+            &r.node_file("w1", "/etc/containerd/config.toml")
+                .expect("config.toml")
+                .as_text(),
+        )
+        .expect("toml");
+        let (cri, runc) = if major == 1 {
+            let cri = &cfg["plugins"]["io.containerd.grpc.v1.cri"];
+            (cri, &cri["containerd"]["runtimes"]["runc"])
+        } else {
+            let rt = &cfg["plugins"]["io.containerd.cri.v1.runtime"];
+            (rt, &rt["containerd"]["runtimes"]["runc"])
+        };
+        assert_eq!(cri["restrict_oom_score_adj"].as_bool(), Some(true), "{cfg}");
+        assert_eq!(
+            runc["privileged_without_host_devices"].as_bool(),
+            Some(true),
+            "{cfg}"
+        );
+        for node in ["cp1", "w1"] {
+            for (path, purpose) in [
+                (clusterctl_render::host::KMSG_TMPFILES_PATH, Purpose::NodeEnvironment),
+                (clusterctl_render::host::NODE_ENV_UNIT, Purpose::NodeEnvironment),
+                (clusterctl_render::host::NODE_ENV_SCRIPT, Purpose::NodeEnvironment),
+            ] {
+                let f = r
+                    .node_file(node, path)
+                    .unwrap_or_else(|| panic!("{node} has no {path}"));
+                assert_eq!(f.purpose, purpose);
+            }
+            let script = r
+                .node_file(node, clusterctl_render::host::NODE_ENV_SCRIPT)
+                .expect("script");
+            assert_eq!(script.mode, 0o755);
+            let text = script.as_text();
+            assert!(
+                text.contains("vm/overcommit_memory=1 vm/panic_on_oom=0 kernel/panic=10 kernel/panic_on_oops=1")
+                    && text.contains("mount -o remount,bind,rw /proc/sys/net"),
+                "{text}"
+            );
+            let unit = r
+                .node_file(node, clusterctl_render::host::NODE_ENV_UNIT)
+                .expect("unit")
+                .as_text()
+                .into_owned();
+            assert!(
+                unit.contains("Before=containerd.service kubelet.service")
+                    && unit.contains(&format!("ExecStart={}", clusterctl_render::host::NODE_ENV_SCRIPT)),
+                "{unit}"
+            );
+        }
+    }
+    let r = rendered(&c);
+    let init = docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml");
+    assert_eq!(
+        kind(&init, "KubeProxyConfiguration")["conntrack"]["maxPerCore"].as_i64(),
+        Some(0)
+    );
+    assert_eq!(
+        s(&kind(&init, "KubeletConfiguration")["resolvConf"]),
+        "/etc/kubernetes/resolv.conf"
+    );
+
+    let host = fixture_text("unprivileged-container", |t| {
+        t.replace("  nodeEnvironment: unprivileged-container\n", "")
+            .replace("  kubelet:\n    resolvConf: /etc/kubernetes/resolv.conf\n", "")
+    });
+    let r = rendered(&host);
+    let text = r
+        .node_file("w1", "/etc/containerd/config.toml")
+        .expect("config.toml")
+        .as_text()
+        .into_owned();
+    assert!(
+        !text.contains("restrict_oom_score_adj") && !text.contains("privileged_without_host_devices"),
+        "{text}"
+    );
+    assert!(r.per_node.values().flatten().all(|f| f.purpose != Purpose::NodeEnvironment));
+    let init = docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml");
+    assert!(kind(&init, "KubeProxyConfiguration").get("conntrack").is_none());
+    assert!(kind(&init, "KubeletConfiguration").get("resolvConf").is_none());
+}

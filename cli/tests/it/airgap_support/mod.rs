@@ -126,7 +126,7 @@ pub(crate) fn up_args(file: &Path, known_hosts: &Path, extra: &[&str]) -> Vec<St
         "--ready-timeout",
         "30",
         "--ignore-preflight",
-        "time-sync,module/br_netfilter",
+        "time-sync,module/br_netfilter,node-environment,resolv-conf",
         "--skip-phases",
         "labels,wait-ready",
     ]

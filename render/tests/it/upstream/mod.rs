@@ -173,7 +173,14 @@ fn check_unit(text: &str) -> Result<(), String> {
                 "Requires",
                 "Before",
             ],
-            "Service" => &["Type", "ExecStart", "Restart", "RestartSec", "Environment"],
+            "Service" => &[
+                "Type",
+                "ExecStart",
+                "Restart",
+                "RestartSec",
+                "Environment",
+                "RemainAfterExit",
+            ],
             "Install" => &["WantedBy"],
             s => return Err(format!("unknown unit section [{s}]")),
         };
@@ -183,6 +190,49 @@ fn check_unit(text: &str) -> Result<(), String> {
     }
     if sections != ["Unit", "Service", "Install"] {
         return Err(format!("unit sections {sections:?}"));
+    }
+    Ok(())
+}
+
+/// tmpfiles.d(5): `Type Path Mode User Group Age Argument`, each line with a known type and seven
+/// fields at most (missing trailing fields default to `-`).
+fn check_tmpfiles(text: &str) -> Result<(), String> {
+    const TYPES: &[&str] = &[
+        "f", "f+", "w", "w+", "d", "D", "e", "v", "q", "Q", "p", "p+", "L", "L+", "c", "c+", "b",
+        "b+", "C", "C+", "x", "X", "r", "R", "z", "Z", "t", "T", "h", "H", "a", "a+", "A", "A+",
+    ];
+    for l in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let fields: Vec<&str> = l.split_whitespace().collect();
+        if fields.len() < 2 || fields.len() > 7 {
+            return Err(format!("tmpfiles line {l:?} has {} fields", fields.len()));
+        }
+        if !TYPES.contains(&fields[0].trim_end_matches('!')) {
+            return Err(format!("tmpfiles type {:?} is not known", fields[0]));
+        }
+        if !fields[1].starts_with('/') {
+            return Err(format!("tmpfiles path {:?} is not absolute", fields[1]));
+        }
+    }
+    Ok(())
+}
+
+/// A POSIX shell script: `#!/bin/sh` and `sh -n` accepts it.
+fn check_sh(text: &str) -> Result<(), String> {
+    if !text.starts_with("#!/bin/sh\n") {
+        return Err("script does not start with #!/bin/sh".into());
+    }
+    let out = std::process::Command::new("sh")
+        .args(["-n", "-c", text])
+        .output()
+        .map_err(|e| format!("running sh -n: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "sh -n: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     Ok(())
 }
@@ -242,6 +292,10 @@ pub(crate) fn check(f: &RenderedFile) -> Result<Vec<String>, String> {
                 .map(|_| vec!["clusterctl/agent".into()])
         } else if p.ends_with(".service") {
             check_unit(text).map(|_| vec!["systemd/unit".into()])
+        } else if p.starts_with("/etc/tmpfiles.d/") {
+            check_tmpfiles(text).map(|_| vec!["tmpfiles.d".into()])
+        } else if p.ends_with(".sh") {
+            check_sh(text).map(|_| vec!["sh".into()])
         } else {
             Err("no strict check for this path".into())
         };

@@ -27,6 +27,7 @@ pub(crate) struct PluginsV2 {
 #[serde(deny_unknown_fields)]
 pub(crate) struct CriV2 {
     pub sandbox_image: String,
+    pub restrict_oom_score_adj: Option<bool>,
     pub enable_unprivileged_ports: Option<bool>,
     pub enable_unprivileged_icmp: Option<bool>,
     pub containerd: CriContainerd,
@@ -46,6 +47,7 @@ pub(crate) struct CriContainerd {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Runtime {
     pub runtime_type: String,
+    pub privileged_without_host_devices: Option<bool>,
     pub options: RuncOptions,
 }
 
@@ -107,6 +109,7 @@ pub(crate) struct PinnedImages {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RuntimeV3 {
+    pub restrict_oom_score_adj: Option<bool>,
     pub enable_unprivileged_ports: Option<bool>,
     pub enable_unprivileged_icmp: Option<bool>,
     pub containerd: CriContainerdV3,
