@@ -30,6 +30,21 @@ pub struct PreparedFile {
     pub mode: u32,
 }
 
+/// Opens a file to carry (a package, a binary, a cached blob) without blocking on it: it must be a
+/// regular file (a FIFO or device named as a package is refused, never waited on).
+/// Errors: `Io` naming the path.
+fn open_source(path: &Path) -> Result<std::fs::File> {
+    clusterctl_spec::load::open_regular(path)
+        .map(|(f, _)| f)
+        .map_err(|e| match e {
+            clusterctl_spec::load::ReadError::Io { source, .. } => AirgapError::io(path, source),
+            other => AirgapError::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, other.reason()),
+            ),
+        })
+}
+
 impl PreparedFile {
     /// Hashes local file `source` and describes it as bundle entry `path` (no `extract_to`; set
     /// `entry.extract_to` for an archive to unpack). Errors: unreadable file.
@@ -41,7 +56,7 @@ impl PreparedFile {
         os: Option<String>,
         arch: Option<String>,
     ) -> Result<Self> {
-        let f = std::fs::File::open(source).map_err(|e| AirgapError::io(source, e))?;
+        let f = open_source(source)?;
         let (sha256, size) = crate::digest::digest_reader(std::io::BufReader::new(f))
             .map_err(|e| AirgapError::io(source, e))?;
         Ok(PreparedFile {
@@ -290,7 +305,7 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
                     .append_data(&mut header(b.len() as u64, *mode), path, b.as_slice())
                     .map_err(io)?,
                 Source::File(p, d, size) => {
-                    let file = std::fs::File::open(p).map_err(|e| AirgapError::io(p, e))?;
+                    let file = open_source(p)?;
                     let mut h = Hashing::new(file.take(*size));
                     tb.append_data(&mut header(*size, *mode), path, &mut h)
                         .map_err(io)?;
@@ -337,4 +352,39 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
         blob_bytes,
         manifest,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_package_that_is_a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("kubeadm.deb");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(st.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = PreparedFile::from_path(
+                "kubeadm",
+                "packages/kubeadm.deb",
+                &fifo,
+                0o644,
+                None,
+                None,
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+            let _ = tx.send(r);
+        });
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("refused at once")
+            .expect_err("a FIFO");
+        assert!(e.contains("FIFO"), "{e}");
+    }
 }
