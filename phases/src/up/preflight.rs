@@ -347,7 +347,15 @@ pub fn evaluate(
     }
     if !p.resolv_file.is_empty() {
         if p.resolv_missing {
-            push("resolv-conf", format!("{} (the kubelet's resolvConf) does not exist or is not readable", p.resolv_file), None, false);
+            push(
+                "resolv-conf",
+                format!(
+                    "{} (the kubelet's resolvConf) does not exist or is not readable",
+                    p.resolv_file
+                ),
+                None,
+                false,
+            );
         } else if !p.resolv_ns.is_empty() && p.resolv_ns.iter().all(|n| loopback(n)) {
             push("resolv-conf", format!("{} (the kubelet's resolvConf) names only loopback resolvers ({}): CoreDNS would forward to itself (\"plugin/loop: Loop detected\") and crash; set `spec.kubelet.resolvConf` to a file naming a resolver reachable from pods", p.resolv_file, p.resolv_ns.join(", ")), None, false);
         }
@@ -422,9 +430,9 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         .ok()
         .and_then(|f| {
             f.get(ctx.name()).map(|v| Rendered {
-                kubelet_allows_cgroup_v1: v.iter().any(|x| {
-                    String::from_utf8_lossy(&x.content).contains("failCgroupV1: false")
-                }),
+                kubelet_allows_cgroup_v1: v
+                    .iter()
+                    .any(|x| String::from_utf8_lossy(&x.content).contains("failCgroupV1: false")),
                 unprivileged_container: v.iter().any(|x| x.path == NODE_ENVIRONMENT_MARKER),
                 containerd: data.spec.runtime == crate::model::RuntimeKind::Containerd,
                 builtin_cni: data.spec.cni == crate::model::CniChoice::Builtin,
@@ -491,7 +499,13 @@ mod tests {
     fn a_good_node_has_no_findings() {
         let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n");
         assert_eq!(
-            evaluate(Role::ControlPlane, &facts(), &p, "1.34.1", Rendered::default()),
+            evaluate(
+                Role::ControlPlane,
+                &facts(),
+                &p,
+                "1.34.1",
+                Rendered::default()
+            ),
             vec![]
         );
     }
@@ -544,8 +558,8 @@ mod tests {
                 ..Default::default()
             }
         )
-            .iter()
-            .any(|x| x.id == "ports" || (x.id == "cgroup-version" && !x.warning)));
+        .iter()
+        .any(|x| x.id == "ports" || (x.id == "cgroup-version" && !x.warning)));
     }
 
     /// An unprivileged container node (CapEff without CAP_SYS_RESOURCE): without the rendered
@@ -576,12 +590,29 @@ mod tests {
         assert!(ids(&ptrace, set).is_empty(), "CAP_SYS_PTRACE given");
         let privileged = format!("{base}capeff=000001ffffffffff\ncgroup_ro=0\nrunc=1.3.3\n");
         assert!(ids(&privileged, Rendered::default()).is_empty());
-        let msg = evaluate(Role::Worker, &facts(), &parse(&unpriv), "1.34.4", Rendered::default());
-        assert!(msg[0].message.contains("nodeEnvironment: unprivileged-container"), "{msg:?}");
+        let msg = evaluate(
+            Role::Worker,
+            &facts(),
+            &parse(&unpriv),
+            "1.34.4",
+            Rendered::default(),
+        );
+        assert!(
+            msg[0]
+                .message
+                .contains("nodeEnvironment: unprivileged-container"),
+            "{msg:?}"
+        );
 
         let docker_dns = format!("{base}resolv_file=/etc/resolv.conf\nresolv_ns=127.0.0.11 \n");
         assert_eq!(ids(&docker_dns, Rendered::default()), ["resolv-conf"]);
-        let f = evaluate(Role::Worker, &facts(), &parse(&docker_dns), "1.34.4", Rendered::default());
+        let f = evaluate(
+            Role::Worker,
+            &facts(),
+            &parse(&docker_dns),
+            "1.34.4",
+            Rendered::default(),
+        );
         assert!(f[0].message.contains("spec.kubelet.resolvConf"), "{f:?}");
         let mixed = format!("{base}resolv_file=/etc/resolv.conf\nresolv_ns=127.0.0.53 10.0.0.2\n");
         assert!(ids(&mixed, Rendered::default()).is_empty());
@@ -594,11 +625,16 @@ mod tests {
         let no_plugins = format!("{base}cni_bin=clusterctl-cni\n");
         assert_eq!(ids(&no_plugins, cni), ["cni-plugins"]);
         let f = evaluate(Role::Worker, &facts(), &parse(&no_plugins), "1.34.4", cni);
-        assert!(f[0].message.starts_with("loopback and portmap missing"), "{f:?}");
+        assert!(
+            f[0].message.starts_with("loopback and portmap missing"),
+            "{f:?}"
+        );
         let plugins = format!("{base}cni_bin=bridge clusterctl-cni loopback portmap\n");
         assert!(ids(&plugins, cni).is_empty());
         assert_eq!(ids(&missing, Rendered::default()), ["resolv-conf"]);
-        assert!(resolv_script(Some("/etc/k.conf")).starts_with("rc='/etc/k.conf'")
-            || resolv_script(Some("/etc/k.conf")).starts_with("rc=/etc/k.conf"));
+        assert!(
+            resolv_script(Some("/etc/k.conf")).starts_with("rc='/etc/k.conf'")
+                || resolv_script(Some("/etc/k.conf")).starts_with("rc=/etc/k.conf")
+        );
     }
 }

@@ -728,9 +728,18 @@ fn unprivileged_container_settings_and_resolv_conf() {
         );
         for node in ["cp1", "w1"] {
             for (path, purpose) in [
-                (clusterctl_render::host::KMSG_TMPFILES_PATH, Purpose::NodeEnvironment),
-                (clusterctl_render::host::NODE_ENV_UNIT, Purpose::NodeEnvironment),
-                (clusterctl_render::host::NODE_ENV_SCRIPT, Purpose::NodeEnvironment),
+                (
+                    clusterctl_render::host::KMSG_TMPFILES_PATH,
+                    Purpose::NodeEnvironment,
+                ),
+                (
+                    clusterctl_render::host::NODE_ENV_UNIT,
+                    Purpose::NodeEnvironment,
+                ),
+                (
+                    clusterctl_render::host::NODE_ENV_SCRIPT,
+                    Purpose::NodeEnvironment,
+                ),
             ] {
                 let f = r
                     .node_file(node, path)
@@ -754,7 +763,10 @@ fn unprivileged_container_settings_and_resolv_conf() {
                 .into_owned();
             assert!(
                 unit.contains("Before=containerd.service kubelet.service")
-                    && unit.contains(&format!("ExecStart={}", clusterctl_render::host::NODE_ENV_SCRIPT)),
+                    && unit.contains(&format!(
+                        "ExecStart={}",
+                        clusterctl_render::host::NODE_ENV_SCRIPT
+                    )),
                 "{unit}"
             );
         }
@@ -772,7 +784,10 @@ fn unprivileged_container_settings_and_resolv_conf() {
 
     let host = fixture_text("unprivileged-container", |t| {
         t.replace("  nodeEnvironment: unprivileged-container\n", "")
-            .replace("  kubelet:\n    resolvConf: /etc/kubernetes/resolv.conf\n", "")
+            .replace(
+                "  kubelet:\n    resolvConf: /etc/kubernetes/resolv.conf\n",
+                "",
+            )
     });
     let r = rendered(&host);
     let text = r
@@ -781,11 +796,20 @@ fn unprivileged_container_settings_and_resolv_conf() {
         .as_text()
         .into_owned();
     assert!(
-        !text.contains("restrict_oom_score_adj") && !text.contains("privileged_without_host_devices"),
+        !text.contains("restrict_oom_score_adj")
+            && !text.contains("privileged_without_host_devices"),
         "{text}"
     );
-    assert!(r.per_node.values().flatten().all(|f| f.purpose != Purpose::NodeEnvironment));
+    assert!(r
+        .per_node
+        .values()
+        .flatten()
+        .all(|f| f.purpose != Purpose::NodeEnvironment));
     let init = docs(&r, "cp1", "/etc/kubernetes/kubeadm/init.yaml");
-    assert!(kind(&init, "KubeProxyConfiguration").get("conntrack").is_none());
-    assert!(kind(&init, "KubeletConfiguration").get("resolvConf").is_none());
+    assert!(kind(&init, "KubeProxyConfiguration")
+        .get("conntrack")
+        .is_none());
+    assert!(kind(&init, "KubeletConfiguration")
+        .get("resolvConf")
+        .is_none());
 }
