@@ -66,7 +66,8 @@ pub enum FilePurpose {
     /// CNI files: manifests to apply (`*.yaml`) or the builtin agent's unit and config.
     Cni,
     /// The kubeadm `ResetConfiguration` (v1beta4): placed by `init` only when it finds a `kubeadm init`
-    /// that failed half-way and resets it (`kubeadm reset -f --config …`) before trying again.
+    /// that failed half-way and resets it (`kubeadm reset --config …`, the file saying `force: true`)
+    /// before trying again.
     KubeadmReset,
     /// Anything else the control plane or kubelet reads (audit policy, authentication configuration,
     /// OIDC CA, kubelet drop-ins): placed by `files` before `init`/`join`.

@@ -79,6 +79,8 @@ register() { # the Node object the kubelet would register, with its node-labels 
   mkdir -p "$d"
   grep -A1 'name: node-labels' "$cfg" | sed -n 2p | sed -E "s/.*value:[[:space:]]*//; s/[\"']//g" \
     | tr ',' '\n' | grep = > "$d/labels" || true
+  # A control plane is marked as kubeadm's mark-control-plane phase does.
+  if grep -q 'certificateKey' "$cfg"; then echo "node-role.kubernetes.io/control-plane=" >> "$d/labels"; fi
 }
 
 api_port() { # port 6443 of this node forwards to the recording API server (systemd socket proxy)

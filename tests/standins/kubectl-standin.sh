@@ -1,7 +1,8 @@
 #!/bin/sh
 # STAND-IN for kubectl (clusterctl test tree only; see README.md). Nodes live in
 # /var/lib/clusterctl-standin/nodes/<name>/{labels,taints} (one `k=v` / `k=v:Effect` per line); every
-# Node there is Ready. Not Kubernetes.
+# Node there is Ready. The API server answers (`get --raw /readyz`) and holds what `kubeadm init` creates
+# (`get configmap|deployment|daemonset NAME`) whenever the kubeconfig exists. Not Kubernetes.
 set -eu
 LOG=/var/log/clusterctl-standin
 DB=/var/lib/clusterctl-standin/nodes
@@ -11,6 +12,8 @@ args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --kubeconfig) [ -f "$2" ] || { echo "kubeconfig $2 not found" >&2; exit 1; }; shift 2 ;;
+    --server|-n|--namespace) shift 2 ;;
+    --request-timeout=*|--server=*|--namespace=*) shift ;;
     *) args="$args $1"; shift ;;
   esac
 done
@@ -32,6 +35,10 @@ node_json() { # $1 name
 }
 
 case "${1:-} ${2:-}" in
+  "get --raw")
+    echo ok ;;
+  "get configmap"|"get deployment"|"get daemonset")
+    echo "$2/$3" ;;
   "get node")
     [ -d "$DB/$3" ] || { echo "Error from server (NotFound): nodes \"$3\" not found" >&2; exit 1; }
     node_json "$3"; echo ;;

@@ -350,7 +350,7 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
         .filter(|i| c1[*i].starts_with("kubeadm init --config"))
         .collect();
     let resets: Vec<usize> = (0..c1.len())
-        .filter(|i| c1[*i] == "kubeadm reset -f --config /etc/kubernetes/kubeadm/reset.yaml")
+        .filter(|i| c1[*i] == "kubeadm reset --config /etc/kubernetes/kubeadm/reset.yaml")
         .collect();
     assert_eq!(inits.len(), 2, "the failed init and one more: {c1:?}");
     assert_eq!(resets.len(), 1, "{c1:?}");

@@ -1,10 +1,34 @@
 //! `join/control-plane` (one node at a time, so etcd grows one member at a time) and `join/worker` (in
-//! parallel): `kubeadm join --config <file>` unless `/etc/kubernetes/kubelet.conf` shows the node has
-//! joined. The rendered `JoinConfiguration` carries the node's labels and taints at registration
+//! parallel): `kubeadm join --config <file>`, unless an earlier join finished. The rendered
+//! `JoinConfiguration` carries the node's labels and taints at registration
 //! (`nodeRegistration.kubeletExtraArgs` `node-labels`, `nodeRegistration.taints`); the discovery token,
 //! CA cert hash and certificate key are filled in here and the file is written 0600.
+//!
+//! Whether a join finished is judged by what kubeadm does last ([`STATE_SCRIPT`] on the node), not by
+//! `/etc/kubernetes/kubelet.conf`: the kubelet writes that file as soon as kubeadm's `kubelet-start`
+//! starts it ("will bootstrap in background"), before its TLS bootstrap. kubeadm ≥ 1.33 joins a control
+//! plane in the order `control-plane-prepare` → `kubelet-start` → `etcd-join` (the member added as a
+//! learner, its static pod written, then promoted) → `kubelet-wait-bootstrap` → `control-plane-join`
+//! (`mark-control-plane`) → `wait-control-plane` (`ControlPlaneKubeletLocalMode`: the new kubelet
+//! bootstraps against the new local API server, which answers only once its etcd member is promoted).
+//!
+//! - a worker has joined once `kubelet.conf` exists and the kubelet runs: the kubelet finishes its
+//!   bootstrap on its own (it is started when it was left stopped — `kubelet-start` stops it before
+//!   writing its configuration);
+//! - a control plane has joined once, in addition, its Node carries the control-plane label (read
+//!   through the first control plane), which kubeadm's `mark-control-plane` sets last. A control plane
+//!   with `kubelet.conf` but without the label is finished with kubeadm's own idempotent phases, each
+//!   `--config <file>`: `kubeadm join phase etcd-join` (an existing member is not added again, a voting
+//!   one not promoted again), `kubelet-wait-bootstrap`, `control-plane-join all`;
+//! - what `kubeadm join` writes before `kubelet.conf` (the cluster CA, the bootstrap kubeconfig, the
+//!   control-plane static pods, etcd's data) without `kubelet.conf` is a half-done join, which would fail
+//!   again on its own leftovers (kubeadm's preflight refuses an existing `ca.crt`, manifests and a
+//!   non-empty `/var/lib/etcd`): it is reset first (`kubeadm reset --config reset.yaml`, whose
+//!   `force: true` skips the prompt; it also removes the node's etcd member when its etcd manifest
+//!   was written), the kube-vip manifest is put
+//!   back on a control plane, and the join runs again.
 
-use super::{credentials, UpData, KUBELET_CONF};
+use super::{credentials, UpData, KUBECTL};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::kubeadm::patch_join;
@@ -13,10 +37,131 @@ use crate::util::sh_quote;
 use clusterctl_exec::Cmd;
 use std::time::Duration;
 
+/// The label kubeadm's `mark-control-plane` puts on a control plane's Node.
+pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
+
+/// The kubeadm phases that finish a control-plane join whose kubelet was started, in kubeadm's
+/// order (each run with `--config <join configuration>`); all of them are safe to run again.
+pub const FINISH_CONTROL_PLANE_PHASES: &[&str] = &[
+    "etcd-join",
+    "kubelet-wait-bootstrap",
+    "control-plane-join all",
+];
+
+/// How far an earlier `kubeadm join` on this node got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinState {
+    /// Nothing of a join.
+    Fresh,
+    /// Leftovers of a join stopped before its kubelet started (CA, bootstrap kubeconfig, static
+    /// pods, etcd data; no `kubelet.conf`).
+    Half,
+    /// `kubelet.conf`: kubeadm started the kubelet (a control plane may still lack its etcd
+    /// promotion, TLS bootstrap and `mark-control-plane`).
+    Joined {
+        /// The kubelet unit is active.
+        kubelet_active: bool,
+    },
+}
+
+/// The read-only query of how far a join got: `joined kubelet=<systemctl is-active>`, `half` or
+/// `fresh`.
+pub const STATE_SCRIPT: &str = "if [ -f /etc/kubernetes/kubelet.conf ]; then echo \"joined kubelet=$(systemctl is-active kubelet 2>/dev/null)\"; \
+elif test -e /etc/kubernetes/pki/ca.crt -o -e /etc/kubernetes/bootstrap-kubelet.conf \
+ -o -e /etc/kubernetes/manifests/kube-apiserver.yaml -o -e /etc/kubernetes/manifests/etcd.yaml \
+ -o -d /var/lib/etcd/member; then echo half; else echo fresh; fi";
+
+/// Parses [`STATE_SCRIPT`]'s output.
+pub fn parse_state(out: &str) -> JoinState {
+    let out = out.trim();
+    if let Some(k) = out.strip_prefix("joined") {
+        JoinState::Joined {
+            kubelet_active: k.trim() == "kubelet=active",
+        }
+    } else if out == "half" {
+        JoinState::Half
+    } else {
+        JoinState::Fresh
+    }
+}
+
+/// True when the Node `name` (as `kubectl get node -o json` prints it) carries the control-plane label.
+pub fn marked_control_plane(node_json: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(node_json)
+        .ok()
+        .and_then(|v| v["metadata"]["labels"].as_object().cloned())
+        .is_some_and(|l| l.contains_key(CONTROL_PLANE_LABEL))
+}
+
+/// Whether the Node of `ctx`'s node carries the control-plane label, asked on the first control plane
+/// (`None` offline; `false` when the Node is not found).
+fn is_marked(ctx: &mut NodeCtx, data: &UpData) -> Result<Option<bool>, PhaseError> {
+    let name = ctx.name().to_string();
+    let phase = format!("{}/check", ctx.phase);
+    super::on_first_cp(ctx, data, phase, |_, cp| {
+        let out = cp.query(Cmd::new(format!(
+            "{KUBECTL} get node {} -o json",
+            sh_quote(&name)
+        )))?;
+        Ok(out.map(|o| o.success() && marked_control_plane(&o.stdout_str())))
+    })
+}
+
+/// Resets a half-done join and, on a control plane, puts the kube-vip manifest back.
+fn reset_half_join(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let why = "a kubeadm join stopped half-way here before (CA, bootstrap kubeconfig or static pods, no kubelet.conf): reset first";
+    ctx.info(why);
+    if !ctx.mode.dry_run {
+        ctx.reporter().change(&ctx.phase, ctx.name(), why);
+    }
+    let reset = data
+        .files_of(ctx.name(), FilePurpose::KubeadmReset)
+        .into_iter()
+        .next();
+    let mut cmd = match &reset {
+        Some(f) => {
+            ctx.put_file(&f.path, f.mode, &f.content)?;
+            Cmd::new(format!("kubeadm reset --config {}", sh_quote(&f.path)))
+        }
+        None => Cmd::new("kubeadm reset -f"),
+    };
+    cmd.timeout = Some(Duration::from_secs(300));
+    ctx.run(cmd)?;
+    for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
+        ctx.put_file(&f.path, f.mode, &f.content)?;
+    }
+    Ok(())
+}
+
 /// The join phases.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    if ctx.test(&format!("test -f {KUBELET_CONF}"))? == Some(true) {
-        return Ok(());
+    let cp = ctx.node.is_control_plane();
+    let state = ctx
+        .read_labelled(
+            STATE_SCRIPT,
+            Some("how far an earlier kubeadm join got (kubelet.conf, CA, static pods, etcd data)"),
+        )?
+        .map(|o| parse_state(&o))
+        .unwrap_or(JoinState::Fresh);
+    let mut finish_control_plane = false;
+    match state {
+        JoinState::Joined { kubelet_active } => {
+            if !kubelet_active {
+                // kubeadm's kubelet-start stops the kubelet, writes its configuration, starts it again.
+                ctx.run_script("systemctl start kubelet")?;
+            }
+            if !cp || is_marked(ctx, data)? != Some(false) {
+                return Ok(());
+            }
+            let why = "an earlier kubeadm join stopped after starting this control plane's kubelet, before it was marked (no control-plane label): finishing it with kubeadm's etcd-join, kubelet-wait-bootstrap and control-plane-join phases";
+            ctx.info(why);
+            if !ctx.mode.dry_run {
+                ctx.reporter().change(&ctx.phase, ctx.name(), why);
+            }
+            finish_control_plane = true;
+        }
+        JoinState::Half => reset_half_join(ctx, data)?,
+        JoinState::Fresh => {}
     }
     let Some(cfg) = data
         .files_of(ctx.name(), FilePurpose::KubeadmJoin)
@@ -28,7 +173,6 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             ctx.name()
         )));
     };
-    let cp = ctx.node.is_control_plane();
     let secrets = credentials::get(ctx, data, cp)?.unwrap_or_else(credentials::placeholders);
     let text = patch_join(
         &String::from_utf8_lossy(&cfg.content),
@@ -38,8 +182,48 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     )
     .map_err(|e| ctx.local_error(e))?;
     ctx.put_file(&cfg.path, 0o600, text.as_bytes())?;
-    let mut cmd = Cmd::new(format!("kubeadm join --config {}", sh_quote(&cfg.path)));
-    cmd.timeout = Some(Duration::from_secs(600));
-    ctx.run(cmd)?;
+    let scripts: Vec<String> = if finish_control_plane {
+        FINISH_CONTROL_PLANE_PHASES
+            .iter()
+            .map(|p| format!("kubeadm join phase {p} --config {}", sh_quote(&cfg.path)))
+            .collect()
+    } else {
+        vec![format!("kubeadm join --config {}", sh_quote(&cfg.path))]
+    };
+    for script in scripts {
+        let mut cmd = Cmd::new(script);
+        cmd.timeout = Some(Duration::from_secs(600));
+        ctx.run(cmd)?;
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judges_a_join_by_what_kubeadm_does_last() {
+        assert_eq!(
+            parse_state("joined kubelet=active\n"),
+            JoinState::Joined {
+                kubelet_active: true
+            }
+        );
+        assert_eq!(
+            parse_state("joined kubelet=inactive"),
+            JoinState::Joined {
+                kubelet_active: false
+            }
+        );
+        assert_eq!(parse_state("half"), JoinState::Half);
+        assert_eq!(parse_state("fresh"), JoinState::Fresh);
+        assert!(marked_control_plane(
+            r#"{"metadata":{"name":"c2","labels":{"node-role.kubernetes.io/control-plane":""}}}"#
+        ));
+        assert!(!marked_control_plane(
+            r#"{"metadata":{"name":"c2","labels":{"kubernetes.io/hostname":"c2"}}}"#
+        ));
+        assert!(!marked_control_plane("Error from server (NotFound)"));
+    }
 }

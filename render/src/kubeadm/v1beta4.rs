@@ -330,6 +330,9 @@ struct ResetConfiguration {
     cri_socket: &'static str,
     certificates_dir: &'static str,
     cleanup_tmp_dir: bool,
+    /// No confirmation prompt. Real kubeadm refuses `kubeadm reset -f --config …` ("can not mix
+    /// '--config' with arguments [force]"): with a configuration file, `force` is said here.
+    force: bool,
     timeouts: Timeouts,
 }
 
@@ -343,6 +346,7 @@ pub(crate) fn reset(cx: &Ctx) -> Result<String, RenderError> {
             cri_socket: cx.cri_socket,
             certificates_dir: "/etc/kubernetes/pki",
             cleanup_tmp_dir: true,
+            force: true,
             timeouts: TIMEOUTS,
         },
     )
