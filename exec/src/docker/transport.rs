@@ -171,6 +171,9 @@ impl RawExec for DockerTransport {
         on_output: &mut dyn FnMut(&[u8]),
     ) -> Result<Output, ExecError> {
         let wrapped = shell::wrap(cmd, true).map_err(ExecError::Other)?;
+        // Measured from before the exec is created: the node's `timeout` counts from its start, and
+        // writing the input may take a while on a loaded machine.
+        let start = Instant::now();
         let (in_tx, mut in_rx) = tokio::sync::mpsc::channel::<Bytes>(8);
         let (ev_tx, ev_rx) = mpsc::channel::<Event>();
         let docker = self.client.docker().clone();
@@ -278,7 +281,6 @@ impl RawExec for DockerTransport {
             }
         }
         drop(in_tx);
-        let start = Instant::now();
         let deadline = cmd.timeout.map(|t| start + t + Duration::from_secs(5));
         while end.is_none() {
             let wait = deadline

@@ -328,6 +328,7 @@ impl SshTransport {
     fn exec_on(
         &self,
         conn: &Conn,
+        started: Instant,
         mut ch: ssh2::Channel,
         cmd: &Cmd,
         wrapped: &shell::Wrapped,
@@ -342,7 +343,9 @@ impl SshTransport {
             reason: format!("{what}: {e}"),
         };
         sess.set_blocking(false);
-        let start = Instant::now();
+        // Measured from before the channel's exec request: the node's `timeout` starts counting
+        // there, and a loaded machine may take a while to get here.
+        let start = started;
         // Backstop: the node's `timeout` kills the command; this closes the channel if even that hangs.
         let deadline = cmd.timeout.map(|t| start + t + Duration::from_secs(5));
         let pre = &wrapped.preamble;
@@ -552,6 +555,7 @@ impl RawExec for SshTransport {
         if guard.is_none() {
             *guard = Some(self.open_with_retry()?);
         }
+        let mut started = Instant::now();
         // A channel that cannot be opened or started means the session broke: reconnect once and
         // retry (nothing ran yet). Any later failure is returned as is.
         let ch = match guard
@@ -562,6 +566,7 @@ impl RawExec for SshTransport {
             _ => {
                 *guard = None;
                 let c = self.open_with_retry()?;
+                started = Instant::now();
                 let ch = start_channel(&c, &wrapped.command_line)
                     .map_err(|e| self.err(format!("starting the command: {e}")))?;
                 *guard = Some(c);
@@ -569,7 +574,7 @@ impl RawExec for SshTransport {
             }
         };
         let conn = guard.as_ref().ok_or_else(|| self.err("no connection"))?;
-        let result = self.exec_on(conn, ch, cmd, &wrapped, input, progress, on_output);
+        let result = self.exec_on(conn, started, ch, cmd, &wrapped, input, progress, on_output);
         if matches!(result, Err(ExecError::Connect { .. })) {
             *guard = None;
         }
