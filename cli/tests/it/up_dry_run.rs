@@ -127,3 +127,50 @@ fn zero_parallelism_is_invalid_input() {
         assert!(err.contains("0 is not in 1.."), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn dry_run_with_a_bundle_that_is_a_fifo_is_refused_at_once() {
+    // Issue 17, finding 9: `airgap.bundle` naming a FIFO (nobody writing to it) made `up --dry-run`
+    // wait forever. It is refused before anything is read.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let st = Command::new("mkfifo")
+        .arg(dir.path().join("site.fifo"))
+        .status()
+        .expect("mkfifo");
+    assert!(st.success());
+    let lab = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../profiles/lab.yaml"))
+        .expect("lab profile");
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        format!("{lab}  airgap:\n    bundle: site.fifo\n"),
+    )
+    .expect("write");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+        .args(["up", "--dry-run", "-f", "cluster.yaml"])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", dir.path().join("empty-path"))
+        .env("HOME", dir.path())
+        .env("DOCKER_HOST", "unix:///nonexistent.sock")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run clusterctl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("up --dry-run still waiting on the FIFO after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+        .expect("read");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("FIFO") && err.contains("site.fifo"), "{err}");
+}
