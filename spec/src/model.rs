@@ -83,6 +83,89 @@ pub struct ClusterSpec {
     /// Air-gap bundle settings (used by `clusterctl airgap`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub airgap: Option<Airgap>,
+    /// kubeadm settings that are kubeadm's own (its timeouts).
+    #[serde(default, skip_serializing_if = "Kubeadm::is_empty")]
+    pub kubeadm: Kubeadm,
+}
+
+/// `spec.kubeadm`: settings of kubeadm itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Kubeadm {
+    /// How long kubeadm waits for each thing (kubeadm v1beta4 `Timeouts`); unset ones keep kubeadm's
+    /// defaults.
+    #[serde(default, skip_serializing_if = "KubeadmTimeouts::is_empty")]
+    pub timeouts: KubeadmTimeouts,
+}
+
+impl Kubeadm {
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.timeouts.is_empty()
+    }
+}
+
+/// `spec.kubeadm.timeouts`: kubeadm v1beta4 `Timeouts` (cmd/kubeadm/app/apis/kubeadm/v1beta4/types.go),
+/// each a Go duration (`10m`, `4m0s`). Written into the `timeouts` of every Init, Join, Reset and
+/// Upgrade configuration (v1beta4). kubeadm v1beta3 has only two of them: `controlPlaneComponentHealthCheck`
+/// becomes `apiServer.timeoutForControlPlane` and `discovery` becomes `discovery.timeout`; the others
+/// have no v1beta3 field.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeadmTimeouts {
+    /// How long kubeadm waits for the control-plane components (API server, controller manager,
+    /// scheduler) to report healthy. kubeadm's default `4m0s`; slow hosts need more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane_component_health_check: Option<String>,
+    /// How long kubeadm waits for the kubelet to report healthy. kubeadm's default `4m0s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet_health_check: Option<String>,
+    /// Timeout of kubeadm's calls to the Kubernetes API. kubeadm's default `1m0s`.
+    #[serde(
+        default,
+        rename = "kubernetesAPICall",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub kubernetes_api_call: Option<String>,
+    /// Timeout of kubeadm's calls to etcd. kubeadm's default `2m0s`.
+    #[serde(
+        default,
+        rename = "etcdAPICall",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub etcd_api_call: Option<String>,
+    /// How long a joining kubelet may take for its TLS bootstrap. kubeadm's default `5m0s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_bootstrap: Option<String>,
+    /// How long a joining node may take to discover and validate the cluster. kubeadm's default `5m0s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<String>,
+    /// How long `kubeadm upgrade` waits for a static pod to be replaced. kubeadm's default `5m0s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_manifests: Option<String>,
+}
+
+impl KubeadmTimeouts {
+    /// True when no timeout is set.
+    pub fn is_empty(&self) -> bool {
+        self.fields().iter().all(|(_, v)| v.is_none())
+    }
+
+    /// Every timeout with its field name in the file, in kubeadm's order.
+    pub fn fields(&self) -> [(&'static str, &Option<String>); 7] {
+        [
+            (
+                "controlPlaneComponentHealthCheck",
+                &self.control_plane_component_health_check,
+            ),
+            ("kubeletHealthCheck", &self.kubelet_health_check),
+            ("kubernetesAPICall", &self.kubernetes_api_call),
+            ("etcdAPICall", &self.etcd_api_call),
+            ("tlsBootstrap", &self.tls_bootstrap),
+            ("discovery", &self.discovery),
+            ("upgradeManifests", &self.upgrade_manifests),
+        ]
+    }
 }
 
 /// `spec.provider`.
@@ -204,6 +287,16 @@ pub struct Networking {
     /// The CNI.
     #[serde(default)]
     pub cni: Cni,
+    /// The path MTU of the nodes' network when it is smaller than their interfaces' MTU (a tunnel or
+    /// VPN between sites, a provider network with a smaller MTU than the NICs say), bytes. The overlay
+    /// MTU is derived from the smallest of this and every node's interface MTU; `cni.mtu` must fit
+    /// under it with the VXLAN overhead (50 bytes).
+    #[serde(
+        default,
+        rename = "underlayMTU",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub underlay_mtu: Option<u32>,
 }
 
 impl Default for Networking {
@@ -215,9 +308,14 @@ impl Default for Networking {
             node_cidr_mask_size: None,
             kube_proxy: KubeProxyMode::default(),
             cni: Cni::default(),
+            underlay_mtu: None,
         }
     }
 }
+
+/// Bytes VXLAN adds to every packet (outer Ethernet 14, IPv4 20, UDP 8, VXLAN 8): an overlay MTU is the
+/// underlay MTU minus this.
+pub const VXLAN_OVERHEAD: u32 = 50;
 
 /// Default `podSubnet`.
 pub fn default_pod_subnet() -> String {
@@ -261,7 +359,9 @@ pub struct Cni {
     /// Cilium only: replace kube-proxy (Cilium Helm value `kubeProxyReplacement: true`). Default false.
     #[serde(default)]
     pub kube_proxy_replacement: bool,
-    /// Pod interface MTU; default: derived by the CNI (builtin: underlay MTU − 50).
+    /// Pod interface MTU. Default for the builtin CNI: one MTU for the whole cluster, the smallest
+    /// underlay MTU among the nodes (and `networking.underlayMTU`) minus the VXLAN overhead (50);
+    /// other CNIs derive their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
     /// Pass-through values merged into the CNI's own settings (Helm values for Calico/Cilium, net-conf for
@@ -472,7 +572,9 @@ pub struct Audit {
     /// `audit.k8s.io/v1` `Policy`. Installed as `/etc/kubernetes/audit/policy.yaml`.
     #[serde(default = "default_audit_policy")]
     pub policy: String,
-    /// Absolute log path on control planes. Default `/var/log/kubernetes/audit/audit.log`.
+    /// Absolute log path on control planes, or `-` for the API server's standard output (read by a
+    /// log collector from the container's log; nothing is mounted and no rotation flag is set).
+    /// Default `/var/log/kubernetes/audit/audit.log`.
     #[serde(default = "default_audit_log_path")]
     pub log_path: String,
     /// Days to keep old logs (`--audit-log-maxage`). Default 30.
@@ -497,6 +599,9 @@ impl Default for Audit {
         }
     }
 }
+
+/// `audit.logPath` for the API server's standard output (kube-apiserver `--audit-log-path=-`).
+pub const AUDIT_LOG_STDOUT: &str = "-";
 
 /// Default audit policy selector: the built-in policy.
 pub fn default_audit_policy() -> String {

@@ -7,6 +7,7 @@
 mod credentials;
 mod parse;
 mod rules_apiserver;
+mod rules_kubeadm;
 mod rules_meta;
 mod rules_network;
 mod rules_nodes;
@@ -124,6 +125,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     let api = rules_apiserver::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_runtime::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     let source_auth = rules_sources::check(ctx, &file);
+    rules_kubeadm::check(ctx, &file);
 
     let meta = meta?;
     let net = net?;

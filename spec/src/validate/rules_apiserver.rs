@@ -177,7 +177,8 @@ pub(crate) fn check(
 
     let mut audit_policy = None;
     if let Some(au) = &a.audit {
-        if !au.log_path.starts_with('/') || au.log_path.ends_with('/') {
+        let stdout = au.log_path == crate::model::AUDIT_LOG_STDOUT;
+        if !stdout && (!au.log_path.starts_with('/') || au.log_path.ends_with('/')) {
             ok = false;
             ctx.push(
                 Diagnostic::error(
@@ -187,7 +188,7 @@ pub(crate) fn check(
                         au.log_path
                     ),
                 )
-                .help("use an absolute file path such as /var/log/kubernetes/audit/audit.log")
+                .help("use an absolute file path such as /var/log/kubernetes/audit/audit.log, or `-` for the API server's standard output")
                 .at("spec.apiServer.audit.logPath"),
             );
         }
@@ -227,7 +228,7 @@ pub(crate) fn check(
                 }
             }
         }
-        if au.max_size == 0 {
+        if au.max_size == 0 && !stdout {
             ctx.push(
                 Diagnostic::warning(
                     "spec::audit-rotation",

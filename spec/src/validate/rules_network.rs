@@ -236,6 +236,7 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             );
         }
     }
+    check_underlay_mtu(ctx, n);
     if let Some(v) = &cni.version {
         if crate::versions::parse_version(v).is_none() {
             ctx.push(
@@ -426,6 +427,72 @@ pub(crate) fn check_with_nodes(
 
 fn overlaps(a: &IpNet, b: &IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
+}
+
+/// `networking.underlayMTU`: room for the smallest overlay MTU (576) plus the VXLAN overhead, and a
+/// `cni.mtu` that fits under it — with the 50-byte VXLAN overhead for the CNIs that encapsulate
+/// (builtin, calico, cilium, flannel). The other CNIs derive their MTU from the interfaces, so a
+/// smaller path MTU needs `cni.mtu` for them (a warning).
+fn check_underlay_mtu(ctx: &mut Ctx<'_>, n: &crate::model::Networking) {
+    use crate::model::VXLAN_OVERHEAD;
+    let Some(underlay) = n.underlay_mtu else {
+        return;
+    };
+    let min = 576 + VXLAN_OVERHEAD;
+    if !(min..=65535).contains(&underlay) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::underlay-mtu",
+                format!("underlayMTU {underlay} is out of range"),
+            )
+            .help(format!("give the network's path MTU in bytes, between {min} (576 for pods plus the VXLAN overhead) and 65535, e.g. 1500 or 9000"))
+            .at("spec.networking.underlayMTU"),
+        );
+        return;
+    }
+    let cni = &n.cni;
+    let overhead = match cni.plugin {
+        CniPlugin::Builtin | CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel => {
+            VXLAN_OVERHEAD
+        }
+        CniPlugin::Kindnet | CniPlugin::None => 0,
+    };
+    match cni.mtu {
+        Some(mtu) if mtu + overhead > underlay => {
+            let fits = underlay - overhead;
+            let why = if overhead > 0 {
+                format!(" plus the {overhead}-byte VXLAN overhead")
+            } else {
+                String::new()
+            };
+            ctx.push(
+                Diagnostic::error(
+                    "spec::mtu",
+                    format!("cni.mtu {mtu}{why} does not fit under underlayMTU {underlay}: packets between nodes would be dropped"),
+                )
+                .help(format!("set `cni.mtu: {fits}` or less (or remove it: the builtin CNI derives it)"))
+                .at("spec.networking.cni.mtu"),
+            );
+        }
+        None if matches!(
+            cni.plugin,
+            CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel
+        ) =>
+        {
+            ctx.push(
+                Diagnostic::warning(
+                    "spec::underlay-mtu",
+                    format!(
+                        "the {} CNI derives its MTU from the node interfaces, not from underlayMTU {underlay}",
+                        plugin_name(cni.plugin)
+                    ),
+                )
+                .help(format!("set `cni.mtu: {}` (underlayMTU minus the VXLAN overhead)", underlay - VXLAN_OVERHEAD))
+                .at("spec.networking.underlayMTU"),
+            );
+        }
+        _ => {}
+    }
 }
 
 /// The plugin's name as written in the file.

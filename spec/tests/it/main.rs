@@ -6,3 +6,4 @@ mod invalid;
 mod never_panics;
 mod profiles;
 mod resolve;
+mod timeouts_mtu_audit;
