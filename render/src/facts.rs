@@ -1,5 +1,6 @@
 //! Per-node facts render takes as input: what the phases learn by looking at a node (containerd major
-//! version, cgroup version, interface names) and what [`Facts::assumed`] guesses for offline rendering.
+//! version, cgroup version, interface names, the underlay interface's MTU, the overlay MTU already
+//! installed) and what [`Facts::assumed`] guesses for offline rendering.
 
 use clusterctl_spec::ValidCluster;
 use std::collections::BTreeMap;
@@ -23,6 +24,13 @@ pub struct NodeFacts {
     pub cgroup: CgroupVersion,
     /// The interface carrying the VIP when the cluster file names none (kube-vip `vip_interface`).
     pub vip_interface: Option<String>,
+    /// The node's underlay interface (the one holding its address) and that interface's MTU, when
+    /// looked at: the cluster's overlay MTU is derived from the smallest of them.
+    pub underlay: Option<(String, u32)>,
+    /// The overlay MTU this node's CNI agent runs with now (the `mtu` of its installed
+    /// `/etc/clusterctl/cni/agent.json`), when the node is already in a cluster: the running
+    /// cluster's MTU, which a joining node may not lower implicitly.
+    pub installed_overlay_mtu: Option<u32>,
 }
 
 impl Default for NodeFacts {
@@ -31,6 +39,8 @@ impl Default for NodeFacts {
             containerd_major: 1,
             cgroup: CgroupVersion::V2,
             vip_interface: None,
+            underlay: None,
+            installed_overlay_mtu: None,
         }
     }
 }

@@ -135,6 +135,37 @@ pub enum RenderError {
         /// The serializer's message.
         reason: String,
     },
+    /// `cni.mtu` plus the VXLAN overhead does not fit through a node's underlay interface.
+    #[error("node {node}: its interface {interface} has MTU {nic}, too small for cni.mtu {mtu} plus the 50-byte VXLAN overhead: packets to and from its pods would be dropped; set `spec.networking.cni.mtu: {fits}` or less, or raise the interface's MTU")]
+    MtuTooLarge {
+        /// The node.
+        node: String,
+        /// Its underlay interface.
+        interface: String,
+        /// That interface's MTU.
+        nic: u32,
+        /// The file's `cni.mtu`.
+        mtu: u32,
+        /// The largest overlay MTU the interface carries.
+        fits: u32,
+    },
+    /// A node's underlay interface would lower the overlay MTU the running cluster uses (a node
+    /// joining with a smaller NIC): only the file may lower it, for every node at once.
+    #[error("node {node}: its interface {interface} has MTU {nic}, so the overlay MTU would drop to {lowered}, below the {running} the running cluster's nodes use: they would send this node packets it drops. Set `spec.networking.cni.mtu: {lowered}` in the cluster file and run `clusterctl up` (every node's overlay then uses {lowered}; pods created before keep their interface MTU until they are recreated), then add the node; or give the node an interface MTU of at least {needed}")]
+    MtuWouldLower {
+        /// The node.
+        node: String,
+        /// Its underlay interface.
+        interface: String,
+        /// That interface's MTU.
+        nic: u32,
+        /// The overlay MTU it allows (`nic` − 50).
+        lowered: u32,
+        /// The overlay MTU installed on the cluster's nodes.
+        running: u32,
+        /// The interface MTU that would keep `running` (`running` + 50).
+        needed: u32,
+    },
     /// A template failed to render (a bug in an embedded template).
     #[error("template {name} failed: {reason}")]
     Template {

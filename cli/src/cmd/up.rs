@@ -342,11 +342,14 @@ fn render_facts(
             .find(|n| &n.name == name)
             .map(|n| n.address.clone())
             .unwrap_or_default();
-        entry.vip_interface = f
-            .interfaces
-            .iter()
-            .find(|(_, a)| !address.is_empty() && a.split('/').next() == Some(address.as_str()))
-            .map(|(i, _)| i.clone());
+        entry.vip_interface = f.interface_of(&address).map(String::from);
+        entry.underlay = entry
+            .vip_interface
+            .as_deref()
+            .and_then(|i| f.link(i))
+            .filter(|l| l.mtu > 0)
+            .map(|l| (l.name.clone(), l.mtu));
+        entry.installed_overlay_mtu = f.cni_mtu;
     }
     out
 }

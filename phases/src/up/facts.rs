@@ -1,5 +1,6 @@
 //! `facts`: one read-only round trip per node gathering OS, architecture, kernel, cgroup version, init
-//! system, interfaces with their IPv4 addresses, runtime versions and existing Kubernetes state. Never
+//! system, interfaces with their IPv4 addresses, MTU and state, runtime versions, the builtin CNI's
+//! installed overlay MTU and existing Kubernetes state. Never
 //! changes anything; offline (dry-run without `--probe`) every fact is unknown.
 
 use super::UpData;
@@ -25,6 +26,14 @@ pub struct NodeFacts {
     pub init: String,
     /// Interfaces with their IPv4 addresses in CIDR form, as `(name, address)` pairs.
     pub interfaces: Vec<(String, String)>,
+    /// Every network interface with its MTU and state (`/sys/class/net/*`), in the kernel's order.
+    #[serde(default)]
+    pub links: Vec<Link>,
+    /// The overlay MTU of the builtin CNI's installed agent settings
+    /// (`/etc/clusterctl/cni/agent.json` `mtu`), when the node has them: the MTU the running cluster
+    /// uses.
+    #[serde(default)]
+    pub cni_mtu: Option<u32>,
     /// `containerd --version` third field, when installed.
     pub containerd_version: String,
     /// `crio --version` version, when installed.
@@ -37,6 +46,59 @@ pub struct NodeFacts {
     pub known: bool,
 }
 
+/// One network interface as `/sys/class/net/<name>` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Link {
+    /// Interface name, e.g. `eth0`.
+    pub name: String,
+    /// `mtu`, bytes (0 when unreadable).
+    pub mtu: u32,
+    /// `operstate`: `up`, `down`, `unknown` (no carrier detection: loopback, many virtual devices),
+    /// `lowerlayerdown`, `dormant`, `notpresent`, `testing`.
+    pub operstate: String,
+    /// `flags` has IFF_UP: the interface is set administratively up.
+    pub admin_up: bool,
+}
+
+impl Link {
+    /// Set up and not reported without carrier (`operstate` `unknown` counts as up, as for loopback
+    /// and devices that do not detect carrier).
+    pub fn is_up(&self) -> bool {
+        self.admin_up
+            && !matches!(
+                self.operstate.as_str(),
+                "down" | "lowerlayerdown" | "notpresent" | "dormant"
+            )
+    }
+
+    /// `eth0 (up, mtu 1500)`.
+    pub fn describe(&self) -> String {
+        let state = if self.is_up() {
+            "up".to_string()
+        } else if !self.admin_up {
+            "down".to_string()
+        } else {
+            format!("no carrier: {}", self.operstate)
+        };
+        format!("{} ({state}, mtu {})", self.name, self.mtu)
+    }
+}
+
+impl NodeFacts {
+    /// The interface named `name`, when the node has it.
+    pub fn link(&self, name: &str) -> Option<&Link> {
+        self.links.iter().find(|l| l.name == name)
+    }
+
+    /// The interface holding `address` (an IP without prefix), when known.
+    pub fn interface_of(&self, address: &str) -> Option<&str> {
+        self.interfaces
+            .iter()
+            .find(|(_, a)| !address.is_empty() && a.split('/').next() == Some(address))
+            .map(|(i, _)| i.as_str())
+    }
+}
+
 /// The script run on every node; prints `key=value` lines.
 pub const FACTS_SCRIPT: &str = r#". /etc/os-release 2>/dev/null
 echo "os_id=${ID:-}"
@@ -46,7 +108,8 @@ echo "arch=$(uname -m)"
 echo "kernel=$(uname -r)"
 echo "cgroupfs=$(stat -fc %T /sys/fs/cgroup 2>/dev/null)"
 echo "init=$(cat /proc/1/comm 2>/dev/null)"
-for i in /sys/class/net/*; do n=${i##*/}; echo "if=$n"; done
+for i in /sys/class/net/*; do n=${i##*/}; echo "if=$n $(cat $i/mtu 2>/dev/null) $(cat $i/operstate 2>/dev/null) $(cat $i/flags 2>/dev/null)"; done
+echo "cni_mtu=$(grep -o '"mtu"[^0-9]*[0-9]*' /etc/clusterctl/cni/agent.json 2>/dev/null | grep -o '[0-9]*$')"
 ip -o -4 addr show 2>/dev/null | while read -r _ n _ a _; do echo "addr=$n $a"; done
 echo "containerd=$(containerd --version 2>/dev/null | awk '{print $3}')"
 echo "crio=$(crio --version 2>/dev/null | awk '/^Version/{print $2}')"
@@ -82,7 +145,21 @@ pub fn parse(out: &str) -> NodeFacts {
                 }
             }
             "init" => f.init = v,
-            "if" => names.push(v),
+            "if" => {
+                let mut it = v.split_whitespace();
+                let name = it.next().unwrap_or_default().to_string();
+                if let (Some(mtu), Some(state), Some(flags)) = (it.next(), it.next(), it.next()) {
+                    let flags = u32::from_str_radix(flags.trim_start_matches("0x"), 16).ok();
+                    f.links.push(Link {
+                        name: name.clone(),
+                        mtu: mtu.parse().unwrap_or(0),
+                        operstate: state.to_string(),
+                        admin_up: flags.is_some_and(|x| x & 1 != 0),
+                    });
+                }
+                names.push(name)
+            }
+            "cni_mtu" => f.cni_mtu = v.parse().ok(),
             "addr" => {
                 if let Some((n, a)) = v.split_once(' ') {
                     f.interfaces.push((n.to_string(), a.to_string()));
@@ -135,5 +212,58 @@ mod tests {
         );
         assert_eq!(f.containerd_version, "1.6.20~ds1");
         assert!(f.has_kubelet_conf && !f.has_admin_conf && f.known);
+        assert!(f.links.is_empty() && f.cni_mtu.is_none());
+    }
+
+    /// Interfaces with MTU, operstate and flags (as `/sys/class/net` gives them) and the installed
+    /// agent's MTU; the script's output as a node prints it.
+    #[test]
+    fn links_and_the_installed_overlay_mtu() {
+        let out = "if=eth0 1500 up 0x1003
+if=ens19 9000 down 0x1002
+if=ens20 1500 down 0x1003
+if=lo 65536 unknown 0x9
+addr=eth0 10.0.0.11/24
+cni_mtu=1450
+";
+        let f = parse(out);
+        assert_eq!(f.cni_mtu, Some(1450));
+        assert_eq!(f.interface_of("10.0.0.11"), Some("eth0"));
+        let eth0 = f.link("eth0").expect("eth0");
+        assert!(eth0.is_up() && eth0.mtu == 1500);
+        assert_eq!(
+            f.link("ens19").map(Link::describe).as_deref(),
+            Some("ens19 (down, mtu 9000)")
+        );
+        assert_eq!(
+            f.link("ens20").map(Link::describe).as_deref(),
+            Some("ens20 (no carrier: down, mtu 1500)")
+        );
+        assert!(
+            f.link("lo").is_some_and(Link::is_up),
+            "operstate unknown counts as up"
+        );
+        assert_eq!(parse("cni_mtu=\n").cni_mtu, None);
+    }
+
+    /// The script itself on this machine: every interface of /sys/class/net has a link with its MTU.
+    #[test]
+    fn the_script_reads_this_machines_links() {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(FACTS_SCRIPT)
+            .output()
+            .expect("sh");
+        let f = parse(&String::from_utf8_lossy(&out.stdout));
+        let lo = f.link("lo").expect("lo in /sys/class/net");
+        assert_eq!(
+            lo.mtu,
+            std::fs::read_to_string("/sys/class/net/lo/mtu")
+                .expect("mtu")
+                .trim()
+                .parse::<u32>()
+                .expect("n")
+        );
+        assert!(lo.admin_up, "{lo:?}");
     }
 }

@@ -10,6 +10,7 @@ use crate::output::{Purpose, RenderError, RenderedFile};
 use crate::placeholders;
 use crate::templates;
 use crate::yaml;
+use clusterctl_spec::model::VXLAN_OVERHEAD;
 use clusterctl_spec::ValidNode;
 use minijinja::context;
 use serde::{Deserialize, Serialize};
@@ -119,7 +120,8 @@ pub struct AgentConfig {
     /// Underlay interface name; `None`: the interface holding this node's InternalIP.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub underlay_interface: Option<String>,
-    /// VXLAN device and pod MTU, bytes; `None`: underlay MTU − 50.
+    /// VXLAN device and pod MTU, bytes: render always sets the cluster's one MTU ([`overlay_mtu`]);
+    /// `None` (hand-written settings): this node's underlay MTU − 50.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mtu: Option<u32>,
     /// The conflist template to complete ([`crate::placeholders::POD_CIDR`] replaced by the
@@ -150,12 +152,97 @@ pub struct AgentConfig {
     pub cni_bin_dir: String,
 }
 
+/// The underlay MTU assumed when no node's interface was looked at and the file states none (offline
+/// `render`, `up --dry-run` without `--probe`): Ethernet's.
+pub const ASSUMED_UNDERLAY_MTU: u32 = 1500;
+
+/// The one overlay MTU of the whole cluster (VXLAN device, agent settings and every conflist), so that
+/// no node sends a packet another node's underlay cannot carry:
+///
+/// * `cni.mtu` when the file sets it — refused ([`RenderError::MtuTooLarge`]) when a node's
+///   underlay interface cannot carry it plus the VXLAN overhead;
+/// * else the smallest of every looked-at node's underlay interface MTU and `networking.underlayMTU`,
+///   minus [`VXLAN_OVERHEAD`]. When some nodes were not looked at (`node join` reaches only the
+///   first control plane and the joining nodes), the overlay MTU installed on the nodes that were
+///   stands for the others; when none was, [`ASSUMED_UNDERLAY_MTU`] (or `underlayMTU`) is used.
+///
+/// A node whose interface would lower the MTU a running cluster uses (installed on its nodes) is
+/// refused ([`RenderError::MtuWouldLower`]) unless the file sets `cni.mtu`: lowering it is a change of
+/// every node, which the file has to say.
+pub fn overlay_mtu(
+    c: &clusterctl_spec::ValidCluster,
+    facts: &crate::facts::Facts,
+) -> Result<u32, RenderError> {
+    let net = &c.spec().networking;
+    let per_node: Vec<(&str, Option<&crate::facts::NodeFacts>)> = c
+        .nodes()
+        .iter()
+        .map(|n| (n.name.as_str(), facts.nodes.get(&n.name)))
+        .collect();
+    let underlays: Vec<(&str, &str, u32)> = per_node
+        .iter()
+        .filter_map(|(n, f)| {
+            f.and_then(|f| f.underlay.as_ref())
+                .map(|(i, m)| (*n, i.as_str(), *m))
+        })
+        .collect();
+    if let Some(mtu) = net.cni.mtu {
+        if let Some((node, interface, nic)) = underlays
+            .iter()
+            .filter(|(_, _, nic)| *nic < mtu + VXLAN_OVERHEAD)
+            .min_by_key(|(_, _, nic)| *nic)
+        {
+            return Err(RenderError::MtuTooLarge {
+                node: node.to_string(),
+                interface: interface.to_string(),
+                nic: *nic,
+                mtu,
+                fits: nic.saturating_sub(VXLAN_OVERHEAD),
+            });
+        }
+        return Ok(mtu);
+    }
+    let running = per_node
+        .iter()
+        .filter_map(|(_, f)| f.and_then(|f| f.installed_overlay_mtu))
+        .min();
+    if let Some(running) = running {
+        if let Some((node, interface, nic)) = underlays
+            .iter()
+            .filter(|(_, _, nic)| nic.saturating_sub(VXLAN_OVERHEAD) < running)
+            .min_by_key(|(_, _, nic)| *nic)
+        {
+            return Err(RenderError::MtuWouldLower {
+                node: node.to_string(),
+                interface: interface.to_string(),
+                nic: *nic,
+                lowered: nic.saturating_sub(VXLAN_OVERHEAD),
+                running,
+                needed: running + VXLAN_OVERHEAD,
+            });
+        }
+    }
+    let all_seen = underlays.len() == per_node.len();
+    let smallest = underlays
+        .iter()
+        .map(|(_, _, m)| *m)
+        .chain(net.underlay_mtu)
+        .min();
+    let derived = smallest.map(|m| m.saturating_sub(VXLAN_OVERHEAD));
+    Ok(match (derived, running) {
+        (Some(d), Some(r)) if !all_seen => d.min(r),
+        (Some(d), _) => d,
+        (None, Some(r)) => r,
+        (None, None) => ASSUMED_UNDERLAY_MTU - VXLAN_OVERHEAD,
+    })
+}
+
 pub(crate) fn node_files(
     cx: &Ctx,
     node: &ValidNode,
     out: &mut Vec<RenderedFile>,
 ) -> Result<(), RenderError> {
-    let mtu = cx.c.spec().networking.cni.mtu;
+    let mtu = Some(overlay_mtu(cx.c, cx.facts)?);
     let cfg = AgentConfig {
         node_name: node.name.clone(),
         pod_subnet: Some(cx.c.pod_subnet().to_string()),
@@ -346,6 +433,131 @@ pub(crate) fn cluster_files(_cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<()
 mod tests {
     use super::*;
     use clusterctl_spec::model::RuntimeKind;
+
+    use crate::facts::{Facts, NodeFacts};
+
+    /// The builtin profile with its `mtu: 1450` line replaced by `mtu` (none when empty) and
+    /// `underlay` added to `networking`.
+    fn cluster(mtu: &str, underlay: &str) -> clusterctl_spec::ValidCluster {
+        let p = clusterctl_spec::from_profile("builtin").expect("profile");
+        let text = p.source_text.replace("      mtu: 1450\n", mtu).replace(
+            "    nodeCidrMaskSize: 25\n",
+            &format!("    nodeCidrMaskSize: 25\n{underlay}"),
+        );
+        let l = clusterctl_spec::Loaded::from_text("c.yaml", text);
+        clusterctl_spec::validate(&l).expect("valid").cluster
+    }
+
+    fn facts(nodes: &[(&str, Option<(&str, u32)>, Option<u32>)]) -> Facts {
+        let mut f = Facts::default();
+        for (n, u, i) in nodes {
+            f.nodes.insert(
+                n.to_string(),
+                NodeFacts {
+                    underlay: u.map(|(i, m)| (i.to_string(), m)),
+                    installed_overlay_mtu: *i,
+                    ..NodeFacts::default()
+                },
+            );
+        }
+        f
+    }
+
+    /// Issue 15 item 2: one MTU for the whole cluster — the smallest NIC MTU minus 50, not each
+    /// node's own (1450 on a 1500 NIC next to 8951 on a 9001 NIC dropped large packets).
+    #[test]
+    fn one_overlay_mtu_for_the_cluster_from_the_smallest_underlay() {
+        let c = cluster("", "");
+        let mixed = facts(&[
+            ("cp1", Some(("ens5", 9001)), None),
+            ("node1", Some(("eth0", 1500)), None),
+            ("node2", Some(("ens5", 9001)), None),
+        ]);
+        assert_eq!(overlay_mtu(&c, &mixed), Ok(1450));
+        let rendered = crate::render(&c, &mixed).expect("render");
+        for n in ["cp1", "node1", "node2"] {
+            let agent: AgentConfig = serde_json::from_slice(
+                &rendered
+                    .node_file(n, AGENT_CONFIG_PATH)
+                    .expect("agent")
+                    .content,
+            )
+            .expect("json");
+            assert_eq!(agent.mtu, Some(1450), "{n}");
+            let conflist: serde_json::Value = serde_json::from_slice(
+                &rendered
+                    .node_file(n, CONFLIST_TEMPLATE_PATH)
+                    .expect("conflist")
+                    .content,
+            )
+            .expect("json");
+            assert_eq!(conflist["plugins"][0]["mtu"], 1450, "{n}");
+        }
+        // Nothing looked at: the usual 1500 underlay; the file's path MTU wins when smaller.
+        assert_eq!(overlay_mtu(&c, &Facts::default()), Ok(1450));
+        let tunnel = cluster("", "    underlayMTU: 1400\n");
+        assert_eq!(overlay_mtu(&tunnel, &Facts::default()), Ok(1350));
+        assert_eq!(overlay_mtu(&tunnel, &mixed), Ok(1350));
+        // The file's value, when every NIC carries it.
+        let set = cluster("      mtu: 8000\n", "");
+        let jumbo = facts(&[
+            ("cp1", Some(("ens5", 9001)), None),
+            ("node1", Some(("ens5", 9001)), None),
+            ("node2", Some(("ens5", 9001)), None),
+        ]);
+        assert_eq!(overlay_mtu(&set, &jumbo), Ok(8000));
+        match overlay_mtu(&set, &mixed) {
+            Err(e @ RenderError::MtuTooLarge { .. }) => {
+                let m = e.to_string();
+                assert!(
+                    m.contains("node node1: its interface eth0 has MTU 1500"),
+                    "{m}"
+                );
+                assert!(m.contains("cni.mtu: 1450"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A node joining a running cluster (the first control plane's agent runs with 1450) with a
+    /// 1400 NIC is refused, saying what to set; with `cni.mtu` set it is not. A node with a larger
+    /// NIC joins at the cluster's MTU, also when other nodes were not looked at.
+    #[test]
+    fn a_join_that_would_lower_the_running_mtu_is_refused_unless_the_file_sets_it() {
+        let c = cluster("", "");
+        let join_small = facts(&[
+            ("cp1", Some(("eth0", 1500)), Some(1450)),
+            ("node2", Some(("eth0", 1400)), None),
+        ]);
+        match overlay_mtu(&c, &join_small) {
+            Err(e @ RenderError::MtuWouldLower { .. }) => {
+                let m = e.to_string();
+                assert!(
+                    m.contains("node node2: its interface eth0 has MTU 1400"),
+                    "{m}"
+                );
+                assert!(m.contains("below the 1450 the running cluster"), "{m}");
+                assert!(m.contains("`spec.networking.cni.mtu: 1350`"), "{m}");
+                assert!(m.contains("at least 1500"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let set = cluster("      mtu: 1350\n", "");
+        assert_eq!(overlay_mtu(&set, &join_small), Ok(1350));
+        // node1 (not looked at) runs 1400 − 50: a 9001 node joins at the running 1350.
+        let join_big = facts(&[
+            ("cp1", Some(("eth0", 1500)), Some(1350)),
+            ("node2", Some(("ens5", 9001)), None),
+        ]);
+        assert_eq!(overlay_mtu(&c, &join_big), Ok(1350));
+        // Every node looked at (up): derived from the NICs again, e.g. after a small node left.
+        let all = facts(&[
+            ("cp1", Some(("eth0", 1500)), Some(1350)),
+            ("node1", Some(("eth0", 1500)), Some(1350)),
+            ("node2", Some(("eth0", 1500)), None),
+        ]);
+        assert_eq!(overlay_mtu(&c, &all), Ok(1450));
+    }
 
     #[test]
     fn conflist_version_is_the_newest_the_runtime_speaks() {
