@@ -58,6 +58,10 @@ fn node_object(name: &str) -> Value {
 
 fn cluster_file(dir: &Path, name: &str, image: &str, store: &Path) -> std::path::PathBuf {
     let standin = |f: &str| Path::new(STANDINS).join(f).display().to_string();
+    // A node image carries the kubelet's unit, as kind's does: `up` starts a kubelet that a join left
+    // stopped (kubeadm's kubelet-start stops it before writing its configuration).
+    let unit = dir.join("kubelet.service");
+    std::fs::write(&unit, clusterctl_testbed::cli::KUBELET_UNIT).expect("kubelet unit");
     let text = format!(
         r#"apiVersion: clusterctl.io/v1alpha1
 kind: Cluster
@@ -88,6 +92,7 @@ spec:
         - {{hostPath: {kubelet}, containerPath: /usr/bin/kubelet, readOnly: true}}
         - {{hostPath: {kubectl}, containerPath: /usr/bin/kubectl, readOnly: true}}
         - {{hostPath: {store}, containerPath: /var/lib/clusterctl-standin}}
+        - {{hostPath: {unit}, containerPath: /etc/systemd/system/kubelet.service, readOnly: true}}
   nodes:
     - name: c1
       role: control-plane
@@ -99,6 +104,7 @@ spec:
         kubelet = standin("kubelet-standin.sh"),
         kubectl = standin("kubectl-standin.sh"),
         store = store.display(),
+        unit = unit.display(),
     );
     let path = dir.join("cluster.yaml");
     std::fs::write(&path, text).expect("cluster file");

@@ -448,7 +448,10 @@ mod tests {
         clusterctl_spec::validate(&l).expect("valid").cluster
     }
 
-    fn facts(nodes: &[(&str, Option<(&str, u32)>, Option<u32>)]) -> Facts {
+    /// One node in a test: its name, its underlay NIC and MTU, and the installed overlay MTU.
+    type TestNode<'a> = (&'a str, Option<(&'a str, u32)>, Option<u32>);
+
+    fn facts(nodes: &[TestNode<'_>]) -> Facts {
         let mut f = Facts::default();
         for (n, u, i) in nodes {
             f.nodes.insert(
