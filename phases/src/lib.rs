@@ -11,6 +11,7 @@ pub mod kubeadm;
 pub mod local;
 pub mod model;
 pub mod node_join;
+pub mod packages;
 pub mod progress;
 pub mod report;
 pub mod state;
