@@ -159,12 +159,16 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {
     decode_with_recovery(ctx, value)
 }
 
-/// Decodes the typed model; after each schema error removes the offending entry and retries.
+/// Decodes the typed model; after each schema error removes the offending entry and retries. When the
+/// pruned copy decodes after schema errors, the semantic rules run on it too (see [`check_pruned`]), so
+/// one run reports every mistake; the file is still refused (`None`).
 fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFile> {
     // Paths removed from the pruned copy, and list elements removed (list path, index) for mapping later
     // paths back to the original.
     let mut removed: Vec<String> = Vec::new();
     let mut removed_elems: Vec<(String, usize)> = Vec::new();
+    // The same removals as paths of the original file.
+    let mut gone: Vec<String> = Vec::new();
     let mut reported = false;
     for pass in 0..MAX_SCHEMA_ERRORS {
         // The first pass decodes the original text, so positions are exact; later passes re-serialise the
@@ -175,7 +179,11 @@ fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFi
             serde_yaml::to_string(&value).ok()?
         };
         let err = match serde_yaml::from_str::<ClusterFile>(&text) {
-            Ok(file) => return if reported { None } else { Some(file) },
+            Ok(file) if reported => {
+                check_pruned(ctx, file, &removed_elems, &gone);
+                return None;
+            }
+            Ok(file) => return Some(file),
             Err(e) => e,
         };
         let msg = strip_location(&err.to_string());
@@ -199,6 +207,7 @@ fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFi
                 // Missing only because a bad value was removed (already reported): drop the whole entry
                 // holding it instead, and go on.
                 removed.push(parent.clone());
+                gone.push(unshift(&parent, &removed_elems));
                 if let Some((list, i)) = split_index(&parent) {
                     removed_elems.push((list, i));
                 }
@@ -235,6 +244,7 @@ fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFi
                     d.path = format!("{}#key", unshift(&kp, &removed_elems));
                     ctx.push(d);
                     if remove_path(&mut value, &kp) {
+                        gone.push(unshift(&kp, &removed_elems));
                         removed.push(kp);
                     }
                 }
@@ -243,12 +253,56 @@ fn decode_with_recovery(ctx: &mut Ctx<'_>, mut value: Value) -> Option<ClusterFi
         if p.is_empty() || !remove_path(&mut value, &p) {
             return None;
         }
+        gone.push(unshift(&p, &removed_elems));
         if let Some((list, i)) = split_index(&p) {
             removed_elems.push((list, i));
         }
         removed.push(p);
     }
     None
+}
+
+/// Runs the semantic rules on `file`, the copy that decoded once the entries with schema errors were
+/// removed, and keeps what they find about the rest of the file: each finding's path is mapped back to
+/// the original (list elements removed before it re-inserted), and a finding is dropped when it is about
+/// a removed entry (already reported) or, once a list element was removed, about that list or a section
+/// holding it as a whole (a count such as "no control plane" would only be an echo of the removal).
+fn check_pruned(
+    ctx: &mut Ctx<'_>,
+    file: ClusterFile,
+    removed_elems: &[(String, usize)],
+    gone: &[String],
+) {
+    let before = ctx.diags.len();
+    // Whatever it builds is discarded: the schema errors already refuse the file.
+    let _ = super::resolve(ctx, file);
+    let found = ctx.diags.split_off(before);
+    for mut d in found {
+        let (base, key) = match d.path.strip_suffix("#key") {
+            Some(b) => (b.to_string(), "#key"),
+            None => (d.path.clone(), ""),
+        };
+        let base = unshift(&base, removed_elems);
+        let about_removed = gone.iter().any(|g| is_within(&base, g));
+        let about_a_shortened_list = removed_elems
+            .iter()
+            .any(|(list, _)| base.is_empty() || is_within(list, &base));
+        if about_removed || about_a_shortened_list {
+            continue;
+        }
+        d.path = format!("{base}{key}");
+        ctx.push(d);
+    }
+}
+
+/// Whether `path` is `ancestor` or lies under it (`spec.nodes[1].address` is within `spec.nodes` and
+/// `spec.nodes[1]`, not within `spec.node`).
+fn is_within(path: &str, ancestor: &str) -> bool {
+    ancestor.is_empty()
+        || path == ancestor
+        || path
+            .strip_prefix(ancestor)
+            .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
 }
 
 /// The field names serde lists as allowed after an unknown field: `expected one of `a`, `b``,
