@@ -146,12 +146,29 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         return Ok(ExitCode::from(crate::EXIT_INVALID));
     }
     let mut failures = 0usize;
+    // Whether anything of the cluster was found and removed (an SSH node reset always is).
+    let mut found = false;
     match cluster.provider() {
-        Provider::Docker => failures += destroy_docker(&cluster),
-        Provider::Ssh => failures += destroy_ssh(&cluster, &args),
+        Provider::Docker => {
+            let (f, removed) = destroy_docker(&cluster);
+            failures += f;
+            found |= removed;
+        }
+        Provider::Ssh => {
+            failures += destroy_ssh(&cluster, &args);
+            found = true;
+        }
     }
-    failures += cleanup_local(&cluster, &args);
-    if failures == 0 {
+    let (f, removed) = cleanup_local(&cluster, &args);
+    failures += f;
+    found |= removed;
+    if failures == 0 && !found {
+        println!(
+            "destroy: cluster {} not found (no node container, network, kubeconfig context or local state): nothing was removed",
+            cluster.name()
+        );
+        Ok(ExitCode::SUCCESS)
+    } else if failures == 0 {
         println!("destroy: cluster {} removed", cluster.name());
         Ok(ExitCode::SUCCESS)
     } else {
@@ -185,10 +202,10 @@ pub(crate) fn before_recreate(
         purge: false,
     };
     let mut failures = match cluster.provider() {
-        Provider::Docker => destroy_docker(cluster),
+        Provider::Docker => destroy_docker(cluster).0,
         Provider::Ssh => destroy_ssh(cluster, &args),
     };
-    failures += cleanup_local(cluster, &args);
+    failures += cleanup_local(cluster, &args).0;
     if failures == 0 {
         println!(
             "recreate: cluster {} destroyed; building it again",
@@ -223,29 +240,49 @@ fn confirm(cluster: &ValidCluster) -> bool {
     matches!(line.trim(), "yes" | "y")
 }
 
-fn destroy_docker(cluster: &ValidCluster) -> usize {
+/// Removes the cluster's node containers and network; returns (failures, whether anything was
+/// removed). Prints only what it removed.
+fn destroy_docker(cluster: &ValidCluster) -> (usize, bool) {
     let provider = match lifecycle::docker_provider(cluster) {
         Ok(p) => p,
         Err(e) => {
             println!("docker: FAILED: {e}");
-            return 1;
+            return (1, false);
         }
     };
     let listed = provider.list().unwrap_or_default();
-    match provider.remove() {
-        Ok(n) => {
-            for d in &listed {
-                println!("{}: container {} removed", d.name, d.container);
+    match provider.remove_all() {
+        Ok(removed) => {
+            for c in &removed.containers {
+                let node = listed
+                    .iter()
+                    .find(|d| &d.container == c)
+                    .map_or(c.as_str(), |d| d.name.as_str());
+                println!("{node}: container {c} removed");
             }
-            println!(
-                "docker: {n} container(s) and network {} removed",
-                provider.network_name()
-            );
-            0
+            for n in &removed.networks {
+                println!("docker: network {n} removed");
+            }
+            if removed.containers.is_empty() && removed.networks.is_empty() {
+                println!(
+                    "docker: no container or network of cluster {} on this engine",
+                    cluster.name()
+                );
+            } else {
+                println!(
+                    "docker: {} container(s) and {} network(s) removed",
+                    removed.containers.len(),
+                    removed.networks.len()
+                );
+            }
+            (
+                0,
+                !removed.containers.is_empty() || !removed.networks.is_empty(),
+            )
         }
         Err(e) => {
             println!("docker: FAILED: {e}");
-            1
+            (1, false)
         }
     }
 }
@@ -503,9 +540,11 @@ pub(crate) fn purge_script(packages: &[String]) -> String {
     )
 }
 
-/// Removes the kubeconfig context and the local cache; returns the number of failures.
-fn cleanup_local(cluster: &ValidCluster, args: &Args) -> usize {
+/// Removes the kubeconfig context and the local cache; returns (the number of failures, whether
+/// anything was removed).
+fn cleanup_local(cluster: &ValidCluster, args: &Args) -> (usize, bool) {
     let mut failures = 0;
+    let mut removed = false;
     let name = cluster.name();
     if let Some(path) = clusterctl_phases::up::kubeconfig::target(args.kubeconfig.as_ref()) {
         if let Ok(text) = std::fs::read_to_string(&path) {
@@ -513,6 +552,7 @@ fn cleanup_local(cluster: &ValidCluster, args: &Args) -> usize {
                 Ok((new, true)) => {
                     match clusterctl_phases::local::write_private(&path, 0o600, new.as_bytes()) {
                         Ok(()) => {
+                            removed = true;
                             println!("kubeconfig: context {name} removed from {}", path.display())
                         }
                         Err(e) => {
@@ -532,7 +572,10 @@ fn cleanup_local(cluster: &ValidCluster, args: &Args) -> usize {
     if let Some(dir) = clusterctl_phases::local::cache_dir(name) {
         if dir.exists() {
             match std::fs::remove_dir_all(&dir) {
-                Ok(()) => println!("cache: {} removed", dir.display()),
+                Ok(()) => {
+                    removed = true;
+                    println!("cache: {} removed", dir.display())
+                }
                 Err(e) => {
                     failures += 1;
                     println!("cache: FAILED: removing {}: {e}", dir.display());
@@ -540,5 +583,5 @@ fn cleanup_local(cluster: &ValidCluster, args: &Args) -> usize {
             }
         }
     }
-    failures
+    (failures, removed)
 }

@@ -130,3 +130,33 @@ fn destroy_removes_the_labelled_containers_and_network() {
     );
     guard.containers.retain(|c| c.starts_with(&other));
 }
+
+#[test]
+fn destroy_of_a_cluster_that_never_existed_claims_nothing() {
+    if !require("root and a Docker engine", is_root() && docker_available()) {
+        return;
+    }
+    let name = unique_name("dn");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        format!(
+            "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {{name: cp1, role: control-plane}}\n"
+        ),
+    )
+    .expect("cluster file");
+    let (code, out, err) = clusterctl(dir.path(), &["destroy", "-f", "cluster.yaml", "--yes"]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains(&format!("destroy: cluster {name} not found"))
+            && out.contains("nothing was removed"),
+        "{out}"
+    );
+    // No line claims a removal.
+    assert!(
+        !out.lines()
+            .any(|l| l.ends_with(" removed") && !l.contains("nothing was removed")),
+        "{out}"
+    );
+    assert!(!out.contains("container(s)"), "{out}");
+}

@@ -395,49 +395,70 @@ impl DockerProvider {
     /// Removes every container of the cluster (with their anonymous volumes) and its network.
     /// Returns how many containers were removed. Nothing to remove is not an error.
     pub fn remove(&self) -> Result<usize, ExecError> {
+        self.remove_all().map(|r| r.containers.len())
+    }
+
+    /// As [`DockerProvider::remove`], saying what was removed: the containers' names and the networks'
+    /// (both empty when the cluster has nothing on this engine).
+    pub fn remove_all(&self) -> Result<Removed, ExecError> {
         let nodes = self.list()?;
-        self.client.block_on(async {
-            let d = self.client.docker();
-            for n in &nodes {
-                d.remove_container(
-                    &n.container,
-                    Some(
-                        RemoveContainerOptionsBuilder::default()
-                            .force(true)
-                            .v(true)
-                            .build(),
-                    ),
-                )
-                .await
-                .map_err(|e| self.err(format!("removing container {}: {e}", n.container)))?;
-            }
-            let nets = d
-                .list_networks(Some(
-                    ListNetworksOptionsBuilder::default()
-                        .filters(&HashMap::from([(
-                            "label",
-                            vec![format!("{CLUSTER_LABEL}={}", self.cluster)],
-                        )]))
-                        .build(),
-                ))
-                .await
-                .map_err(|e| self.err(format!("listing networks: {e}")))?;
-            for net in nets {
-                if let Some(name) = net.name {
-                    d.remove_network(&name)
-                        .await
-                        .map_err(|e| self.err(format!("removing network {name}: {e}")))?;
+        self.client
+            .block_on(async {
+                let d = self.client.docker();
+                for n in &nodes {
+                    d.remove_container(
+                        &n.container,
+                        Some(
+                            RemoveContainerOptionsBuilder::default()
+                                .force(true)
+                                .v(true)
+                                .build(),
+                        ),
+                    )
+                    .await
+                    .map_err(|e| self.err(format!("removing container {}: {e}", n.container)))?;
                 }
-            }
-            Ok::<(), ExecError>(())
-        })?;
-        Ok(nodes.len())
+                let nets = d
+                    .list_networks(Some(
+                        ListNetworksOptionsBuilder::default()
+                            .filters(&HashMap::from([(
+                                "label",
+                                vec![format!("{CLUSTER_LABEL}={}", self.cluster)],
+                            )]))
+                            .build(),
+                    ))
+                    .await
+                    .map_err(|e| self.err(format!("listing networks: {e}")))?;
+                let mut removed = Vec::new();
+                for net in nets {
+                    if let Some(name) = net.name {
+                        d.remove_network(&name)
+                            .await
+                            .map_err(|e| self.err(format!("removing network {name}: {e}")))?;
+                        removed.push(name);
+                    }
+                }
+                Ok::<Vec<String>, ExecError>(removed)
+            })
+            .map(|networks| Removed {
+                containers: nodes.into_iter().map(|n| n.container).collect(),
+                networks,
+            })
     }
 
     /// A transport into `node`'s container (no engine call is made).
     pub fn docker_transport(&self, node: &str) -> DockerTransport {
         DockerTransport::new(self.client.clone(), self.container_name(node), node)
     }
+}
+
+/// What [`DockerProvider::remove_all`] removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// The node containers' names.
+    pub containers: Vec<String>,
+    /// The networks' names.
+    pub networks: Vec<String>,
 }
 
 impl Provider for DockerProvider {
