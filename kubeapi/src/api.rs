@@ -86,6 +86,49 @@ pub trait ClusterApi: Send + Sync {
     fn evict(&self, namespace: &str, pod: &str) -> Result<EvictOutcome, ApiError>;
     /// Deletes a Node object (`DELETE /api/v1/nodes/<name>`); a missing Node is not an error.
     fn delete_node(&self, node: &str) -> Result<(), ApiError>;
+    /// Server-side applies one whole object (`apiVersion`, `kind`, `metadata.name`, and
+    /// `metadata.namespace` for namespaced kinds) with field manager `clusterctl`, conflicts forced
+    /// (`kubectl apply --server-side --force-conflicts`): created when missing, converged when
+    /// changed, untouched when equal. Errors name the object and carry the server's message (e.g. a
+    /// custom resource its CRD's schema refuses: 422 `Invalid`). The default implementation errs.
+    fn apply(&self, object: &serde_json::Value) -> Result<(), ApiError> {
+        Err(ApiError::Transport {
+            call: format!(
+                "apply {} {}",
+                object["kind"].as_str().unwrap_or("?"),
+                object["metadata"]["name"].as_str().unwrap_or("?")
+            ),
+            reason: "this client cannot apply objects".to_string(),
+        })
+    }
+    /// The object of `kind` in `api_version` named `name` (in `namespace` for namespaced kinds), as
+    /// JSON; `Ok(None)` when it, or its kind, does not exist. The default implementation errs.
+    fn get_object(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, ApiError> {
+        let _ = (api_version, namespace);
+        Err(ApiError::Transport {
+            call: format!("get {kind} {name}"),
+            reason: "this client cannot read objects by kind".to_string(),
+        })
+    }
+    /// Every object of `kind` in `api_version` (all namespaces); empty when the kind does not exist.
+    /// The default implementation errs.
+    fn list_objects(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Vec<serde_json::Value>, ApiError> {
+        let _ = api_version;
+        Err(ApiError::Transport {
+            call: format!("list {kind}"),
+            reason: "this client cannot list objects by kind".to_string(),
+        })
+    }
     /// A bearer token for the ServiceAccount `namespace`/`name` through the TokenRequest API
     /// (authentication.k8s.io/v1 `TokenRequest`, `POST
     /// /api/v1/namespaces/<namespace>/serviceaccounts/<name>/token`), valid for `expiration_seconds`

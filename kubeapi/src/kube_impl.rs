@@ -19,8 +19,10 @@ pub const FIELD_MANAGER: &str = "clusterctl";
 
 /// A [`ClusterApi`] talking to a real API server through `kube`.
 pub struct KubeClusterApi {
-    rt: tokio::runtime::Runtime,
-    client: Client,
+    pub(crate) rt: tokio::runtime::Runtime,
+    pub(crate) client: Client,
+    /// Resources found through discovery (`crate::apply`).
+    pub(crate) resources: crate::apply::Resources,
 }
 
 impl std::fmt::Debug for KubeClusterApi {
@@ -29,7 +31,7 @@ impl std::fmt::Debug for KubeClusterApi {
     }
 }
 
-fn map_err(call: &str, e: kube::Error) -> ApiError {
+pub(crate) fn map_err(call: &str, e: kube::Error) -> ApiError {
     match e {
         kube::Error::Api(s) => ApiError::Status {
             call: call.to_string(),
@@ -76,7 +78,11 @@ impl KubeClusterApi {
             config.default_retry = false;
             Client::try_from(config).map_err(|e| cfg_err(e.to_string()))
         })?;
-        Ok(KubeClusterApi { rt, client })
+        Ok(KubeClusterApi {
+            rt,
+            client,
+            resources: Default::default(),
+        })
     }
 
     /// A client for the kubeconfig `text` (YAML, e.g. kubeadm's `admin.conf` read from a control
@@ -101,7 +107,11 @@ impl KubeClusterApi {
                 .map_err(|e| cfg_err(e.to_string()))?;
             Client::try_from(config).map_err(|e| cfg_err(e.to_string()))
         })?;
-        Ok(KubeClusterApi { rt, client })
+        Ok(KubeClusterApi {
+            rt,
+            client,
+            resources: Default::default(),
+        })
     }
 
     fn node_api(&self) -> Api<Node> {
@@ -235,6 +245,28 @@ impl ClusterApi for KubeClusterApi {
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             Err(e) => Err(map_err(&format!("delete node {node}"), e)),
         }
+    }
+
+    fn apply(&self, object: &serde_json::Value) -> Result<(), ApiError> {
+        self.apply_object(object)
+    }
+
+    fn get_object(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, ApiError> {
+        KubeClusterApi::get_object(self, api_version, kind, namespace, name)
+    }
+
+    fn list_objects(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Vec<serde_json::Value>, ApiError> {
+        KubeClusterApi::list_objects(self, api_version, kind)
     }
 
     fn service_account_token(

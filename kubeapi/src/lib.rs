@@ -1,5 +1,5 @@
 //! The cluster through a small API: a [`ClusterApi`] trait (nodes, pods, events, labels, taints, cordon,
-//! drain, node deletion) with one implementation over the `kube` crate ([`KubeClusterApi`], built from a
+//! drain, node deletion, server-side apply and reads of objects of any kind) with one implementation over the `kube` crate ([`KubeClusterApi`], built from a
 //! kubeconfig path), and the pure diagnosis behind `clusterctl status` ([`diagnose`]): which layer a stuck
 //! pod is stuck at (scheduling, image, application), why, and what to look at next.
 //!
@@ -7,6 +7,7 @@
 //! diagnosis can be fed recorded API responses directly.
 
 pub mod api;
+mod apply;
 pub mod diagnose;
 pub mod drain;
 pub mod image;

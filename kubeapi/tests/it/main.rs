@@ -3,4 +3,5 @@
 
 mod diagnose;
 mod real_api;
+mod real_apply;
 mod recorded_api;
