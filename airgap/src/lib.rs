@@ -3,7 +3,9 @@
 //!
 //! Flow: [`plan::list_images`] (from the render plan) → [`pull::pull_images`] into a resumable
 //! [`store::BlobStore`] → [`bundle::write_bundle`] → (carried to the site) → [`bundle::verify_bundle`]
-//! → [`import::import_to_registry`] or [`node::load_into_node`].
+//! → [`import::import_to_registry`] or [`node::load_into_node`]. Upstream files a CNI install needs
+//! (manifests, a Helm chart, the `helm` archive) come through [`upstream`]: pinned by sha256, cached,
+//! resumable.
 
 pub mod bundle;
 pub mod digest;
@@ -18,6 +20,7 @@ pub mod reference;
 pub mod registry;
 pub mod run;
 pub mod store;
+pub mod upstream;
 
 pub use digest::Digest;
 pub use error::{AirgapError, Result};

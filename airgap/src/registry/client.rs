@@ -216,7 +216,7 @@ impl RegistryClient {
 
     /// The client for `url`: the root-less one for `http://`, else the TLS one (built on first use).
     /// Errors: the TLS client cannot be built.
-    fn http_for(&self, url: impl AsRef<str>) -> Result<&Client> {
+    pub(crate) fn http_for(&self, url: impl AsRef<str>) -> Result<&Client> {
         if url.as_ref().starts_with("http://") {
             return Ok(&self.plain);
         }

@@ -13,3 +13,4 @@ mod runtime;
 mod sources;
 mod tamper;
 mod tls;
+mod upstream;
