@@ -852,12 +852,83 @@ impl<'a> Builder<'a> {
             }
         }
         self.ranges.extend(anchored);
+        // And, as the text reads, whatever follows a secret-bearing key: this covers the text a
+        // parse error or a limit kept the parser from reading, and a secret swallowed by a
+        // mistake before it (an unclosed quote, a stray block scalar).
+        textual_secrets(self.text, &mut self.ranges, &mut self.secret_texts);
         self.index.secret_ranges = merge(std::mem::take(&mut self.ranges));
         let mut texts = std::mem::take(&mut self.secret_texts);
         texts.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         texts.dedup();
         self.index.secret_texts = texts;
         self.index
+    }
+}
+
+/// Finds, line by line and without parsing, the values that follow a secret-bearing key
+/// ([`is_secret_key`]) — `password: x`, `- token: "x"`, `{user: a, password: x}`, and the more
+/// indented lines under `password: |` or a key with nothing after it — and adds their byte ranges
+/// to `ranges` and their texts to `texts`. Linear in the text.
+fn textual_secrets(text: &str, ranges: &mut Vec<(usize, usize)>, texts: &mut Vec<String>) {
+    let mut offset = 0;
+    // The indentation of a key whose value continues on the more indented lines below it.
+    let mut block: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let indent = body.len() - body.trim_start().len();
+        if let Some(k) = block {
+            if body.trim().is_empty() || indent > k {
+                if !body.trim().is_empty() {
+                    ranges.push((offset + indent, offset + body.len()));
+                    texts.push(body.trim().to_string());
+                }
+                offset += line.len();
+                continue;
+            }
+            block = None;
+        }
+        let b = body.as_bytes();
+        for (i, _) in body.match_indices(':') {
+            if !matches!(b.get(i + 1), None | Some(b' ' | b'\t')) {
+                continue;
+            }
+            // The key before the colon: letters, digits, `-`, `_`, `.`, optionally quoted.
+            let quoted = i > 0 && matches!(b[i - 1], b'"' | b'\'');
+            let key_end = if quoted { i - 1 } else { i };
+            let mut start = key_end;
+            while start > 0
+                && key_end - start < 64
+                && (b[start - 1].is_ascii_alphanumeric()
+                    || matches!(b[start - 1], b'-' | b'_' | b'.'))
+            {
+                start -= 1;
+            }
+            if start == key_end || !is_secret_key(&body[start..key_end]) {
+                continue;
+            }
+            let rest = &body[i + 1..];
+            let value_start = i + 1 + (rest.len() - rest.trim_start().len());
+            let value = &body[value_start..];
+            // A flow value ends at `,` or `}` (a quoted one at its closing quote, roughly).
+            let end = if body[..start].contains('{') {
+                value
+                    .find([',', '}'])
+                    .map_or(body.len(), |e| value_start + e)
+            } else {
+                body.len()
+            };
+            let v = body[value_start..end].trim();
+            if v.is_empty() || matches!(v, "|" | ">" | "|-" | ">-" | "|+" | ">+") {
+                block = Some(indent);
+                continue;
+            }
+            ranges.push((offset + value_start, offset + end));
+            let v = v.trim_matches(['"', '\'']);
+            if !v.is_empty() {
+                texts.push(v.to_string());
+            }
+        }
+        offset += line.len();
     }
 }
 
@@ -975,6 +1046,55 @@ mod tests {
         assert_eq!(ix.duplicates[0].pos.line, 3);
         let ix = PathIndex::build("a: [1, 2\nb: 3\n");
         assert!(ix.parse_error.is_some());
+    }
+
+    #[test]
+    fn secrets_are_found_whatever_their_shape_and_after_a_parse_error() {
+        let shown = |text: &str| {
+            let ix = PathIndex::build(text);
+            let mut out = text.as_bytes().to_vec();
+            for &(s, e) in ix.secret_ranges() {
+                for b in &mut out[s..e] {
+                    if *b != b'\n' {
+                        *b = b'*';
+                    }
+                }
+            }
+            (
+                String::from_utf8(out).expect("utf8"),
+                ix.secret_texts().to_vec(),
+            )
+        };
+        for text in [
+            "registry:\n  password: hunter2\n",
+            "registry: {mirror: m, password: hunter2, x: 1}\n",
+            "registry:\n  password:\n    - hunter2\n",
+            "registry:\n  password: {a: hunter2}\n",
+            "registry:\n  password: |\n    hunter2\n    more\n  mirror: m\n",
+            "registry:\n  password: >-\n    hunter2\n",
+            "registry:\n  PASSWORD_ENV: \"hunter2\"\n",
+            "a: &p hunter2\nregistry:\n  password: *p\n",
+            "registry:\n  password: &p {x: [hunter2]}\nb: *p\n",
+            // After a parse error, and swallowed by an unclosed quote before it.
+            "a: [1\nregistry:\n  password: hunter2\n",
+            "a: \"open\nregistry:\n  password: hunter2\n",
+            "a: |\n  text\n  password: hunter2\n",
+        ] {
+            let (out, texts) = shown(text);
+            assert!(!out.contains("hunter2"), "{text:?} shown as {out:?}");
+            assert!(
+                texts.iter().any(|t| t.contains("hunter2")),
+                "{text:?}: {texts:?}"
+            );
+            assert!(!out.contains("more"), "{out}");
+            assert!(out.contains("registry") || out.contains("a:"), "{out}");
+        }
+        // The rest stays readable.
+        let (out, _) = shown("registry:\n  mirror: m\n  password: x\n  usernameClaim: sub\n");
+        assert!(
+            out.contains("mirror: m") && out.contains("usernameClaim: sub"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -291,7 +291,9 @@ pub(crate) fn mask_secrets(s: &str, secrets: &Secrets<'_>) -> String {
                 .as_deref()
                 .is_some_and(|u| secrets.exact.contains(u))
             || secrets.longest.iter().any(|t| {
-                inner.contains(*t) || unescaped.as_deref().is_some_and(|u| u.contains(*t))
+                inner.contains(*t)
+                    || unescaped.as_deref().is_some_and(|u| u.contains(*t))
+                    || (inner.len() >= 6 && t.contains(inner))
             });
         if secret {
             out.push_str("***");

@@ -1,6 +1,7 @@
 //! The integration tests of `clusterctl-spec`, in one test binary (one link, not one per file): one module
 //! per area (each a former `tests/*.rs` file) and the support modules they share.
 
+mod fuzz;
 mod hostile;
 mod invalid;
 mod never_panics;
