@@ -45,7 +45,9 @@ pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(),
     };
     set(&mut v, &[key], s(&pod.to_string()));
     if let Some(mtu) = cni.mtu {
-        set(&mut v, &["mtu"], Value::Number(mtu.into()));
+        // The chart's key is `MTU` (values.yaml `MTU: 0`, written to cilium-config's `mtu`); a
+        // lowercase `mtu` is silently ignored by the chart.
+        set(&mut v, &["MTU"], Value::Number(mtu.into()));
     }
     let repo = |r: &str| match cx.c.mirror() {
         Some(m) => format!("{}/{}", m.prefix, r),

@@ -1,6 +1,8 @@
 //! flannel's `net-conf.json` (flannel-io/flannel pkg/subnet/config.go): `Network` = podSubnet (IPv4) or
-//! `IPv6Network`, VXLAN backend; the user's values are merged first. The manifest applying it (the
-//! `kube-flannel-cfg` ConfigMap) is upstream's; its images are pinned in [`super::versions`].
+//! `IPv6Network`, VXLAN backend; the user's values are merged first. With `cni.mtu` and the VXLAN backend,
+//! `Backend.mtu` is the pod MTU + 50 (flannel makes its `flannel.1` device, whose MTU the pods get,
+//! 50 bytes smaller than `Backend.mtu`: pkg/backend/vxlan/device.go). This file is never applied on its
+//! own: it becomes the `net-conf.json` of upstream's `kube-flannel-cfg` ConfigMap ([`super::install`]).
 
 use super::{merge, set, user_values};
 use crate::ctx::Ctx;
@@ -29,6 +31,18 @@ pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(),
             &mut v,
             &["Backend", "Type"],
             Value::String("vxlan".to_string()),
+        );
+    }
+    let vxlan = v
+        .get("Backend")
+        .and_then(|b| b.get("Type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.eq_ignore_ascii_case("vxlan"));
+    if let (Some(mtu), true) = (cx.c.spec().networking.cni.mtu, vxlan) {
+        set(
+            &mut v,
+            &["Backend", "mtu"],
+            Value::Number((u64::from(mtu) + 50).into()),
         );
     }
     let text = yaml::json("flannel net-conf.json", &v)?;

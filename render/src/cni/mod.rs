@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod calico;
 pub mod cilium;
 pub mod flannel;
+pub mod install;
 pub mod versions;
 
 use crate::ctx::Ctx;
