@@ -7,9 +7,13 @@
 # VERSION is a Kubernetes tag (v1.34.4). PROGRAMs (default: all) are any of
 #   kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl
 #   etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins
+#   helm flanneld flannel-cni flannel-manifest cilium-chart
 # or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, etcd, etcdctl, coredns), `node`
-# (containerd, containerd-shim-runc-v2, ctr, runc, cni-plugins, crictl).
+# (containerd, containerd-shim-runc-v2, ctr, runc, cni-plugins, crictl), `cni` (helm, flanneld, flannel-cni,
+# flannel-manifest, cilium-chart: what the third-party CNI tests run or serve, versions in cni-versions.sh).
+# flannel-manifest and cilium-chart are upstream files, not programs: flannel's Documentation/kube-flannel.yml
+# and the `helm package` of cilium's install/kubernetes/cilium, both read from their Go module at the pinned tag.
 #
 # Layout ($CACHE = ${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}):
 #   $CACHE/bin/<program>/<program version>/<program>   one binary (cni-plugins: a CNI bin dir of plugins)
@@ -39,7 +43,8 @@ PATCH=${BASH_REMATCH[2]}
 
 K8S_PROGRAMS=(kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
 CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
-ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns crictl kube-vip "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins)
+CNI_PROGRAMS=(helm flanneld flannel-cni flannel-manifest cilium-chart)
+ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns crictl kube-vip "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}")
 CNI_PLUGINS=(bridge host-local loopback portmap ptp bandwidth tuning firewall static)
 
 # Node-side defaults (not pinned by kubeadm). containerd 2.2 and runc 1.3 are what Kubernetes 1.34–1.36 CI
@@ -48,6 +53,8 @@ CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.2.1}
 RUNC_VERSION=${RUNC_VERSION:-v1.3.3}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
 KUBE_VIP_VERSION=${KUBE_VIP_VERSION:-v1.0.0}
+# shellcheck source=cni-versions.sh
+. "$here/cni-versions.sh"
 
 # ---- which programs --------------------------------------------------------------------------------
 want=()
@@ -58,6 +65,7 @@ for p in "$@"; do
     kubernetes) want+=("${K8S_PROGRAMS[@]}") ;;
     control-plane) want+=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns) ;;
     node) want+=("${CONTAINERD_PROGRAMS[@]}" runc cni-plugins crictl) ;;
+    cni) want+=("${CNI_PROGRAMS[@]}") ;;
     *)
       ok=0; for q in "${ALL_PROGRAMS[@]}"; do [ "$q" = "$p" ] && ok=1; done
       [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]})"
@@ -76,6 +84,7 @@ path_of() {
   local p=$1 v=""
   case "$p" in
     kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl) v=$VERSION ;;
+    helm|flanneld|flannel-cni|flannel-manifest|cilium-chart) cni_path "$p"; return 0 ;;
     *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
           etcd|etcdctl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
           crictl) echo "${CRICTL_VERSION:-}" ;; kube-vip) echo "${KUBE_VIP_VERSION:-}" ;;
@@ -87,7 +96,11 @@ path_of() {
 }
 have() {
   local f; f=$(path_of "$1"); [ -n "$f" ] || return 1
-  if [ "$1" = cni-plugins ]; then [ -x "$f/bridge" ]; else [ -f "$f" ] && [ -x "$f" ]; fi
+  case "$1" in
+    cni-plugins) [ -x "$f/bridge" ] ;;
+    flannel-manifest|cilium-chart) [ -f "$f" ] ;;
+    *) [ -f "$f" ] && [ -x "$f" ] ;;
+  esac
 }
 # kube-vip may be recorded as unbuildable (a marker with the reason); then it counts as done.
 vip_failed() { local f; f=$(path_of kube-vip); [ -n "$f" ] && [ -f "$(dirname "$f")/FAILED" ]; }
@@ -394,10 +407,67 @@ build_cni() {
   log "built cni-plugins $v in ${secs}s"
 }
 
+# ---- the third-party CNI tests' programs and files (versions: cni-versions.sh) --------------------------
+build_helm() {
+  have helm && return 0
+  local dir; dir=$(make_build_module helm.sh/helm/v3 "$HELM_VERSION")
+  go_build helm "$HELM_VERSION" "$dir" helm.sh/helm/v3/cmd/helm \
+    "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+}
+
+build_flanneld() {
+  have flanneld && return 0
+  # flannel v0.28.4 requires tencentcloud-sdk-go/tencentcloud/common v1.3.79 (its tencentvpc backend, unused
+  # here), which the module proxy refuses (403); v1.3.103, the nearest newer one it serves, replaces it.
+  local dir; dir=$(make_build_module github.com/flannel-io/flannel "$FLANNEL_VERSION" \
+    "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common=github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common@v1.3.103")
+  # As upstream's Makefile on amd64: cgo on (the UDP backend is C), linked statically.
+  go_build flanneld "$FLANNEL_VERSION" "$dir" github.com/flannel-io/flannel \
+    "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION -extldflags -static" "" 1
+}
+
+# The flannel CNI plugin (what the flannel-cni-plugin image's /flannel is): github.com/flannel-io/cni-plugin is
+# not served by the module proxy, so it is the plugin it was split from, plugins/meta/flannel of
+# github.com/containernetworking/plugins $FLANNEL_CNI_PLUGINS_VERSION (same subnet.env contract, delegates to bridge).
+build_flannel_cni() {
+  have flannel-cni && return 0
+  local dir; dir=$(make_build_module github.com/containernetworking/plugins "$FLANNEL_CNI_PLUGINS_VERSION")
+  go_build flannel-cni "$FLANNEL_CNI_PLUGINS_VERSION" "$dir" github.com/containernetworking/plugins/plugins/meta/flannel "-s -w"
+}
+
+module_dir() { go mod download -json "$1@$2" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["Dir"]) if not d.get("Error") else sys.exit(d["Error"])'; }
+
+build_flannel_manifest() {
+  have flannel-manifest && return 0
+  local src dest="$CACHE/bin/flannel-manifest/$FLANNEL_VERSION"
+  src=$(module_dir github.com/flannel-io/flannel "$FLANNEL_VERSION")/Documentation/kube-flannel.yml
+  [ -f "$src" ] || die "no Documentation/kube-flannel.yml in github.com/flannel-io/flannel@$FLANNEL_VERSION"
+  mkdir -p "$dest"; cp "$src" "$dest/.tmp"; chmod 0644 "$dest/.tmp"; mv -f "$dest/.tmp" "$dest/kube-flannel.yml"
+  log "flannel-manifest $FLANNEL_VERSION: $(sha256sum "$dest/kube-flannel.yml" | cut -c1-64)"
+}
+
+build_cilium_chart() {
+  have cilium-chart && return 0
+  build_helm
+  local src dest="$CACHE/bin/cilium-chart/$CILIUM_CHART_VERSION" tmp
+  src=$(module_dir github.com/cilium/cilium "$CILIUM_CHART_VERSION")/install/kubernetes/cilium
+  [ -f "$src/Chart.yaml" ] || die "no install/kubernetes/cilium in github.com/cilium/cilium@$CILIUM_CHART_VERSION"
+  tmp=$(mktemp -d); cp -r "$src" "$tmp/cilium"; chmod -R u+w "$tmp"
+  mkdir -p "$dest"
+  "$CACHE/bin/helm/$HELM_VERSION/helm" package "$tmp/cilium" --destination "$tmp/out" >&2 || { rm -rf "$tmp"; return 1; }
+  mv -f "$tmp/out/cilium-${CILIUM_CHART_VERSION#v}.tgz" "$dest/cilium.tgz"; rm -rf "$tmp"
+  log "cilium-chart $CILIUM_CHART_VERSION: $(sha256sum "$dest/cilium.tgz" | cut -c1-64)"
+}
+
 # ---- main --------------------------------------------------------------------------------------------
 [ -f "$envfile" ] || locked "k8s.io/kubernetes@$VERSION" resolve_versions
 for p in "${wanted[@]}"; do
   case "$p" in
+    helm) locked "helm.sh/helm/v3@$HELM_VERSION" build_helm ;;
+    flanneld) locked "github.com/flannel-io/flannel@$FLANNEL_VERSION" build_flanneld ;;
+    flannel-cni) locked "github.com/containernetworking/plugins@$FLANNEL_CNI_PLUGINS_VERSION" build_flannel_cni ;;
+    flannel-manifest) locked "github.com/flannel-io/flannel@$FLANNEL_VERSION" build_flannel_manifest ;;
+    cilium-chart) locked "github.com/cilium/cilium@$CILIUM_CHART_VERSION" build_cilium_chart ;;
     kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl)
       locked "k8s.io/kubernetes@$VERSION" build_k8s "$p" ;;
     etcd) locked "go.etcd.io/etcd/server/v3@$(ev ETCD_VERSION)" build_etcd "$p" ;;

@@ -5,12 +5,15 @@
 #   scripts/k8s/paths.sh VERSION PROGRAM    the path alone; exit 1 when it is not built
 #   scripts/k8s/paths.sh VERSION --env      the component versions chosen for VERSION (KEY=VALUE lines)
 #
-# cni-plugins is a directory (a CNI bin dir). A program recorded as unbuildable (kube-vip) has a FAILED
+# cni-plugins is a directory (a CNI bin dir); flannel-manifest and cilium-chart are upstream files. A program recorded as unbuildable (kube-vip) has a FAILED
 # file beside where its binary would be, and is left out.
 set -euo pipefail
 CACHE=${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}
 [ $# -ge 1 ] || { echo "usage: $0 VERSION [PROGRAM|--env]" >&2; exit 2; }
 VERSION=$1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=cni-versions.sh
+. "$here/cni-versions.sh"
 envfile="$CACHE/versions/$VERSION.env"
 
 if [ "${2:-}" = --env ]; then
@@ -35,6 +38,10 @@ ver_of() {
   )
 }
 path_of() {
+  case "$1" in
+    helm|flanneld|flannel-cni) local f; f=$(cni_path "$1"); [ -x "$f" ] && echo "$f"; return ;;
+    flannel-manifest|cilium-chart) local f; f=$(cni_path "$1"); [ -f "$f" ] && echo "$f"; return ;;
+  esac
   local v; v=$(ver_of "$1"); [ -n "$v" ] || return 1
   if [ "$1" = cni-plugins ]; then
     [ -x "$CACHE/bin/cni-plugins/$v/bridge" ] && echo "$CACHE/bin/cni-plugins/$v"
@@ -45,6 +52,7 @@ path_of() {
 
 if [ $# -ge 2 ]; then path_of "$2"; exit $?; fi
 for p in kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl \
-         etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins; do
+         etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins \
+         helm flanneld flannel-cni flannel-manifest cilium-chart; do
   if f=$(path_of "$p"); then printf '%s %s\n' "$p" "$f"; fi
 done
