@@ -1,4 +1,4 @@
-//! Shared set-up of the CLI whole-system tests (`cli/tests/*.rs`): running the `clusterctl` binary with a
+//! Shared set-up of the CLI whole-system tests (`cli/tests/it/`): running the `clusterctl` binary with a
 //! private `HOME` and kubeconfig, writing SSH-provider cluster files for test nodes, and installing the
 //! recording stand-ins of `tests/standins/` on node containers. The binary path comes from the calling
 //! test (`env!("CARGO_BIN_EXE_clusterctl")`, only defined in the `clusterctl` package's tests).

@@ -10,6 +10,8 @@
 //!
 //! Everything goes through the `docker` CLI so that the harness does not depend on the code under test.
 
+mod budget;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -291,8 +293,8 @@ pub struct ClusterOptions {
     pub extra_run_args: Vec<String>,
     /// How long to wait for each node to boot and answer on port 22.
     pub boot_timeout: Duration,
-    /// The image the nodes run instead of the node image (e.g. a node image with the Kubernetes
-    /// programs installed); `None`: [`NodeImage::ensure`]'s.
+    /// The image the nodes run instead of the node image (e.g. a
+    /// [`crate::k8snode::K8sNodeImage`] built on it); `None`: [`NodeImage::ensure`]'s.
     pub image: Option<String>,
 }
 
@@ -579,6 +581,8 @@ pub struct TestCluster {
     pub image: NodeImage,
     containers: Vec<String>,
     dir: tempfile::TempDir,
+    /// The nodes taken from this process's budget (given back after the containers are removed).
+    _budget: budget::Nodes,
 }
 
 impl TestCluster {
@@ -594,6 +598,7 @@ impl TestCluster {
     /// Builds the image if needed, creates the network, starts every node, installs the test key and
     /// waits (in parallel) for each node's systemd and sshd. On any error everything made is removed.
     pub fn start_with(opts: ClusterOptions) -> Result<TestCluster> {
+        let budget = budget::Nodes::take(opts.nodes);
         remove_stale();
         let image = NodeImage::ensure()?;
         let key = Arc::new(TestKey::generate()?);
@@ -611,6 +616,7 @@ impl TestCluster {
             image: image.clone(),
             containers: Vec::new(),
             dir,
+            _budget: budget,
         };
         cluster.gateway = network_gateway(&network)?.to_string();
         // Containers are created a few at a time in parallel (the engine serialises much of it).
@@ -767,6 +773,19 @@ pub fn remove_stale() {
             let mut w = l.split_whitespace();
             if let (Some(name), Some(pid)) = (w.next(), w.next()) {
                 if !alive(pid) {
+                    // Containers on it that carry no pid label of their own (made by clusterctl's
+                    // docker provider on a network a test created) go with it.
+                    if let Ok(on) = docker(&[
+                        "network",
+                        "inspect",
+                        "--format",
+                        "{{range .Containers}}{{.Name}} {{end}}",
+                        name,
+                    ]) {
+                        for c in on.split_whitespace() {
+                            let _ = docker(&["rm", "-f", "-v", c]);
+                        }
+                    }
                     let _ = docker(&["network", "rm", name]);
                 }
             }

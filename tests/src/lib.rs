@@ -5,14 +5,16 @@
 //! Modules are owned by area: `netns` (CNI), `docker` (node containers and the node image), `registry`
 //! (OCI registry on loopback), `apiserver` (recording Kubernetes API server on loopback, lifecycle), `cli`
 //! (running the clusterctl binary, cluster files for test nodes, stand-in installation; lifecycle), `k8sbin`
-//! (upstream Kubernetes programs built from their Go modules by `scripts/k8s/build.sh`) and `envtest` (a
-//! real etcd + kube-apiserver on loopback for API tests).
+//! (upstream Kubernetes programs built from their Go modules by `scripts/k8s/build.sh`), `envtest` (a
+//! real etcd + kube-apiserver on loopback for API tests) and `k8snode` (node containers with the real
+//! kubeadm, kubelet and kubectl, and the version's images served to them from a registry).
 
 pub mod apiserver;
 pub mod cli;
 pub mod docker;
 pub mod envtest;
 pub mod k8sbin;
+pub mod k8snode;
 pub mod netns;
 pub mod registry;
 

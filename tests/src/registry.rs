@@ -27,7 +27,20 @@ pub fn available() -> bool {
     Path::new(REGISTRY_BIN).exists()
 }
 
-/// A running registry; dropping it stops the process and deletes its storage.
+/// How [`Registry::try_start`] starts one.
+struct StartOptions<'a> {
+    tls: Option<&'a TestCa>,
+    htpasswd: Option<&'a str>,
+    /// The address to listen on (a free port is chosen).
+    ip: std::net::IpAddr,
+    /// Storage to serve instead of a fresh temporary one (kept when the registry stops).
+    storage: Option<&'a Path>,
+    /// Serve pulls only (distribution's maintenance `readonly` mode).
+    readonly: bool,
+}
+
+/// A running registry; dropping it stops the process and deletes its storage (a temporary one;
+/// storage served read-only is left as it is).
 pub struct Registry {
     child: Child,
     addr: String,
@@ -55,10 +68,26 @@ impl Registry {
         Self::start_with(Some(ca), Some(htpasswd))
     }
 
-    fn start_with(tls: Option<&TestCa>, htpasswd: Option<&str>) -> Result<Registry> {
+    /// Serves the registry storage `storage` (distribution's filesystem layout, e.g. filled once by
+    /// `scripts/k8s/push.sh` and cached) read-only (distribution's maintenance `readonly` mode: pulls
+    /// only, the directory is never written) over HTTPS on `ip` (a free port), with `ca`'s serving
+    /// certificate — which must name `ip` ([`TestCa::for_ips`]). For node containers pulling from
+    /// the gateway of their test network. Errors: as [`Registry::start`].
+    pub fn serve_readonly_tls(
+        storage: &Path,
+        ip: std::net::IpAddr,
+        ca: &TestCa,
+    ) -> Result<Registry> {
         let mut last = None;
         for _ in 0..3 {
-            match Self::try_start(tls, htpasswd) {
+            let opts = StartOptions {
+                tls: Some(ca),
+                htpasswd: None,
+                ip,
+                storage: Some(storage),
+                readonly: true,
+            };
+            match Self::try_start(&opts) {
                 Ok(r) => return Ok(r),
                 Err(e) => last = Some(e),
             }
@@ -66,17 +95,69 @@ impl Registry {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("registry did not start")))
     }
 
-    fn try_start(tls: Option<&TestCa>, htpasswd: Option<&str>) -> Result<Registry> {
+    /// A plain-HTTP registry on a free loopback port whose storage is `storage` (kept when the
+    /// registry stops): for filling a storage directory once ([`crate::k8snode::ImageStore`]).
+    /// Errors: as [`Registry::start`].
+    pub fn serve_readwrite(storage: &Path) -> Result<Registry> {
+        Self::serve_loopback(storage, false)
+    }
+
+    /// `storage` served read-only over plain HTTP on a free loopback port (e.g. the source of
+    /// `clusterctl airgap bundle`, which speaks plain HTTP to loopback registries). Errors: as
+    /// [`Registry::start`].
+    pub fn serve_readonly(storage: &Path) -> Result<Registry> {
+        Self::serve_loopback(storage, true)
+    }
+
+    fn serve_loopback(storage: &Path, readonly: bool) -> Result<Registry> {
+        let opts = StartOptions {
+            tls: None,
+            htpasswd: None,
+            ip: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            storage: Some(storage),
+            readonly,
+        };
+        Self::try_start(&opts)
+    }
+
+    fn start_with(tls: Option<&TestCa>, htpasswd: Option<&str>) -> Result<Registry> {
+        let mut last = None;
+        for _ in 0..3 {
+            let opts = StartOptions {
+                tls,
+                htpasswd,
+                ip: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+                storage: None,
+                readonly: false,
+            };
+            match Self::try_start(&opts) {
+                Ok(r) => return Ok(r),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("registry did not start")))
+    }
+
+    fn try_start(o: &StartOptions<'_>) -> Result<Registry> {
+        let (tls, htpasswd) = (o.tls, o.htpasswd);
         if !available() {
             bail!("{REGISTRY_BIN} is not installed (Debian package docker-registry)");
         }
         let dir = tempfile::Builder::new().prefix("cc-registry-").tempdir()?;
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let addr = format!("127.0.0.1:{port}");
-        let storage = dir.path().join("storage");
+        let port = TcpListener::bind((o.ip, 0))?.local_addr()?.port();
+        let addr = std::net::SocketAddr::new(o.ip, port).to_string();
+        let storage = match o.storage {
+            Some(s) => s.to_path_buf(),
+            None => dir.path().join("storage"),
+        };
         std::fs::create_dir_all(&storage)?;
+        let maintenance = if o.readonly {
+            "  maintenance:\n    readonly:\n      enabled: true\n    uploadpurging:\n      enabled: false\n"
+        } else {
+            "  delete:\n    enabled: true\n"
+        };
         let mut config = format!(
-            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
+            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n{maintenance}http:\n  addr: {addr}\n",
             storage.display()
         );
         if let Some(ca) = tls {
@@ -149,7 +230,8 @@ impl Registry {
         String::from_utf8_lossy(&buf[..n]).contains(" 200")
     }
 
-    /// `127.0.0.1:PORT`, the registry's host for image references.
+    /// `127.0.0.1:PORT` (or `IP:PORT` of [`Registry::serve_readonly_tls`]), the registry's host for image
+    /// references.
     pub fn addr(&self) -> &str {
         &self.addr
     }
@@ -283,6 +365,12 @@ pub struct TestCa {
 impl TestCa {
     /// Makes a CA named `name` and its serving certificate. Errors: key generation or signing.
     pub fn new(name: &str) -> Result<TestCa> {
+        Self::for_ips(name, &[])
+    }
+
+    /// As [`TestCa::new`], with the serving certificate also naming `ips` (e.g. a docker network's
+    /// gateway, where a registry serves node containers).
+    pub fn for_ips(name: &str, ips: &[std::net::IpAddr]) -> Result<TestCa> {
         use rcgen::{
             BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
             SanType,
@@ -302,6 +390,9 @@ impl TestCa {
             .push(SanType::IpAddress(std::net::IpAddr::V4(
                 std::net::Ipv4Addr::LOCALHOST,
             )));
+        for ip in ips {
+            leaf.subject_alt_names.push(SanType::IpAddress(*ip));
+        }
         let cert = leaf
             .signed_by(&key, &issuer)
             .context("signing the server certificate")?;

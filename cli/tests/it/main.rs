@@ -3,6 +3,7 @@
 
 mod airgap_support;
 mod cni_support;
+mod real_support;
 
 mod airgap_cli;
 mod airgap_up;
@@ -19,6 +20,8 @@ mod destroy_ssh;
 mod image_load;
 mod node_join;
 mod node_remove;
+mod real_cluster;
+mod real_docker;
 mod recreate_ssh;
 mod rollout_system;
 mod status_api;

@@ -1,0 +1,198 @@
+//! The whole cluster for real (root + Docker + the test bed's Kubernetes build): `clusterctl up -f` a file
+//! with 3 control planes and 2 workers, a kube-vip VIP (kube-vip v1.0.0 built from its Go module), the
+//! builtin CNI and containerd, on unprivileged systemd node containers over SSH, with the upstream
+//! kubeadm, kubelet and kubectl of v1.34.4 placed on the nodes (`K8sNodeImage`) and every image pulled
+//! by the nodes' containerd from the cluster file's `registry.mirror` (a registry on the test network's
+//! gateway serving the images `scripts/k8s/images.sh` built; its CA in the file). Asserts every node
+//! Ready through our CNI, CoreDNS running, a pod on each worker, pod-to-pod traffic across nodes over the
+//! VXLAN device, a ClusterIP Service reached through kube-proxy, the Service name resolved through
+//! CoreDNS, the API server reached through the VIP, one etcd member per control plane, and a second
+//! `up` that changes nothing.
+
+use std::time::{Duration, Instant};
+
+use crate::real_support::{self, wait_for, FileOptions, Kube, RealCluster};
+
+/// Web pods (busybox httpd on 8080 answering `hello-from-<pod>`), `web-<i>` pinned to `hosts[i]`
+/// (tolerating every taint), and the ClusterIP Service `web` (80 → 8080) in front of them.
+pub(crate) fn web_workload(c: &dyn Kube, hosts: &[String]) -> String {
+    let image = c.workload_image();
+    let mut y = String::new();
+    for (i, w) in hosts.iter().enumerate() {
+        y.push_str(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, labels: {{app: web}}}}\nspec:\n  nodeName: {w}\n  tolerations: [{{operator: Exists}}]\n  containers:\n  - name: web\n    image: {image}\n    command: [\"sh\", \"-c\", \"echo hello-from-$(hostname) > /tmp/index.html; exec httpd -f -p 8080 -h /tmp\"]\n---\n"
+        ));
+    }
+    y.push_str("apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  selector: {app: web}\n  ports: [{port: 80, targetPort: 8080}]\n");
+    y
+}
+
+/// Every node of the file registered and Ready (JSONPath over `kubectl get nodes`).
+pub(crate) fn all_ready(c: &dyn Kube) -> Result<(), String> {
+    let out = c.kubectl(
+        "get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}'",
+    );
+    for name in c.node_names() {
+        if !out.lines().any(|l| l.trim() == format!("{name} True")) {
+            return Err(format!("{name} not Ready:\n{out}"));
+        }
+    }
+    Ok(())
+}
+
+/// Pods of `selector` in `namespace` all Running and Ready (at least `min`).
+pub(crate) fn pods_ready(
+    c: &dyn Kube,
+    namespace: &str,
+    selector: &str,
+    min: usize,
+) -> Result<(), String> {
+    let out = c.kubectl(&format!(
+        "-n {namespace} get pods -l {selector} -o jsonpath='{{range .items[*]}}{{.metadata.name}} {{.status.phase}} {{.status.conditions[?(@.type==\"Ready\")].status}}{{\"\\n\"}}{{end}}'"
+    ));
+    let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() < min || lines.iter().any(|l| !l.ends_with("Running True")) {
+        let why = if out.contains(" Failed") {
+            c.kubectl(&format!(
+                "-n {namespace} describe pods -l {selector} | grep -E '^Name:|Reason|Message|Warning' || true"
+            ))
+        } else {
+            String::new()
+        };
+        return Err(format!("{namespace}/{selector}: {out}\n{why}"));
+    }
+    Ok(())
+}
+
+/// The traffic checks from `web-0` (first worker): pod-to-pod across nodes over the VXLAN device, the
+/// ClusterIP through kube-proxy, the Service name through CoreDNS, the API server through the VIP.
+pub(crate) fn traffic(c: &dyn Kube) {
+    let exec = |cmd: &str| c.kubectl(&format!("exec web-0 -- {cmd}"));
+    let ip1 = c.kubectl("get pod web-1 -o jsonpath='{.status.podIP}'");
+    let host0 = c.kubectl("get pod web-0 -o jsonpath='{.spec.nodeName}'");
+    // Across nodes: the route to the other worker's pod leaves the first worker through our VXLAN device.
+    let route = c.node_sh(&host0, &format!("ip route get {ip1}"));
+    assert!(
+        route.contains("dev cc-vxlan"),
+        "route to {ip1} on {host0}: {route}"
+    );
+    let page = exec(&format!("wget -q -O- http://{ip1}:8080/index.html"));
+    assert_eq!(page, "hello-from-web-1", "pod-to-pod across nodes");
+    let ping = exec(&format!("ping -c 1 -W 2 {ip1}"));
+    assert!(ping.contains("1 packets received"), "{ping}");
+    // A ClusterIP Service through kube-proxy (iptables rules in the node).
+    let cluster_ip = c.kubectl("get service web -o jsonpath='{.spec.clusterIP}'");
+    let via_ip = exec(&format!("wget -q -O- http://{cluster_ip}/index.html"));
+    assert!(
+        via_ip.starts_with("hello-from-web-"),
+        "ClusterIP {cluster_ip}: {via_ip}"
+    );
+    // The Service name through CoreDNS.
+    let ns = exec("nslookup web.default.svc.cluster.local");
+    assert!(ns.contains(&cluster_ip), "nslookup: {ns}");
+    let via_name = exec("wget -q -O- http://web.default.svc.cluster.local/index.html");
+    assert!(
+        via_name.starts_with("hello-from-web-"),
+        "by name: {via_name}"
+    );
+    // The API server through kube-vip's VIP.
+    if let Some(vip) = &c.vip() {
+        let livez = exec(&format!(
+            "wget -q -O- --no-check-certificate https://{vip}:6443/livez"
+        ));
+        assert_eq!(livez, "ok", "API server through the VIP {vip}");
+    }
+}
+
+/// Nodes Ready, CoreDNS running, the web workload running on the workers, then [`traffic`].
+pub(crate) fn check_cluster(c: &RealCluster) {
+    let workers: Vec<String> = c.workers().iter().map(|n| n.name.clone()).collect();
+    check_cluster_on(c, &workers);
+}
+
+/// Nodes Ready through our CNI, CoreDNS running, the web pods running on `hosts` (two, on two nodes),
+/// then [`traffic`] from the first to the second.
+pub(crate) fn check_cluster_on(c: &dyn Kube, hosts: &[String]) {
+    let t = Instant::now();
+    wait_for("every node Ready", Duration::from_secs(180), || {
+        all_ready(c)
+    });
+    // Through our CNI: the only CNI configuration on every node is the builtin one.
+    for n in c.node_names() {
+        let confs = c.node_sh(&n, "ls /etc/cni/net.d");
+        assert_eq!(confs, "10-clusterctl.conflist", "{n}");
+    }
+    wait_for("CoreDNS Ready", Duration::from_secs(240), || {
+        pods_ready(c, "kube-system", "k8s-app=kube-dns", 2)
+    });
+    if c.kubectl("get pods -l app=web -o name").is_empty() {
+        c.apply(&web_workload(c, hosts));
+    }
+    wait_for("web pods Ready", Duration::from_secs(180), || {
+        pods_ready(c, "default", "app=web", hosts.len())
+    });
+    traffic(c);
+    eprintln!(
+        "[real] cluster checks passed in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn ha_cluster_over_ssh_for_real() {
+    let Some(env) = real_support::available() else {
+        return;
+    };
+    let t = Instant::now();
+    let c = real_support::start(
+        "rha",
+        3,
+        2,
+        FileOptions {
+            vip: true,
+            ..Default::default()
+        },
+        &env,
+    );
+    let up = c.up(&[]);
+    let out = up.all();
+    assert!(out.contains("converged"), "{out}");
+    eprintln!(
+        "[real] HA up converged after {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    // The kubeconfig names the VIP.
+    let kubeconfig = std::fs::read_to_string(c.cc.kubeconfig()).expect("kubeconfig");
+    let vip = c.vip.clone().expect("vip");
+    assert!(
+        kubeconfig.contains(&format!("server: https://{vip}:6443")),
+        "{kubeconfig}"
+    );
+    check_cluster(&c);
+    let mut want: Vec<String> = c.control_planes().iter().map(|n| n.name.clone()).collect();
+    want.sort();
+    assert_eq!(c.etcd_members(), want, "one etcd member per control plane");
+    // `status` reports the cluster healthy: every node of the file registered and Ready, nothing stuck,
+    // no label or taint drift.
+    let f = c.file.to_string_lossy().into_owned();
+    let status = c.clusterctl(&["status", "-f", &f]);
+    assert_eq!(status.code, 0, "status:\n{}", status.all());
+    let s = status.all();
+    assert!(
+        s.contains(&format!(
+            "; {n} of {n} registered node(s) Ready",
+            n = c.roles.len()
+        )) && s.contains("no stuck pods")
+            && !s.contains("not registered")
+            && !s.contains("missing on the node"),
+        "status:\n{s}"
+    );
+    // A second `up` changes nothing.
+    let again = c.up(&[]);
+    assert!(
+        again.all().contains("is up to date; nothing changed"),
+        "{}",
+        again.all()
+    );
+    eprintln!("[real] HA test done in {:.1}s", t.elapsed().as_secs_f64());
+}

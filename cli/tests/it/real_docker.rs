@@ -1,0 +1,242 @@
+//! The docker provider runs the same real cluster (root + Docker + the test bed's Kubernetes build):
+//! `clusterctl up -f` a file with `provider: docker`, 1 control plane + 1 worker, on node containers made
+//! by clusterctl itself from the test bed's node image with the upstream kubeadm, kubelet and kubectl
+//! (`K8sNodeImage`), run unprivileged with the narrow settings (`runOptions`: `privileged: false`,
+//! `SYS_ADMIN` + `NET_ADMIN`, tmpfs, a private cgroup namespace; `nodeEnvironment:
+//! unprivileged-container`), the builtin CNI and containerd. The images reach the nodes through
+//! `clusterctl airgap bundle` (from a loopback registry serving what `scripts/k8s/images.sh` built,
+//! with `--source-registry-override`) and the file's `airgap.bundle`, which `up` imports into each
+//! node's containerd — the workload image too, as an `images.preload`. Asserts both nodes Ready through
+//! our CNI, CoreDNS running, pod-to-pod traffic across the nodes, a ClusterIP Service through
+//! kube-proxy and its name through CoreDNS; then `destroy` removes the containers and the network.
+
+use std::process::Command;
+use std::time::Instant;
+
+use clusterctl_testbed::docker::{docker, network_gateway, TESTBED_LABEL};
+use clusterctl_testbed::registry::Registry;
+
+use crate::real_cluster::check_cluster_on;
+use crate::real_support::{self, Kube, VERSION};
+
+/// The docker provider's label naming the cluster (exec's `CLUSTER_LABEL`).
+const CLUSTER_LABEL: &str = "io.clusterctl.cluster";
+
+/// A docker-provider cluster: checks through `docker exec` into `<cluster>-<node>`; the containers and
+/// the network are removed on drop (also when `up` or an assertion failed).
+struct DockerCluster {
+    name: String,
+    nodes: Vec<String>,
+}
+
+impl DockerCluster {
+    fn container(&self, node: &str) -> String {
+        format!("{}-{node}", self.name)
+    }
+
+    fn exec(&self, node: &str, script: &str, stdin: &[u8]) -> (i32, String, String) {
+        let mut child = Command::new("docker")
+            .args(["exec", "-i", &self.container(node), "sh", "-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("docker exec");
+        if let Some(mut i) = child.stdin.take() {
+            let _ = std::io::Write::write_all(&mut i, stdin);
+        }
+        let out = child.wait_with_output().expect("docker exec");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        )
+    }
+}
+
+impl Kube for DockerCluster {
+    fn kubectl(&self, args: &str) -> String {
+        let (st, out, err) = self.exec(
+            &self.nodes[0],
+            &format!("kubectl --kubeconfig /etc/kubernetes/admin.conf {args}"),
+            b"",
+        );
+        assert_eq!(st, 0, "kubectl {args}: {out}{err}");
+        out
+    }
+    fn apply(&self, yaml: &str) {
+        let (st, out, err) = self.exec(
+            &self.nodes[0],
+            "kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f -",
+            yaml.as_bytes(),
+        );
+        assert_eq!(st, 0, "kubectl apply: {out}{err}");
+    }
+    fn node_sh(&self, node: &str, script: &str) -> String {
+        let (st, out, err) = self.exec(node, script, b"");
+        assert_eq!(st, 0, "{node}: {script}: {out}{err}");
+        out
+    }
+    fn node_names(&self) -> Vec<String> {
+        self.nodes.clone()
+    }
+    fn workload_image(&self) -> String {
+        "clusterctl.test/busybox:1".into()
+    }
+    fn vip(&self) -> Option<String> {
+        None
+    }
+}
+
+impl Drop for DockerCluster {
+    fn drop(&mut self) {
+        let filter = format!("label={CLUSTER_LABEL}={}", self.name);
+        if let Ok(ids) = docker(&["ps", "-aq", "--filter", &filter]) {
+            for id in ids.lines().filter(|l| !l.is_empty()) {
+                let _ = docker(&["rm", "-f", "-v", id]);
+            }
+        }
+        let _ = docker(&["network", "rm", &format!("clusterctl-{}", self.name)]);
+    }
+}
+
+#[test]
+fn docker_provider_real_cluster() {
+    let Some((image, store)) = real_support::available() else {
+        return;
+    };
+    let t = Instant::now();
+    let name = clusterctl_testbed::unique_name("rdk");
+    let cluster = DockerCluster {
+        name: name.clone(),
+        nodes: vec!["c1".into(), "w1".into()],
+    };
+    // The provider's network, made here first so that its gateway (the kubelet's resolver on the nodes)
+    // is known before `up`; `up` takes a network carrying the cluster's label as its own, and `destroy`
+    // removes it.
+    let network = format!("clusterctl-{name}");
+    let pid = std::process::id().to_string();
+    docker(&[
+        "network",
+        "create",
+        "--label",
+        &format!("{CLUSTER_LABEL}={name}"),
+        "--label",
+        &format!("{TESTBED_LABEL}={pid}"),
+        &network,
+    ])
+    .expect("network");
+    let gateway = network_gateway(&network).expect("gateway");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let resolv = dir.path().join("resolv.conf");
+    std::fs::write(&resolv, format!("nameserver {gateway}\n")).expect("resolv.conf");
+    let source = Registry::serve_readonly(&store.storage).expect("source registry");
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: clusterctl.io/v1alpha1
+kind: Cluster
+metadata: {{name: {name}}}
+spec:
+  kubernetesVersion: {VERSION}
+  provider: docker
+  nodeEnvironment: unprivileged-container
+  kubelet:
+    resolvConf: /etc/kubernetes/resolv.conf
+    evictionHard: {{memory.available: 100Mi, nodefs.available: 1Gi, nodefs.inodesFree: 1%, imagefs.available: 1Gi}}
+  docker:
+    nodeImage: {}
+    runOptions:
+      privileged: false
+      capAdd: [SYS_ADMIN, NET_ADMIN]
+      tmpfs: [\"/run:exec\", \"/run/lock\", \"/tmp:exec\", \"/var/lib/containerd:exec\"]
+      cgroupns: private
+      extraMounts:
+        - {{hostPath: {}, containerPath: /etc/kubernetes/resolv.conf, readOnly: true}}
+  images:
+    preload: [clusterctl.test/busybox:1]
+  airgap:
+    bundle: site.tar
+  nodes:
+    - {{name: c1, role: control-plane}}
+    - {{name: w1, role: worker}}
+",
+            image.tag,
+            resolv.display()
+        ),
+    )
+    .expect("cluster file");
+    let cc = real_support::own_clusterctl(dir.path());
+    let f = file.to_string_lossy().into_owned();
+    let from = |host: &str| format!("{host}={}", source.addr());
+    let bundle = cc
+        .run(&[
+            "airgap",
+            "bundle",
+            "-f",
+            &f,
+            "--no-self",
+            "--source-registry-override",
+            &from("registry.k8s.io"),
+            "--source-registry-override",
+            &from("clusterctl.test"),
+        ])
+        .expect("airgap bundle");
+    assert_eq!(bundle.code, 0, "airgap bundle:\n{}", bundle.all());
+    eprintln!(
+        "[real] docker: bundle written after {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    let up = cc.run(&["up", "-f", &f]).expect("up");
+    assert_eq!(up.code, 0, "up:\n{}", up.all());
+    eprintln!(
+        "[real] docker: up converged after {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    // The nodes are clusterctl's own, unprivileged containers of the node image.
+    for n in &cluster.nodes {
+        let c = cluster.container(n);
+        let priv_img = docker(&[
+            "inspect",
+            "--format",
+            "{{.HostConfig.Privileged}} {{.Config.Image}} {{.HostConfig.CgroupnsMode}}",
+            &c,
+        ])
+        .expect("inspect");
+        assert_eq!(priv_img, format!("false {} private", image.tag), "{c}");
+    }
+    // The images came from the bundle: containerd pulled nothing.
+    let imported = cluster.node_sh("w1", "ctr -n k8s.io images ls -q");
+    assert!(
+        imported.contains("clusterctl.test/busybox:1")
+            && imported.contains(&format!("registry.k8s.io/kube-proxy:{VERSION}")),
+        "{imported}"
+    );
+    check_cluster_on(&cluster, &["w1".to_string(), "c1".to_string()]);
+    let again = cc.run(&["up", "-f", &f]).expect("up");
+    assert_eq!(again.code, 0, "{}", again.all());
+    assert!(
+        again.all().contains("is up to date; nothing changed"),
+        "{}",
+        again.all()
+    );
+    let destroy = cc.run(&["destroy", "-f", &f, "--yes"]).expect("destroy");
+    assert_eq!(destroy.code, 0, "destroy:\n{}", destroy.all());
+    let left = docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label={CLUSTER_LABEL}={name}"),
+    ])
+    .expect("ps");
+    assert_eq!(left, "", "destroy left containers");
+    assert!(
+        docker(&["network", "inspect", &network]).is_err(),
+        "destroy left the network"
+    );
+    eprintln!(
+        "[real] docker provider test done in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+}
