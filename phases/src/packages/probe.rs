@@ -17,7 +17,7 @@ echo "version_id=${VERSION_ID:-}"
 echo "arch=$(uname -m)"
 P="kubeadm kubelet kubectl cri-tools kubernetes-cni containerd containerd.io runc cri-o"
 if command -v dpkg-query >/dev/null 2>&1; then
-  dpkg-query -W -f='${db:Status-Abbrev}|${Package} ${Version}\n' $P 2>/dev/null | sed -n 's/^ii *|/pkg=/p'
+  dpkg-query -W -f='${db:Status-Abbrev}|${Package} ${Version}\n' $P 2>/dev/null | sed -n 's/^[hi]i *|/pkg=/p'
   echo "held=$(apt-mark showhold 2>/dev/null | tr '\n' ' ')"
   echo "containerd_candidate=$(apt-cache policy containerd 2>/dev/null | awk '/Candidate:/{print $2}')"
 elif command -v rpm >/dev/null 2>&1; then

@@ -168,10 +168,19 @@ pub fn apt_key(repo: &str, keyring: &str, ca: bool) -> String {
 }
 
 /// `apt-get update` of one source file only (its lists refreshed; other sources left as they are).
+/// apt reports a repository whose signature does not verify (a tampered `InRelease`, another key) or
+/// that cannot be fetched only as a warning and keeps the previous lists, exiting 0: such a warning
+/// fails the step here, with apt's words, so `up` says which node and why instead of installing from
+/// stale lists or failing later with "Unable to locate package".
 pub fn apt_update(list: &str) -> String {
-    format!(
-        "apt-get update -q -o Dir::Etc::sourcelist={list} -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0"
-    )
+    [
+        format!("out=$(apt-get update -q -o Dir::Etc::sourcelist={list} -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 2>&1); rc=$?"),
+        "printf '%s\\n' \"$out\"".to_string(),
+        "if [ $rc -ne 0 ] || printf '%s\\n' \"$out\" | grep -qE '^(W: (GPG error|An error occurred during the signature verification|Failed to fetch)|E: )'; then".to_string(),
+        format!("  echo \"apt could not refresh {list} from a repository with a valid signature (apt's messages above)\" >&2; exit 1"),
+        "fi".to_string(),
+    ]
+    .join("\n")
 }
 
 fn spec(family: Family, name: &str, version: Option<&str>) -> String {
@@ -350,7 +359,7 @@ pub fn containerd_archive(
 pub fn crio_install(family: Family, downgrade: bool) -> String {
     match family {
         Family::Debian => format!(
-            "{} && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-change-held-packages{} cri-o && apt-mark hold cri-o && systemctl enable crio",
+            "{}\nDEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-change-held-packages{} cri-o && apt-mark hold cri-o && systemctl enable crio",
             apt_update(CRIO_APT_LIST),
             if downgrade { " --allow-downgrades" } else { "" }
         ),
@@ -370,7 +379,7 @@ pub fn record() -> String {
          \x20 {{\n\
          \x20   P=\"{RECORDED}\"\n\
          \x20   if command -v dpkg-query >/dev/null 2>&1; then\n\
-         \x20     dpkg-query -W -f='${{db:Status-Abbrev}}|${{Package}} ${{Version}}\\n' $P 2>/dev/null | sed -n 's/^ii *|/installed /p'\n\
+         \x20     dpkg-query -W -f='${{db:Status-Abbrev}}|${{Package}} ${{Version}}\\n' $P 2>/dev/null | sed -n 's/^[hi]i *|/installed /p'\n\
          \x20     apt-mark showhold 2>/dev/null | sed 's/^/held /'\n\
          \x20   elif command -v rpm >/dev/null 2>&1; then\n\
          \x20     for p in $P; do rpm -q --qf 'installed %{{NAME}} %{{VERSION}}-%{{RELEASE}}\\n' \"$p\" 2>/dev/null | grep '^installed ' || true; done\n\
@@ -393,7 +402,7 @@ pub fn purge(legacy: &[String]) -> String {
     let legacy: Vec<String> = legacy.iter().map(|p| sh_quote(p)).collect();
     format!(
         "d={RECORD_DIR}; out=''\n\
-         is_installed() {{ if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${{Status}}' \"$1\" 2>/dev/null | grep -q 'install ok installed'; else rpm -q \"$1\" >/dev/null 2>&1; fi; }}\n\
+         is_installed() {{ if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${{Status}}' \"$1\" 2>/dev/null | grep -q ' ok installed'; else rpm -q \"$1\" >/dev/null 2>&1; fi; }}\n\
          if [ -f \"$d/before\" ]; then\n\
          \x20 rm_list=''\n\
          \x20 for p in {RECORDED}; do\n\
@@ -455,10 +464,12 @@ mod tests {
             "{k}"
         );
         assert!(!k.contains("CACERT="), "{k}");
-        assert_eq!(
-            apt_update(APT_LIST),
-            "apt-get update -q -o Dir::Etc::sourcelist=/etc/apt/sources.list.d/kubernetes.list -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0"
+        let u = apt_update(APT_LIST);
+        assert!(
+            u.starts_with("out=$(apt-get update -q -o Dir::Etc::sourcelist=/etc/apt/sources.list.d/kubernetes.list -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 2>&1); rc=$?\n"),
+            "{u}"
         );
+        assert!(u.contains("W: (GPG error|An error occurred during the signature verification|Failed to fetch)"), "{u}");
     }
 
     #[test]
