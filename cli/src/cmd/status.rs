@@ -51,6 +51,16 @@ pub(crate) struct LabelDrift {
     pub actual: Option<String>,
 }
 
+/// A taint the cluster file declares on a node that the Node object does not carry (same key, value
+/// and effect).
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct TaintDrift {
+    /// Node name.
+    pub node: String,
+    /// `key[=value]:Effect` as declared.
+    pub taint: String,
+}
+
 /// The whole report (`-o json` prints it).
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -64,6 +74,8 @@ pub(crate) struct Report {
     pub missing_nodes: Vec<String>,
     /// Declared labels the nodes do not carry (`clusterctl up` restores them).
     pub label_drift: Vec<LabelDrift>,
+    /// Declared taints the nodes do not carry (`clusterctl up` restores them).
+    pub taint_drift: Vec<TaintDrift>,
 }
 
 /// Runs the command (exit codes in the module doc).
@@ -138,6 +150,7 @@ pub(crate) fn report(
         diagnosis,
         missing_nodes,
         label_drift: label_drift(cluster, &nodes),
+        taint_drift: taint_drift(cluster, &nodes),
     })
 }
 
@@ -157,6 +170,43 @@ fn label_drift(cluster: &ValidCluster, nodes: &[Node]) -> Vec<LabelDrift> {
                     node: vn.name.clone(),
                     label: format!("{k}={v}"),
                     actual: have.get(k).cloned(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn taint_drift(cluster: &ValidCluster, nodes: &[Node]) -> Vec<TaintDrift> {
+    let mut out = Vec::new();
+    for vn in cluster.nodes() {
+        let Some(n) = nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(vn.name.as_str()))
+        else {
+            continue;
+        };
+        let have = n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        for t in &vn.taints {
+            let value = t.value.clone().filter(|v| !v.is_empty());
+            let effect = format!("{:?}", t.effect);
+            let carried = have.iter().any(|h| {
+                h.key == t.key
+                    && h.value.clone().filter(|v| !v.is_empty()) == value
+                    && h.effect == effect
+            });
+            if !carried {
+                let shown = match &value {
+                    Some(v) => format!("{}={v}:{effect}", t.key),
+                    None => format!("{}:{effect}", t.key),
+                };
+                out.push(TaintDrift {
+                    node: vn.name.clone(),
+                    taint: shown,
                 });
             }
         }
@@ -282,6 +332,12 @@ fn print_text(cluster: &ValidCluster, r: &Report) {
                 Some(a) => println!("  {}: {} (has {a})", l.node, l.label),
                 None => println!("  {}: {}", l.node, l.label),
             }
+        }
+    }
+    if !r.taint_drift.is_empty() {
+        println!("\ntaints declared in the file but missing on the node (`clusterctl up` restores them):");
+        for t in &r.taint_drift {
+            println!("  {}: {}", t.node, t.taint);
         }
     }
     if d.stuck.is_empty() {

@@ -25,7 +25,6 @@ mod real_docker;
 mod recreate_ssh;
 mod rollout_system;
 mod status_api;
-mod status_recorded;
 mod up_docker;
 mod up_dry_run;
 mod up_system;

@@ -4,7 +4,7 @@
 //! that was never loaded, a crash loop, a node without a CNI), created through the API with their
 //! statuses written through the `status` subresources, as the kubelet and the scheduler would. Checks
 //! the layer named per stuck pod (which needs the server to answer each pod's field-selected events),
-//! the NotReady reason, the declared label a node lost, the `-o json` shape, and the kubeconfig context
+//! the NotReady reason, the declared label and taint a node lost, the `-o json` shape, and the kubeconfig context
 //! picked by cluster name — there the other context points at the recording API server, which must
 //! receive no request at all.
 
@@ -36,7 +36,7 @@ spec:
   nodes:
     - {name: lab-control-plane, role: control-plane}
     - {name: lab-worker, role: worker}
-    - {name: lab-worker2, role: worker, labels: {disktype: ssd}}
+    - {name: lab-worker2, role: worker, labels: {disktype: ssd}, taints: [{key: dedicated, value: db, effect: NoSchedule}]}
     - {name: lab-worker3, role: worker}
 ";
 
@@ -233,6 +233,11 @@ fn json_names_the_stuck_layer_of_each_pod() {
         v["labelDrift"],
         json!([{"node": "lab-worker2", "label": "disktype=ssd", "actual": "hdd"}])
     );
+    // A declared taint the node does not carry is reported too (`up` puts it back).
+    assert_eq!(
+        v["taintDrift"],
+        json!([{"node": "lab-worker2", "taint": "dedicated=db:NoSchedule"}])
+    );
 }
 
 #[test]
@@ -287,6 +292,16 @@ fn text_output_and_context_named_after_the_cluster() {
         "{out}"
     );
     assert!(out.contains("lab-worker2: disktype=ssd (has hdd)"), "{out}");
+    let taints: String = out
+        .lines()
+        .skip_while(|l| !l.starts_with("taints declared in the file but missing on the node"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert!(
+        taints.contains("lab-worker2: dedicated=db:NoSchedule"),
+        "{out}"
+    );
     assert!(
         out.contains("container runtime network not ready: NetworkPluginNotReady"),
         "{out}"

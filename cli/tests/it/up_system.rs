@@ -8,7 +8,7 @@
 //! stand-in's `admin.conf` points at a recording HTTPS API server bound on the docker network's gateway:
 //! the label and taint PATCHes with their content types and bodies, and the Node list polled until every
 //! node is Ready); the kubeconfig was merged with the VIP; a second `up` runs no mutating command and
-//! patches nothing; no secret appears in output, state or cache.
+//! patches nothing; a label and a taint removed by hand are patched back by the next `up`; no secret appears in output, state or cache.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -560,7 +560,32 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
         0o600
     );
 
-    // 4. A second `up`: no mutating command, nothing restarted, no new stand-in call.
+    // 4. A second `up`: no mutating command, nothing restarted, no new stand-in call. The API server
+    // now holds what the labels phase patched (as a real one would): `labels`, which is not recorded and
+    // checks on every run, finds nothing to change.
+    let mut w1 = node_object(
+        "topgun-w1",
+        true,
+        json!({"kubernetes.io/hostname": "topgun-w1", "kubernetes.io/os": "linux", "disktype": "ssd"}),
+    );
+    w1["spec"]["taints"] = json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]);
+    let mut items: Vec<Value> = names
+        .iter()
+        .filter(|n| **n != "topgun-w1")
+        .map(|n| {
+            node_object(
+                n,
+                true,
+                json!({"kubernetes.io/hostname": n, "kubernetes.io/os": "linux"}),
+            )
+        })
+        .collect();
+    items.push(w1.clone());
+    api.serve("/api/v1/nodes/topgun-w1", w1);
+    api.serve(
+        "/api/v1/nodes",
+        json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "2"}, "items": items}),
+    );
     let calls_before: Vec<Vec<String>> = nodes.iter().map(calls).collect();
     let api_before = api.recorded().len();
     let inv_before: Vec<String> = nodes.iter().map(containerd_invocation).collect();
@@ -606,6 +631,45 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
         log.push_str(&format!("\n=== again\n{}", again.out));
         let _ = std::fs::write(p, log);
     }
+
+    // 4b. The label and the taint removed by hand (the server's Nodes lose them): the next `up` puts
+    // both back — `labels` is not recorded, so a converged cluster still gets its drift corrected —
+    // and changes nothing on the nodes.
+    serve_nodes(&api, &names, |_| true);
+    let api_before = api.recorded().len();
+    let calls_before: Vec<Vec<String>> = nodes.iter().map(calls).collect();
+    let fixed = up(&file, home.path(), &known_hosts, &[]);
+    assert_eq!(fixed.code, 0, "{}", fixed.out);
+    assert!(
+        fixed
+            .out
+            .contains("node topgun-w1: set labels disktype=ssd")
+            && fixed
+                .out
+                .contains("node topgun-w1: set taints dedicated=db:NoSchedule"),
+        "{}",
+        fixed.out
+    );
+    assert!(!fixed.out.contains(": run: "), "{}", fixed.out);
+    let again_patches: Vec<Recorded> = api
+        .recorded()
+        .split_off(api_before)
+        .into_iter()
+        .filter(|r| r.method == "PATCH")
+        .collect();
+    assert_eq!(again_patches.len(), 2, "{again_patches:#?}");
+    assert_eq!(
+        again_patches[0].json(),
+        json!({"metadata": {"labels": {"disktype": "ssd"}}})
+    );
+    assert_eq!(
+        again_patches[1].json(),
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}})
+    );
+    assert_eq!(
+        stand_in_calls(&calls_before),
+        stand_in_calls(&nodes.iter().map(calls).collect())
+    );
 
     // 5. No secret in output, state or cache.
     let join = sh(c1n, "cat /var/lib/clusterctl/join.json");
