@@ -10,6 +10,7 @@
 //! kubeadm, kubelet and kubectl, and the version's images served to them from a registry).
 
 pub mod apiserver;
+pub mod aptrepo;
 pub mod cli;
 pub mod docker;
 pub mod envtest;
