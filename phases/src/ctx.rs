@@ -297,6 +297,25 @@ impl NodeCtx {
         if !out.success() {
             return Err(self.command_error(&cmd, &out));
         }
+        // kubeadm only warns about a field of its configuration it cannot decode, and drops it: that is
+        // a rendering the kubeadm on the node does not read as meant, so the phase fails naming it.
+        if crate::kubeadm::runs_kubeadm(&cmd.script) {
+            let mut both = String::from_utf8_lossy(&out.stderr).into_owned();
+            both.push_str(&String::from_utf8_lossy(&out.stdout));
+            let dropped = crate::kubeadm::dropped_fields(&both);
+            if !dropped.is_empty() {
+                return Err(self.check_error(
+                    dropped
+                        .into_iter()
+                        .map(|f| {
+                            format!(
+                                "kubeadm ignored a field of the configuration clusterctl rendered (strict decoding): {f}; `{shown}` went on without it — the rendering does not fit this kubeadm (a clusterctl bug: please report it with the kubeadm version)"
+                            )
+                        })
+                        .collect(),
+                ));
+            }
+        }
         Ok(Some(out))
     }
 

@@ -2,7 +2,8 @@
 //! `InitConfiguration.bootstrapTokens[0].token` and `.certificateKey`, and in `JoinConfiguration`
 //! `discovery.bootstrapToken.{token, caCertHashes, apiServerEndpoint}` and `controlPlane.certificateKey`
 //! (kubeadm API v1beta3/v1beta4, same field names in both). Documents other than the patched one are
-//! kept byte for byte. Also the bootstrap token and certificate key formats kubeadm accepts.
+//! kept byte for byte. Also the bootstrap token and certificate key formats kubeadm accepts, and the
+//! fields kubeadm's strict decoding reports in its output ([`dropped_fields`]).
 
 use serde_yaml::{Mapping, Value};
 
@@ -176,6 +177,61 @@ pub fn patch_join(
     })
 }
 
+/// The fields of a configuration kubeadm reported and dropped while loading it: kubeadm decodes its
+/// configuration strictly, but only warns (`W… error unmarshaling configuration
+/// schema.GroupVersionKind{…Kind:"InitConfiguration"}: strict decoding error: unknown field
+/// "timeouts.bogus"`) and goes on without the field. Each entry names the kind when the line does and
+/// the field as kubeadm quotes it, e.g. `InitConfiguration: unknown field "timeouts.bogus"`. Empty when
+/// kubeadm reported nothing.
+pub fn dropped_fields(output: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in output.lines() {
+        if !line.contains("strict decoding error") && !line.contains("unknown field \"") {
+            continue;
+        }
+        let kind = line
+            .split_once("Kind:\"")
+            .and_then(|(_, r)| r.split_once('"'))
+            .map(|(k, _)| format!("{k}: "))
+            .unwrap_or_default();
+        let mut found = false;
+        for what in ["unknown field \"", "duplicate field \""] {
+            let mut rest = line;
+            while let Some((_, r)) = rest.split_once(what) {
+                let Some((field, after)) = r.split_once('"') else {
+                    break;
+                };
+                let entry = format!("{kind}{}{field}\"", what);
+                if !out.contains(&entry) {
+                    out.push(entry);
+                }
+                found = true;
+                rest = after;
+            }
+        }
+        if !found {
+            let entry = format!(
+                "{kind}{}",
+                line.split_once("strict decoding error")
+                    .map(|(_, r)| format!("strict decoding error{r}"))
+                    .unwrap_or_else(|| line.trim().to_string())
+            );
+            if !out.contains(&entry) {
+                out.push(entry);
+            }
+        }
+    }
+    out
+}
+
+/// True when `script` runs kubeadm: a word `kubeadm` or a path ending in `/kubeadm`, as in `kubeadm
+/// init …`, `timeout 600 kubeadm …` or `/usr/bin/kubeadm …`.
+pub fn runs_kubeadm(script: &str) -> bool {
+    script
+        .split_whitespace()
+        .any(|w| w == "kubeadm" || w.ends_with("/kubeadm"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,5 +312,26 @@ mod tests {
         let t = new_token().expect("token");
         assert_eq!(t.len(), 23);
         assert_eq!(new_certificate_key().expect("key").len(), 64);
+    }
+
+    #[test]
+    fn strict_decoding_warnings_name_the_kind_and_field() {
+        // As kubeadm v1.34.4 prints it (the real line, with the field the test added).
+        let out = "W1202 02:27:24.967504    3010 initconfiguration.go:332] error unmarshaling configuration schema.GroupVersionKind{Group:\"kubeadm.k8s.io\", Version:\"v1beta4\", Kind:\"InitConfiguration\"}: strict decoding error: unknown field \"timeouts.bogusTimeout\", unknown field \"other\"\n[init] Using Kubernetes version: v1.34.1\n";
+        assert_eq!(
+            super::dropped_fields(out),
+            [
+                "InitConfiguration: unknown field \"timeouts.bogusTimeout\"",
+                "InitConfiguration: unknown field \"other\""
+            ]
+        );
+        assert_eq!(
+            super::dropped_fields("W… strict decoding error: yaml: duplicate field \"a\""),
+            ["duplicate field \"a\""]
+        );
+        assert!(super::dropped_fields("[preflight] Running pre-flight checks\n").is_empty());
+        assert!(super::runs_kubeadm("timeout 600 kubeadm init --config x"));
+        assert!(super::runs_kubeadm("/usr/bin/kubeadm join --config x"));
+        assert!(!super::runs_kubeadm("kubectl apply -f kubeadm.yaml"));
     }
 }

@@ -1,5 +1,5 @@
 //! kube-apiserver extras: audit (policy file, `--audit-*` flags, hostPath mounts for the policy and the
-//! log directory) and OIDC — either the legacy `--oidc-*` flags with the issuer CA mounted, or a
+//! log directory — none for `logPath: "-"`, the API server's standard output) and OIDC — either the legacy `--oidc-*` flags with the issuer CA mounted, or a
 //! structured `AuthenticationConfiguration` (`apiserver.config.k8s.io/v1beta1` for 1.30–1.33, `v1` from
 //! 1.34; upstream staging/src/k8s.io/apiserver/pkg/apis/apiserver/{v1beta1,v1}/types.go) passed with
 //! `--authentication-config` and the CA inline — never both. Every host path a flag names is mounted.
@@ -7,7 +7,7 @@
 use crate::ctx::Ctx;
 use crate::output::{Purpose, RenderError, RenderedFile};
 use crate::yaml;
-use clusterctl_spec::model::{Oidc, OidcMode};
+use clusterctl_spec::model::{Oidc, OidcMode, AUDIT_LOG_STDOUT};
 use clusterctl_spec::ValidNode;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -72,12 +72,6 @@ pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
         x.args
             .insert("audit-policy-file".into(), AUDIT_POLICY_PATH.into());
         x.args.insert("audit-log-path".into(), a.log_path.clone());
-        x.args
-            .insert("audit-log-maxage".into(), a.max_age.to_string());
-        x.args
-            .insert("audit-log-maxbackup".into(), a.max_backup.to_string());
-        x.args
-            .insert("audit-log-maxsize".into(), a.max_size.to_string());
         x.mounts.push(Mount {
             name: "audit-policy".into(),
             host_path: AUDIT_POLICY_PATH.into(),
@@ -85,14 +79,24 @@ pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
             read_only: true,
             path_type: "File",
         });
-        let dir = parent_dir(&a.log_path);
-        x.mounts.push(Mount {
-            name: "audit-log".into(),
-            host_path: dir.clone(),
-            mount_path: dir,
-            read_only: false,
-            path_type: "DirectoryOrCreate",
-        });
+        // `-` is the API server's standard output (the container log a collector reads): no file,
+        // so no directory to mount and nothing to rotate.
+        if a.log_path != AUDIT_LOG_STDOUT {
+            x.args
+                .insert("audit-log-maxage".into(), a.max_age.to_string());
+            x.args
+                .insert("audit-log-maxbackup".into(), a.max_backup.to_string());
+            x.args
+                .insert("audit-log-maxsize".into(), a.max_size.to_string());
+            let dir = parent_dir(&a.log_path);
+            x.mounts.push(Mount {
+                name: "audit-log".into(),
+                host_path: dir.clone(),
+                mount_path: dir,
+                read_only: false,
+                path_type: "DirectoryOrCreate",
+            });
+        }
     }
     if let Some(o) = &spec.api_server.oidc {
         match o.mode {

@@ -1,6 +1,7 @@
 //! Host preparation files every node gets: `/etc/sysctl.d/99-kubernetes.conf` (bridge netfilter and
 //! forwarding) and `/etc/modules-load.d/kubernetes.conf` (`overlay`, `br_netfilter`, plus the IPVS
-//! modules in ipvs mode and `vxlan` for the builtin CNI); with `nodeEnvironment:
+//! modules in ipvs mode and `vxlan` for the builtin CNI), [`CRICTL_CONFIG_PATH`] (`crictl` pointed at
+//! the file's runtime, which it cannot guess when several runtimes' sockets exist); with `nodeEnvironment:
 //! unprivileged-container` also [`KMSG_TMPFILES_PATH`], [`NODE_ENV_SCRIPT`] and [`NODE_ENV_UNIT`]
 //! (`/proc/sys/net` made writable, the kernel values of [`KUBELET_SYSCTLS`] shown read-only).
 
@@ -15,6 +16,8 @@ use minijinja::context;
 pub const SYSCTL_PATH: &str = "/etc/sysctl.d/99-kubernetes.conf";
 /// modules-load file path.
 pub const MODULES_PATH: &str = "/etc/modules-load.d/kubernetes.conf";
+/// crictl's configuration (cri-tools reads `/etc/crictl.yaml` unless `--config` is given).
+pub const CRICTL_CONFIG_PATH: &str = "/etc/crictl.yaml";
 /// The `/dev/kmsg` → `/dev/null` tmpfiles entry (unprivileged-container nodes).
 pub const KMSG_TMPFILES_PATH: &str = "/etc/tmpfiles.d/clusterctl-kmsg.conf";
 /// The script an unprivileged node container runs at boot (unprivileged-container nodes): makes
@@ -71,6 +74,17 @@ fn files(cx: &Ctx) -> Result<Vec<RenderedFile>, RenderError> {
         0o644,
         mods,
         Purpose::KernelModules,
+    ));
+    // Without it crictl tries its default endpoints in turn and warns; with two runtimes installed it
+    // may talk to the other one.
+    out.push(RenderedFile::text(
+        CRICTL_CONFIG_PATH,
+        0o644,
+        format!(
+            "# crictl talks to the runtime the cluster uses (written by clusterctl).\nruntime-endpoint: {s}\nimage-endpoint: {s}\ntimeout: 10\n",
+            s = cx.cri_socket
+        ),
+        Purpose::CrictlConfig,
     ));
     if cx.c.spec().node_environment == NodeEnvironment::UnprivilegedContainer {
         out.push(RenderedFile::text(

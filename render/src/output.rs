@@ -99,6 +99,8 @@ pub enum Purpose {
     Sysctl,
     /// `/etc/modules-load.d` file.
     KernelModules,
+    /// `/etc/crictl.yaml`: `crictl` on the node talks to the file's runtime.
+    CrictlConfig,
     /// A file an unprivileged node container needs before the kubelet starts (`nodeEnvironment:
     /// unprivileged-container`): the `/dev/kmsg` tmpfiles entry, the node environment unit and its script.
     NodeEnvironment,

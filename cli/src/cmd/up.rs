@@ -296,9 +296,10 @@ fn purpose(p: Purpose) -> Option<FilePurpose> {
         Purpose::KubeadmInit => FilePurpose::KubeadmInit,
         Purpose::KubeadmJoin => FilePurpose::KubeadmJoin,
         Purpose::KubeVip => FilePurpose::KubeVip,
-        Purpose::AuditPolicy | Purpose::AuthenticationConfig | Purpose::OidcCa => {
-            FilePurpose::Other
-        }
+        Purpose::AuditPolicy
+        | Purpose::AuthenticationConfig
+        | Purpose::OidcCa
+        | Purpose::CrictlConfig => FilePurpose::Other,
         Purpose::ContainerdConfig
         | Purpose::ContainerdHosts
         | Purpose::RegistryCa

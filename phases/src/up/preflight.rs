@@ -11,6 +11,8 @@ use crate::error::PhaseError;
 use crate::model::Role;
 use serde::Deserialize;
 
+mod runtime_vip;
+
 /// Read-only probe script; prints `key=value` lines. A module counts as loaded when what it provides
 /// is there, so that modules built into the kernel (no `/sys/module/<name>` without parameters) and
 /// nodes in containers (which cannot load modules but share the host's kernel) are judged truthfully:
@@ -414,8 +416,9 @@ fn kubelet_resolv_conf(data: &UpData) -> Option<String> {
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let resolv_conf = kubelet_resolv_conf(data);
     let script = format!(
-        "{PREFLIGHT_SCRIPT}\n{}",
-        resolv_script(resolv_conf.as_deref())
+        "{PREFLIGHT_SCRIPT}\n{}\n{}",
+        resolv_script(resolv_conf.as_deref()),
+        runtime_vip::SOCKETS_SCRIPT
     );
     let Some(out) = ctx.read(&script)? else {
         if ctx.mode.fix {
@@ -439,13 +442,26 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             })
         })
         .unwrap_or_default();
-    let findings = evaluate(
+    let mut findings = evaluate(
         ctx.node.role,
         &facts,
         &parse(&out),
         &data.spec.kubernetes_version,
         rendered,
     );
+    findings.extend(runtime_vip::other_runtimes(
+        data.spec.runtime,
+        &runtime_vip::sockets(&out),
+    ));
+    if let Some(vip) = &data.spec.vip {
+        let interface = data
+            .files_of(ctx.name(), crate::model::FilePurpose::KubeVip)
+            .iter()
+            .find_map(|f| runtime_vip::manifest_interface(&String::from_utf8_lossy(&f.content)));
+        if let Some(i) = interface {
+            findings.extend(runtime_vip::vip_interface(vip, &i, &facts.links));
+        }
+    }
     let mut problems = Vec::new();
     for f in findings {
         let ignored = data.spec.ignore_preflight.iter().any(|i| i == &f.id);

@@ -82,3 +82,34 @@ pub(crate) fn bind_port(cx: &Ctx) -> i32 {
 pub const CONTROL_PLANE_TIMEOUT: &str = "4m0s";
 /// kubeadm's default discovery timeout.
 pub const DISCOVERY_TIMEOUT: &str = "5m0s";
+
+/// kubeadm v1beta4's `Timeouts`: `spec.kubeadm.timeouts` where the file sets one, else kubeadm's
+/// default (cmd/kubeadm/app/constants/constants.go), in the file's field order.
+pub(crate) fn timeouts(cx: &Ctx) -> Vec<(&'static str, String)> {
+    let defaults = [
+        CONTROL_PLANE_TIMEOUT,
+        "4m0s",
+        "1m0s",
+        "2m0s",
+        "5m0s",
+        DISCOVERY_TIMEOUT,
+        "5m0s",
+    ];
+    cx.c.spec()
+        .kubeadm
+        .timeouts
+        .fields()
+        .iter()
+        .zip(defaults)
+        .map(|((name, v), d)| (*name, v.as_ref().map_or_else(|| d.to_string(), Clone::clone)))
+        .collect()
+}
+
+/// The timeout of `field` (a `spec.kubeadm.timeouts` name) as [`timeouts`] gives it.
+pub(crate) fn timeout(cx: &Ctx, field: &str) -> String {
+    timeouts(cx)
+        .into_iter()
+        .find(|(n, _)| *n == field)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
+}

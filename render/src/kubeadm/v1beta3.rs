@@ -75,7 +75,7 @@ struct ApiServer {
     extra_volumes: Vec<HostPathMount>,
     #[serde(rename = "certSANs")]
     cert_sans: Vec<String>,
-    timeout_for_control_plane: &'static str,
+    timeout_for_control_plane: String,
 }
 
 #[derive(Serialize)]
@@ -183,7 +183,7 @@ pub(crate) fn init(cx: &Ctx, node: &ValidNode) -> Result<String, RenderError> {
                 })
                 .collect(),
             cert_sans: cx.cert_sans.clone(),
-            timeout_for_control_plane: common::CONTROL_PLANE_TIMEOUT,
+            timeout_for_control_plane: common::timeout(cx, "controlPlaneComponentHealthCheck"),
         },
         controller_manager: Component {
             extra_args: common::controller_manager_args(cx),
@@ -220,7 +220,7 @@ struct BootstrapTokenDiscovery {
 #[serde(rename_all = "camelCase")]
 struct Discovery {
     bootstrap_token: BootstrapTokenDiscovery,
-    timeout: &'static str,
+    timeout: String,
 }
 
 #[derive(Serialize)]
@@ -256,7 +256,7 @@ pub(crate) fn join(cx: &Ctx, node: &ValidNode) -> Result<String, RenderError> {
                 api_server_endpoint: cx.endpoint.clone(),
                 ca_cert_hashes: vec![placeholders::CA_CERT_HASH],
             },
-            timeout: common::DISCOVERY_TIMEOUT,
+            timeout: common::timeout(cx, "discovery"),
         },
         control_plane: node.is_control_plane().then(|| JoinControlPlane {
             local_api_endpoint: ApiEndpoint {

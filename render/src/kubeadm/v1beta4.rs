@@ -63,30 +63,16 @@ struct ApiEndpoint {
     bind_port: i32,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Timeouts {
-    control_plane_component_health_check: &'static str,
-    kubelet_health_check: &'static str,
-    #[serde(rename = "kubernetesAPICall")]
-    kubernetes_api_call: &'static str,
-    #[serde(rename = "etcdAPICall")]
-    etcd_api_call: &'static str,
-    tls_bootstrap: &'static str,
-    discovery: &'static str,
-    upgrade_manifests: &'static str,
-}
+/// v1beta4 `Timeouts`, every field written out: the file's `kubeadm.timeouts`, else kubeadm's
+/// defaults ([`common::timeouts`]); the keys are kubeadm's, in its order.
+type Timeouts = serde_yaml::Mapping;
 
-/// kubeadm v1beta4's defaults, written out.
-const TIMEOUTS: Timeouts = Timeouts {
-    control_plane_component_health_check: common::CONTROL_PLANE_TIMEOUT,
-    kubelet_health_check: "4m0s",
-    kubernetes_api_call: "1m0s",
-    etcd_api_call: "2m0s",
-    tls_bootstrap: "5m0s",
-    discovery: common::DISCOVERY_TIMEOUT,
-    upgrade_manifests: "5m0s",
-};
+fn timeouts(cx: &Ctx) -> Timeouts {
+    common::timeouts(cx)
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
+}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -246,7 +232,7 @@ pub(crate) fn init(cx: &Ctx, node: &ValidNode) -> Result<String, RenderError> {
             advertise_address: common::advertise_address(node),
             bind_port: common::bind_port(cx),
         },
-        timeouts: TIMEOUTS,
+        timeouts: timeouts(cx),
     };
     let mut parts = vec![
         yaml::doc("InitConfiguration", &init)?,
@@ -317,7 +303,7 @@ pub(crate) fn join(cx: &Ctx, node: &ValidNode) -> Result<String, RenderError> {
             },
             certificate_key: placeholders::CERTIFICATE_KEY,
         }),
-        timeouts: TIMEOUTS,
+        timeouts: timeouts(cx),
     };
     yaml::doc("JoinConfiguration", &j)
 }
@@ -347,7 +333,7 @@ pub(crate) fn reset(cx: &Ctx) -> Result<String, RenderError> {
             certificates_dir: "/etc/kubernetes/pki",
             cleanup_tmp_dir: true,
             force: true,
-            timeouts: TIMEOUTS,
+            timeouts: timeouts(cx),
         },
     )
 }
@@ -403,7 +389,7 @@ pub(crate) fn upgrade(cx: &Ctx) -> Result<String, RenderError> {
             plan: UpgradePlan {
                 kubernetes_version: cx.kimg.version_tag.clone(),
             },
-            timeouts: TIMEOUTS,
+            timeouts: timeouts(cx),
         },
     )
 }

@@ -1,7 +1,8 @@
 //! Targeted checks of what the files say: mirror image paths (incl. CoreDNS's `coredns/` path),
 //! super-admin.conf vs admin.conf, OIDC never both ways and one username-prefix default, audit and every
 //! flag path mounted, containerd schema by major version, the CNI pool equal to podSubnet, join secrets
-//! as placeholders, the kind config, failCgroupV1 from facts.
+//! as placeholders, the kind config, failCgroupV1 from facts, kubeadm timeouts from the file, audit to
+//! the API server's standard output.
 
 use crate::common;
 
@@ -812,4 +813,186 @@ fn unprivileged_container_settings_and_resolv_conf() {
     assert!(kind(&init, "KubeletConfiguration")
         .get("resolvConf")
         .is_none());
+}
+
+#[test]
+fn kubeadm_timeouts_from_the_file_in_every_configuration() {
+    // Issue 15 item 4: the file's timeouts, kubeadm's defaults for the rest, in every v1beta4
+    // configuration kubeadm reads (init, join of a control plane and of a worker, reset, upgrade).
+    let c = fixture("docker-kind-settings");
+    let r = rendered(&c);
+    let want: Vec<(&str, &str)> = vec![
+        ("controlPlaneComponentHealthCheck", "10m0s"),
+        ("kubeletHealthCheck", "5m0s"),
+        ("kubernetesAPICall", "1m0s"),
+        ("etcdAPICall", "2m0s"),
+        ("tlsBootstrap", "6m0s"),
+        ("discovery", "7m0s"),
+        ("upgradeManifests", "5m0s"),
+    ];
+    let timeouts_of = |d: &Value| -> Vec<(String, String)> {
+        d["timeouts"]
+            .as_mapping()
+            .unwrap_or_else(|| panic!("no timeouts in {d:?}"))
+            .iter()
+            .map(|(k, v)| (s(k).to_string(), s(v).to_string()))
+            .collect()
+    };
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    for (node, path, k) in [
+        (
+            "cp1",
+            "/etc/kubernetes/kubeadm/init.yaml",
+            "InitConfiguration",
+        ),
+        (
+            "cp2",
+            "/etc/kubernetes/kubeadm/join.yaml",
+            "JoinConfiguration",
+        ),
+        (
+            "w1",
+            "/etc/kubernetes/kubeadm/join.yaml",
+            "JoinConfiguration",
+        ),
+        (
+            "w1",
+            "/etc/kubernetes/kubeadm/reset.yaml",
+            "ResetConfiguration",
+        ),
+        (
+            "cp1",
+            "/etc/kubernetes/kubeadm/upgrade.yaml",
+            "UpgradeConfiguration",
+        ),
+    ] {
+        assert_eq!(
+            timeouts_of(kind(&docs(&r, node, path), k)),
+            want,
+            "{node} {path}"
+        );
+    }
+    // Without timeouts in the file: kubeadm's defaults.
+    let plain = rendered(&fixture("docker-calico"));
+    let first = fixture("docker-calico").first_control_plane().name.clone();
+    let d = docs(&plain, &first, "/etc/kubernetes/kubeadm/init.yaml");
+    let t = timeouts_of(kind(&d, "InitConfiguration"));
+    assert_eq!(
+        t.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(),
+        ["4m0s", "4m0s", "1m0s", "2m0s", "5m0s", "5m0s", "5m0s"]
+    );
+}
+
+#[test]
+fn audit_to_stdout_has_no_log_mount_and_no_rotation() {
+    // Issue 15 item 8: `logPath: "-"` is the API server's standard output: no directory to mount,
+    // nothing to rotate; the policy is still mounted.
+    let c = fixture("docker-kind-settings");
+    let r = rendered(&c);
+    {
+        let first = c.first_control_plane().name.clone();
+        let cc = kind(
+            &docs(&r, &first, "/etc/kubernetes/kubeadm/init.yaml"),
+            "ClusterConfiguration",
+        )
+        .clone();
+        let args = args_of(&cc);
+        assert!(
+            args.contains(&("audit-log-path".to_string(), "-".to_string())),
+            "{args:?}"
+        );
+        assert!(
+            args.iter().any(|(k, _)| k == "audit-policy-file"),
+            "{args:?}"
+        );
+        for flag in [
+            "audit-log-maxage",
+            "audit-log-maxbackup",
+            "audit-log-maxsize",
+        ] {
+            assert!(!args.iter().any(|(k, _)| k == flag), "--{flag}: {args:?}");
+        }
+        let vols = cc["apiServer"]["extraVolumes"]
+            .as_sequence()
+            .expect("volumes");
+        let names: Vec<&str> = vols.iter().map(|m| s(&m["name"])).collect();
+        assert!(names.contains(&"audit-policy"), "{names:?}");
+        assert!(!names.contains(&"audit-log"), "{names:?}");
+        assert!(vols.iter().all(|m| s(&m["hostPath"]) != "-"), "{vols:?}");
+    }
+    // A file path keeps its mount and rotation (the other fixture).
+    let f = fixture("oidc-flags-audit");
+    let cc = kind(
+        &docs(
+            &rendered(&f),
+            &f.first_control_plane().name,
+            "/etc/kubernetes/kubeadm/init.yaml",
+        ),
+        "ClusterConfiguration",
+    )
+    .clone();
+    assert!(args_of(&cc).iter().any(|(k, _)| k == "audit-log-maxage"));
+}
+
+#[test]
+fn crictl_config_names_the_runtime_kubeadm_uses_and_real_crictl_reads_it() {
+    // Issue 15 item 7: every node gets /etc/crictl.yaml naming the file's runtime, the same socket as
+    // kubeadm's criSocket; the real crictl (cri-tools, built from its Go module) loads it — it
+    // refuses any key it does not know — and reads back that endpoint.
+    let Some(bins) = clusterctl_testbed::k8sbin::require_programs("v1.34.4", &["crictl"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut seen = std::collections::BTreeSet::new();
+    for (label, loaded) in common::inputs() {
+        let c = common::valid(&label, &loaded);
+        let r = rendered(&c);
+        for n in c.nodes() {
+            let f = r
+                .node_file(&n.name, "/etc/crictl.yaml")
+                .unwrap_or_else(|| panic!("{label}: {} has no /etc/crictl.yaml", n.name));
+            assert_eq!(f.mode, 0o644);
+            let kubeadm_path = if n.name == c.first_control_plane().name {
+                "/etc/kubernetes/kubeadm/init.yaml"
+            } else {
+                "/etc/kubernetes/kubeadm/join.yaml"
+            };
+            let ds = docs(&r, &n.name, kubeadm_path);
+            let k = if kubeadm_path.ends_with("init.yaml") {
+                "InitConfiguration"
+            } else {
+                "JoinConfiguration"
+            };
+            let socket = s(&kind(&ds, k)["nodeRegistration"]["criSocket"]).to_string();
+            let text = f.as_text().into_owned();
+            if !seen.insert(text.clone()) {
+                continue;
+            }
+            let path = dir.path().join(format!("crictl-{}.yaml", seen.len()));
+            std::fs::write(&path, &text).expect("write");
+            for key in ["runtime-endpoint", "image-endpoint"] {
+                let out = std::process::Command::new(bins.path("crictl"))
+                    .arg("--config")
+                    .arg(&path)
+                    .args(["config", "--get", key])
+                    .output()
+                    .expect("crictl runs");
+                assert!(
+                    out.status.success(),
+                    "{label}: crictl refused {text}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout).trim(),
+                    socket,
+                    "{label} {key}"
+                );
+            }
+        }
+    }
+    // Both runtimes' sockets were seen (containerd and CRI-O inputs).
+    assert!(seen.len() >= 2, "{seen:?}");
 }
