@@ -101,7 +101,12 @@ pub(crate) fn timeouts(cx: &Ctx) -> Vec<(&'static str, String)> {
         .fields()
         .iter()
         .zip(defaults)
-        .map(|((name, v), d)| (*name, v.as_ref().map_or_else(|| d.to_string(), Clone::clone)))
+        .map(|((name, v), d)| {
+            (
+                *name,
+                v.as_ref().map_or_else(|| d.to_string(), Clone::clone),
+            )
+        })
         .collect()
 }
 
