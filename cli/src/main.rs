@@ -44,6 +44,15 @@ enum Command {
     /// The embedded CNI dataplane (the overlay agent); the plugin itself runs as `clusterctl-cni`.
     #[command(subcommand)]
     Cni(cmd::cni::Command),
+    /// The built-in profiles: list them, or print one as a starting cluster file.
+    #[command(subcommand)]
+    Profile(cmd::profile::Command),
+    /// This binary's version, the supported Kubernetes versions and the pinned component versions.
+    Version(cmd::version::Args),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion(cmd::completion::Args),
+    /// Write a kind `Cluster` config out as the equivalent cluster file.
+    Convert(cmd::convert::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,7 +64,10 @@ fn main() -> ExitCode {
     if name == "clusterctl-cni" {
         return cmd::cni::plugin_main();
     }
-    let cli = Cli::parse();
+    // `-o PATH` of `render` and `airgap bundle` is a deprecated alias of their path flags (it warns).
+    let cli = Cli::parse_from(cmd::flags::rewrite_deprecated(
+        std::env::args_os().collect(),
+    ));
     // Errors keep their lines whole: entry names, references and URLs stay copyable.
     let _ = miette::set_hook(Box::new(|_| {
         Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())
@@ -71,6 +83,10 @@ fn main() -> ExitCode {
         Command::Image(c) => cmd::image::run(c),
         Command::Airgap(c) => cmd::airgap::run(c),
         Command::Cni(c) => cmd::cni::run(c),
+        Command::Profile(c) => cmd::profile::run(c),
+        Command::Version(a) => cmd::version::run(a),
+        Command::Convert(a) => cmd::convert::run(a),
+        Command::Completion(a) => cmd::completion::run(a, <Cli as clap::CommandFactory>::command()),
     };
     match result {
         Ok(code) => code,

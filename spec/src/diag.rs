@@ -30,7 +30,7 @@ pub enum Severity {
 /// The source a diagnostic points into: a display name (the path as given) and the full text.
 #[derive(Debug, Clone)]
 pub struct Source {
-    /// Display name, e.g. `cluster.yaml` or `profiles/lab.yaml`.
+    /// Display name, e.g. `cluster.yaml` or `profile lab`.
     pub name: String,
     /// The whole text.
     pub text: Arc<String>,

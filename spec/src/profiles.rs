@@ -101,7 +101,9 @@ pub fn from_profile(name: &str) -> Result<Loaded, Diagnostics> {
             .help(format!("use one of: {}", names.join(", "))),
         ));
     };
-    let mut loaded = Loaded::from_text(format!("profiles/{n}.yaml"), *text);
+    // Named as the user named it: the embedded file is no path of theirs (`clusterctl profile print`
+    // writes it out).
+    let mut loaded = Loaded::from_text(format!("profile {n}"), *text);
     loaded.resolve_references(|p| match FILES.iter().find(|(f, _)| *f == p) {
         Some((_, t)) => Referenced::Text((*t).to_string()),
         None => Referenced::Unreadable("not embedded with the profiles".to_string()),

@@ -1,7 +1,8 @@
 //! `clusterctl airgap …`: `images` lists every image the cluster pulls (from the same render plan
 //! `up` uses), `bundle` pulls them with the packages and this binary into one verified tar, and
 //! `import` verifies a bundle completely and then pushes it to the registry mirror. Progress and
-//! summaries go to stderr; `images -o json` prints one JSON document on stdout.
+//! summaries go to stderr; `images -o json|yaml` prints one document on stdout; `bundle --bundle-file FILE`
+//! names the bundle (`-o FILE` is a deprecated alias that warns).
 
 use clusterctl_airgap::registry::ClientOptions;
 use clusterctl_airgap::run::{
@@ -12,44 +13,38 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Output format of `airgap images`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Output {
-    /// One pull reference per line.
-    Text,
-    /// `[{component, source, pull, controlPlaneOnly}]`.
-    Json,
-}
+use super::flags::{at_least_one, Format};
 
 /// Subcommands of `clusterctl airgap`.
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum Command {
     /// List every image the cluster will pull.
     Images {
-        /// The cluster file.
-        #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-        file: PathBuf,
-        /// Output format.
+        /// The cluster file (or `--profile`).
+        #[command(flatten)]
+        target: super::flags::Target,
+        /// Output format: one pull reference per line (`text`), or `[{component, source, pull,
+        /// controlPlaneOnly}]` (`json`, `yaml`).
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
-        output: Output,
+        output: Format,
     },
     /// Pull images, packages and this binary into one bundle (resumable; same inputs, same bytes).
     Bundle {
         /// The cluster file.
         #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
         file: PathBuf,
-        /// Output bundle (default: `airgap.bundle` of the cluster file).
-        #[arg(short = 'o', long = "output")]
+        /// The bundle file to write (default: `airgap.bundle` of the cluster file).
+        #[arg(long = "bundle-file", value_name = "FILE")]
         output: Option<PathBuf>,
         /// Fetch images of registry FROM from registry TO instead (`FROM=TO`, repeatable), e.g. a
         /// pre-seeded local registry. The bundle still records the upstream references.
         #[arg(long = "source-registry-override", value_name = "FROM=TO")]
         overrides: Vec<String>,
-        /// Blob cache directory (default `<output>.cache`, kept so a re-run resumes).
+        /// Blob cache directory (default `<bundle file>.cache`, kept so a re-run resumes).
         #[arg(long)]
         cache: Option<PathBuf>,
         /// Parallel downloads.
-        #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        #[arg(long, default_value_t = 4, value_parser = at_least_one)]
         jobs: usize,
         /// Registries reached over plain HTTP (loopback always is); repeatable.
         #[arg(long = "plain-http", value_name = "HOST[:PORT]")]
@@ -73,7 +68,7 @@ pub(crate) enum Command {
         #[arg(long)]
         state: Option<PathBuf>,
         /// Parallel uploads.
-        #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        #[arg(long, default_value_t = 4, value_parser = at_least_one)]
         jobs: usize,
         /// Only verify; change nothing.
         #[arg(long)]
@@ -157,18 +152,14 @@ fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
 /// code 1): the first air-gap error, naming the image, blob or bundle entry (a refused bundle).
 pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
     match cmd {
-        Command::Images { file, output } => {
-            let cluster = match load(&file) {
+        Command::Images { target, output } => {
+            let cluster = match target.load(output) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
             let list = clusterctl_airgap::plan::list_images(&cluster);
-            match output {
-                Output::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&list).map_err(|e| miette::miette!("{e}"))?
-                ),
-                Output::Text => list.iter().for_each(|i| println!("{}", i.pull)),
+            if !output.print(&list)? {
+                list.iter().for_each(|i| println!("{}", i.pull));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -196,7 +187,7 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
                 Some(o) => o,
                 None => {
                     return Err(miette::miette!(
-                        "no output: give -o or set airgap.bundle in the cluster file"
+                        "no bundle file: give --bundle-file FILE or set airgap.bundle in the cluster file"
                     ))
                 }
             };

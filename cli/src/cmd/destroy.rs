@@ -1,4 +1,4 @@
-//! `clusterctl destroy -f FILE [--yes] [--purge]`: tears the cluster down, best effort per node, with a
+//! `clusterctl destroy -f FILE|--profile NAME [--yes] [--purge]`: tears the cluster down, best effort per node, with a
 //! summary.
 //!
 //! Docker provider: removes the cluster's labelled node containers (with their anonymous volumes) and
@@ -42,9 +42,9 @@ use super::lifecycle::{self, reach, sh_quote};
 /// Arguments of `clusterctl destroy`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The cluster file.
-    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: PathBuf,
+    /// The cluster file (or `--profile`).
+    #[command(flatten)]
+    pub target: super::flags::Target,
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -137,7 +137,7 @@ pub(crate) fn teardown_order(cluster: &ValidCluster) -> Vec<&ValidNode> {
 
 /// Runs the command (exit codes in the module doc).
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
-    let cluster = match lifecycle::load_cluster(&args.file) {
+    let cluster = match args.target.load(super::flags::Format::Text) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
@@ -195,7 +195,10 @@ pub(crate) fn before_recreate(
         return None;
     }
     let args = Args {
-        file: PathBuf::new(),
+        target: super::flags::Target {
+            file: PathBuf::new(),
+            profile: None,
+        },
         yes: true,
         kubeconfig: kubeconfig.cloned(),
         known_hosts: known_hosts.cloned(),

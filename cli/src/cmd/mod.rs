@@ -3,13 +3,18 @@
 
 pub(crate) mod airgap;
 pub(crate) mod cni;
+pub(crate) mod completion;
+pub(crate) mod convert;
 pub(crate) mod destroy;
+pub(crate) mod flags;
 pub(crate) mod image;
 pub(crate) mod lifecycle;
 pub(crate) mod node;
 pub(crate) mod plan;
+pub(crate) mod profile;
 pub(crate) mod render;
 pub(crate) mod status;
 pub(crate) mod up;
 pub(crate) mod upgrade;
 pub(crate) mod validate;
+pub(crate) mod version;

@@ -65,6 +65,7 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         dry_run: args.dry_run,
         // A dry run still reaches the nodes (read only): the join needs the running cluster's state.
         probe: args.dry_run,
+        output: super::flags::Format::Text,
         skip_phases: Vec::new(),
         only: Vec::new(),
         nodes: args.run.clone(),

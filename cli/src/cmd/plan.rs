@@ -41,14 +41,7 @@ pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], wid
         }
         println!("\n{title}:");
         for e in entries {
-            let kind = match e.kind {
-                PlanKind::Check => "check",
-                PlanKind::Run => "run",
-                PlanKind::Write => "write",
-                PlanKind::Local => "local",
-                PlanKind::Info => "note",
-                PlanKind::Api => "api",
-            };
+            let kind = kind_word(e.kind);
             let text = match e.kind {
                 PlanKind::Write => e.text.trim_start_matches("write ").to_string(),
                 PlanKind::Check => short(&e.text),
@@ -58,6 +51,55 @@ pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], wid
         }
     }
     println!();
+}
+
+/// The word a plan entry's kind is printed as.
+fn kind_word(k: PlanKind) -> &'static str {
+    match k {
+        PlanKind::Check => "check",
+        PlanKind::Run => "run",
+        PlanKind::Write => "write",
+        PlanKind::Local => "local",
+        PlanKind::Info => "note",
+        PlanKind::Api => "api",
+    }
+}
+
+/// Prints a dry run's plan as one machine-readable document (`up --dry-run -o json|yaml`):
+/// `{cluster, changes, error, steps: [{node, phase, kind, text}]}`, every command and file write in
+/// full (redacted as in the text plan); `error` is the phase failure that stopped the run, if any.
+/// Exit 0, or 1 when a phase failed.
+pub(crate) fn print_document(
+    format: super::flags::Format,
+    cluster: &str,
+    plan: &[PlanEntry],
+    changes: usize,
+    error: Option<String>,
+) -> miette::Result<std::process::ExitCode> {
+    let steps: Vec<serde_json::Value> = plan
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "node": e.node,
+                "phase": e.phase,
+                "kind": kind_word(e.kind),
+                "text": e.text,
+            })
+        })
+        .collect();
+    let failed = error.is_some();
+    let doc = serde_json::json!({
+        "cluster": cluster,
+        "changes": changes,
+        "error": error,
+        "steps": steps,
+    });
+    format.print(&doc)?;
+    Ok(if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    })
 }
 
 /// Multi-line scripts (checks) shown by their first line.

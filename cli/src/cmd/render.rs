@@ -11,6 +11,8 @@ use std::process::ExitCode;
 
 use miette::miette;
 
+use super::flags::Format;
+
 /// Arguments of `clusterctl render`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -20,9 +22,29 @@ pub(crate) struct Args {
     /// Render a built-in profile instead of a file.
     #[arg(long, conflicts_with = "file")]
     pub profile: Option<String>,
-    /// Output directory (created if missing). Files already there are overwritten.
-    #[arg(short = 'o', long = "output-dir")]
-    pub output: PathBuf,
+    /// Output directory (created if missing). Files of an earlier render there are replaced, and
+    /// those this render no longer writes are removed (other files are left alone).
+    #[arg(long = "output-dir", value_name = "DIR")]
+    pub output_dir: PathBuf,
+    /// How the written files are listed: `text` (path, mode, purpose), `json` or `yaml`
+    /// (`{cluster, dir, files: [{path, mode, purpose}]}`).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: Format,
+}
+
+/// The list of files written, kept in the output directory so that the next render can remove the
+/// files it no longer writes.
+const MANIFEST: &str = ".clusterctl-render";
+
+/// One written file, as listed.
+#[derive(serde::Serialize)]
+struct Listed {
+    /// Where it was written.
+    path: String,
+    /// Its mode, `0644`.
+    mode: String,
+    /// What it is for, `kubeadm-init`.
+    purpose: String,
 }
 
 /// Runs the command. Exit 2 for a file that does not validate; errors for I/O failures or an unsafe path.
@@ -54,24 +76,104 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
                 .map(|f| (format!("cluster/{}", f.path), f)),
         )
         .collect();
+    let dir = &args.output_dir;
+    let earlier = std::fs::read_to_string(dir.join(MANIFEST)).unwrap_or_default();
+    let manifest: String = files.iter().map(|(p, _)| format!("{p}\n")).collect();
     let written = clusterctl_phases::local::write_tree(
-        &args.output,
+        dir,
         files
             .iter()
-            .map(|(p, f)| (p.as_str(), f.content.as_slice(), f.mode)),
+            .map(|(p, f)| (p.as_str(), f.content.as_slice(), f.mode))
+            .chain(std::iter::once((MANIFEST, manifest.as_bytes(), 0o644))),
     )
     .map_err(|e| miette!("{e}"))?;
-    for (path, (_, f)) in written.iter().zip(&files) {
-        println!("wrote {} ({:o}, {:?})", path.display(), f.mode, f.purpose);
+    let kept: std::collections::BTreeSet<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    let removed = remove_stale(dir, earlier.lines().filter(|l| !kept.contains(l)));
+    let listed: Vec<Listed> = written
+        .iter()
+        .zip(&files)
+        .map(|(path, (_, f))| Listed {
+            path: path.display().to_string(),
+            mode: format!("{:04o}", f.mode),
+            purpose: kebab(&format!("{:?}", f.purpose)),
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "cluster": cluster.name(),
+        "dir": dir.display().to_string(),
+        "files": listed,
+        "removed": removed,
+    });
+    if args.output.print(&doc)? {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = listed.iter().map(|l| l.path.len()).max().unwrap_or(0);
+    for l in &listed {
+        println!("wrote {:width$}  {}  {}", l.path, l.mode, l.purpose);
+    }
+    for r in &removed {
+        println!("removed {r} (written by an earlier render, not by this one)");
     }
     println!(
         "{}: {} files for {} nodes in {}",
         cluster.name(),
-        written.len(),
+        listed.len(),
         rendered.per_node.len(),
-        args.output.display()
+        dir.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `KubeadmInit` → `kubeadm-init`, `RegistryCa` → `registry-ca`.
+fn kebab(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('-');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// Removes the files an earlier render wrote (`stale`, paths relative to `dir` as its manifest lists
+/// them) that this render did not write: only regular files reached through real directories (no
+/// symbolic link followed, no `..`), then the directories left empty. Returns the paths removed.
+fn remove_stale<'a>(dir: &std::path::Path, stale: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut removed = Vec::new();
+    for rel in stale {
+        // Paths are `node//etc/…` (the node's absolute path under its directory).
+        let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+        if comps.is_empty() || comps.iter().any(|c| *c == "." || *c == "..") {
+            continue;
+        }
+        let mut p = dir.to_path_buf();
+        let mut ok = true;
+        for (i, c) in comps.iter().enumerate() {
+            p.push(c);
+            let Ok(m) = std::fs::symlink_metadata(&p) else {
+                ok = false;
+                break;
+            };
+            let last = i + 1 == comps.len();
+            if (last && !m.file_type().is_file()) || (!last && !m.file_type().is_dir()) {
+                ok = false;
+                break;
+            }
+        }
+        if ok && std::fs::remove_file(&p).is_ok() {
+            removed.push(p.display().to_string());
+            // Directories the file leaves empty, up to (not including) DIR.
+            let mut d = p.parent().map(std::path::Path::to_path_buf);
+            while let Some(cur) = d {
+                if cur == dir || std::fs::remove_dir(&cur).is_err() {
+                    break;
+                }
+                d = cur.parent().map(std::path::Path::to_path_buf);
+            }
+        }
+    }
+    removed
 }
 
 #[cfg(test)]
@@ -85,7 +187,8 @@ mod tests {
         let args = Args {
             file: PathBuf::from("unused.yaml"),
             profile: Some(clusterctl_spec::DEFAULT_PROFILE.to_string()),
-            output: out.clone(),
+            output_dir: out.clone(),
+            output: Format::Text,
         };
         let code = run(args).expect("renders");
         assert_eq!(format!("{code:?}"), format!("{:?}", ExitCode::SUCCESS));
@@ -120,7 +223,8 @@ mod tests {
         let code = run(Args {
             file,
             profile: None,
-            output: out.clone(),
+            output_dir: out.clone(),
+            output: Format::Text,
         })
         .expect("runs");
         assert_eq!(

@@ -1,4 +1,4 @@
-//! `clusterctl status -f FILE [-o json] [--kubeconfig PATH]`: nodes (role, version, Ready, the reason
+//! `clusterctl status -f FILE|--profile NAME [-o json|yaml] [--kubeconfig PATH]`: nodes (role, version, Ready, the reason
 //! when not Ready), labels the file declares that a node has lost (e.g. after a re-create), and stuck
 //! pods with the layer they are stuck at and what to look at next (see `clusterctl_kubeapi::diagnose`).
 //! For pods that cannot pull their image, the node runtimes are asked which nodes hold it (`ctr -n
@@ -24,12 +24,13 @@ use super::lifecycle::{self, reach};
 /// Arguments of `clusterctl status`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The cluster file.
-    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: PathBuf,
-    /// Output format: `text` (default) or `json`.
-    #[arg(short = 'o', long = "output", default_value = "text", value_parser = ["text", "json"])]
-    pub output: String,
+    /// The cluster file (or `--profile`).
+    #[command(flatten)]
+    pub target: super::flags::Target,
+    /// Output format: `text`, or the report as one document (`json`, `yaml`; an error as
+    /// `{cluster, error}`).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: super::flags::Format,
     /// The kubeconfig to use (default: the cluster's context in `$KUBECONFIG`/`~/.kube/config`, else
     /// admin.conf from the first control plane).
     #[arg(long)]
@@ -80,7 +81,7 @@ pub(crate) struct Report {
 
 /// Runs the command (exit codes in the module doc).
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
-    let cluster = match lifecycle::load_cluster(&args.file) {
+    let cluster = match args.target.load(args.output) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
@@ -91,22 +92,19 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     ) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("status: {e}");
+            super::flags::print_error(args.output, cluster.name(), &format!("status: {e}"));
             return Ok(ExitCode::FAILURE);
         }
     };
     match report(&cluster, &api, args.known_hosts.as_ref()) {
         Ok(r) => {
-            if args.output == "json" {
-                let text = serde_json::to_string_pretty(&r).map_err(|e| miette::miette!("{e}"))?;
-                println!("{text}");
-            } else {
+            if !args.output.print(&r)? {
                 print_text(&cluster, &r);
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("status: {e}");
+            super::flags::print_error(args.output, cluster.name(), &format!("status: {e}"));
             Ok(ExitCode::FAILURE)
         }
     }

@@ -38,7 +38,7 @@ pub(crate) struct NodeRunArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
     /// Nodes worked on at once (at least 1).
-    #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, default_value_t = 16, value_parser = super::flags::at_least_one)]
     pub parallel: usize,
     /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
     #[arg(long)]
@@ -64,6 +64,16 @@ pub(crate) struct Args {
     /// With `--dry-run`: also query the nodes (read-only) to show what is already done.
     #[arg(long, requires = "dry_run")]
     pub probe: bool,
+    /// With `--dry-run`: the plan as text, or as one document (`json`, `yaml`: `{cluster, changes,
+    /// error, steps: [{node, phase, kind, text}]}`).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_enum,
+        default_value = "text",
+        requires = "dry_run"
+    )]
+    pub output: super::flags::Format,
     /// Phases not to run (paths or prefixes, e.g. `preflight,join/worker`).
     #[arg(long, value_delimiter = ',')]
     pub skip_phases: Vec<String>,
@@ -186,6 +196,16 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let (summary, result) = engine.run(&phases, &data);
     if let Some(t) = &tty_reporter {
         t.finish();
+    }
+    if args.dry_run && args.output.is_structured() {
+        let error = result.as_ref().err().map(|e| e.to_string());
+        return super::plan::print_document(
+            args.output,
+            &spec.cluster,
+            &summary.plan,
+            summary.total_changes(),
+            error,
+        );
     }
     if args.dry_run {
         print_plan(

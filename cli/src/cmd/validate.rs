@@ -1,22 +1,14 @@
 //! `clusterctl validate`: check a cluster file (or a built-in profile) and report every problem at once.
 //! Each diagnostic is printed with miette's graphical handler (file:line:column, the offending value
-//! underlined, a help line) on stderr, followed by a one-line summary on stdout; `-o json` prints one
-//! JSON document on stdout instead. Exit 0 when valid (warnings allowed), 2 when not.
+//! underlined, a help line) on stderr, followed by a one-line summary on stdout; `-o json` (or `yaml`)
+//! prints one document on stdout instead. Exit 0 when valid (warnings allowed), 2 when not.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clusterctl_spec::{Diagnostic, Severity};
 
-/// Output format.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Output {
-    /// Graphical diagnostics and a summary line.
-    Text,
-    /// One JSON document: `{file, valid, errors, warnings, diagnostics: [{severity, code, message, help,
-    /// path, line, column}]}`.
-    Json,
-}
+use super::flags::Format;
 
 /// Arguments of `clusterctl validate`.
 #[derive(clap::Args, Debug)]
@@ -30,23 +22,18 @@ pub(crate) struct Args {
     /// List the built-in profiles and exit.
     #[arg(long)]
     pub list_profiles: bool,
-    /// Output format.
+    /// Output format: graphical diagnostics and a summary line (`text`), or one document
+    /// `{file, valid, errors, warnings, diagnostics: [{severity, code, message, help, path, line,
+    /// column}]}` (`json`, `yaml`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
-    pub output: Output,
+    pub output: Format,
 }
 
 /// Runs the command. Returns exit code 0 (valid) or 2 (invalid or unreadable input); never errors
 /// otherwise.
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     if args.list_profiles {
-        for (name, description) in clusterctl_spec::profiles() {
-            let default = if *name == clusterctl_spec::DEFAULT_PROFILE {
-                " (default)"
-            } else {
-                ""
-            };
-            println!("{name:<16} {description}{default}");
-        }
+        super::profile::list();
         return Ok(ExitCode::SUCCESS);
     }
     let loaded = match &args.profile {
@@ -64,12 +51,9 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         Ok(warnings) => (warnings, true),
         Err(report) => (report.items, false),
     };
-    match args.output {
-        Output::Json => println!("{}", json(&name, valid, &items)),
-        Output::Text => {
-            print_graphical(&items);
-            println!("{}", summary(&name, valid, &items));
-        }
+    if !args.output.print(&document(&name, valid, &items))? {
+        print_graphical(&items);
+        println!("{}", summary(&name, valid, &items));
     }
     Ok(if valid {
         ExitCode::SUCCESS
@@ -126,7 +110,7 @@ fn summary(name: &str, valid: bool, items: &[Diagnostic]) -> String {
     }
 }
 
-fn json(name: &str, valid: bool, items: &[Diagnostic]) -> String {
+fn document(name: &str, valid: bool, items: &[Diagnostic]) -> serde_json::Value {
     let diags: Vec<serde_json::Value> = items
         .iter()
         .map(|d| {
@@ -152,5 +136,4 @@ fn json(name: &str, valid: bool, items: &[Diagnostic]) -> String {
         "warnings": items.len() - errors,
         "diagnostics": diags,
     })
-    .to_string()
 }

@@ -37,7 +37,7 @@ fn bundle_args<'a>(out: &'a str, overrides: &'a [String]) -> Vec<&'a str> {
         "bundle",
         "-f",
         "cluster.yaml",
-        "-o",
+        "--bundle-file",
         out,
         "--no-self",
     ];
@@ -131,7 +131,7 @@ fn airgap_images_bundle_import_and_a_tampered_bundle_through_the_binary() {
                 "bundle",
                 "-f",
                 "cluster.yaml",
-                "-o",
+                "--bundle-file",
                 "never.tar",
                 "--source-registry-override",
                 bad,

@@ -312,7 +312,7 @@ fn up_pushes_the_bundle_to_a_tls_mirror_once_and_loads_nothing_into_nodes() {
             "render",
             "-f",
             &file_s,
-            "-o",
+            "--output-dir",
             &rendered.display().to_string(),
         ])
         .expect("render");

@@ -9,6 +9,7 @@ mod airgap_cli;
 mod airgap_up;
 mod airgap_up_crio;
 mod airgap_up_mirror;
+mod cli_conventions;
 mod cni_chain;
 mod cni_concurrency;
 mod cni_containerd2;

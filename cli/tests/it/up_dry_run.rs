@@ -124,7 +124,9 @@ fn zero_parallelism_is_invalid_input() {
     ] {
         let (code, _, err) = clusterctl(args, dir.path());
         assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(err.contains("0 is not in 1.."), "{args:?}: {err}");
+        // Said in words, not as clap's `0 is not in 1..18446744073709551615` (issue 16, point 12).
+        assert!(err.contains("must be at least 1"), "{args:?}: {err}");
+        assert!(!err.contains("18446744073709551615"), "{args:?}: {err}");
     }
 }
 

@@ -113,14 +113,18 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {
         Some(Value::String(s)) if s == API_VERSION => {}
         Some(v) => {
             header_ok = false;
+            let kind_config = v.as_str().is_some_and(|s| s.starts_with("kind.x-k8s.io/"));
+            let help = if kind_config {
+                format!("this is a kind config: `clusterctl convert -f {} > cluster.yaml` writes the equivalent cluster file", ctx.loaded.source_name)
+            } else {
+                format!("set `apiVersion: {API_VERSION}` (this is not a kubeadm or kind config)")
+            };
             ctx.push(
                 Diagnostic::error(
                     "spec::api-version",
                     format!("apiVersion is {}, expected {API_VERSION}", show(v)),
                 )
-                .help(format!(
-                    "set `apiVersion: {API_VERSION}` (this is not a kubeadm or kind config)"
-                ))
+                .help(help)
                 .at("apiVersion"),
             );
         }

@@ -1,0 +1,220 @@
+//! Conventions every command shares (kubectl's): `-o/--output` is the output format, `-f/--file` the
+//! cluster file and `--profile NAME` a built-in profile in its place; directories and files written
+//! get their own long flags (`render --output-dir`, `airgap bundle --bundle-file`). `-o PATH` of those
+//! two is kept one release as a deprecated alias: [`rewrite_deprecated`] turns it into the long flag
+//! and warns.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clusterctl_spec::ValidCluster;
+
+/// Output format of the commands that print a report.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Format {
+    /// For people (the default).
+    #[default]
+    Text,
+    /// One JSON document on stdout.
+    Json,
+    /// The same document as YAML.
+    Yaml,
+}
+
+impl Format {
+    /// Prints `value` as one JSON or YAML document on stdout (`Text` prints nothing and returns
+    /// false: the caller prints its own text).
+    pub(crate) fn print<T: serde::Serialize>(self, value: &T) -> miette::Result<bool> {
+        match self {
+            Format::Text => Ok(false),
+            Format::Json => {
+                let s = serde_json::to_string_pretty(value).map_err(|e| miette::miette!("{e}"))?;
+                out(&format!("{s}\n"));
+                Ok(true)
+            }
+            Format::Yaml => {
+                let s = serde_yaml::to_string(value).map_err(|e| miette::miette!("{e}"))?;
+                out(&s);
+                Ok(true)
+            }
+        }
+    }
+
+    /// Whether this is a machine-readable format (errors then go out as a document too).
+    pub(crate) fn is_structured(self) -> bool {
+        self != Format::Text
+    }
+}
+
+/// Writes `s` to stdout; a reader that went away (`| head`) is not an error worth a panic.
+fn out(s: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes()).and_then(|()| o.flush());
+}
+
+/// Prints an error as the document a script asked for (`{"cluster", "error"}`) on stdout, and as
+/// text on stderr for a person.
+pub(crate) fn print_error(format: Format, cluster: &str, error: &str) {
+    eprintln!("{error}");
+    if format.is_structured() {
+        let doc = serde_json::json!({ "cluster": cluster, "error": error });
+        // A value of two strings always serialises.
+        let _ = format.print(&doc);
+    }
+}
+
+/// How a command that addresses an existing cluster names it: `-f FILE` or `--profile NAME`.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct Target {
+    /// The cluster file.
+    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
+    pub file: PathBuf,
+    /// A built-in profile instead of a file (`clusterctl profile list`), e.g. a cluster made with
+    /// `clusterctl up --profile lab`.
+    #[arg(long, conflicts_with = "file")]
+    pub profile: Option<String>,
+}
+
+impl Target {
+    /// The validated cluster; invalid input is printed (as the document `format` asks for) and
+    /// answered with exit code 2.
+    pub(crate) fn load(&self, format: Format) -> Result<ValidCluster, ExitCode> {
+        let loaded = match &self.profile {
+            Some(p) => clusterctl_spec::from_profile(p),
+            None => clusterctl_spec::load(&self.file),
+        };
+        match loaded.and_then(|l| clusterctl_spec::validate(&l)) {
+            Ok(v) => Ok(v.cluster),
+            Err(d) => {
+                if format.is_structured() {
+                    let name = self
+                        .profile
+                        .clone()
+                        .unwrap_or_else(|| self.file.display().to_string());
+                    print_error(format, &name, &d.to_string());
+                } else {
+                    eprintln!("{d}");
+                }
+                Err(ExitCode::from(crate::EXIT_INVALID))
+            }
+        }
+    }
+}
+
+/// A clap value parser for counts that must be at least 1 (`--parallel`, `--jobs`), saying so in
+/// words instead of clap's `0 is not in 1..18446744073709551615`.
+pub(crate) fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number (give 1 or more)")),
+    }
+}
+
+/// The subcommands whose `-o` used to name a path, with the long flag that names it now.
+const PATH_FLAGS: &[(&[&str], &str)] = &[
+    (&["render"], "--output-dir"),
+    (&["airgap", "bundle"], "--bundle-file"),
+];
+
+/// The format names `-o` takes; another value given to a path command's `-o` is a path.
+const FORMATS: &[&str] = &["text", "json", "yaml", "name", "wide"];
+
+/// Rewrites the deprecated `-o PATH` of `render` and `airgap bundle` into `--output-dir PATH` /
+/// `--bundle-file PATH`, printing a warning for each. `-o` followed by a format name is left alone.
+pub(crate) fn rewrite_deprecated(args: Vec<OsString>) -> Vec<OsString> {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let Some((_, long)) = PATH_FLAGS.iter().find(|(cmd, _)| {
+        words.len() > cmd.len()
+            && words[1..=cmd.len()]
+                .iter()
+                .zip(cmd.iter())
+                .all(|(w, c)| w == c)
+    }) else {
+        return args;
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut i = 0;
+    while i < args.len() {
+        let w = &words[i];
+        let value = if w == "-o" || w == "--output" {
+            words.get(i + 1).cloned().map(|v| (v, 2))
+        } else if let Some(v) = w.strip_prefix("--output=") {
+            Some((v.to_string(), 1))
+        } else {
+            w.strip_prefix("-o")
+                .filter(|v| !v.is_empty() && !w.starts_with("--"))
+                .map(|v| (v.trim_start_matches('=').to_string(), 1))
+        };
+        match value {
+            Some((v, n)) if !FORMATS.contains(&v.as_str()) => {
+                eprintln!(
+                    "warning: `-o {v}` naming a path is deprecated and will be removed in the next release: use `{long} {v}` (-o/--output is the output format in every command)"
+                );
+                out.push(OsString::from(*long));
+                out.push(OsString::from(v));
+                i += n;
+            }
+            _ => {
+                out.push(args[i].clone());
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn path_aliases_are_rewritten_and_formats_kept() {
+        assert_eq!(
+            rewrite_deprecated(os(&["clusterctl", "render", "-o", "out", "-f", "c.yaml"])),
+            os(&[
+                "clusterctl",
+                "render",
+                "--output-dir",
+                "out",
+                "-f",
+                "c.yaml"
+            ])
+        );
+        assert_eq!(
+            rewrite_deprecated(os(&["clusterctl", "airgap", "bundle", "-ob.tar"])),
+            os(&["clusterctl", "airgap", "bundle", "--bundle-file", "b.tar"])
+        );
+        assert_eq!(
+            rewrite_deprecated(os(&[
+                "clusterctl",
+                "render",
+                "-o",
+                "json",
+                "--output-dir",
+                "d"
+            ])),
+            os(&["clusterctl", "render", "-o", "json", "--output-dir", "d"])
+        );
+        assert_eq!(
+            rewrite_deprecated(os(&["clusterctl", "validate", "-o", "x"])),
+            os(&["clusterctl", "validate", "-o", "x"])
+        );
+    }
+
+    #[test]
+    fn zero_is_refused_in_words() {
+        assert_eq!(at_least_one("0"), Err("must be at least 1".to_string()));
+        assert_eq!(at_least_one("3"), Ok(3));
+        assert!(at_least_one("x").is_err());
+    }
+}

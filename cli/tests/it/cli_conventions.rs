@@ -1,0 +1,413 @@
+//! The command line a kind and kubectl user expects (issue 16): `-o/--output` is the output format in
+//! every command (`json`, `yaml`), directories and files have their own long flags (`render
+//! --output-dir`, `airgap bundle --bundle-file`) with `-o PATH` a deprecated alias that warns; the
+//! commands addressing a cluster take `-f FILE` or `--profile NAME`; `profile print`, `version` and
+//! `completion`; `render`'s listing (octal modes, purpose names, stale files removed); errors of a
+//! `-o json` run are JSON; counts of 0 refused in words.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Runs clusterctl in `dir` with a private HOME and kubeconfig: (exit code, stdout, stderr).
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("KUBECONFIG", dir.join("kubeconfig"))
+        .env_remove("XDG_CACHE_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run clusterctl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn help(dir: &Path, args: &[&str]) -> String {
+    let mut a = args.to_vec();
+    a.push("--help");
+    let (code, out, err) = run(dir, &a);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    out
+}
+
+#[test]
+fn help_texts_follow_the_conventions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    // -o/--output is a format wherever it exists, with json and yaml.
+    for cmd in [
+        &["validate"][..],
+        &["render"][..],
+        &["up"][..],
+        &["status"][..],
+        &["airgap", "images"][..],
+        &["version"][..],
+    ] {
+        let h = help(d, cmd);
+        assert!(h.contains("-o, --output <OUTPUT>"), "{cmd:?}:\n{h}");
+        assert!(h.contains("json") && h.contains("yaml"), "{cmd:?}:\n{h}");
+    }
+    // Paths have their own long flags, and no -o.
+    let h = help(d, &["render"]);
+    assert!(h.contains("--output-dir <DIR>"), "{h}");
+    let h = help(d, &["airgap", "bundle"]);
+    assert!(h.contains("--bundle-file <FILE>"), "{h}");
+    assert!(!h.contains("-o, --output"), "{h}");
+    // Every command that addresses a cluster takes -f and --profile.
+    for cmd in [
+        "validate",
+        "render",
+        "up",
+        "destroy",
+        "status",
+        "airgap images",
+    ] {
+        let cmd: Vec<&str> = cmd.split(' ').collect();
+        let h = help(d, &cmd);
+        assert!(h.contains("-f, --file <FILE>"), "{cmd:?}:\n{h}");
+        assert!(h.contains("--profile <PROFILE>"), "{cmd:?}:\n{h}");
+    }
+    // The new commands are listed.
+    let h = help(d, &[]);
+    for cmd in ["profile", "version", "completion"] {
+        assert!(
+            h.lines().any(|l| l.trim_start().starts_with(cmd)),
+            "{cmd}:\n{h}"
+        );
+    }
+}
+
+#[test]
+fn render_output_dir_listing_and_the_deprecated_alias() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    // The deprecated -o PATH still writes, and warns.
+    let (code, out, err) = run(d, &["render", "--profile", "lab", "-o", "old"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("deprecated") && err.contains("--output-dir old"),
+        "{err}"
+    );
+    assert!(d.join("old/cluster").is_dir(), "{out}");
+    // The listing: octal modes with the leading 0, purposes by their kebab-case names.
+    let (code, out, err) = run(d, &["render", "--profile", "lab", "--output-dir", "out"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+    let init = out
+        .lines()
+        .find(|l| l.contains("init.yaml"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        init.contains(" 0600 ") && init.ends_with("kubeadm-init"),
+        "{init}"
+    );
+    assert!(
+        !out.contains("KubeadmInit") && !out.contains("(644"),
+        "{out}"
+    );
+    // A second render of another cluster into the same directory removes the files of the first.
+    let (code, out, err) = run(
+        d,
+        &[
+            "render",
+            "--profile",
+            "builtin",
+            "--output-dir",
+            "out",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        v["removed"].as_array().is_some_and(|r| !r.is_empty()),
+        "{v}"
+    );
+    assert!(
+        v["files"][0]["mode"]
+            .as_str()
+            .is_some_and(|m| m.starts_with('0')),
+        "{v}"
+    );
+    for gone in ["control-plane", "worker", "worker2"] {
+        assert!(!d.join("out").join(gone).exists(), "{gone} left behind");
+    }
+    assert!(d.join("out/cp1").is_dir());
+    // A file of the user's own in the directory is left alone.
+    std::fs::write(d.join("out/mine.txt"), "keep").expect("write");
+    let (code, _, err) = run(d, &["render", "--profile", "lab", "--output-dir", "out"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(d.join("out/mine.txt").is_file());
+}
+
+#[test]
+fn yaml_and_json_outputs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let (code, out, err) = run(d, &["validate", "--profile", "lab", "-o", "yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("valid: true") && out.contains("file: profile lab"),
+        "{out}"
+    );
+    let (code, out, err) = run(d, &["airgap", "images", "--profile", "lab", "-o", "yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("kindest/node") || out.contains("- component:"),
+        "{out}"
+    );
+    std::fs::write(
+        d.join("cluster.yaml"),
+        run(d, &["profile", "print", "lab"]).1,
+    )
+    .expect("write");
+    let (code, out, err) = run(d, &["airgap", "images", "-f", "cluster.yaml", "-o", "yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("- component:") && out.contains("pull: "),
+        "{out}"
+    );
+}
+
+#[test]
+fn up_dry_run_prints_a_machine_readable_plan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, out, err) = run(
+        dir.path(),
+        &["up", "--dry-run", "--profile", "lab", "-o", "json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document on stdout");
+    assert_eq!(v["cluster"], "lab");
+    assert!(v["error"].is_null(), "{v}");
+    let steps = v["steps"].as_array().expect("steps");
+    assert!(v["changes"].as_u64().is_some_and(|c| c > 0), "{v}");
+    assert!(
+        steps.iter().any(|s| s["kind"] == "run"
+            && s["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("kubeadm init"))),
+        "{v}"
+    );
+    // -o needs --dry-run.
+    let (code, _, err) = run(dir.path(), &["up", "--profile", "lab", "-o", "json"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn status_with_no_cluster_and_json_output_prints_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let name = clusterctl_testbed::unique_name("st");
+    std::fs::write(
+        d.join("cluster.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {{name: cp1, role: control-plane}}\n"),
+    )
+    .expect("write");
+    for format in ["json", "yaml"] {
+        let (code, out, err) = run(d, &["status", "-f", "cluster.yaml", "-o", format]);
+        assert_eq!(code, 1, "{out}{err}");
+        let v: serde_json::Value = if format == "json" {
+            serde_json::from_str(&out).expect("a JSON document on stdout")
+        } else {
+            serde_yaml::from_str(&out).expect("a YAML document on stdout")
+        };
+        assert_eq!(v["cluster"], name.as_str(), "{out}");
+        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{out}");
+    }
+    // An invalid file too.
+    std::fs::write(d.join("bad.yaml"), "kind: Cluster\n").expect("write");
+    let (code, out, _) = run(d, &["status", "-f", "bad.yaml", "-o", "json"]);
+    assert_eq!(code, 2);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("apiVersion")),
+        "{out}"
+    );
+}
+
+#[test]
+fn profiles_are_named_as_the_user_named_them_and_can_be_written_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let (code, out, err) = run(d, &["validate", "--profile", "lab"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("profile lab: valid"), "{out}");
+    assert!(
+        !out.contains("profiles/lab.yaml") && !err.contains("profiles/lab.yaml"),
+        "{out}{err}"
+    );
+    // profile print writes a file that validates as it is.
+    let (code, text, err) = run(d, &["profile", "print", "builtin"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(d.join("cluster.yaml"), &text).expect("write");
+    let (code, out, err) = run(d, &["validate"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = run(d, &["profile", "list"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("lab") && l.ends_with("(default)")),
+        "{out}"
+    );
+    let (code, _, err) = run(d, &["profile", "print", "no-such"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no profile named"), "{err}");
+}
+
+#[test]
+fn destroy_and_status_take_a_profile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    // Not confirmed (stdin is empty): the prompt names the profile's cluster, nothing is changed.
+    let (code, out, err) = run(d, &["destroy", "--profile", "lab"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("Destroy cluster lab") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    // status --profile reads the profile (whether or not a `lab` cluster runs here, the input is
+    // valid: not exit 2).
+    let (code, out, err) = run(d, &["status", "--profile", "lab", "-o", "json"]);
+    assert_ne!(code, 2, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["cluster"], "lab");
+}
+
+#[test]
+fn version_lists_supported_kubernetes_and_pinned_components() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, out, err) = run(dir.path(), &["version"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("clusterctl {}", env!("CARGO_PKG_VERSION"))),
+        "{out}"
+    );
+    assert!(
+        out.contains("v1.34.1") && out.contains("kube-vip") && out.contains("kindest/node"),
+        "{out}"
+    );
+    let (code, out, _) = run(dir.path(), &["version", "-o", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let k = v["kubernetes"].as_array().expect("kubernetes");
+    assert!(k.iter().any(|r| r["first"] == "v1.34.0"), "{v}");
+    assert!(
+        k.iter().all(|r| r["etcd"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("registry.k8s.io/etcd:"))),
+        "{v}"
+    );
+    // --version still works.
+    let (code, out, _) = run(dir.path(), &["--version"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (shell, marker) in [
+        ("bash", "complete -F _clusterctl"),
+        ("zsh", "#compdef clusterctl"),
+        ("fish", "complete -c clusterctl"),
+    ] {
+        let (code, out, err) = run(dir.path(), &["completion", shell]);
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(
+            out.contains(marker),
+            "{shell}: {}",
+            &out[..out.len().min(400)]
+        );
+        assert!(
+            out.contains("validate") && out.contains("output-dir") && out.contains("bundle-file"),
+            "{shell}"
+        );
+    }
+    // The bash script is valid bash.
+    let (_, script, _) = run(dir.path(), &["completion", "bash"]);
+    let path = dir.path().join("c.bash");
+    std::fs::write(&path, script).expect("write");
+    let st = Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .status()
+        .expect("bash");
+    assert!(st.success());
+}
+
+/// A kind config as kind's documentation writes them: a name, networking, a control plane with a port
+/// mapping and a label, two workers (one with a mount clusterctl has no equivalent for).
+const KIND_CONFIG: &str = "\
+kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+name: dev
+networking:
+  podSubnet: 10.250.0.0/16
+  kubeProxyMode: ipvs
+nodes:
+- role: control-plane
+  image: kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a
+  extraPortMappings:
+  - containerPort: 30080
+    hostPort: 8080
+    protocol: TCP
+  labels:
+    ingress-ready: \"true\"
+- role: worker
+  extraMounts:
+  - hostPath: /tmp
+    containerPath: /data
+- role: worker
+";
+
+#[test]
+fn a_kind_config_is_recognised_and_converted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("kind.yaml"), KIND_CONFIG).expect("write");
+    // validate says what it is and how to convert it.
+    let (code, _, err) = run(d, &["validate", "-f", "kind.yaml"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("this is a kind config") && err.contains("clusterctl convert -f kind.yaml"),
+        "{err}"
+    );
+    // convert writes a cluster file that validates, keeping what has an equivalent.
+    let (code, out, err) = run(d, &["convert", "-f", "kind.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("not converted: nodes[1].extraMounts"), "{err}");
+    std::fs::write(d.join("cluster.yaml"), &out).expect("write");
+    let (code, vout, verr) = run(d, &["validate", "-o", "json"]);
+    assert_eq!(code, 0, "{out}\n{vout}{verr}");
+    let (code, plan, err) = run(d, &["up", "--dry-run", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let plan: serde_json::Value = serde_json::from_str(&plan).expect("json");
+    assert_eq!(plan["cluster"], "dev");
+    for want in [
+        "kubernetesVersion: v1.34.0",
+        "provider: docker",
+        "podSubnet: 10.250.0.0/16",
+        "kubeProxy: ipvs",
+        "plugin: kindnet",
+        "- name: control-plane",
+        "- name: worker2",
+        "ingress-ready: \"true\"",
+        "containerPort: 30080",
+        "hostPort: 8080",
+        "# not converted: nodes[1].extraMounts",
+    ] {
+        assert!(out.contains(want), "{want} missing:\n{out}");
+    }
+    // Not a kind config: refused, exit 2.
+    let (code, _, err) = run(d, &["convert", "-f", "cluster.yaml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a kind Cluster config"), "{err}");
+}
