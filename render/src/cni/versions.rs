@@ -8,9 +8,12 @@
 //!
 //! Where each digest was read (every one is the sha256 of a file kept in a project's git at the
 //! commit named; the download address serves that very file):
-//! * Calico `operator-crds.yaml` and `tigera-operator.yaml`: `manifests/` of projectcalico/calico at
-//!   the release tag, served by `raw.githubusercontent.com/projectcalico/calico/<tag>/manifests/…` — the
-//!   addresses Calico's operator install documents from v3.30 (CRDs in their own file from v3.30).
+//! * Calico CRDs and `tigera-operator.yaml`: `manifests/` of projectcalico/calico at the release tag,
+//!   served by `raw.githubusercontent.com/projectcalico/calico/<tag>/manifests/…` — the addresses
+//!   Calico's operator install documents from v3.30 (CRDs in their own file from v3.30: `operator-crds.yaml`,
+//!   in v3.32 `v1_crd_projectcalico_org.yaml`, see [`CalicoRelease::crds_file`]). The v3.32.1 digests
+//!   are also the ones independent public install scripts record for those two files at commit
+//!   0ca9d1b9; the v3.31.7 and v3.30.7 digests were not cross-checked this way.
 //!   Image names: the Deployment in `tigera-operator.yaml` (the operator) and the operator's own
 //!   component table (tigera/operator `pkg/components/calico.go` at the operator tag; registry `quay.io/`,
 //!   path `calico/`).
@@ -36,7 +39,12 @@ pub struct CalicoRelease {
     pub version: &'static str,
     /// The tigera-operator version its `tigera-operator.yaml` runs.
     pub operator: &'static str,
-    /// sha256 of `manifests/operator-crds.yaml` at the tag.
+    /// The release's file of CRDs (operator.tigera.io and crd.projectcalico.org) under `manifests/`:
+    /// `operator-crds.yaml` from v3.30, `v1_crd_projectcalico_org.yaml` in v3.32 (its first line:
+    /// "crd.projectcalico.org/v1 and operator.tigera.io/v1 APIs"). Carried and named in
+    /// `cni.sources` as `operator-crds.yaml` whatever the release calls it.
+    pub crds_file: &'static str,
+    /// sha256 of `manifests/<crds_file>` at the tag.
     pub crds_sha256: &'static str,
     /// sha256 of `manifests/tigera-operator.yaml` at the tag.
     pub operator_sha256: &'static str,
@@ -49,6 +57,7 @@ pub const CALICO: &[CalicoRelease] = &[
     CalicoRelease {
         version: "v3.32.1",
         operator: "v1.42.3",
+        crds_file: "v1_crd_projectcalico_org.yaml",
         crds_sha256: "192f8b2d934ef24b62e86b7e1a6e1762d1c8af26a916f78057bc13fa5ed60f71",
         operator_sha256: "f18e073794207d372606bc3ea6f8fd73972f86d6828f4ba666dfe0d4aa8ab07f",
         commit: "0ca9d1b93644778cafdf1812f3dda02ac0c361e8",
@@ -56,6 +65,7 @@ pub const CALICO: &[CalicoRelease] = &[
     CalicoRelease {
         version: "v3.31.7",
         operator: "v1.40.15",
+        crds_file: "operator-crds.yaml",
         crds_sha256: "380414d5756e9a1af29ddb1ad70cada07aa344ae7a2680ba7355248621f8adbf",
         operator_sha256: "092c10b3d0cb73617aca51367ca59755348f4647e6d2e63fa4e5b81266203214",
         commit: "94bd1d5b0e04459d4d1c83653e0335a9201248b8",
@@ -63,6 +73,7 @@ pub const CALICO: &[CalicoRelease] = &[
     CalicoRelease {
         version: "v3.30.7",
         operator: "v1.38.13",
+        crds_file: "operator-crds.yaml",
         crds_sha256: "53b2e2791915809db8016b72d4ceac9d1dd529d053984eb203c06b94c6639ee3",
         operator_sha256: "bcc9f89c1847ee5237c29c1b7e4a67c86296cb0139619093df6ca98ec14abf18",
         commit: "74485ea40911c4868ae83ddb5da489c1533d1dba",
@@ -310,9 +321,17 @@ impl Pins {
                 let rel = CALICO.iter().find(|r| r.version == version);
                 ["operator-crds.yaml", "tigera-operator.yaml"]
                     .iter()
-                    .map(|name| UpstreamFile {
+                    .map(|name| {
+                        // The CRDs file is named per release; it is carried as operator-crds.yaml.
+                        let file = match rel {
+                            Some(r) if *name == "operator-crds.yaml" => r.crds_file,
+                            _ => name,
+                        };
+                        (name, file)
+                    })
+                    .map(|(name, file)| UpstreamFile {
                         name: name.to_string(),
-                        url: format!("https://raw.githubusercontent.com/projectcalico/calico/{version}/manifests/{name}"),
+                        url: format!("https://raw.githubusercontent.com/projectcalico/calico/{version}/manifests/{file}"),
                         sha256: rel.map(|r| {
                             if *name == "operator-crds.yaml" {
                                 r.crds_sha256.to_string()
@@ -321,7 +340,7 @@ impl Pins {
                             }
                         }),
                         digest_source: match rel {
-                            Some(r) => format!("projectcalico/calico@{} ({version}):manifests/{name}", r.commit),
+                            Some(r) => format!("projectcalico/calico@{} ({version}):manifests/{file}", r.commit),
                             None => "none known".to_string(),
                         },
                     })
@@ -450,7 +469,7 @@ mod tests {
         assert_eq!(f[0].name, "operator-crds.yaml");
         assert_eq!(
             f[0].url,
-            "https://raw.githubusercontent.com/projectcalico/calico/v3.32.1/manifests/operator-crds.yaml"
+            "https://raw.githubusercontent.com/projectcalico/calico/v3.32.1/manifests/v1_crd_projectcalico_org.yaml"
         );
         assert!(f.iter().all(|x| x.sha256.is_some()));
         let c = Pins::Cilium {
