@@ -31,3 +31,4 @@ mod up_dry_run;
 mod up_system;
 mod upgrade_system;
 mod validate_cli;
+mod validate_overlap;

@@ -118,9 +118,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     let net = rules_network::check(ctx, &file);
     let nodes = rules_nodes::check(ctx, &file);
     let vip = rules_vip::check(ctx, &file, &nodes);
-    if let Some(n) = &net {
-        rules_network::check_with_nodes(ctx, &file, n, &nodes, vip.as_ref().and_then(|v| v.vip));
-    }
+    rules_network::check_with_nodes(ctx, &file, &nodes, vip.as_ref().and_then(|v| v.vip));
     let mirror = rules_registry::check(ctx, &file, meta.as_ref());
     let api = rules_apiserver::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_runtime::check(ctx, &file, meta.as_ref().map(|m| &m.version));

@@ -370,47 +370,84 @@ fn owned_keys(
 }
 
 /// Checks involving node addresses and the VIP: none may lie in podSubnet or serviceSubnet, and node
-/// subnets must not overlap them (the seed's LAN clash).
+/// subnets must not overlap them (the seed's LAN clash). Each range that parses is checked, whatever else
+/// is wrong with the networking section. One diagnostic per range: at the range's line when it is written
+/// and several nodes (or every node) are in it — that is the line to edit — else at the one node's address.
 pub(crate) fn check_with_nodes(
     ctx: &mut Ctx<'_>,
-    _file: &ClusterFile,
-    net: &Net,
+    file: &ClusterFile,
     nodes: &[ValidNode],
     vip: Option<IpAddr>,
 ) {
+    let n = &file.spec.networking;
     let ranges = [
-        ("podSubnet", net.pod_subnet),
-        ("serviceSubnet", net.service_subnet),
+        (
+            "podSubnet",
+            "spec.networking.podSubnet",
+            quiet_cidr(&n.pod_subnet),
+        ),
+        (
+            "serviceSubnet",
+            "spec.networking.serviceSubnet",
+            quiet_cidr(&n.service_subnet),
+        ),
     ];
-    for node in nodes {
-        let path = format!("spec.nodes[{}].address", node.index);
-        if let Some(subnet) = node.subnet {
-            if let Some((name, r)) = ranges.iter().find(|(_, r)| overlaps(r, &subnet)) {
-                ctx.push(
-                    Diagnostic::error("spec::cidr-overlap", format!("{name} {r} overlaps the network {subnet} of node {}", node.name))
-                        .help(format!("choose a {name} outside the hosts' network (e.g. 10.244.0.0/16 for pods, 10.96.0.0/16 for services)"))
-                        .at(path),
-                );
-                continue;
+    let addressed = nodes
+        .iter()
+        .filter(|n| n.address.is_some() || n.subnet.is_some())
+        .count();
+    for (name, range_path, r) in ranges {
+        let Some(r) = r else { continue };
+        // (node, its network or None when only its address is in the range)
+        let mut hit: Vec<(&ValidNode, Option<IpNet>)> = Vec::new();
+        for node in nodes {
+            match (node.subnet, node.address) {
+                (Some(subnet), _) if overlaps(&r, &subnet) => hit.push((node, Some(subnet))),
+                (_, Some(addr)) if r.contains(&addr) => hit.push((node, None)),
+                _ => {}
             }
         }
-        if let Some(addr) = node.address {
-            if let Some((name, r)) = ranges.iter().find(|(_, r)| r.contains(&addr)) {
-                ctx.push(
-                    Diagnostic::error(
-                        "spec::cidr-overlap",
-                        format!("node {} address {addr} lies in {name} {r}", node.name),
-                    )
-                    .help(format!(
-                        "choose a {name} that does not contain the hosts' addresses"
-                    ))
-                    .at(path),
-                );
-            }
+        let Some((first, first_net)) = hit.first().copied() else {
+            continue;
+        };
+        let node_path = format!("spec.nodes[{}].address", first.index);
+        if hit.len() == 1 && (addressed > 1 || ctx.index.value(range_path).is_none()) {
+            let msg = match (first_net, first.address) {
+                (Some(subnet), _) => format!(
+                    "{name} {r} overlaps the network {subnet} of node {}",
+                    first.name
+                ),
+                (None, Some(addr)) => {
+                    format!("node {} address {addr} lies in {name} {r}", first.name)
+                }
+                (None, None) => continue,
+            };
+            ctx.push(
+                Diagnostic::error("spec::cidr-overlap", msg)
+                    .help(format!("give node {} an address outside {name} {r}, or choose a {name} outside the hosts' network (e.g. 10.244.0.0/16 for pods, 10.96.0.0/16 for services)", first.name))
+                    .at(node_path),
+            );
+            continue;
         }
+        let at = if ctx.index.value(range_path).is_some() {
+            range_path.to_string()
+        } else {
+            node_path
+        };
+        ctx.push(
+            Diagnostic::error(
+                "spec::cidr-overlap",
+                format!("{name} {r} overlaps the nodes' network: {}", describe_hits(&hit)),
+            )
+            .help(format!("choose a {name} outside the hosts' network (e.g. 10.244.0.0/16 for pods, 10.96.0.0/16 for services)"))
+            .at(at),
+        );
     }
     if let Some(v) = vip {
-        if let Some((name, r)) = ranges.iter().find(|(_, r)| r.contains(&v)) {
+        let found = ranges
+            .iter()
+            .find_map(|(name, _, r)| r.filter(|r| r.contains(&v)).map(|r| (name, r)));
+        if let Some((name, r)) = found {
             ctx.push(
                 Diagnostic::error(
                     "spec::cidr-overlap",
@@ -423,6 +460,43 @@ pub(crate) fn check_with_nodes(
             );
         }
     }
+}
+
+/// A range as [`cidr_at`] accepts it, without reporting anything (`check` reports the bad ones).
+fn quiet_cidr(text: &str) -> Option<IpNet> {
+    IpNet::from_str(text.trim())
+        .ok()
+        .filter(|n| n.trunc() == *n)
+}
+
+/// `10.0.0.0/24 of nodes cp1, cp2; address 10.1.0.5 of node w1`: the nodes in a range, grouped by their
+/// network (at most eight names per group, then a count).
+fn describe_hits(hit: &[(&ValidNode, Option<IpNet>)]) -> String {
+    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    for (node, net) in hit {
+        let what = match (net, node.address) {
+            (Some(net), _) => net.to_string(),
+            (None, Some(a)) => format!("address {a}"),
+            (None, None) => continue,
+        };
+        match groups.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, names)) => names.push(&node.name),
+            None => groups.push((what, vec![&node.name])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(what, names)| {
+            let shown: Vec<&str> = names.iter().take(8).copied().collect();
+            let more = match names.len().saturating_sub(8) {
+                0 => String::new(),
+                k => format!(" and {k} more"),
+            };
+            let s = if names.len() == 1 { "" } else { "s" };
+            format!("{what} of node{s} {}{more}", shown.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn overlaps(a: &IpNet, b: &IpNet) -> bool {

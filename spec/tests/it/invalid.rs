@@ -69,7 +69,7 @@ const ROWS: &[Row] = &[
     err("service overlaps pod", &[("10.96.0.0/16", "10.244.128.0/20")], "serviceSubnet 10.244.128.0/20 overlaps podSubnet 10.244.0.0/16", "", "10.244.128.0/20"),
     err("service subnet too large", &[("10.0.0.", "172.16.0."), ("10.0.0.", "172.16.0."), ("10.0.0.", "172.16.0."), ("10.96.0.0/16", "10.0.0.0/8")], "larger than kube-apiserver allows", "serviceSubnet", "10.0.0.0/8"),
     err("node address in pod subnet", &[("10.0.0.21/24", "10.244.5.5")], "node w1 address 10.244.5.5 lies in podSubnet 10.244.0.0/16", "", "10.244.5.5"),
-    err("pod subnet overlaps node network", &[("10.244.0.0/16", "10.0.0.0/16")], "podSubnet 10.0.0.0/16 overlaps the network 10.0.0.0/24 of node cp1", "", "10.0.0.11/24"),
+    err("pod subnet overlaps node network", &[("10.244.0.0/16", "10.0.0.0/16")], "podSubnet 10.0.0.0/16 overlaps the nodes' network: 10.0.0.0/24 of nodes cp1, w1", "", "10.0.0.0/16"),
     err("no room for node CIDRs", &[("10.244.0.0/16", "10.244.0.0/24")], "has room for 1 node CIDR of /24, but the file has 2 nodes", "", "10.244.0.0/24"),
     err("node mask shorter than pod prefix", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    nodeCidrMaskSize: 12\n")], "nodeCidrMaskSize /12 does not fit podSubnet", "nodeCidrMaskSize", "12"),
     err("kube-proxy disabled with builtin", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    kubeProxy: disabled\n")], "kubeProxy is disabled, but the builtin CNI does not replace it", "", "disabled"),
