@@ -10,7 +10,7 @@
 //! Checks: containers and network created with the cluster label, the API server port published on
 //! 127.0.0.1, the run options applied; every phase ran on its node (init on the control plane, join on
 //! the worker); the builtin CNI installed for real (the binary uploaded once per node as
-//! `/usr/local/bin/clusterctl`, copied to `/opt/cni/bin/clusterctl-cni`, agent.json, conflist template
+//! `/usr/local/bin/clusterctl`, the embedded plugin written to `/opt/cni/bin/clusterctl-cni`, agent.json, conflist template
 //! and unit placed, unit enabled); the label PATCH arrived through the published port; the kubeconfig
 //! names 127.0.0.1 and the endpoint; the builtin CNI agent's kubeconfig (a TokenRequest per node,
 //! 0600, endpoint, admin.conf's CA, the token — printed nowhere, stored in no state); a second `up`
@@ -305,7 +305,8 @@ fn up_creates_docker_nodes_runs_every_phase_and_destroy_removes_them() {
     assert_eq!(count(&calls(&c1), "kubeadm init --config"), 1);
     assert_eq!(count(&calls(&w1), "kubeadm join --config"), 1);
 
-    // The builtin CNI, installed for real: the binary uploaded once per node, the plugin a copy of it.
+    // The builtin CNI, installed for real: the binary uploaded once per node, the plugin the dedicated
+    // binary embedded in clusterctl (clusterctl_cni_embed::PLUGIN).
     let local_sha = {
         let o = Command::new("sha256sum")
             .arg(env!("CARGO_BIN_EXE_clusterctl"))
@@ -325,8 +326,8 @@ fn up_creates_docker_nodes_runs_every_phase_and_destroy_removes_them() {
         );
         assert_eq!(
             shas,
-            format!("{local_sha}\n{local_sha}\n755\n755"),
-            "{node}"
+            format!("{local_sha}\n{}\n755\n755", clusterctl_cni_embed::sha256()),
+            "{node}: the binary uploaded, the embedded plugin written"
         );
         assert_eq!(
             count(

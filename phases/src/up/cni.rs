@@ -1,12 +1,12 @@
 //! `cni`: the builtin dataplane — the clusterctl binary uploaded once per node as
 //! `/usr/local/bin/clusterctl` (what the agent unit runs: `clusterctl cni agent --config
-//! /etc/clusterctl/cni/agent.json`) and copied on the node to `/opt/cni/bin/clusterctl-cni` (the
-//! multi-call name that makes it the CNI plugin) — each skipped when the node's copy has the same
-//! sha256 —, the rendered `agent.json`, conflist template and unit placed, and the agent unit
-//! `clusterctl-cni-agent.service` enabled and (re)started when something changed — on every node; or,
-//! for calico/cilium/flannel/kindnet, the rendered manifests applied with `kubectl apply` on the first
-//! control plane (kubectl there, because the manifests are many kinds of objects that `kubectl apply`
-//! already orders and merges; Nodes themselves go through the API from this machine, `labels`).
+//! /etc/clusterctl/cni/agent.json`) and the dedicated plugin embedded in clusterctl
+//! (`clusterctl_cni_embed::PLUGIN`) written to `/opt/cni/bin/clusterctl-cni` — each skipped when
+//! the node's copy has the same sha256 —, the rendered `agent.json`, conflist template and unit
+//! placed, and the agent unit `clusterctl-cni-agent.service` enabled and (re)started when something
+//! changed — on every node. Third-party CNIs are installed by `up::cni_install`; [`run_manifests`]
+//! (`kubectl apply` of rendered manifests on the first control plane) is left for a CNI without
+//! such an install.
 
 use super::{UpData, KUBECTL};
 use crate::ctx::NodeCtx;
@@ -52,14 +52,13 @@ pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         ));
     };
     let mut changed = ctx.put_local_file(bin, BINARY_PATH, 0o755)?;
-    let want = crate::util::file_sha256(bin)
-        .map_err(|e| ctx.local_error(format!("reading {}: {e}", bin.display())))?;
-    let plugin_ok =
-        matches!(ctx.file_digest(PLUGIN_PATH)?, Some(Some((sha, 0o755))) if sha == want);
-    if !plugin_ok {
-        ctx.run_script(&format!("install -D -m 0755 {BINARY_PATH} {PLUGIN_PATH}"))?;
-        changed = true;
-    }
+    // The dedicated plugin carried inside clusterctl (`clusterctl-cni-embed`), not a copy of the
+    // multi-call binary: it starts faster on every CNI call.
+    changed |= ctx.put_file(
+        PLUGIN_PATH,
+        clusterctl_cni_embed::MODE,
+        clusterctl_cni_embed::PLUGIN,
+    )?;
     let files = data.files_of(ctx.name(), FilePurpose::Cni);
     let unit_path = format!("/etc/systemd/system/{AGENT_UNIT}");
     let has_unit = files.iter().any(|f| f.path == unit_path);
