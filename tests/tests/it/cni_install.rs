@@ -1,0 +1,736 @@
+//! Third-party CNI installs (`clusterctl_render::cni::install`, `clusterctl_phases::up::cni_install`)
+//! against a real control plane (`clusterctl_testbed::envtest`: upstream etcd and kube-apiserver, one per
+//! test, thrown away whole) and the real `kubectl` (`clusterctl_testbed::k8sbin`). Each CNI's steps are
+//! built as `up` builds them — from the cluster file, the files render writes and the upstream files —
+//! and server-side applied through `KubeClusterApi::apply` (field manager `clusterctl`), then checked in
+//! what the server stores:
+//!
+//! * **flannel**: the real upstream `kube-flannel.yml` of the pinned release, which the test bed reads
+//!   from flannel's Go module (`scripts/k8s/build.sh flannel-manifest`; its sha256 is the one pinned in
+//!   the version table): every object accepted, the ConfigMap's `net-conf.json` is the rendered one, the
+//!   DaemonSet's images are under the mirror; a second apply changes nothing (resourceVersions kept),
+//!   real `kubectl apply --server-side --field-manager=clusterctl` of the same objects changes nothing
+//!   either, and a changed podSubnet converges.
+//! * **calico**: CRDs, operator manifest and status objects *of our own shape* (the test bed does not
+//!   fetch Calico's files): the CRDs become Established before anything else is applied, the rendered
+//!   `Installation` and the `APIServer` are accepted by the CRDs' schemas, an `Installation` the schema
+//!   refuses fails naming the object and the server's message, the operator Deployment runs the
+//!   mirror's image, and the TigeraStatus wait names what is still progressing until all are Available.
+//! * **kindnet**: a default-CNI template of our own shape as kind's node image carries it, filled with
+//!   podSubnet and patched with the endpoint as kind's `installcni` does.
+//! * **cni: none**: the control-plane components `wait-ready` waits for instead of Ready nodes, from
+//!   real Pods whose status the test sets.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use clusterctl_kubeapi::{ClusterApi, KubeClusterApi};
+use clusterctl_phases::up::cni_install::{
+    calico_not_available, control_plane_not_ready, established, for_cluster,
+};
+use clusterctl_render::cni::install::{
+    images_of, kindnet_steps, manifest_steps, ApplyStep, InstallInput, Wait,
+};
+use clusterctl_render::{render, Facts};
+use clusterctl_spec::ValidCluster;
+use clusterctl_testbed::envtest::Envtest;
+use clusterctl_testbed::k8sbin::{require_programs, DEFAULT_VERSION};
+use serde_json::{json, Value};
+
+const MIRROR: &str = "harbor.example.com/library";
+
+/// A two-node cluster file with `cni` and a registry mirror: SSH hosts, or docker nodes for kindnet
+/// (which is only offered with the docker provider).
+fn cluster(dir: &Path, cni: &str, pod_subnet: &str) -> ValidCluster {
+    let file = dir.join(format!("{}.yaml", clusterctl_testbed::unique_name("c")));
+    let hosts = if cni == "kindnet" {
+        "  provider: docker\n  nodes:\n    - {name: cp1, role: control-plane}\n    - {name: w1, role: worker}\n"
+    } else {
+        "  provider: ssh\n  controlPlane: {endpoint: 10.88.0.11:6443}\n  ssh: {user: root}\n  nodes:\n    - {name: cp1, role: control-plane, address: 10.88.0.11}\n    - {name: w1, role: worker, address: 10.88.0.12}\n"
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: cnitest}}\nspec:\n  kubernetesVersion: v1.34.1\n  networking: {{podSubnet: {pod_subnet}, serviceSubnet: 10.96.0.0/16, cni: {{plugin: {cni}}}}}\n  registry: {{mirror: \"{MIRROR}\"}}\n{hosts}"
+        ),
+    )
+    .expect("cluster file");
+    let loaded = clusterctl_spec::load(&file).expect("load");
+    clusterctl_spec::validate(&loaded).expect("valid").cluster
+}
+
+/// What `up` gives the install: the input from the cluster file and the rendered `cni/` files by name.
+fn prepared(cluster: &ValidCluster) -> (InstallInput, BTreeMap<String, Vec<u8>>) {
+    let ci = for_cluster(cluster, None)
+        .expect("pinned")
+        .expect("a third-party CNI");
+    let rendered = render(cluster, &Facts::assumed(cluster)).expect("renders");
+    let files = rendered
+        .cluster
+        .iter()
+        .filter_map(|f| {
+            f.path
+                .strip_prefix("cni/")
+                .map(|n| (n.to_string(), f.content.clone()))
+        })
+        .collect();
+    (ci.input, files)
+}
+
+struct Api {
+    api: KubeClusterApi,
+    kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn client(env: &Envtest) -> Api {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("config");
+    std::fs::write(&kubeconfig, env.kubeconfig("envtest")).expect("kubeconfig");
+    let api = KubeClusterApi::from_kubeconfig(&kubeconfig, Some("envtest")).expect("client");
+    Api {
+        api,
+        kubeconfig,
+        _dir: dir,
+    }
+}
+
+/// Applies the steps as `up`'s `cni` phase does: every object, then the step's wait.
+fn apply(api: &KubeClusterApi, steps: &[ApplyStep]) {
+    for step in steps {
+        for o in &step.objects {
+            if let Err(e) = api.apply(o) {
+                panic!("{}: {}: {e}", step.what, o["metadata"]["name"]);
+            }
+        }
+        if step.wait == Wait::CrdsEstablished {
+            let start = Instant::now();
+            for o in &step.objects {
+                let name = o["metadata"]["name"].as_str().expect("name");
+                loop {
+                    let crd = api
+                        .get_object(
+                            "apiextensions.k8s.io/v1",
+                            "CustomResourceDefinition",
+                            None,
+                            name,
+                        )
+                        .expect("get CRD");
+                    if crd.as_ref().is_some_and(established) {
+                        break;
+                    }
+                    assert!(
+                        start.elapsed() < Duration::from_secs(60),
+                        "{name} not Established"
+                    );
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+}
+
+fn get(api: &KubeClusterApi, api_version: &str, kind: &str, ns: Option<&str>, name: &str) -> Value {
+    api.get_object(api_version, kind, ns, name)
+        .expect("get")
+        .unwrap_or_else(|| panic!("{kind} {ns:?}/{name} exists"))
+}
+
+fn resource_versions(api: &KubeClusterApi, objects: &[Value]) -> Vec<String> {
+    objects
+        .iter()
+        .map(|o| {
+            let v = get(
+                api,
+                o["apiVersion"].as_str().unwrap_or_default(),
+                o["kind"].as_str().unwrap_or_default(),
+                o["metadata"]["namespace"].as_str(),
+                o["metadata"]["name"].as_str().unwrap_or_default(),
+            );
+            v["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Real `kubectl apply --server-side --field-manager=clusterctl` of `objects`; returns its output.
+fn kubectl_apply(kubectl: &Path, kubeconfig: &Path, objects: &[Value]) -> String {
+    let file = kubeconfig.with_file_name(format!("{}.yaml", clusterctl_testbed::unique_name("m")));
+    let text: Vec<String> = objects
+        .iter()
+        .map(|o| serde_yaml::to_string(o).expect("yaml"))
+        .collect();
+    std::fs::write(&file, text.join("---\n")).expect("manifest");
+    let out = Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["apply", "--server-side", "--field-manager=clusterctl", "-f"])
+        .arg(&file)
+        .output()
+        .expect("kubectl runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "kubectl apply: {text}");
+    text
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+#[test]
+fn flannel_upstream_manifest_with_the_rendered_net_conf_is_applied_and_converges() {
+    let Some(bins) = require_programs(DEFAULT_VERSION, &["kubectl", "flannel-manifest"]) else {
+        return;
+    };
+    let Some(env) = Envtest::require_own() else {
+        return;
+    };
+    let manifest = std::fs::read(bins.path("flannel-manifest")).expect("kube-flannel.yml");
+    let pinned = &clusterctl_render::cni::versions::FLANNEL[0];
+    assert_eq!(
+        sha256_hex(&manifest),
+        pinned.manifest_sha256,
+        "the Go module's kube-flannel.yml of {} has the pinned sha256",
+        pinned.version
+    );
+    let a = client(&env);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = cluster(dir.path(), "flannel", "10.244.0.0/16");
+    let (input, rendered) = prepared(&c);
+    assert_eq!(input.mirror_prefix.as_deref(), Some(MIRROR));
+    let upstream = BTreeMap::from([("kube-flannel.yml".to_string(), manifest.clone())]);
+    let steps = manifest_steps(&input, &upstream, &rendered).expect("steps");
+    apply(&a.api, &steps);
+
+    let objects = &steps[0].objects;
+    let cm = get(
+        &a.api,
+        "v1",
+        "ConfigMap",
+        Some("kube-flannel"),
+        "kube-flannel-cfg",
+    );
+    let net_conf = String::from_utf8(rendered["flannel-net-conf.json"].clone()).expect("utf8");
+    assert_eq!(cm["data"]["net-conf.json"], net_conf.as_str());
+    assert!(net_conf.contains("10.244.0.0/16"), "{net_conf}");
+    let ds = get(
+        &a.api,
+        "apps/v1",
+        "DaemonSet",
+        Some("kube-flannel"),
+        "kube-flannel-ds",
+    );
+    let images = images_of(std::slice::from_ref(&ds));
+    assert!(images.len() >= 2, "{images:?}");
+    for i in &images {
+        assert!(i.starts_with(&format!("{MIRROR}/flannel-io/")), "{i}");
+    }
+    assert!(
+        images
+            .iter()
+            .any(|i| i.ends_with(&format!("/flannel:{}", pinned.version))),
+        "{images:?}"
+    );
+    // Idempotent, through our client and through real kubectl with the same field manager.
+    let before = resource_versions(&a.api, objects);
+    apply(&a.api, &steps);
+    assert_eq!(
+        resource_versions(&a.api, objects),
+        before,
+        "a re-apply changes nothing"
+    );
+    let out = kubectl_apply(bins.path("kubectl"), &a.kubeconfig, objects);
+    assert!(out.contains("serverside-applied"), "{out}");
+    assert_eq!(
+        resource_versions(&a.api, objects),
+        before,
+        "kubectl's server-side apply of the same objects changes nothing"
+    );
+    // A changed podSubnet converges: the ConfigMap gets the new net-conf.json.
+    let c2 = cluster(dir.path(), "flannel", "10.32.0.0/12");
+    let (input2, rendered2) = prepared(&c2);
+    let steps2 = manifest_steps(&input2, &upstream, &rendered2).expect("steps");
+    apply(&a.api, &steps2);
+    let cm = get(
+        &a.api,
+        "v1",
+        "ConfigMap",
+        Some("kube-flannel"),
+        "kube-flannel-cfg",
+    );
+    let conf = cm["data"]["net-conf.json"].as_str().unwrap_or_default();
+    assert!(
+        conf.contains("10.32.0.0/12") && !conf.contains("10.244."),
+        "{conf}"
+    );
+    let managers: Vec<&str> = cm["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert_eq!(managers, ["clusterctl"], "one field manager");
+}
+
+/// CRDs of our own shape for the three `operator.tigera.io/v1` kinds `up` touches, with schemas
+/// holding the fields render writes (not Calico's files; see docs/cni.md).
+fn own_calico_crds() -> String {
+    let crd = |plural: &str, kind: &str, spec: Value, status: Value| {
+        serde_yaml::to_string(&json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.operator.tigera.io")},
+            "spec": {
+                "group": "operator.tigera.io",
+                "scope": "Cluster",
+                "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind,
+                          "listKind": format!("{kind}List")},
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                        "metadata": {"type": "object"}, "spec": spec, "status": status}}}
+                }]
+            }
+        }))
+        .expect("yaml")
+    };
+    let conditions = json!({"type": "object", "properties": {"conditions": {"type": "array", "items": {
+        "type": "object", "required": ["type", "status"], "properties": {
+            "type": {"type": "string"}, "status": {"type": "string"},
+            "reason": {"type": "string"}, "message": {"type": "string"},
+            "lastTransitionTime": {"type": "string", "format": "date-time"}}}}}});
+    let pool = json!({"type": "object", "required": ["cidr"], "properties": {
+        "name": {"type": "string"}, "cidr": {"type": "string"},
+        "blockSize": {"type": "integer", "format": "int32"},
+        "encapsulation": {"type": "string",
+            "enum": ["IPIPCrossSubnet", "IPIP", "VXLAN", "VXLANCrossSubnet", "None"]},
+        "natOutgoing": {"type": "string", "enum": ["Enabled", "Disabled"]},
+        "nodeSelector": {"type": "string"}}});
+    let installation = json!({"type": "object", "properties": {
+        "registry": {"type": "string"}, "imagePath": {"type": "string"},
+        "calicoNetwork": {"type": "object", "properties": {
+            "mtu": {"type": "integer", "format": "int32"},
+            "ipPools": {"type": "array", "items": pool}}}}});
+    [
+        crd(
+            "installations",
+            "Installation",
+            installation,
+            conditions.clone(),
+        ),
+        crd(
+            "apiservers",
+            "APIServer",
+            json!({"type": "object"}),
+            conditions.clone(),
+        ),
+        crd(
+            "tigerastatuses",
+            "TigeraStatus",
+            json!({"type": "object"}),
+            conditions,
+        ),
+    ]
+    .join("---\n")
+}
+
+/// An operator manifest of our own shape: namespace, service account and the operator Deployment
+/// with the pinned operator image.
+fn own_tigera_operator(operator: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: tigera-operator}}\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: tigera-operator, namespace: tigera-operator}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: tigera-operator, namespace: tigera-operator}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{name: tigera-operator}}}}\n  template:\n    metadata: {{labels: {{name: tigera-operator}}}}\n    spec:\n      serviceAccountName: tigera-operator\n      containers:\n      - name: tigera-operator\n        image: quay.io/tigera/operator:{operator}\n"
+    )
+}
+
+#[test]
+fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
+    let Some(env) = Envtest::require_own() else {
+        return;
+    };
+    let a = client(&env);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = cluster(dir.path(), "calico", "192.168.0.0/16");
+    let (input, rendered) = prepared(&c);
+    let pinned = &clusterctl_render::cni::versions::CALICO[0];
+    let upstream = BTreeMap::from([
+        (
+            "operator-crds.yaml".to_string(),
+            own_calico_crds().into_bytes(),
+        ),
+        (
+            "tigera-operator.yaml".to_string(),
+            own_tigera_operator(pinned.operator).into_bytes(),
+        ),
+    ]);
+    let steps = manifest_steps(&input, &upstream, &rendered).expect("steps");
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps[0].wait, Wait::CrdsEstablished);
+    // Before the CRDs are applied the custom resources have no kind to go to: the server refuses.
+    let early = a.api.apply(&steps[2].objects[0]).expect_err("no CRD yet");
+    assert!(early.to_string().contains("Installation"), "{early}");
+    apply(&a.api, &steps);
+
+    let inst = get(
+        &a.api,
+        "operator.tigera.io/v1",
+        "Installation",
+        None,
+        "default",
+    );
+    let pool = &inst["spec"]["calicoNetwork"]["ipPools"][0];
+    assert_eq!(pool["cidr"], "192.168.0.0/16");
+    assert_eq!(pool["encapsulation"], "VXLANCrossSubnet");
+    assert_eq!(inst["spec"]["registry"], "harbor.example.com/");
+    assert_eq!(inst["spec"]["imagePath"], "library/calico");
+    get(
+        &a.api,
+        "operator.tigera.io/v1",
+        "APIServer",
+        None,
+        "default",
+    );
+    let op = get(
+        &a.api,
+        "apps/v1",
+        "Deployment",
+        Some("tigera-operator"),
+        "tigera-operator",
+    );
+    assert_eq!(
+        images_of(std::slice::from_ref(&op)),
+        [format!("{MIRROR}/tigera/operator:{}", pinned.operator)]
+    );
+    // The schema is enforced: an Installation it refuses fails naming the object and the reason.
+    let mut bad = steps[2].objects[0].clone();
+    bad["spec"]["calicoNetwork"]["ipPools"][0]["encapsulation"] = json!("Bogus");
+    let e = a
+        .api
+        .apply(&bad)
+        .expect_err("refused by the schema")
+        .to_string();
+    assert!(e.contains("Installation default"), "{e}");
+    assert!(
+        e.contains("Unsupported value") && e.contains("Bogus"),
+        "{e}"
+    );
+
+    // The TigeraStatus wait: nothing reported yet, then progressing, then available.
+    // Right after a CRD is Established the server may still answer its lists with 429 ("storage is
+    // (re)initializing"), as wait-ready sees it: it counts as not yet available and is asked again.
+    let list = |api: &KubeClusterApi| {
+        let start = Instant::now();
+        loop {
+            match api.list_objects("operator.tigera.io/v1", "TigeraStatus") {
+                Ok(l) => return l,
+                Err(clusterctl_kubeapi::ApiError::Status { code: 429, .. })
+                    if start.elapsed() < Duration::from_secs(60) =>
+                {
+                    std::thread::sleep(Duration::from_millis(200))
+                }
+                Err(e) => panic!("list TigeraStatus: {e}"),
+            }
+        }
+    };
+    assert_eq!(
+        calico_not_available(&list(&a.api)),
+        ["tigera-operator has reported no TigeraStatus yet"]
+    );
+    for name in ["calico", "apiserver"] {
+        a.api
+            .apply(
+                &json!({"apiVersion": "operator.tigera.io/v1", "kind": "TigeraStatus",
+                           "metadata": {"name": name}, "spec": {}}),
+            )
+            .expect("status object");
+    }
+    let set = |name: &str, available: &str, progressing: (&str, &str)| {
+        env.merge_patch(
+            &format!("/apis/operator.tigera.io/v1/tigerastatuses/{name}/status"),
+            &json!({"status": {"conditions": [
+                {"type": "Available", "status": available},
+                {"type": "Progressing", "status": progressing.0, "message": progressing.1}]}}),
+        )
+        .expect("status");
+    };
+    set(
+        "calico",
+        "False",
+        ("True", "DaemonSet calico-node is not yet scheduled"),
+    );
+    set("apiserver", "True", ("False", ""));
+    assert_eq!(
+        calico_not_available(&list(&a.api)),
+        ["TigeraStatus calico (Progressing: DaemonSet calico-node is not yet scheduled)"]
+    );
+    set("calico", "True", ("False", ""));
+    assert!(calico_not_available(&list(&a.api)).is_empty());
+    // A kind the server does not serve lists as empty (no TigeraStatus CRD: not Calico).
+    assert!(a
+        .api
+        .list_objects("example.invalid/v1", "Nothing")
+        .expect("list")
+        .is_empty());
+}
+
+#[test]
+fn kindnet_template_is_filled_patched_and_applied_and_cni_none_waits_for_the_control_plane() {
+    let Some(env) = Envtest::require_own() else {
+        return;
+    };
+    let a = client(&env);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = cluster(dir.path(), "kindnet", "10.244.0.0/16");
+    let (input, _) = prepared(&c);
+    assert!(input.endpoint.ends_with(":6443"), "{}", input.endpoint);
+    // Our own shape of kind's default CNI manifest (the kind node images are not built here).
+    let template = "# would you kindly template this file\n# would you kindly patch this file\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: kindnet, namespace: kube-system}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: kindnet, namespace: kube-system}\nspec:\n  selector: {matchLabels: {app: kindnet}}\n  template:\n    metadata: {labels: {app: kindnet}}\n    spec:\n      serviceAccountName: kindnet\n      containers:\n      - name: kindnet-cni\n        image: docker.io/kindest/kindnetd:v20250512-df8de77b\n        env:\n        - name: POD_SUBNET\n          value: {{ .PodSubnet }}\n";
+    let steps = kindnet_steps(&input, template).expect("steps");
+    apply(&a.api, &steps);
+    let ds = get(
+        &a.api,
+        "apps/v1",
+        "DaemonSet",
+        Some("kube-system"),
+        "kindnet",
+    );
+    let c0 = &ds["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        c0["image"],
+        format!("{MIRROR}/kindest/kindnetd:v20250512-df8de77b")
+    );
+    let env_of = |n: &str| {
+        c0["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["name"] == n)
+            .map(|e| e["value"].clone())
+    };
+    assert_eq!(env_of("POD_SUBNET"), Some(json!("10.244.0.0/16")));
+    assert_eq!(
+        env_of("CONTROL_PLANE_ENDPOINT"),
+        Some(json!(input.endpoint))
+    );
+
+    // cni: none — what wait-ready waits for instead of Ready nodes: the control plane's static pods.
+    let none = cluster(dir.path(), "none", "10.244.0.0/16");
+    assert!(
+        for_cluster(&none, None).expect("ok").is_none(),
+        "nothing to install"
+    );
+    let node = "cp1";
+    let pods = |api: &KubeClusterApi| api.pods().expect("pods");
+    let missing = control_plane_not_ready(&pods(&a.api), &[node]);
+    assert_eq!(missing.len(), 4, "{missing:?}");
+    assert!(
+        missing.iter().all(|m| m.ends_with("(no pod yet)")),
+        "{missing:?}"
+    );
+    env.create(
+        "/api/v1/namespaces/kube-system/serviceaccounts",
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}),
+    )
+    .ok();
+    for comp in [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ] {
+        let name = format!("{comp}-{node}");
+        env.create(
+            "/api/v1/namespaces/kube-system/pods",
+            &json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "labels": {"component": comp, "tier": "control-plane"}},
+                    "spec": {"nodeName": node, "automountServiceAccountToken": false,
+                             "containers": [{"name": comp, "image": format!("registry.k8s.io/{comp}:v1.34.1")}]}}),
+        )
+        .expect("pod");
+        let ready = if comp == "kube-scheduler" {
+            "False"
+        } else {
+            "True"
+        };
+        env.merge_patch(
+            &format!("/api/v1/namespaces/kube-system/pods/{name}/status"),
+            &json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": ready}]}}),
+        )
+        .expect("status");
+    }
+    assert_eq!(
+        control_plane_not_ready(&pods(&a.api), &[node]),
+        ["kube-scheduler-cp1 (not Ready)"]
+    );
+    env.merge_patch(
+        "/api/v1/namespaces/kube-system/pods/kube-scheduler-cp1/status",
+        &json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+    )
+    .expect("status");
+    assert!(control_plane_not_ready(&pods(&a.api), &[node]).is_empty());
+}
+
+/// Runs the real `helm` with `args` against the control plane (Helm's own directories in `home`).
+fn helm(helm: &Path, home: &Path, args: &[String]) -> String {
+    let out = Command::new(helm)
+        .args(args)
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .output()
+        .expect("helm runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "helm {args:?}: {text}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn cilium_is_installed_with_helm_once_per_chart_and_values() {
+    use clusterctl_render::cni::install::{
+        helm_release_current, helm_upgrade_args, CILIUM_RELEASE,
+    };
+    let Some(bins) = require_programs(DEFAULT_VERSION, &["helm", "cilium-chart"]) else {
+        return;
+    };
+    let Some(env) = Envtest::require_own() else {
+        return;
+    };
+    let a = client(&env);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chart = bins.path("cilium-chart");
+    let chart_sha = sha256_hex(&std::fs::read(chart).expect("chart"));
+    let kc = a.kubeconfig.display().to_string();
+    let status = |home: &Path| {
+        helm(
+            bins.path("helm"),
+            home,
+            &[
+                "status".into(),
+                CILIUM_RELEASE.into(),
+                "--namespace".into(),
+                "kube-system".into(),
+                "--kubeconfig".into(),
+                kc.clone(),
+                "-o".into(),
+                "json".into(),
+            ],
+        )
+    };
+    // What the `cni` phase does on the first control plane, with the values render writes.
+    let install = |c: &ValidCluster| -> (String, bool) {
+        let (_, rendered) = prepared(c);
+        let values = rendered["cilium-values.yaml"].clone();
+        let values_sha = sha256_hex(&values);
+        let path = dir
+            .path()
+            .join(format!("{}.yaml", clusterctl_testbed::unique_name("v")));
+        std::fs::write(&path, &values).expect("values");
+        let current = std::process::Command::new(bins.path("helm"))
+            .args([
+                "status",
+                CILIUM_RELEASE,
+                "--namespace",
+                "kube-system",
+                "--kubeconfig",
+                &kc,
+                "-o",
+                "json",
+            ])
+            .env("HELM_CACHE_HOME", dir.path().join("cache"))
+            .env("HELM_CONFIG_HOME", dir.path().join("config"))
+            .env("HELM_DATA_HOME", dir.path().join("data"))
+            .output()
+            .map(|o| {
+                helm_release_current(&String::from_utf8_lossy(&o.stdout), &chart_sha, &values_sha)
+            })
+            .unwrap_or(false);
+        if !current {
+            let args = helm_upgrade_args(
+                &chart.display().to_string(),
+                &path.display().to_string(),
+                &kc,
+                &chart_sha,
+                &values_sha,
+            );
+            helm(bins.path("helm"), dir.path(), &args);
+        }
+        (values_sha, !current)
+    };
+    let c = cluster(dir.path(), "cilium", "10.244.0.0/16");
+    let (values_sha, ran) = install(&c);
+    assert!(ran, "the first install runs helm");
+    let st: Value = serde_json::from_str(&status(dir.path())).expect("status json");
+    assert_eq!(st["info"]["status"], "deployed");
+    assert_eq!(st["version"], 1);
+    assert!(helm_release_current(
+        &status(dir.path()),
+        &chart_sha,
+        &values_sha
+    ));
+    let ds = get(
+        &a.api,
+        "apps/v1",
+        "DaemonSet",
+        Some("kube-system"),
+        "cilium",
+    );
+    let images = images_of(std::slice::from_ref(&ds));
+    assert!(!images.is_empty());
+    for i in &images {
+        assert!(i.starts_with(&format!("{MIRROR}/cilium/cilium:")), "{i}");
+    }
+    let op = get(
+        &a.api,
+        "apps/v1",
+        "Deployment",
+        Some("kube-system"),
+        "cilium-operator",
+    );
+    for i in images_of(std::slice::from_ref(&op)) {
+        assert!(i.starts_with(&format!("{MIRROR}/cilium/operator")), "{i}");
+    }
+    // The same chart and values: nothing runs, no new revision.
+    let (_, ran) = install(&c);
+    assert!(!ran, "a second up leaves the release alone");
+    let st: Value = serde_json::from_str(&status(dir.path())).expect("status json");
+    assert_eq!(st["version"], 1);
+    // A changed value (the pod MTU) is a new revision that carries it.
+    let file = dir.path().join("mtu.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: cnitest}}\nspec:\n  kubernetesVersion: v1.34.1\n  networking: {{podSubnet: 10.244.0.0/16, serviceSubnet: 10.96.0.0/16, cni: {{plugin: cilium, mtu: 1400}}}}\n  registry: {{mirror: \"{MIRROR}\"}}\n  provider: ssh\n  controlPlane: {{endpoint: 10.88.0.11:6443}}\n  ssh: {{user: root}}\n  nodes:\n    - {{name: cp1, role: control-plane, address: 10.88.0.11}}\n"
+        ),
+    )
+    .expect("cluster file");
+    let c2 = clusterctl_spec::validate(&clusterctl_spec::load(&file).expect("load"))
+        .expect("valid")
+        .cluster;
+    let (sha2, ran) = install(&c2);
+    assert!(ran && sha2 != values_sha, "a changed value upgrades");
+    let st: Value = serde_json::from_str(&status(dir.path())).expect("status json");
+    assert_eq!(st["version"], 2);
+    assert_eq!(st["info"]["status"], "deployed");
+    let cm = get(
+        &a.api,
+        "v1",
+        "ConfigMap",
+        Some("kube-system"),
+        "cilium-config",
+    );
+    assert_eq!(cm["data"]["mtu"], "1400", "the new value rolled out");
+}
