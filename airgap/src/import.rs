@@ -9,7 +9,7 @@ use crate::bundle::VerifiedBundle;
 use crate::digest::Digest;
 use crate::error::{AirgapError, Result};
 use crate::oci::{is_index, sniff_media_type, ImageIndex};
-use crate::reference::ImageRef;
+use crate::reference::{self, ImageRef};
 use crate::registry::RegistryClient;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -173,8 +173,8 @@ pub fn workers(jobs: usize, items: usize) -> usize {
 /// Where each image goes: the bundle's mirror reference, or its source repository under `prefix`.
 pub fn target_ref(source: &str, mirror: &str, prefix: Option<&str>) -> Result<ImageRef> {
     match prefix {
-        Some(p) => ImageRef::parse(source)?.under_prefix(p),
-        None => ImageRef::parse(mirror),
+        Some(p) => reference::under_prefix(&reference::parse(source)?, p),
+        None => reference::parse(mirror),
     }
 }
 
@@ -200,7 +200,7 @@ pub fn precheck(
     let wanted: Vec<(&String, &Digest)> = state
         .registry
         .iter()
-        .filter(|(key, _)| ImageRef::parse(key).is_ok_and(|r| registries.contains(&r.registry)))
+        .filter(|(key, _)| reference::parse(key).is_ok_and(|r| registries.contains(&r.registry)))
         .collect();
     let n = wanted.len();
     let queue = Mutex::new(wanted);
@@ -211,7 +211,7 @@ pub fn precheck(
                 let Some((key, digest)) = queue.lock().ok().and_then(|mut q| q.pop()) else {
                     return;
                 };
-                let Ok(r) = ImageRef::parse(key) else {
+                let Ok(r) = reference::parse(key) else {
                     continue;
                 };
                 let reference = r.tag.clone().unwrap_or_else(|| digest.to_string());

@@ -8,8 +8,8 @@ use crate::bundle::{BundleImage, BundleManifest};
 use crate::error::{AirgapError, Result};
 use crate::oci::Platform;
 use crate::pull::ImageRequest;
-use crate::reference::ImageRef;
-use clusterctl_render::images::KubeadmImages;
+use crate::reference;
+use clusterctl_spec::kubeadm_images::KubeadmImages;
 use clusterctl_spec::model::KubeProxyMode;
 use clusterctl_spec::ValidCluster;
 use serde::Serialize;
@@ -51,14 +51,7 @@ pub fn list_images(cluster: &ValidCluster) -> Vec<ListedImage> {
     let base = KubeadmImages::new(cluster);
     let kube_proxy = cluster.spec().networking.kube_proxy != KubeProxyMode::Disabled;
     for v in cluster.extra_versions() {
-        let k = KubeadmImages {
-            version_tag: v.tag(),
-            etcd_tag: v.etcd.to_string(),
-            dns_tag: v.coredns.to_string(),
-            pause_tag: v.pause.to_string(),
-            ..base.clone()
-        };
-        for (component, source, pull) in k.list(kube_proxy) {
+        for (component, source, pull) in base.at_version(v).list(kube_proxy) {
             out.push(ListedImage {
                 component: format!("{} {component}", v.tag()),
                 source,
@@ -115,7 +108,7 @@ pub fn renamed(
 /// `s` normalised as an image reference (`nginx` → `docker.io/library/nginx:latest`), or `s` itself
 /// when it does not parse.
 fn normalised(s: &str) -> String {
-    ImageRef::parse(s)
+    reference::parse(s)
         .map(|r| r.to_string())
         .unwrap_or_else(|_| s.to_string())
 }
@@ -158,8 +151,8 @@ pub fn requests(images: &[ListedImage]) -> Result<Vec<ImageRequest>> {
         .iter()
         .map(|i| {
             Ok(ImageRequest {
-                source: ImageRef::parse(&i.source)?,
-                mirror: ImageRef::parse(&i.pull)?,
+                source: reference::parse(&i.source)?,
+                mirror: reference::parse(&i.pull)?,
             })
         })
         .collect()

@@ -147,7 +147,7 @@ impl Puller<'_> {
         let from = self.fetch_from(&req.source);
         let what = req.source.to_string();
         let (bytes, media_type) = match &req.source.digest {
-            Some(d) => self.manifest_by_digest(&from, d)?,
+            Some(d) => self.manifest_by_digest(&from, &Digest::parse(d)?)?,
             None => {
                 let f = (|| {
                     self.client.get_manifest(

@@ -16,7 +16,7 @@ use crate::import::{
 use crate::packages::{prepare_packages, self_binary, PackageSource};
 use crate::plan::{list_images, platforms, requests};
 use crate::pull::{pull_images, PullOptions, PullStats};
-use crate::reference::ImageRef;
+use crate::reference;
 use crate::registry::{ClientOptions, EnvCredentials, RegistryClient};
 use crate::store::BlobStore;
 use clusterctl_spec::ValidCluster;
@@ -487,7 +487,7 @@ fn import_checked(
                 c.manifest
                     .images
                     .iter()
-                    .filter_map(|i| ImageRef::parse(&i.mirror).ok())
+                    .filter_map(|i| reference::parse(&i.mirror).ok())
                     .map(|r| r.registry),
             );
         }

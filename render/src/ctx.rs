@@ -3,8 +3,8 @@
 
 use crate::cni::versions::{self, Pins};
 use crate::facts::Facts;
-use crate::images::KubeadmImages;
 use crate::output::{RenderError, RenderedFile};
+use clusterctl_spec::kubeadm_images::KubeadmImages;
 use clusterctl_spec::model::{KubeProxyMode, RuntimeKind};
 use clusterctl_spec::{KubeadmApi, ValidCluster};
 use std::cell::RefCell;

@@ -1,19 +1,15 @@
 //! Every image the cluster pulls, with the reference nodes actually pull it by. The kubeadm part is
-//! computed from the same [`KubeadmImages`] values the kubeadm config is rendered from, using kubeadm's
-//! own naming rules (cmd/kubeadm/app/images/images.go: `GetKubernetesImage`, `GetEtcdImage`,
-//! `GetDNSImage` — the `coredns/` sub-path is added only for the default registry), so the list and
-//! the config cannot drift.
+//! spec's one kubeadm image list ([`KubeadmImages`], kubeadm's own naming rules), the same values the
+//! kubeadm config is rendered from, so the list and the config cannot drift.
 
 use crate::cni;
+pub use clusterctl_spec::kubeadm_images::{KubeadmImages, DEFAULT_REGISTRY};
 use clusterctl_spec::model::KubeProxyMode;
 use clusterctl_spec::ValidCluster;
 
-/// kubeadm's default registry (`registry.k8s.io`).
-pub const DEFAULT_REGISTRY: &str = "registry.k8s.io";
-
 /// One image the cluster pulls.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ImageRef {
+pub struct ClusterImage {
     /// What uses it, e.g. `kube-apiserver`, `coredns`, `kube-vip`, `cni:calico/node`, `preload`.
     pub component: String,
     /// The upstream reference, e.g. `registry.k8s.io/coredns/coredns:v1.12.1`.
@@ -26,7 +22,7 @@ pub struct ImageRef {
     pub control_plane_only: bool,
 }
 
-impl ImageRef {
+impl ClusterImage {
     /// The reference nodes pull: the mirror reference when there is one, else the source.
     pub fn pull_ref(&self) -> &str {
         self.mirror.as_deref().unwrap_or(&self.source)
@@ -47,101 +43,10 @@ pub const CONTROL_PLANE_ONLY: [&str; 5] = [
     "kube-vip",
 ];
 
-/// Whether `component` (an [`ImageRef::component`], e.g. `etcd`) runs on control-plane nodes only
+/// Whether `component` (an [`ClusterImage::component`], e.g. `etcd`) runs on control-plane nodes only
 /// (one of [`CONTROL_PLANE_ONLY`]).
 pub fn control_plane_only(component: &str) -> bool {
     CONTROL_PLANE_ONLY.contains(&component)
-}
-
-/// The image settings of the kubeadm ClusterConfiguration and what kubeadm derives from them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KubeadmImages {
-    /// `imageRepository` (the mirror prefix), `None` = kubeadm's default registry.
-    pub image_repository: Option<String>,
-    /// `dns.imageRepository` (`<mirror>/coredns`), `None` without a mirror.
-    pub dns_image_repository: Option<String>,
-    /// `kubernetesVersion` / control-plane image tag, e.g. `v1.34.1`.
-    pub version_tag: String,
-    /// `etcd.local.imageTag`, pinned from the version table.
-    pub etcd_tag: String,
-    /// `dns.imageTag`, pinned from the version table.
-    pub dns_tag: String,
-    /// The pause tag of this version.
-    pub pause_tag: String,
-}
-
-impl KubeadmImages {
-    /// The values for `cluster`.
-    pub fn new(cluster: &ValidCluster) -> KubeadmImages {
-        let v = cluster.version_info();
-        let prefix = cluster.mirror_prefix().map(str::to_string);
-        KubeadmImages {
-            dns_image_repository: prefix.as_ref().map(|p| format!("{p}/coredns")),
-            image_repository: prefix,
-            version_tag: v.tag(),
-            etcd_tag: v.etcd.to_string(),
-            dns_tag: v.coredns.to_string(),
-            pause_tag: v.pause.to_string(),
-        }
-    }
-
-    fn repo(&self) -> &str {
-        self.image_repository.as_deref().unwrap_or(DEFAULT_REGISTRY)
-    }
-
-    /// kubeadm `GetKubernetesImage`: `<imageRepository>/<name>:<version>`.
-    pub fn kubernetes_image(&self, name: &str) -> String {
-        format!("{}/{}:{}", self.repo(), name, self.version_tag)
-    }
-
-    /// kubeadm `GetEtcdImage`: `<imageRepository>/etcd:<etcd tag>`.
-    pub fn etcd_image(&self) -> String {
-        format!("{}/etcd:{}", self.repo(), self.etcd_tag)
-    }
-
-    /// kubeadm `GetDNSImage`: `dns.imageRepository` if set, else `imageRepository`, plus `/coredns` when
-    /// that is the default registry; then `/coredns:<tag>`.
-    pub fn dns_image(&self) -> String {
-        let repo = match (&self.dns_image_repository, &self.image_repository) {
-            (Some(d), _) => d.clone(),
-            (None, Some(r)) => r.clone(),
-            (None, None) => format!("{DEFAULT_REGISTRY}/coredns"),
-        };
-        format!("{repo}/coredns:{}", self.dns_tag)
-    }
-
-    /// kubeadm `GetPauseImage`: `<imageRepository>/pause:<pause tag>` (also the sandbox image).
-    pub fn pause_image(&self) -> String {
-        format!("{}/pause:{}", self.repo(), self.pause_tag)
-    }
-
-    /// (component, upstream source, what kubeadm pulls) in `kubeadm config images list` order.
-    pub fn list(&self, kube_proxy: bool) -> Vec<(&'static str, String, String)> {
-        let up = KubeadmImages {
-            image_repository: None,
-            dns_image_repository: None,
-            ..self.clone()
-        };
-        let mut out = Vec::new();
-        for name in [
-            "kube-apiserver",
-            "kube-controller-manager",
-            "kube-scheduler",
-        ] {
-            out.push((name, up.kubernetes_image(name), self.kubernetes_image(name)));
-        }
-        if kube_proxy {
-            out.push((
-                "kube-proxy",
-                up.kubernetes_image("kube-proxy"),
-                self.kubernetes_image("kube-proxy"),
-            ));
-        }
-        out.push(("coredns", up.dns_image(), self.dns_image()));
-        out.push(("pause", up.pause_image(), self.pause_image()));
-        out.push(("etcd", up.etcd_image(), self.etcd_image()));
-        out
-    }
 }
 
 /// Every image `cluster` pulls, in a stable order: kubeadm's (apiserver, controller-manager, scheduler,
@@ -149,14 +54,14 @@ impl KubeadmImages {
 /// (none for `builtin`, `kindnet` and `none`), then `images.preload`. Without a mirror every `mirror` is
 /// `None`. Each says whether only control planes need it ([`CONTROL_PLANE_ONLY`]); a worker needs the
 /// others. An unknown CNI version yields no CNI images here (render reports it as an error).
-pub fn images(cluster: &ValidCluster) -> Vec<ImageRef> {
+pub fn images(cluster: &ValidCluster) -> Vec<ClusterImage> {
     let k = KubeadmImages::new(cluster);
     let has_mirror = cluster.mirror().is_some();
     let kube_proxy = cluster.spec().networking.kube_proxy != KubeProxyMode::Disabled;
-    let mut out: Vec<ImageRef> = k
+    let mut out: Vec<ClusterImage> = k
         .list(kube_proxy)
         .into_iter()
-        .map(|(c, source, pull)| ImageRef {
+        .map(|(c, source, pull)| ClusterImage {
             component: c.to_string(),
             source,
             mirror: has_mirror.then_some(pull),
@@ -165,7 +70,7 @@ pub fn images(cluster: &ValidCluster) -> Vec<ImageRef> {
         .collect();
     let mut other = |component: String, source: String| {
         let mirror = has_mirror.then(|| cluster.image(&source));
-        out.push(ImageRef {
+        out.push(ClusterImage {
             control_plane_only: control_plane_only(&component),
             component,
             source,

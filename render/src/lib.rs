@@ -3,7 +3,7 @@
 //! the list of images the cluster pulls. Same input, byte-identical output; no I/O.
 //!
 //! Entry points: [`render`] (files per node and for the cluster) and [`images`] (every image the cluster
-//! pulls, with its mirror reference). Both read the same tables ([`images::KubeadmImages`], the CNI pins
+//! pulls, with its mirror reference). Both read the same tables ([`images::KubeadmImages`] from spec, the CNI pins
 //! in [`cni::versions`]), so the kubeadm config and the image list cannot drift apart.
 //!
 //! Secrets are never rendered: kubeadm join tokens, discovery CA hashes and certificate keys appear as
@@ -27,7 +27,7 @@ mod templates;
 mod yaml;
 
 pub use facts::{CgroupVersion, Facts, NodeFacts};
-pub use images::{images, ImageRef};
+pub use images::{images, ClusterImage};
 pub use output::{Purpose, RenderError, Rendered, RenderedFile};
 
 use clusterctl_spec::{KubeadmApi, ValidCluster};

@@ -11,6 +11,8 @@
 
 pub mod audit;
 pub mod diag;
+pub mod image;
+pub mod kubeadm_images;
 pub mod limits;
 pub mod load;
 pub mod mirror;

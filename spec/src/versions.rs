@@ -138,18 +138,14 @@ impl VersionInfo {
 
     /// The upstream images kubeadm pulls for this version, as full references under `registry.k8s.io`, in
     /// the order of `kubeadm config images list`: kube-apiserver, kube-controller-manager,
-    /// kube-scheduler, kube-proxy, coredns/coredns, pause, etcd.
+    /// kube-scheduler, kube-proxy, coredns/coredns, pause, etcd (the one list,
+    /// [`crate::kubeadm_images::KubeadmImages`], without a mirror).
     pub fn kubeadm_images(&self) -> Vec<String> {
-        let tag = self.tag();
-        vec![
-            format!("registry.k8s.io/kube-apiserver:{tag}"),
-            format!("registry.k8s.io/kube-controller-manager:{tag}"),
-            format!("registry.k8s.io/kube-scheduler:{tag}"),
-            format!("registry.k8s.io/kube-proxy:{tag}"),
-            format!("registry.k8s.io/coredns/coredns:{}", self.coredns),
-            format!("registry.k8s.io/pause:{}", self.pause),
-            format!("registry.k8s.io/etcd:{}", self.etcd),
-        ]
+        crate::kubeadm_images::KubeadmImages::upstream(self)
+            .list(true)
+            .into_iter()
+            .map(|(_, source, _)| source)
+            .collect()
     }
 }
 

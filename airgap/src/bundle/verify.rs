@@ -20,7 +20,7 @@ use crate::oci::{
     is_index, is_manifest, sniff_media_type, ImageIndex, ImageManifest, ANNOTATION_CONTAINERD_NAME,
     MAX_MANIFEST,
 };
-use crate::reference::ImageRef;
+use crate::reference;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -479,8 +479,12 @@ fn check_images(manifest: &BundleManifest) -> Result<()> {
             (&img.source, &img.source_digest),
             (&img.mirror, &img.digest),
         ] {
-            let parsed = ImageRef::parse(r).map_err(|e| refuse(MANIFEST_ENTRY, e.to_string()))?;
-            if parsed.digest.as_ref().is_some_and(|d| d != want) {
+            let parsed = reference::parse(r).map_err(|e| refuse(MANIFEST_ENTRY, e.to_string()))?;
+            if parsed
+                .digest
+                .as_ref()
+                .is_some_and(|d| *d != want.to_string())
+            {
                 return Err(refuse(
                     MANIFEST_ENTRY,
                     format!("{r} pins another digest than the {want} listed for it"),

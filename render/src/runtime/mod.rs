@@ -8,7 +8,7 @@ pub mod crio;
 use crate::ctx::Ctx;
 use crate::images;
 use crate::output::{RenderError, RenderedFile};
-use clusterctl_spec::mirror::ImageRef as SpecRef;
+use clusterctl_spec::image::ImageRef;
 use clusterctl_spec::model::RuntimeKind;
 use clusterctl_spec::ValidNode;
 use std::collections::BTreeSet;
@@ -24,8 +24,8 @@ pub(crate) fn source_registries(cx: &Ctx) -> Vec<String> {
         .map(|s| s.to_string())
         .collect();
     for i in images::images(cx.c) {
-        if let Some(r) = SpecRef::parse(&i.source) {
-            set.insert(r.host);
+        if let Ok(r) = ImageRef::parse(&i.source) {
+            set.insert(r.registry);
         }
     }
     if let Some(m) = cx.c.mirror() {

@@ -6,8 +6,9 @@
 use super::credentials::{self, CredentialFields};
 use super::{Ctx, DEFAULT_KUBE_VIP_IMAGE};
 use crate::diag::Diagnostic;
+use crate::image::ImageRef;
 use crate::load::Referenced;
-use crate::mirror::{self, ImageRef};
+use crate::mirror;
 use crate::model::ClusterFile;
 use crate::syntax;
 use crate::valid::Mirror;
@@ -22,7 +23,7 @@ pub(crate) fn check(
 ) -> Option<Option<Mirror>> {
     let mut ok = true;
     for (i, img) in file.spec.images.preload.iter().enumerate() {
-        if ImageRef::parse(img).is_none() {
+        if ImageRef::parse(img).is_err() {
             ok = false;
             ctx.push(
                 Diagnostic::error("spec::image", format!("{img:?} is not an image reference"))
@@ -136,7 +137,7 @@ pub(crate) fn mirror_parts(prefix: &str) -> Result<(String, String), String> {
     }
     if !path.is_empty() {
         let probe = format!("{host}/{path}/x:1");
-        if ImageRef::parse(&probe).is_none() {
+        if ImageRef::parse(&probe).is_err() {
             return Err(format!(
                 "path {path:?} is not a repository path (lower-case, no tag)"
             ));

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::Ctx;
 use crate::diag::Diagnostic;
-use crate::mirror::ImageRef;
+use crate::image::ImageRef;
 use crate::model::{
     Airgap, AirgapPackage, CgroupVersion, ClusterFile, DockerProvider, HostKeyPolicy,
     NodeEnvironment, Provider, RuntimeKind,
@@ -308,7 +308,7 @@ fn check_docker(ctx: &mut Ctx<'_>, file: &ClusterFile) {
         );
     }
     if let Some(img) = &d.node_image {
-        if ImageRef::parse(img).is_none() {
+        if ImageRef::parse(img).is_err() {
             ctx.push(
                 Diagnostic::error("spec::image", format!("{img:?} is not an image reference"))
                     .help("write e.g. `kindest/node:v1.34.0`")

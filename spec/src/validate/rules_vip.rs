@@ -90,7 +90,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, nodes: &[ValidNode]) 
             }
         }
         if let Some(i) = &vip.image {
-            if crate::mirror::ImageRef::parse(i).is_none() {
+            if crate::image::ImageRef::parse(i).is_err() {
                 ctx.push(
                     Diagnostic::error("spec::image", format!("{i:?} is not an image reference"))
                         .help("write e.g. `ghcr.io/kube-vip/kube-vip:v1.0.1`")
