@@ -82,6 +82,7 @@ fn every_file_of_every_input_and_minor_decodes_strictly() {
         "containers/registries.conf",
         "pem",
         "sysctl",
+        "crictl",
         "modules-load",
         "cni/conflist",
         "flannel/net-conf",

@@ -9,6 +9,7 @@ pub(crate) mod audit_v1;
 pub(crate) mod authn;
 pub(crate) mod cni_formats;
 pub(crate) mod core_v1;
+pub(crate) mod crictl;
 pub(crate) mod kind_v1alpha4;
 pub(crate) mod kubeadm_v1beta3;
 pub(crate) mod kubeadm_v1beta4;
@@ -255,6 +256,9 @@ pub(crate) fn check(f: &RenderedFile) -> Result<Vec<String>, String> {
             let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
             yaml_strict::<cni_formats::CiliumValues>("cilium values", &v)
                 .map(|_| vec!["cilium/values".into()])
+        } else if p == "/etc/crictl.yaml" {
+            let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+            yaml_strict::<crictl::CrictlConfig>("crictl.yaml", &v).map(|_| vec!["crictl".into()])
         } else if p.ends_with(".yaml") {
             yaml_docs(text)?.iter().map(check_yaml_doc).collect()
         } else if p == "/etc/containerd/config.toml" {
