@@ -14,6 +14,7 @@ use crate::digest::Digest;
 use crate::error::{AirgapError, Result};
 use crate::import::ImportState;
 use crate::oci::OCI_LAYOUT_FILE;
+use clusterctl_exec::shell::quote;
 use clusterctl_exec::{Cmd, FileSpec, Transport};
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -76,10 +77,6 @@ pub struct NodeLoadReport {
     pub bytes: u64,
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 /// Writes an OCI archive holding `images` (and every blob they need) from `bundle` to a temp file.
 /// Deterministic like the bundle itself. Errors: a missing blob or I/O.
 pub fn write_oci_archive(
@@ -128,7 +125,7 @@ pub fn write_oci_archive(
 
 /// The shell script importing archive `file` on the node for `images`.
 pub fn import_script(runtime: &Runtime, file: &str, images: &[BundleImage]) -> String {
-    let q = shell_quote(file);
+    let q = quote(file);
     match runtime {
         Runtime::Containerd { ctr } => {
             format!("{ctr} -n k8s.io images import --all-platforms {q}; rc=$?; rm -f {q}; exit $rc")
@@ -137,8 +134,8 @@ pub fn import_script(runtime: &Runtime, file: &str, images: &[BundleImage]) -> S
             let mut s = String::from("set -e; ");
             for i in images {
                 let name = crate::bundle::write::layout_name(i);
-                let src = shell_quote(&format!("oci-archive:{file}:{name}"));
-                let dst = shell_quote(&format!("containers-storage:{}", i.mirror));
+                let src = quote(&format!("oci-archive:{file}:{name}"));
+                let dst = quote(&format!("containers-storage:{}", i.mirror));
                 s.push_str(&format!("skopeo copy --quiet {src} {dst}; "));
             }
             s.push_str(&format!("rm -f {q}"));
@@ -379,15 +376,15 @@ pub fn install_step(f: &NodeFile) -> Option<(InstallKind, String)> {
     if f.binary {
         return None;
     }
-    let q = shell_quote(&f.remote);
+    let q = quote(&f.remote);
     if let Some((dir, marker, _)) = extraction(f) {
         return Some((
             InstallKind::Extract,
             format!(
                 "[ \"$(cat {} 2>/dev/null)\" = {} ] && [ -d {} ]",
-                shell_quote(&marker),
-                shell_quote(&marker_line(f, dir)),
-                shell_quote(dir)
+                quote(&marker),
+                quote(&marker_line(f, dir)),
+                quote(dir)
             ),
         ));
     }
@@ -411,7 +408,7 @@ pub fn install_step(f: &NodeFile) -> Option<(InstallKind, String)> {
         && !f.remote.ends_with(".gz")
         && !f.remote.ends_with(".tar")
     {
-        let dest = shell_quote(&format!("/usr/local/bin/{}", f.file.name));
+        let dest = quote(&format!("/usr/local/bin/{}", f.file.name));
         Some((
             InstallKind::Binary,
             format!("cmp -s {q} {dest} && [ \"$(stat -c %a {dest})\" = 755 ]"),
@@ -428,7 +425,7 @@ pub fn install_step(f: &NodeFile) -> Option<(InstallKind, String)> {
 /// DIR), and only when tar succeeded the marker is written (atomically, by rename). Files that are
 /// not extractable archives are left out.
 pub fn install_script(kind: InstallKind, files: &[&NodeFile]) -> String {
-    let list: Vec<String> = files.iter().map(|f| shell_quote(&f.remote)).collect();
+    let list: Vec<String> = files.iter().map(|f| quote(&f.remote)).collect();
     match kind {
         InstallKind::Deb => format!("dpkg -i {}", list.join(" ")),
         InstallKind::Rpm => format!("rpm -U --replacepkgs {}", list.join(" ")),
@@ -437,8 +434,8 @@ pub fn install_script(kind: InstallKind, files: &[&NodeFile]) -> String {
             .map(|f| {
                 format!(
                     "install -m 0755 {} {}",
-                    shell_quote(&f.remote),
-                    shell_quote(&format!("/usr/local/bin/{}", f.file.name))
+                    quote(&f.remote),
+                    quote(&format!("/usr/local/bin/{}", f.file.name))
                 )
             })
             .collect::<Vec<_>>()
@@ -447,16 +444,16 @@ pub fn install_script(kind: InstallKind, files: &[&NodeFile]) -> String {
             .iter()
             .filter_map(|f| {
                 let (dir, marker, z) = extraction(f)?;
-                let d = shell_quote(dir);
-                let m = shell_quote(&marker);
-                let tmp = shell_quote(&format!("{marker}.tmp"));
+                let d = quote(dir);
+                let m = quote(&marker);
+                let tmp = quote(&format!("{marker}.tmp"));
                 let parent = marker.rsplit_once('/').map(|p| p.0).unwrap_or(".");
                 Some(format!(
                     "mkdir -p {d} && tar -x --no-same-owner --no-overwrite-dir{z} -f {} -C {d} && \
                      mkdir -p {} && printf '%s\\n' {} > {tmp} && mv -f {tmp} {m}",
-                    shell_quote(&f.remote),
-                    shell_quote(parent),
-                    shell_quote(&marker_line(f, dir)),
+                    quote(&f.remote),
+                    quote(parent),
+                    quote(&marker_line(f, dir)),
                 ))
             })
             .collect::<Vec<_>>()
@@ -542,7 +539,7 @@ mod tests {
             o,
             "set -e; skopeo copy --quiet 'oci-archive:/tmp/i.tar:harbor.example.com/library/pause:3.10.1' 'containers-storage:harbor.example.com/library/pause:3.10.1'; rm -f '/tmp/i.tar'"
         );
-        assert_eq!(shell_quote("a'b"), "'a'\\''b'");
+        assert_eq!(quote("a'b"), "'a'\\''b'");
     }
 
     fn file(name: &str, path: &str, os: &str, binary: bool) -> NodeFile {

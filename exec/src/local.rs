@@ -8,9 +8,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
-use crate::raw::{self, Input, RawExec};
+use crate::raw::{Input, RawExec};
 use crate::shell;
-use crate::transport::{Cmd, ExecError, FileSpec, Output, Transport};
+use crate::transport::{Cmd, ExecError, Output};
 
 /// Runs commands on this machine. `sudo -n` is used for `Cmd::sudo` when the process is not root.
 #[derive(Debug, Clone)]
@@ -172,33 +172,5 @@ impl RawExec for LocalTransport {
         }
         out.status = status.code().unwrap_or(-1);
         Ok(out)
-    }
-}
-
-impl Transport for LocalTransport {
-    fn node(&self) -> &str {
-        &self.name
-    }
-
-    fn run_streaming(
-        &self,
-        cmd: &Cmd,
-        on_output: &mut dyn FnMut(&[u8]),
-    ) -> Result<Output, ExecError> {
-        raw::run(self, cmd, on_output)
-    }
-
-    fn upload_stream(
-        &self,
-        reader: &mut dyn Read,
-        size: u64,
-        file: &FileSpec,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<(), ExecError> {
-        raw::upload_stream(self, reader, size, file, progress)
-    }
-
-    fn download(&self, path: &str) -> Result<Option<Vec<u8>>, ExecError> {
-        raw::download(self, path)
     }
 }

@@ -1,11 +1,12 @@
 //! The one primitive every shell-based transport provides — run a wrapped command with a preamble and
 //! an optional input stream — and the uploads and downloads built on it (see [`crate::shell`]), so that
-//! the local and SSH transports share one atomic-write and one read path.
+//! the transports share one atomic-write and one read path. Every [`RawExec`] is a [`Transport`]
+//! through the one forwarding impl below (local, SSH and Docker alike).
 
 use std::io::Read;
 
 use crate::shell;
-use crate::transport::{Cmd, ExecError, FileSpec, Output};
+use crate::transport::{Cmd, ExecError, FileSpec, Output, Transport};
 
 /// Bytes to feed a command after its preamble: a reader and the number of bytes it will give.
 pub struct Input<'a> {
@@ -29,6 +30,49 @@ pub trait RawExec {
         progress: &mut dyn FnMut(u64),
         on_output: &mut dyn FnMut(&[u8]),
     ) -> Result<Output, ExecError>;
+
+    /// Streams `size` bytes from `reader` to `file` on the node, atomically; `progress` receives the
+    /// running byte count. Default: the upload script over [`RawExec::raw_exec`]
+    /// ([`upload_stream`]); a transport with a faster path (Docker's archive copy) overrides it.
+    fn raw_upload(
+        &self,
+        reader: &mut dyn Read,
+        size: u64,
+        file: &FileSpec,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), ExecError> {
+        upload_stream(self, reader, size, file, progress)
+    }
+}
+
+/// The transports' one forwarding: commands through [`run`], uploads through
+/// [`RawExec::raw_upload`], downloads through [`download`].
+impl<T: RawExec + Send + Sync> Transport for T {
+    fn node(&self) -> &str {
+        self.raw_node()
+    }
+
+    fn run_streaming(
+        &self,
+        cmd: &Cmd,
+        on_output: &mut dyn FnMut(&[u8]),
+    ) -> Result<Output, ExecError> {
+        run(self, cmd, on_output)
+    }
+
+    fn upload_stream(
+        &self,
+        reader: &mut dyn Read,
+        size: u64,
+        file: &FileSpec,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), ExecError> {
+        self.raw_upload(reader, size, file, progress)
+    }
+
+    fn download(&self, path: &str) -> Result<Option<Vec<u8>>, ExecError> {
+        download(self, path)
+    }
 }
 
 /// Runs `cmd` with its own `cmd.stdin` (if any) as input: what `Transport::run_streaming` does.

@@ -16,7 +16,8 @@ pub const DOWNLOAD_MISSING_STATUS: i32 = 44;
 /// Exit status of coreutils `timeout` when the time limit was reached.
 pub const TIMEOUT_STATUS: i32 = 124;
 
-/// `s` quoted for a POSIX shell as one word: `'…'`, with `'` written as `'\''`.
+/// `s` quoted for a POSIX shell as one word: `'…'`, with `'` written as `'\''`. The workspace's one
+/// shell-quoting function (see also [`quote_word`], which leaves safe words bare).
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('\'');
@@ -29,6 +30,19 @@ pub fn quote(s: &str) -> String {
     }
     out.push('\'');
     out
+}
+
+/// `s` as one shell word, bare when it holds only characters no shell treats specially
+/// (`[A-Za-z0-9-_./:=@,+%]`, not empty), else [`quote`]d: for scripts people read (plans, dry runs).
+pub fn quote_word(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
+    if safe {
+        s.to_string()
+    } else {
+        quote(s)
+    }
 }
 
 /// True when `name` is a valid shell variable name (`[A-Za-z_][A-Za-z0-9_]*`).
@@ -122,6 +136,10 @@ mod tests {
     fn quote_escapes_single_quotes() {
         assert_eq!(quote("a'b"), "'a'\\''b'");
         assert_eq!(quote(""), "''");
+        assert_eq!(quote_word("a/b:1"), "a/b:1");
+        assert_eq!(quote_word("it's"), "'it'\\''s'");
+        assert_eq!(quote_word("a b"), "'a b'");
+        assert_eq!(quote_word(""), "''");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Small helpers shared by the engine and the phases: sha256 digests, POSIX shell quoting, output tails,
+//! Small helpers shared by the engine and the phases: sha256 digests, POSIX shell quoting (exec's), output tails,
 //! UTC clock formatting and random bytes from the local kernel.
 
 use sha2::{Digest, Sha256};
@@ -34,17 +34,8 @@ pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
 }
 
 /// `s` quoted for a POSIX shell: bare when it holds only safe characters, otherwise in single quotes
-/// with embedded single quotes written as `'\''`.
-pub fn sh_quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
-    if safe {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
+/// with embedded single quotes written as `'\''` (exec's one quoting, [`clusterctl_exec::shell`]).
+pub use clusterctl_exec::shell::quote_word as sh_quote;
 
 /// The last `lines` lines of `text` (lossy UTF-8), trimmed of trailing white space.
 pub fn tail(text: &[u8], lines: usize) -> String {

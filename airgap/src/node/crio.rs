@@ -22,6 +22,7 @@ use crate::bundle::{BundleImage, VerifiedBundle};
 use crate::digest::Digest;
 use crate::error::{AirgapError, Result};
 use crate::oci::{is_index, ImageIndex};
+use clusterctl_exec::shell::quote;
 use clusterctl_exec::{Cmd, Transport};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -53,16 +54,12 @@ pub fn expected_digests(
         .collect())
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 /// The read-only shell script printing, for every image of `images` that containers-storage holds,
 /// one line `<hex sha256 of its manifest> <mirror reference>` (`skopeo inspect --raw
 /// containers-storage:<mirror>` into a temp file, then `sha256sum`); images it does not hold print
 /// nothing. Exits 0 unless the temp file cannot be made. Run it as root (the store is root's).
 pub fn check_script(images: &[BundleImage]) -> String {
-    let names: Vec<String> = images.iter().map(|i| shell_quote(&i.mirror)).collect();
+    let names: Vec<String> = images.iter().map(|i| quote(&i.mirror)).collect();
     format!(
         "t=$(mktemp) || exit 1; for n in {}; do \
          if skopeo inspect --raw \"containers-storage:$n\" >\"$t\" 2>/dev/null; then \

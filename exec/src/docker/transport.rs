@@ -319,22 +319,10 @@ impl RawExec for DockerTransport {
         }
         Ok(out)
     }
-}
 
-impl Transport for DockerTransport {
-    fn node(&self) -> &str {
-        &self.node
-    }
-
-    fn run_streaming(
-        &self,
-        cmd: &Cmd,
-        on_output: &mut dyn FnMut(&[u8]),
-    ) -> Result<Output, ExecError> {
-        raw::run(self, cmd, on_output)
-    }
-
-    fn upload_stream(
+    /// Docker copies the bytes in as a tar archive to a staging directory (`put_archive`), then
+    /// moves them into place with the same checks as the upload script.
+    fn raw_upload(
         &self,
         reader: &mut dyn Read,
         size: u64,
@@ -382,9 +370,5 @@ impl Transport for DockerTransport {
                 ),
             })
         }
-    }
-
-    fn download(&self, path: &str) -> Result<Option<Vec<u8>>, ExecError> {
-        raw::download(self, path)
     }
 }

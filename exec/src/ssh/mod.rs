@@ -19,9 +19,9 @@ use ssh2::{BlockDirections, ErrorCode, MethodType, Session};
 
 pub use known_hosts::HostKeyPolicy;
 
-use crate::raw::{self, Input, RawExec};
+use crate::raw::{Input, RawExec};
 use crate::shell;
-use crate::transport::{Cmd, ExecError, FileSpec, Output, Transport};
+use crate::transport::{Cmd, ExecError, Output};
 
 /// libssh2's `LIBSSH2_ERROR_EAGAIN`: a non-blocking call would block.
 const EAGAIN: i32 = -37;
@@ -579,34 +579,6 @@ impl RawExec for SshTransport {
             *guard = None;
         }
         result
-    }
-}
-
-impl Transport for SshTransport {
-    fn node(&self) -> &str {
-        &self.target.node
-    }
-
-    fn run_streaming(
-        &self,
-        cmd: &Cmd,
-        on_output: &mut dyn FnMut(&[u8]),
-    ) -> Result<Output, ExecError> {
-        raw::run(self, cmd, on_output)
-    }
-
-    fn upload_stream(
-        &self,
-        reader: &mut dyn Read,
-        size: u64,
-        file: &FileSpec,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<(), ExecError> {
-        raw::upload_stream(self, reader, size, file, progress)
-    }
-
-    fn download(&self, path: &str) -> Result<Option<Vec<u8>>, ExecError> {
-        raw::download(self, path)
     }
 }
 
