@@ -53,6 +53,12 @@ enum Command {
     Completion(cmd::completion::Args),
     /// Write a kind `Cluster` config out as the equivalent cluster file.
     Convert(cmd::convert::Args),
+    /// List clusters or a cluster's nodes, or write its kubeconfig (as kind's `get`).
+    #[command(subcommand)]
+    Get(cmd::get::GetCommand),
+    /// Merge a cluster's admin context into the kubeconfig (as kind's `export kubeconfig`).
+    #[command(subcommand)]
+    Export(cmd::get::ExportCommand),
 }
 
 fn main() -> ExitCode {
@@ -86,6 +92,8 @@ fn main() -> ExitCode {
         Command::Profile(c) => cmd::profile::run(c),
         Command::Version(a) => cmd::version::run(a),
         Command::Convert(a) => cmd::convert::run(a),
+        Command::Get(c) => cmd::get::run_get(c),
+        Command::Export(c) => cmd::get::run_export(c),
         Command::Completion(a) => cmd::completion::run(a, <Cli as clap::CommandFactory>::command()),
     };
     match result {

@@ -7,6 +7,7 @@ pub(crate) mod completion;
 pub(crate) mod convert;
 pub(crate) mod destroy;
 pub(crate) mod flags;
+pub(crate) mod get;
 pub(crate) mod image;
 pub(crate) mod lifecycle;
 pub(crate) mod node;

@@ -411,3 +411,135 @@ fn a_kind_config_is_recognised_and_converted() {
     assert_eq!(code, 2);
     assert!(err.contains("not a kind Cluster config"), "{err}");
 }
+
+/// A kubeconfig with two clusters' contexts, as `up` leaves it after building `lab` and `other`.
+fn two_contexts(lab: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: other\nclusters:\n- name: {lab}\n  cluster: {{server: 'https://127.0.0.1:40001', certificate-authority-data: TEFC}}\n- name: other\n  cluster: {{server: 'https://127.0.0.1:40002'}}\nusers:\n- name: {lab}-admin\n  user: {{token: lab-token-1}}\n- name: other-admin\n  user: {{token: other-secret-token}}\ncontexts:\n- name: {lab}\n  context: {{cluster: {lab}, user: {lab}-admin}}\n- name: other\n  context: {{cluster: other, user: other-admin}}\n"
+    )
+}
+
+#[test]
+fn get_and_export_kubeconfig_carry_only_the_clusters_context() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let name = clusterctl_testbed::unique_name("gk");
+    std::fs::write(d.join("kubeconfig"), two_contexts(&name)).expect("write");
+    std::fs::write(
+        d.join("cluster.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {{name: cp1, role: control-plane}}\n"),
+    )
+    .expect("write");
+    // get kubeconfig (stdout is a pipe here): that context alone.
+    let (code, out, err) = run(d, &["get", "kubeconfig", "-f", "cluster.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_yaml::Value = serde_yaml::from_str(&out).expect("yaml");
+    assert_eq!(v["current-context"].as_str(), Some(name.as_str()));
+    assert_eq!(
+        v["clusters"][0]["cluster"]["server"].as_str(),
+        Some("https://127.0.0.1:40001")
+    );
+    assert!(
+        out.contains("lab-token-1") && !out.contains("other-secret-token"),
+        "{out}"
+    );
+    // export kubeconfig into another file: merged, 0600.
+    let dest = d.join("merged");
+    std::fs::write(
+        &dest,
+        "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n",
+    )
+    .expect("write");
+    let (code, out, err) = run(
+        d,
+        &[
+            "export",
+            "kubeconfig",
+            "-f",
+            "cluster.yaml",
+            "--kubeconfig",
+            &dest.to_string_lossy(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("context {name} written")), "{out}");
+    let merged = std::fs::read_to_string(&dest).expect("read");
+    assert!(
+        merged.contains("https://127.0.0.1:40001") && merged.contains("lab-token-1"),
+        "{merged}"
+    );
+    assert!(!merged.contains("other-secret-token"), "{merged}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&dest).expect("meta").permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn get_clusters_and_nodes_list_the_docker_nodes() {
+    use clusterctl_testbed::docker::{docker, docker_available, NodeImage};
+    if !clusterctl_testbed::require("a Docker engine", docker_available()) {
+        return;
+    }
+    let image = NodeImage::ensure().expect("node image");
+    let name = clusterctl_testbed::unique_name("gc");
+    let container = format!("{name}-cp1");
+    struct Rm(String);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            let _ = docker(&["rm", "-f", "-v", &self.0]);
+        }
+    }
+    let _rm = Rm(container.clone());
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        &container,
+        "--label",
+        &format!("io.clusterctl.cluster={name}"),
+        "--label",
+        "io.clusterctl.node=cp1",
+        "--label",
+        "io.clusterctl.role=control-plane",
+        &image.tag,
+        "sleep",
+        "300",
+    ])
+    .expect("container");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let (code, out, err) = run(d, &["get", "clusters"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l == name), "{out}");
+    let (code, out, _) = run(d, &["get", "clusters", "-o", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        v.as_array().is_some_and(|a| a
+            .iter()
+            .any(|c| c["name"] == name.as_str() && c["containers"] == 1)),
+        "{v}"
+    );
+    std::fs::write(
+        d.join("cluster.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {{name: cp1, role: control-plane}}\n    - {{name: w1, role: worker}}\n"),
+    )
+    .expect("write");
+    let (code, out, err) = run(d, &["get", "nodes", "-o", "wide"]);
+    assert_eq!(code, 0, "{err}");
+    let cp1 = out
+        .lines()
+        .find(|l| l.starts_with("cp1"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(cp1.contains(&container) && cp1.contains("running"), "{out}");
+    let w1 = out
+        .lines()
+        .find(|l| l.starts_with("w1"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(w1.contains("(none)"), "{out}");
+    let (code, out, _) = run(d, &["get", "nodes", "-o", "name"]);
+    assert_eq!(code, 0);
+    assert_eq!(out, "cp1\nw1\n");
+}
