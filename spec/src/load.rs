@@ -238,7 +238,7 @@ fn read_referenced(base: &Path, p: &str) -> Referenced {
 }
 
 /// The paths of the files a cluster text references, as written: `spec.registry.caFile`,
-/// `spec.apiServer.oidc.caFile`, `spec.apiServer.audit.policy` unless it is `default`, and each
+/// `spec.packages.mirror.caFile`, `spec.apiServer.oidc.caFile`, `spec.apiServer.audit.policy` unless it is `default`, and each
 /// `spec.airgap.sourceRegistries[].caFile`. Text that is over the cluster file's budget or is not
 /// YAML references nothing (it is refused by validation, and never reaches the decoder here).
 pub fn referenced_paths(text: &str) -> Vec<String> {
@@ -257,6 +257,9 @@ pub fn referenced_paths(text: &str) -> Vec<String> {
     };
     let mut out = Vec::new();
     if let Some(p) = get(&["spec", "registry", "caFile"]) {
+        out.push(p);
+    }
+    if let Some(p) = get(&["spec", "packages", "mirror", "caFile"]) {
         out.push(p);
     }
     if let Some(p) = get(&["spec", "apiServer", "oidc", "caFile"]) {

@@ -86,6 +86,75 @@ pub struct ClusterSpec {
     /// kubeadm settings that are kubeadm's own (its timeouts).
     #[serde(default, skip_serializing_if = "Kubeadm::is_empty")]
     pub kubeadm: Kubeadm,
+    /// Where `up` gets kubeadm, kubelet, kubectl (with cri-tools and kubernetes-cni) and the container
+    /// runtime for every node, and whether it may replace other versions (see [`Packages`]).
+    #[serde(default, skip_serializing_if = "Packages::is_default")]
+    pub packages: Packages,
+}
+
+/// `spec.packages`: where the Kubernetes packages and the container runtime come from. `up` brings
+/// every node to exactly `kubernetesVersion` (kubeadm, kubelet, kubectl pinned, held afterwards) and
+/// the runtime `runtime.kind` names, unless the source is `preinstalled`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Packages {
+    /// `upstream` (pkgs.k8s.io and the runtime's upstream), `mirror` (a site mirror of those, see
+    /// `mirror`), `bundle` (the air-gap bundle's `airgap.packages`) or `preinstalled` (only checked).
+    /// Unset: `preinstalled` (today's behaviour: the nodes carry them, `up` only checks;
+    /// [`ClusterSpec::package_source`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<PackageSource>,
+    /// With `source: mirror`: the site mirror's URL prefix and CA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<PackageMirror>,
+    /// Replace Kubernetes packages or a runtime of other versions found on a node (default false: such
+    /// a node is refused, naming what it has and what the file wants).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replace_installed: bool,
+}
+
+impl Packages {
+    /// True when nothing is set (the default).
+    pub fn is_default(&self) -> bool {
+        *self == Packages::default()
+    }
+}
+
+/// `spec.packages.source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PackageSource {
+    /// The upstream repositories: `https://pkgs.k8s.io/core:/stable:/vX.Y/{deb,rpm}/`, CRI-O's
+    /// repository of that minor, containerd and runc release archives.
+    Upstream,
+    /// The same paths under the site mirror's URL prefix (`packages.mirror.url`).
+    Mirror,
+    /// The air-gap bundle's packages (`airgap.packages`), installed from files.
+    Bundle,
+    /// Installed by someone else: only checked (present, and at `kubernetesVersion` where the
+    /// programs say so).
+    Preinstalled,
+}
+
+/// `spec.packages.mirror`: a site mirror (or caching proxy) of the upstream package locations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PackageMirror {
+    /// `https://` (or `http://`) URL prefix that replaces the scheme and host of every upstream
+    /// location, its path kept: `https://repo.example.com/k8s` serves
+    /// `https://repo.example.com/k8s/core:/stable:/v1.34/deb/` for `https://pkgs.k8s.io/core:/stable:/v1.34/deb/`.
+    pub url: String,
+    /// PEM CA of the mirror, relative to the cluster file; placed on every node and trusted for the
+    /// mirror's host only (apt `Acquire::https::<host>::CaInfo`, yum `sslcacert`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+}
+
+impl ClusterSpec {
+    /// The effective `packages.source`: the file's, else `preinstalled`.
+    pub fn package_source(&self) -> PackageSource {
+        self.packages.source.unwrap_or(PackageSource::Preinstalled)
+    }
 }
 
 /// `spec.kubeadm`: settings of kubeadm itself.

@@ -132,6 +132,7 @@ pub struct ValidCluster {
     pub(crate) audit_policy: Option<String>,
     pub(crate) extra_versions: Vec<VersionInfo>,
     pub(crate) source_auth: Vec<SourceAuth>,
+    pub(crate) packages_mirror_ca_pem: Option<String>,
 }
 
 impl ValidCluster {
@@ -268,6 +269,11 @@ impl ValidCluster {
     /// The mirror's CA PEM, if given.
     pub fn registry_ca_pem(&self) -> Option<&str> {
         self.mirror.as_ref().and_then(|m| m.ca_pem.as_deref())
+    }
+
+    /// The package mirror's CA (PEM certificates only), when `packages.mirror.caFile` is given.
+    pub fn packages_mirror_ca_pem(&self) -> Option<&str> {
+        self.packages_mirror_ca_pem.as_deref()
     }
 
     /// The OIDC issuer CA PEM, if OIDC with `caFile` is configured.

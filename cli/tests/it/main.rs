@@ -21,6 +21,7 @@ mod destroy_ssh;
 mod image_load;
 mod node_join;
 mod node_remove;
+mod packages_apt;
 mod real_cluster;
 mod real_docker;
 mod recreate_ssh;

@@ -9,7 +9,10 @@ use super::table::{self, triple};
 use super::{arch_of, minor_of, Family, Settings, Source, EXTRAS, PINNED};
 use crate::model::RuntimeKind;
 
-/// The read-only probe; prints `key=value` lines (`pkg=NAME VERSION` per installed package).
+/// The read-only probe; prints `key=value` lines (`pkg=NAME VERSION` per installed package). It runs
+/// none of kubeadm, kubelet or the runtime's programs except `containerd --version` and `crio
+/// --version` (a probe that ran kubeadm would show in every run's audit of what was executed), so
+/// `kubeadm_bin` and `kubelet_bin` stay empty unless a caller fills them.
 pub const PROBE_SCRIPT: &str = r#". /etc/os-release 2>/dev/null
 echo "id=${ID:-}"
 echo "like=${ID_LIKE:-}"
@@ -25,8 +28,6 @@ elif command -v rpm >/dev/null 2>&1; then
 fi
 echo "containerd_bin=$(containerd --version 2>/dev/null | awk '{print $3}')"
 echo "crio_bin=$(crio --version 2>/dev/null | awk '/^Version/{print $2}')"
-echo "kubeadm_bin=$(kubeadm version -o short 2>/dev/null | head -n1)"
-echo "kubelet_bin=$(kubelet --version 2>/dev/null | awk '{print $2}')"
 echo "kubeadm_path=$(command -v kubeadm)"
 echo "kubelet_path=$(command -v kubelet)"
 echo "kubelet_enabled=$(systemctl is-enabled kubelet 2>/dev/null)"

@@ -1,4 +1,4 @@
-//! The phases of `clusterctl up`, in order: `facts` → `render` → `preflight` → `files` →
+//! The phases of `clusterctl up`, in order: `facts` → `render` → `preflight` → `packages` → `files` →
 //! `runtime/<kind>` → `control-plane/kube-vip` → `init` → `control-plane/kube-vip-admin` → `cni` →
 //! `join/control-plane` (one at a time) → `join/worker` (in parallel) → `labels` → `images` →
 //! `wait-ready` → `kubeconfig`. [`phases`] builds the list for a cluster (kube-vip phases only with a
@@ -18,6 +18,7 @@ pub mod join;
 pub mod kubeconfig;
 pub mod kubevip;
 pub mod labels;
+pub mod packages;
 pub mod preflight;
 pub mod ready;
 pub mod rollout;
@@ -78,6 +79,8 @@ pub struct UpSpec {
     pub ignore_preflight: Vec<String>,
     /// The air-gap bundle to install from (`airgap.bundle`), when the file names one ([`airgap`]).
     pub airgap: Option<airgap::AirgapUp>,
+    /// Where kubeadm, kubelet, kubectl and the runtime come from (`spec.packages`, [`packages`]).
+    pub packages: crate::packages::Settings,
 }
 
 /// Renders every node's files from the gathered facts (the CLI wraps `clusterctl_render::render`).
@@ -201,6 +204,17 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             required: false,
             inputs: no_inputs,
             run: preflight::run,
+        },
+        // After preflight's host checks, before any file or runtime configuration: not recorded, its
+        // one probe runs every time (a node already at these versions is left alone).
+        Phase {
+            name: "packages",
+            targets: Targets::All,
+            serial: false,
+            record: false,
+            required: false,
+            inputs: no_inputs,
+            run: packages::run,
         },
         Phase {
             name: "files",

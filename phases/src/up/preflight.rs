@@ -3,7 +3,9 @@
 //! loaded and persisted, the forwarding and bridge-netfilter sysctls set and persisted, firewalld
 //! disabled and SELinux set permissive on EL hosts as the seed does, time sync enabled). Checks follow
 //! kubeadm's own preflight (swap, ports, cgroups, kernel) and the container runtime prerequisites of the
-//! Kubernetes documentation ("Container Runtimes", "Install and configure prerequisites").
+//! Kubernetes documentation ("Container Runtimes", "Install and configure prerequisites"). Whether
+//! kubeadm and kubelet are installed (at the file's version) is checked by `packages`, which runs after
+//! preflight and may install them.
 
 use super::{NodeFacts, UpData};
 use crate::ctx::NodeCtx;
@@ -29,8 +31,6 @@ echo "ntp=$(timedatectl show -p NTPSynchronized --value 2>/dev/null)"
 echo "container=$(systemd-detect-virt -c 2>/dev/null)"
 echo "firewalld=$(systemctl is-active firewalld 2>/dev/null)"
 echo "selinux=$(getenforce 2>/dev/null)"
-echo "kubeadm=$(command -v kubeadm)"
-echo "kubelet=$(command -v kubelet)"
 echo "capeff=$(awk '$1=="CapEff:"{print $2}' /proc/self/status 2>/dev/null)"
 echo "cgroup_ro=$(findmnt -rn -o OPTIONS -t cgroup,cgroup2 2>/dev/null | grep -c '^ro')"
 echo "runc=$(runc --version 2>/dev/null | awk 'NR==1{print $3}')"
@@ -65,7 +65,7 @@ const CAP_SYS_RESOURCE: u32 = 24;
 pub struct Finding {
     /// Stable id (`swap`, `module/overlay`, `sysctl/net.ipv4.ip_forward`, `ports`, `cgroup-driver`,
     /// `cgroup-version`, `time-sync`, `kernel`, `os`, `firewalld`, `selinux`, `node-environment`,
-    /// `container-cgroups`, `container-ptrace`, `resolv-conf`, `tools`).
+    /// `container-cgroups`, `container-ptrace`, `resolv-conf`; whether kubeadm and kubelet are installed is the `packages` phase's check, after preflight).
     pub id: String,
     /// What is wrong.
     pub message: String,
@@ -86,8 +86,6 @@ pub struct Probe {
     container: String,
     firewalld: String,
     selinux: String,
-    kubeadm: String,
-    kubelet: String,
     /// Effective capabilities (`CapEff`), when read.
     capeff: Option<u64>,
     /// Read-only cgroup mounts.
@@ -119,6 +117,9 @@ pub struct Rendered {
     pub containerd: bool,
     /// The CNI is the builtin one (whose conflist chains `portmap` from `/opt/cni/bin`).
     pub builtin_cni: bool,
+    /// The `packages` phase after preflight installs the Kubernetes packages (`packages.source`
+    /// `upstream` or `mirror`), `kubernetes-cni` with them: the plugins are not checked here.
+    pub cni_from_packages: bool,
 }
 
 /// Parses the output of [`PREFLIGHT_SCRIPT`].
@@ -148,8 +149,6 @@ pub fn parse(out: &str) -> Probe {
             "container" => p.container = v.into(),
             "firewalld" => p.firewalld = v.into(),
             "selinux" => p.selinux = v.into(),
-            "kubeadm" => p.kubeadm = v.into(),
-            "kubelet" => p.kubelet = v.into(),
             "capeff" => p.capeff = u64::from_str_radix(v, 16).ok(),
             "cgroup_ro" => p.cgroup_ro = v.parse().unwrap_or(0),
             "runc" => p.runc = v.into(),
@@ -373,26 +372,8 @@ pub fn evaluate(
         .into_iter()
         .filter(|n| !p.cni_bin.iter().any(|b| b == n))
         .collect();
-    if !absent.is_empty() {
+    if !absent.is_empty() && !rendered.cni_from_packages {
         push("cni-plugins", format!("{} missing from /opt/cni/bin: containerd runs `loopback` from there for every pod and the builtin CNI chains `portmap` (pod sandboxes fail with \"failed to find plugin ... in path [/opt/cni/bin]\"); install the CNI reference plugins there (package kubernetes-cni, or the containernetworking plugins)", absent.join(" and ")), None, false);
-    }
-    let mut missing = Vec::new();
-    if p.kubeadm.is_empty() {
-        missing.push("kubeadm");
-    }
-    if p.kubelet.is_empty() {
-        missing.push("kubelet");
-    }
-    if !missing.is_empty() {
-        push(
-            "tools",
-            format!(
-                "{} not installed (install the packages, or `clusterctl airgap import`)",
-                missing.join(" and ")
-            ),
-            None,
-            false,
-        );
     }
     out
 }
@@ -439,6 +420,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 unprivileged_container: v.iter().any(|x| x.path == NODE_ENVIRONMENT_MARKER),
                 containerd: data.spec.runtime == crate::model::RuntimeKind::Containerd,
                 builtin_cni: data.spec.cni == crate::model::CniChoice::Builtin,
+                cni_from_packages: data.spec.packages.source.from_repositories(),
             })
         })
         .unwrap_or_default();
@@ -513,7 +495,9 @@ mod tests {
 
     #[test]
     fn a_good_node_has_no_findings() {
-        let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n");
+        let p = parse(
+            "swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\n",
+        );
         assert_eq!(
             evaluate(
                 Role::ControlPlane,
@@ -528,7 +512,7 @@ mod tests {
 
     #[test]
     fn a_container_nodes_clock_is_the_hosts() {
-        let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=no\ncontainer=docker\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n");
+        let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=no\ncontainer=docker\n");
         let f = evaluate(Role::Worker, &facts(), &p, "1.34.1", Rendered::default());
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].id, "time-sync");
@@ -538,7 +522,7 @@ mod tests {
 
     #[test]
     fn every_failure_is_listed() {
-        let p = parse("swap=1\nmod_overlay=1\nmod_br_netfilter=0\nip_forward=0\nbnf4=\nbnf6=1\nlisten=192B\nntp=no\nfirewalld=active\nselinux=Enforcing\nkubeadm=\nkubelet=/usr/bin/kubelet\n");
+        let p = parse("swap=1\nmod_overlay=1\nmod_br_netfilter=0\nip_forward=0\nbnf4=\nbnf6=1\nlisten=192B\nntp=no\nfirewalld=active\nselinux=Enforcing\n");
         let mut f = facts();
         f.cgroup_version = 1;
         f.os_id = "rocky".into();
@@ -559,7 +543,6 @@ mod tests {
                 "time-sync",
                 "firewalld",
                 "selinux",
-                "tools"
             ]
         );
         // 0x192B = 6443 is in use; a node already in the cluster does not check ports.
@@ -584,7 +567,7 @@ mod tests {
     /// is a host. A kubelet resolver file naming only loopback resolvers, or missing, is refused.
     #[test]
     fn unprivileged_containers_and_loopback_resolvers() {
-        let base = "swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\ncontainer=docker\nkubeadm=/usr/bin/kubeadm\nkubelet=/usr/bin/kubelet\n";
+        let base = "swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\ncontainer=docker\n";
         let ids = |probe: &str, r: Rendered| -> Vec<String> {
             evaluate(Role::Worker, &facts(), &parse(probe), "1.34.4", r)
                 .into_iter()

@@ -11,6 +11,7 @@ mod rules_kubeadm;
 mod rules_meta;
 mod rules_network;
 mod rules_nodes;
+mod rules_packages;
 mod rules_registry;
 mod rules_runtime;
 mod rules_sources;
@@ -123,6 +124,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     let api = rules_apiserver::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_runtime::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     let source_auth = rules_sources::check(ctx, &file);
+    let packages_ca = rules_packages::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_kubeadm::check(ctx, &file);
 
     let meta = meta?;
@@ -143,6 +145,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
         oidc_ca_pem: api.oidc_ca_pem,
         audit_policy: api.audit_policy,
         source_auth: source_auth?,
+        packages_mirror_ca_pem: packages_ca.ok()?,
         file,
     })
 }

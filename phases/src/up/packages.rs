@@ -1,0 +1,251 @@
+//! `packages` (after `preflight`, before `files` and the runtime configuration): brings every node to
+//! exactly the packages the cluster file implies with the machinery of [`crate::packages`] — kubeadm,
+//! kubelet and kubectl at `kubernetesVersion` (with cri-tools and kubernetes-cni) from the Kubernetes
+//! repository of that minor (or the site mirror of it), held, the kubelet enabled, and the container
+//! runtime — or, with `packages.source: preinstalled` (the default) and `bundle` (installed by
+//! `airgap/packages`), checks that kubeadm and kubelet are there (the check preflight used to make). One read-only probe decides; a node that already has everything is left alone
+//! (nothing downloaded, nothing restarted). Offline (`--dry-run` without `--probe`) the plan lists what
+//! would be done on a node without packages, per OS family.
+
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::packages::probe::{self, Installed, Plan, RuntimeStep};
+use crate::packages::{script, Family, Settings, Source, APT_KEYRING, APT_LIST, APT_MIRROR_CONF};
+use crate::packages::{CRIO_APT_KEYRING, EXTRAS, MIRROR_CA, PINNED};
+use clusterctl_exec::Cmd;
+use semver::Version;
+use std::time::Duration;
+
+use super::UpData;
+
+/// How long one install step (a download and `apt-get`/`dnf` run) may take.
+const STEP_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// The cluster's Kubernetes version as semver (`v1.34.4` → `1.34.4`).
+fn version_of(data: &UpData) -> Result<Version, String> {
+    let v = data.spec.kubernetes_version.trim_start_matches('v');
+    Version::parse(v).map_err(|e| format!("kubernetesVersion {v:?}: {e}"))
+}
+
+/// The `packages` phase. Errors: [`PhaseError::Check`] with every reason the node is refused
+/// (kubeadm/kubelet missing with `preinstalled`, another version without `replaceInstalled`, an OS it
+/// cannot serve), or the failing install command (e.g. apt refusing an unsigned repository).
+pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+    let settings = &data.spec.packages;
+    let version = version_of(data).map_err(|e| ctx.local_error(e))?;
+    let Some(out) = ctx.read_labelled(
+        probe::PROBE_SCRIPT,
+        Some("read the installed packages, holds and the kubelet unit (one query)"),
+    )?
+    else {
+        offline_plan(ctx, settings, &version);
+        return Ok(());
+    };
+    let installed = Installed::parse(&out);
+    match &settings.source {
+        Source::Preinstalled | Source::Bundle => check_present(ctx, settings, &installed, &version),
+        Source::Upstream | Source::Mirror { .. } => {
+            let plan = probe::decide(settings, &installed, &version)
+                .map_err(|problems| ctx.check_error(problems))?;
+            if plan.is_done() {
+                ctx.info(&format!(
+                    "in place: {}, {}; held; kubelet enabled",
+                    plan.kept.join(", "),
+                    runtime_text(&plan.runtime)
+                ));
+                return Ok(());
+            }
+            apply(ctx, settings, &plan, &version)
+        }
+    }
+}
+
+/// `preinstalled` and `bundle`: kubeadm and kubelet must be on `PATH` (the programs are not run); with
+/// `bundle`, a kubeadm, kubelet or kubectl package of another version is refused unless
+/// `replaceInstalled`.
+fn check_present(
+    ctx: &mut NodeCtx,
+    settings: &Settings,
+    installed: &Installed,
+    version: &Version,
+) -> Result<(), PhaseError> {
+    let mut problems = Vec::new();
+    let missing: Vec<&str> = [
+        ("kubeadm", &installed.kubeadm_path),
+        ("kubelet", &installed.kubelet_path),
+    ]
+    .iter()
+    .filter(|(_, v)| v.is_empty())
+    .map(|(n, _)| *n)
+    .collect();
+    if !missing.is_empty() {
+        problems.push(match settings.source {
+            Source::Bundle => format!(
+                "{} not installed: the bundle's packages did not provide it (list kubeadm, kubelet and kubectl {version} under airgap.packages and write the bundle again)",
+                missing.join(" and ")
+            ),
+            _ => format!(
+                "{} not installed: install kubeadm, kubelet and kubectl {version} yourself, or let up install them with `packages.source: upstream` (or `mirror`) in the cluster file",
+                missing.join(" and ")
+            ),
+        });
+    }
+    if settings.source == Source::Bundle && !settings.replace {
+        for (p, v) in probe::pinned_mismatches(installed, version) {
+            problems.push(probe::mismatch_message(&p, &v, version));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ctx.check_error(problems))
+    }
+}
+
+fn runtime_text(r: &RuntimeStep) -> String {
+    match r {
+        RuntimeStep::Keep(s) if s.is_empty() => "runtime kept".into(),
+        RuntimeStep::Keep(s) => s.clone(),
+        RuntimeStep::DistroContainerd(v) => format!("the distribution's containerd {v}"),
+        RuntimeStep::ContainerdArchive {
+            containerd, runc, ..
+        } => {
+            format!("the containerd {containerd} and runc {runc} release archives (sha256 checked)")
+        }
+        RuntimeStep::Crio => "CRI-O from its repository of this minor".into(),
+    }
+}
+
+fn step(ctx: &mut NodeCtx, script: String) -> Result<(), PhaseError> {
+    let mut cmd = Cmd::new(script);
+    cmd.timeout = Some(STEP_TIMEOUT);
+    ctx.run(cmd).map(|_| ())
+}
+
+/// Runs `plan`'s steps in order (in a dry run with `--probe` each is only listed).
+fn apply(
+    ctx: &mut NodeCtx,
+    settings: &Settings,
+    plan: &Plan,
+    version: &Version,
+) -> Result<(), PhaseError> {
+    let minor = crate::packages::minor_of(version);
+    let family = plan.family;
+    let mirror = settings.source.mirror();
+    let ca_pem = match &settings.source {
+        Source::Mirror { ca_pem, .. } => ca_pem.as_deref(),
+        _ => None,
+    };
+    let ca = ca_pem.is_some();
+    if !plan.kept.is_empty() {
+        ctx.info(&format!("in place: {}", plan.kept.join(", ")));
+    }
+    step(ctx, script::record())?;
+    if let (Some(pem), Some(m)) = (ca_pem, mirror) {
+        ctx.put_file(MIRROR_CA, 0o644, pem.as_bytes())?;
+        if family == Family::Debian {
+            ctx.put_file(
+                APT_MIRROR_CONF,
+                0o644,
+                script::apt_mirror_conf(m).as_bytes(),
+            )?;
+        }
+    }
+    if plan.needs_kubernetes_repo() {
+        let (path, text) = script::kubernetes_repo_file(minor, family, mirror, ca);
+        if family == Family::Debian {
+            step(
+                ctx,
+                script::apt_key(
+                    &script::kubernetes_repo(minor, family, mirror),
+                    APT_KEYRING,
+                    ca,
+                ),
+            )?;
+        }
+        ctx.put_file(path, 0o644, text.as_bytes())?;
+        if family == Family::Debian {
+            step(ctx, script::apt_update(APT_LIST))?;
+        }
+        step(ctx, script::install(family, &plan.install, plan.downgrade))?;
+    }
+    match &plan.runtime {
+        RuntimeStep::Keep(_) => {}
+        RuntimeStep::DistroContainerd(v) => step(ctx, script::distro_containerd(v))?,
+        RuntimeStep::ContainerdArchive {
+            containerd,
+            runc,
+            remove,
+        } => step(
+            ctx,
+            script::containerd_archive(containerd, runc, plan.arch, mirror, ca, family, remove),
+        )?,
+        RuntimeStep::Crio => {
+            let Some((path, text)) = script::crio_repo_file(minor, family, mirror, ca) else {
+                return Err(ctx.local_error(format!(
+                    "no CRI-O repository in the package table for {}.{}",
+                    minor.0, minor.1
+                )));
+            };
+            if family == Family::Debian {
+                let repo = script::crio_repo(minor, family, mirror).unwrap_or_default();
+                step(ctx, script::apt_key(&repo, CRIO_APT_KEYRING, ca))?;
+            }
+            ctx.put_file(path, 0o644, text.as_bytes())?;
+            step(ctx, script::crio_install(family, settings.replace))?;
+        }
+    }
+    if let Some(h) = script::hold(family, &plan.hold) {
+        step(ctx, h)?;
+    }
+    if plan.enable_kubelet {
+        step(ctx, script::ENABLE_KUBELET.to_string())?;
+    }
+    Ok(())
+}
+
+/// Offline: what `up` would do on a node without any of the packages, per OS family it serves.
+fn offline_plan(ctx: &mut NodeCtx, settings: &Settings, version: &Version) {
+    match &settings.source {
+        Source::Preinstalled => ctx.info(&format!(
+            "check: kubeadm and kubelet {version} installed (packages.source: preinstalled)"
+        )),
+        Source::Bundle => ctx.info(&format!(
+            "check: kubeadm and kubelet {version} installed from the bundle by airgap/packages"
+        )),
+        Source::Upstream | Source::Mirror { .. } => {
+            for family in [Family::Debian, Family::El] {
+                let minor = crate::packages::minor_of(version);
+                let repo = script::kubernetes_repo(minor, family, settings.source.mirror());
+                let pinned: Vec<String> = PINNED.iter().map(|p| format!("{p} {version}")).collect();
+                ctx.info(&format!(
+                    "on {} nodes without them: {} and {} from {repo}, held; kubelet enabled; {}",
+                    family.label(),
+                    pinned.join(", "),
+                    EXTRAS.join(", "),
+                    match settings.runtime {
+                        crate::model::RuntimeKind::Containerd => format!(
+                            "containerd: kept when installed at a version Kubernetes {}.{} supports, else {}",
+                            minor.0,
+                            minor.1,
+                            if family == Family::Debian {
+                                "the distribution's when supported, else the release archives (sha256 checked)"
+                            } else {
+                                "the release archives (sha256 checked)"
+                            }
+                        ),
+                        crate::model::RuntimeKind::Crio => format!(
+                            "CRI-O from {}",
+                            script::crio_repo(minor, family, settings.source.mirror())
+                                .unwrap_or_else(|| "(no table row)".into())
+                        ),
+                    }
+                ));
+            }
+            ctx.info(&format!(
+                "nodes with other versions are refused unless packages.replaceInstalled is true (it is {}); --probe shows each node's actions",
+                settings.replace
+            ));
+        }
+    }
+}
