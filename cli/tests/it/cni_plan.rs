@@ -137,3 +137,27 @@ fn a_files_source_replaces_the_address_and_none_installs_nothing() {
     let p = phases(&out);
     assert!(!p.iter().any(|x| x == "cni/sources" || x == "cni"), "{p:?}");
 }
+
+#[test]
+fn skipping_the_cni_phases_downloads_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+        .args(["up", "--dry-run", "--skip-phases", "cni", "-f"])
+        .arg(profile("kind-calico"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", dir.path().join("empty-path"))
+        .env("HOME", dir.path())
+        .env("DOCKER_HOST", "unix:///nonexistent.sock")
+        .output()
+        .expect("run clusterctl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("cni/sources")),
+        "no cni/sources step: {text}"
+    );
+    assert!(!text.contains("download "), "{text}");
+}
