@@ -256,7 +256,62 @@ pub(crate) fn cluster_api(
     KubeClusterApi::from_kubeconfig(&path, context.as_deref()).map_err(|e| e.to_string())
 }
 
+/// The message for node containers that could not be created or did not boot (`error`): when the
+/// cluster had no container before (`existed` false), what the attempt made is removed first (as
+/// `destroy` would) and said so; when the engine refused a privileged container (rootless Docker, a
+/// policy: `unable to apply caps: operation not permitted`), the settings for unprivileged nodes are
+/// named.
+pub(crate) fn failed_create(provider: &DockerProvider, existed: bool, error: &str) -> String {
+    let mut msg = format!("creating the node containers failed: {error}");
+    if !existed {
+        match provider.remove_all() {
+            Ok(r) if !r.containers.is_empty() || !r.networks.is_empty() => msg.push_str(&format!(
+                "\n  removed what this attempt created: {}",
+                r.containers
+                    .iter()
+                    .map(|c| format!("container {c}"))
+                    .chain(r.networks.iter().map(|n| format!("network {n}")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Ok(_) => {}
+            Err(e) => msg.push_str(&format!(
+                "\n  removing what this attempt created failed too ({e}): run `clusterctl destroy`"
+            )),
+        }
+    }
+    if let Some(hint) = privileged_hint(error) {
+        msg.push_str("\n  hint: ");
+        msg.push_str(hint);
+    }
+    msg
+}
+
+/// The hint for an engine that refuses privileged containers, when `error` is its refusal.
+pub(crate) fn privileged_hint(error: &str) -> Option<&'static str> {
+    let e = error.to_ascii_lowercase();
+    let refused = e.contains("unable to apply caps")
+        || (e.contains("privileged") && (e.contains("not permitted") || e.contains("not allowed")))
+        || (e.contains("operation not permitted") && e.contains("cap"));
+    refused.then_some(
+        "this Docker engine refuses privileged containers (rootless Docker, or a policy): run the nodes unprivileged with `docker.runOptions.privileged: false` and `nodeEnvironment: unprivileged-container` (docs/spec.md, `spec.nodeEnvironment`)",
+    )
+}
+
 /// Single-quotes `s` for `sh`.
 pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::privileged_hint;
+
+    #[test]
+    fn the_engines_refusal_of_privileged_containers_gets_the_hint() {
+        let raw = "Docker responded with status code 500: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: unable to apply caps: operation not permitted: unknown";
+        assert!(privileged_hint(raw)
+            .is_some_and(|h| h.contains("nodeEnvironment: unprivileged-container")));
+        assert!(privileged_hint("no such image kindest/node:v1.34.1").is_none());
+    }
 }

@@ -543,3 +543,51 @@ fn get_clusters_and_nodes_list_the_docker_nodes() {
     assert_eq!(code, 0);
     assert_eq!(out, "cp1\nw1\n");
 }
+
+#[test]
+fn a_failed_node_creation_removes_what_it_created() {
+    use clusterctl_testbed::docker::{docker, docker_available, NodeImage};
+    if !clusterctl_testbed::require("a Docker engine", docker_available()) {
+        return;
+    }
+    let image = NodeImage::ensure().expect("node image");
+    let name = clusterctl_testbed::unique_name("fc");
+    let label = format!("label=io.clusterctl.cluster={name}");
+    // Whatever happens, nothing of this cluster stays.
+    struct Cleanup(String);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            if let Ok(ids) = docker(&["ps", "-aq", "--filter", &self.0]) {
+                for id in ids.split_whitespace() {
+                    let _ = docker(&["rm", "-f", "-v", id]);
+                }
+            }
+            if let Ok(nets) = docker(&["network", "ls", "-q", "--filter", &self.0]) {
+                for n in nets.split_whitespace() {
+                    let _ = docker(&["network", "rm", n]);
+                }
+            }
+        }
+    }
+    let _cleanup = Cleanup(label.clone());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    // 1k of memory: the engine refuses the container (its minimum is 6 MB) after the network exists.
+    std::fs::write(
+        d.join("cluster.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  docker:\n    nodeImage: {}\n    runOptions: {{memory: 1k}}\n  nodes:\n    - {{name: cp1, role: control-plane}}\n    - {{name: w1, role: worker}}\n", image.tag),
+    )
+    .expect("write");
+    let (code, out, err) = run(d, &["up", "-f", "cluster.yaml"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("creating the node containers failed"), "{err}");
+    assert!(
+        err.contains("removed what this attempt created")
+            && err.contains(&format!("network clusterctl-{name}")),
+        "{err}"
+    );
+    let left = docker(&["ps", "-aq", "--filter", &label]).expect("ps");
+    assert!(left.trim().is_empty(), "containers left: {left}");
+    let nets = docker(&["network", "ls", "-q", "--filter", &label]).expect("ls");
+    assert!(nets.trim().is_empty(), "network left: {nets}");
+}
