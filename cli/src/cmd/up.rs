@@ -306,11 +306,41 @@ pub(crate) fn up_spec(cluster: &ValidCluster, args: &Args) -> UpSpec {
         ready_timeout: Duration::from_secs(args.nodes.ready_timeout),
         ignore_preflight: args.nodes.ignore_preflight.clone(),
         airgap: super::airgap::for_up(cluster, args.file.as_deref()),
+        packages: package_settings(cluster),
+    }
+}
+
+/// `spec.packages` as the `packages` phase needs it (the mirror's CA read by validation).
+pub(crate) fn package_settings(cluster: &ValidCluster) -> clusterctl_phases::packages::Settings {
+    use clusterctl_phases::packages::{Settings, Source};
+    use clusterctl_spec::model::PackageSource;
+    let s = cluster.spec();
+    let source = match s.package_source() {
+        PackageSource::Upstream => Source::Upstream,
+        PackageSource::Mirror => Source::Mirror {
+            url: s
+                .packages
+                .mirror
+                .as_ref()
+                .map(|m| m.url.clone())
+                .unwrap_or_default(),
+            ca_pem: cluster.packages_mirror_ca_pem().map(String::from),
+        },
+        PackageSource::Bundle => Source::Bundle,
+        PackageSource::Preinstalled => Source::Preinstalled,
+    };
+    Settings {
+        source,
+        replace: s.packages.replace_installed,
+        runtime: match s.runtime.kind {
+            clusterctl_spec::model::RuntimeKind::Containerd => RuntimeKind::Containerd,
+            clusterctl_spec::model::RuntimeKind::Crio => RuntimeKind::Crio,
+        },
     }
 }
 
 /// The engine's purpose for a rendered file; `None` for files `up` does not place (upgrade, kind
-/// configuration, Helm values).
+/// configuration).
 fn purpose(p: Purpose) -> Option<FilePurpose> {
     Some(match p {
         Purpose::KubeadmInit => FilePurpose::KubeadmInit,
