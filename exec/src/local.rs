@@ -71,7 +71,7 @@ impl RawExec for LocalTransport {
         // The timeout is enforced here (process-group kill), not by `timeout` on the command line.
         let mut plain = cmd.clone();
         plain.timeout = None;
-        let wrapped = shell::wrap(&plain, self.is_root).map_err(ExecError::Other)?;
+        let wrapped = shell::wrap(&plain, self.is_root)?;
         let mut child = Command::new("/bin/sh")
             .arg("-c")
             .arg(&wrapped.command_line)

@@ -62,14 +62,22 @@ pub struct Wrapped {
     pub preamble: Vec<u8>,
 }
 
+/// A command that cannot be wrapped for a shell.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WrapError {
+    /// An environment variable name that is not a shell name (`[A-Za-z_][A-Za-z0-9_]*`).
+    #[error("invalid environment variable name {0:?}")]
+    EnvName(String),
+}
+
 /// Wraps `cmd` for a user that is root (`is_root`) or not: `sudo -n` is added only when `cmd.sudo`
 /// and the user is not root; `timeout -k 2 SECS` (whole seconds, rounded up) when `cmd.timeout` is set.
-/// Errors when an environment variable name is not a valid shell name.
-pub fn wrap(cmd: &Cmd, is_root: bool) -> Result<Wrapped, String> {
+/// Errors: [`WrapError::EnvName`] when an environment variable name is not a valid shell name.
+pub fn wrap(cmd: &Cmd, is_root: bool) -> Result<Wrapped, WrapError> {
     let mut preamble = String::new();
     for (name, value) in &cmd.env {
         if !valid_env_name(name) {
-            return Err(format!("invalid environment variable name {name:?}"));
+            return Err(WrapError::EnvName(name.clone()));
         }
         preamble.push_str("export ");
         preamble.push_str(name);

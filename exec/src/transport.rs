@@ -117,6 +117,9 @@ pub enum ExecError {
         /// What failed.
         reason: String,
     },
+    /// A command that cannot be wrapped for the node's shell (an invalid environment name).
+    #[error(transparent)]
+    Wrap(#[from] crate::shell::WrapError),
     /// Anything else, with a message.
     #[error("{0}")]
     Other(String),

@@ -20,18 +20,37 @@ use std::process::{Command, Stdio};
 /// The `type` of our plugin's entry in the list.
 pub const PLUGIN_TYPE: &str = "clusterctl-cni";
 
+/// A conflist template the agent cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum ConflistError {
+    /// The template (after substitution) is not JSON.
+    #[error("the conflist template is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// No `plugins` array.
+    #[error("the conflist template has no \"plugins\" array")]
+    NoPlugins,
+    /// No non-empty `name` without `/`.
+    #[error("the conflist template has no usable \"name\"")]
+    NoName,
+    /// No entry of type [`PLUGIN_TYPE`].
+    #[error("the conflist template has no clusterctl-cni entry")]
+    NoEntry,
+    /// The completed list could not be serialised.
+    #[error("serialize the conflist: {0}")]
+    Serialize(#[source] serde_json::Error),
+}
+
 /// Completes the conflist `template`: every occurrence of [`POD_CIDR`] becomes `pod_cidr`
 /// (plain text substitution), and each `clusterctl-cni` entry without an `mtu` gets `mtu` (bytes,
 /// the VXLAN device's). Returns pretty JSON with a final newline. Errors: the template is not a
 /// JSON object with a `plugins` array (the text says which).
-pub fn complete(template: &str, pod_cidr: Ipv4Net, mtu: u32) -> Result<String, String> {
+pub fn complete(template: &str, pod_cidr: Ipv4Net, mtu: u32) -> Result<String, ConflistError> {
     let text = template.replace(POD_CIDR, &pod_cidr.to_string());
-    let mut v: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("the conflist template is not JSON: {e}"))?;
+    let mut v: Value = serde_json::from_str(&text).map_err(ConflistError::NotJson)?;
     let plugins = v
         .get_mut("plugins")
         .and_then(Value::as_array_mut)
-        .ok_or("the conflist template has no \"plugins\" array")?;
+        .ok_or(ConflistError::NoPlugins)?;
     for p in plugins.iter_mut().filter_map(Value::as_object_mut) {
         if p.get("type").and_then(Value::as_str) == Some(PLUGIN_TYPE) && !p.contains_key("mtu") {
             p.insert("mtu".to_string(), Value::from(mtu));
@@ -39,21 +58,20 @@ pub fn complete(template: &str, pod_cidr: Ipv4Net, mtu: u32) -> Result<String, S
     }
     serde_json::to_string_pretty(&v)
         .map(|s| s + "\n")
-        .map_err(|e| format!("serialize the conflist: {e}"))
+        .map_err(ConflistError::Serialize)
 }
 
 /// Where our plugin entry of the conflist `template` keeps its IPAM state (`<dataDir>/<name>`,
 /// defaults as the plugin's) and reads the boot ID from (`bootIDFile`). Errors: not a conflist with
 /// a `name` and a `clusterctl-cni` entry.
-pub fn ipam_settings(template: &str) -> Result<(PathBuf, PathBuf), String> {
+pub fn ipam_settings(template: &str) -> Result<(PathBuf, PathBuf), ConflistError> {
     use crate::plugin::config::DEFAULT_DATA_DIR;
-    let v: Value = serde_json::from_str(template)
-        .map_err(|e| format!("the conflist template is not JSON: {e}"))?;
+    let v: Value = serde_json::from_str(template).map_err(ConflistError::NotJson)?;
     let name = v
         .get("name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty() && !n.contains('/'))
-        .ok_or("the conflist template has no usable \"name\"")?;
+        .ok_or(ConflistError::NoName)?;
     let entry = v
         .get("plugins")
         .and_then(Value::as_array)
@@ -61,7 +79,7 @@ pub fn ipam_settings(template: &str) -> Result<(PathBuf, PathBuf), String> {
             ps.iter()
                 .find(|p| p.get("type").and_then(Value::as_str) == Some(PLUGIN_TYPE))
         })
-        .ok_or("the conflist template has no clusterctl-cni entry")?;
+        .ok_or(ConflistError::NoEntry)?;
     let text = |k: &str, default: &str| {
         PathBuf::from(entry.get(k).and_then(Value::as_str).unwrap_or(default))
     };

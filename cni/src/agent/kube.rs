@@ -8,7 +8,7 @@
 //! agent uses its own ServiceAccount bound to a ClusterRole with get/list/watch on nodes.
 
 use super::peers::Peer;
-use super::PeerSource;
+use super::{PeerSource, PeerSourceError};
 use ipnet::Ipv4Net;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
@@ -37,6 +37,41 @@ pub fn node_to_peer(node: &Node) -> Option<Peer> {
     })
 }
 
+/// What fails while connecting to or listing from the API server.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeError {
+    /// The current-thread runtime could not start.
+    #[error("start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The kubeconfig file could not be read.
+    #[error("read {}: {source}", .path.display())]
+    ReadKubeconfig {
+        /// The kubeconfig.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// The kubeconfig does not give a client configuration.
+    #[error("kubeconfig {}: {source}", .path.display())]
+    Kubeconfig {
+        /// The kubeconfig.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// Neither in-cluster nor default configuration was found.
+    #[error("Kubernetes client configuration: {0}")]
+    Infer(#[source] kube::config::InferConfigError),
+    /// The client could not be built.
+    #[error("Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    /// Listing the Nodes failed.
+    #[error("list nodes: {0}")]
+    List(#[source] kube::Error),
+}
+
 /// Peer source backed by the Kubernetes API.
 pub struct KubeNodes {
     rt: tokio::runtime::Runtime,
@@ -47,25 +82,26 @@ pub struct KubeNodes {
 impl KubeNodes {
     /// Connects with `kubeconfig` (or the in-cluster/default configuration when `None`).
     /// Errors: unreadable kubeconfig, bad credentials configuration, runtime creation.
-    pub fn new(kubeconfig: Option<PathBuf>) -> Result<Self, String> {
+    pub fn new(kubeconfig: Option<PathBuf>) -> Result<Self, KubeError> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("start the async runtime: {e}"))?;
+            .map_err(KubeError::Runtime)?;
         let client = rt.block_on(async {
             let config = match kubeconfig {
                 Some(path) => {
-                    let kc = kube::config::Kubeconfig::read_from(&path)
-                        .map_err(|e| format!("read {}: {e}", path.display()))?;
-                    kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                        .await
-                        .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
+                    let kc = match kube::config::Kubeconfig::read_from(&path) {
+                        Ok(kc) => kc,
+                        Err(source) => return Err(KubeError::ReadKubeconfig { path, source }),
+                    };
+                    match kube::Config::from_custom_kubeconfig(kc, &Default::default()).await {
+                        Ok(c) => c,
+                        Err(source) => return Err(KubeError::Kubeconfig { path, source }),
+                    }
                 }
-                None => kube::Config::infer()
-                    .await
-                    .map_err(|e| format!("Kubernetes client configuration: {e}"))?,
+                None => kube::Config::infer().await.map_err(KubeError::Infer)?,
             };
-            kube::Client::try_from(config).map_err(|e| format!("Kubernetes client: {e}"))
+            kube::Client::try_from(config).map_err(KubeError::Client)
         })?;
         Ok(Self {
             rt,
@@ -76,11 +112,11 @@ impl KubeNodes {
 }
 
 impl PeerSource for KubeNodes {
-    fn peers(&mut self) -> Result<Vec<Peer>, String> {
+    fn peers(&mut self) -> Result<Vec<Peer>, PeerSourceError> {
         let list = self
             .rt
             .block_on(self.api.list(&ListParams::default()))
-            .map_err(|e| format!("list nodes: {e}"))?;
+            .map_err(KubeError::List)?;
         self.resource_version = list.metadata.resource_version.clone().unwrap_or_default();
         Ok(list.items.iter().filter_map(node_to_peer).collect())
     }

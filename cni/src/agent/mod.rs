@@ -27,7 +27,7 @@ pub enum AgentError {
     Config(String),
     /// The peer source failed.
     #[error("peers: {0}")]
-    Peers(String),
+    Peers(#[source] PeerSourceError),
     /// Reading or rewriting the IPAM leases failed.
     #[error("IPAM leases: {0}")]
     Ipam(#[from] crate::ipam::IpamError),
@@ -116,10 +116,21 @@ fn pod_subnet(cfg: &AgentConfig) -> Result<Option<Ipv4Net>, AgentError> {
         .transpose()
 }
 
+/// Why a [`PeerSource`] could not give the peer set.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerSourceError {
+    /// The static peers file is unreadable or malformed.
+    #[error(transparent)]
+    File(#[from] peers::PeersError),
+    /// The Kubernetes API failed.
+    #[error(transparent)]
+    Kube(#[from] kube::KubeError),
+}
+
 /// A source of the peer set.
 pub trait PeerSource {
-    /// The current full peer set (including this node). Errors: the source's, as text.
-    fn peers(&mut self) -> Result<Vec<Peer>, String>;
+    /// The current full peer set (including this node). Errors: the source's.
+    fn peers(&mut self) -> Result<Vec<Peer>, PeerSourceError>;
     /// Blocks until the set may have changed, or `timeout` passed.
     fn wait(&mut self, timeout: Duration);
 }
@@ -147,9 +158,9 @@ impl StaticFile {
 }
 
 impl PeerSource for StaticFile {
-    fn peers(&mut self) -> Result<Vec<Peer>, String> {
+    fn peers(&mut self) -> Result<Vec<Peer>, PeerSourceError> {
         self.seen = self.mtime();
-        peers::read(&self.path).map_err(|e| e.to_string())
+        Ok(peers::read(&self.path)?)
     }
     fn wait(&mut self, timeout: Duration) {
         let end = Instant::now() + timeout;

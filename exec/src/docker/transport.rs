@@ -170,7 +170,7 @@ impl RawExec for DockerTransport {
         progress: &mut dyn FnMut(u64),
         on_output: &mut dyn FnMut(&[u8]),
     ) -> Result<Output, ExecError> {
-        let wrapped = shell::wrap(cmd, true).map_err(ExecError::Other)?;
+        let wrapped = shell::wrap(cmd, true)?;
         // Measured from before the exec is created: the node's `timeout` counts from its start, and
         // writing the input may take a while on a loaded machine.
         let start = Instant::now();

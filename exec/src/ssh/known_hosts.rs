@@ -85,6 +85,41 @@ fn line_key_type(line: &str) -> Option<&str> {
     fields.next()
 }
 
+/// What goes wrong reading a known_hosts file or matching a key against it.
+#[derive(Debug, thiserror::Error)]
+pub enum KnownHostsError {
+    /// libssh2 could not make a known-hosts collection.
+    #[error("known_hosts: {0}")]
+    Init(#[source] ssh2::Error),
+    /// A line libssh2 cannot read.
+    #[error("line {line}: {source}")]
+    Line {
+        /// Its number, from 1.
+        line: usize,
+        /// libssh2's error.
+        #[source]
+        source: ssh2::Error,
+    },
+    /// libssh2 could not check the key.
+    #[error("libssh2 could not check the key")]
+    Check,
+    /// The file could not be opened or read.
+    #[error("reading {}: {source}", .path.display())]
+    Read {
+        /// The known_hosts file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path is a FIFO, device or directory.
+    #[error("{} is not a regular file (a FIFO, device or directory is never read)", .0.display())]
+    NotRegular(std::path::PathBuf),
+    /// The file is over 16 MiB.
+    #[error("{} is larger than {MAX_KNOWN_HOSTS_BYTES} bytes", .0.display())]
+    TooLarge(std::path::PathBuf),
+}
+
 /// Compares `key` (of algorithm `tname`), offered by `host:port`, with the known_hosts `text`: only
 /// with the entries of that algorithm, then, when none is for this host, finds which other
 /// algorithms are recorded for it. `sess` provides libssh2's parser and matcher (hashed names
@@ -96,7 +131,7 @@ pub fn compare(
     port: u16,
     key: &[u8],
     tname: &str,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, KnownHostsError> {
     let mut by_type: std::collections::BTreeMap<&str, ssh2::KnownHosts> =
         std::collections::BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -105,19 +140,21 @@ pub fn compare(
         };
         let kh = match by_type.entry(kt) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => e.insert(
-                sess.known_hosts()
-                    .map_err(|e| format!("known_hosts: {e}"))?,
-            ),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(sess.known_hosts().map_err(KnownHostsError::Init)?)
+            }
         };
         kh.read_str(line, KnownHostFileKind::OpenSSH)
-            .map_err(|e| format!("line {}: {e}", i + 1))?;
+            .map_err(|source| KnownHostsError::Line {
+                line: i + 1,
+                source,
+            })?;
     }
     if let Some(kh) = by_type.get(tname) {
         match kh.check_port(host, port, key) {
             CheckResult::Match => return Ok(Verdict::Match),
             CheckResult::Mismatch => return Ok(Verdict::Mismatch),
-            CheckResult::Failure => return Err("libssh2 could not check the key".into()),
+            CheckResult::Failure => return Err(KnownHostsError::Check),
             CheckResult::NotFound => {}
         }
     }
@@ -136,7 +173,11 @@ pub fn compare(
 
 /// The text of the known_hosts file at `path`, `None` when it does not exist. The file is opened
 /// without blocking and must be a regular file (a FIFO or device is refused, never waited on).
-fn read_known_hosts(path: &Path) -> Result<Option<String>, String> {
+fn read_known_hosts(path: &Path) -> Result<Option<String>, KnownHostsError> {
+    let read = |source| KnownHostsError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
     use std::io::Read;
     let f = match std::fs::OpenOptions::new()
         .read(true)
@@ -145,26 +186,18 @@ fn read_known_hosts(path: &Path) -> Result<Option<String>, String> {
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("reading {}: {e}", path.display())),
+        Err(e) => return Err(read(e)),
     };
-    let meta = f
-        .metadata()
-        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let meta = f.metadata().map_err(read)?;
     if !meta.is_file() {
-        return Err(format!(
-            "{} is not a regular file (a FIFO, device or directory is never read)",
-            path.display()
-        ));
+        return Err(KnownHostsError::NotRegular(path.to_path_buf()));
     }
     let mut text = String::new();
     f.take(MAX_KNOWN_HOSTS_BYTES + 1)
         .read_to_string(&mut text)
-        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        .map_err(read)?;
     if text.len() as u64 > MAX_KNOWN_HOSTS_BYTES {
-        return Err(format!(
-            "{} is larger than {MAX_KNOWN_HOSTS_BYTES} bytes",
-            path.display()
-        ));
+        return Err(KnownHostsError::TooLarge(path.to_path_buf()));
     }
     Ok(Some(text))
 }
@@ -189,7 +222,9 @@ pub fn verify(
         .ok_or_else(|| refuse("the server sent no host key".into()))?;
     let tname = key_type_name(ktype).ok_or_else(|| refuse("unknown host key type".into()))?;
     let _guard = APPEND.lock().unwrap_or_else(|p| p.into_inner());
-    let text = read_known_hosts(file).map_err(refuse)?.unwrap_or_default();
+    let text = read_known_hosts(file)
+        .map_err(|e| refuse(e.to_string()))?
+        .unwrap_or_default();
     let verdict = compare(sess, &text, host, port, key, tname)
         .map_err(|e| refuse(format!("reading {}: {e}", file.display())))?;
     let who = host_pattern(host, port);
@@ -314,7 +349,7 @@ mod tests {
             "ssh-ed25519",
         )
         .expect_err("bad line");
-        assert!(e.contains("line 1"), "{e}");
+        assert!(e.to_string().contains("line 1"), "{e}");
     }
 
     #[test]
@@ -327,7 +362,10 @@ mod tests {
             .expect("mkfifo");
         assert!(st.success());
         let e = read_known_hosts(&fifo).expect_err("a FIFO");
-        assert!(e.contains("not a regular file"), "{e}");
-        assert_eq!(read_known_hosts(&dir.path().join("none")), Ok(None));
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(matches!(
+            read_known_hosts(&dir.path().join("none")),
+            Ok(None)
+        ));
     }
 }

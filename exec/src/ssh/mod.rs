@@ -547,7 +547,7 @@ impl RawExec for SshTransport {
         progress: &mut dyn FnMut(u64),
         on_output: &mut dyn FnMut(&[u8]),
     ) -> Result<Output, ExecError> {
-        let wrapped = shell::wrap(cmd, self.is_root()).map_err(ExecError::Other)?;
+        let wrapped = shell::wrap(cmd, self.is_root())?;
         let mut guard = self
             .conn
             .lock()
