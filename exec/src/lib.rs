@@ -10,7 +10,9 @@ pub mod shell;
 pub mod ssh;
 pub mod transport;
 
-pub use docker::{DockerClient, DockerNode, DockerNodeOptions, DockerProvider, DockerTransport};
+pub use docker::{
+    DockerClient, DockerNode, DockerNodeOptions, DockerProvider, DockerTransport, PortMapping,
+};
 pub use local::LocalTransport;
 pub use provider::{NodeSpec, Provider, Role, SshProvider};
 pub use ssh::{ConnectRetry, HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};

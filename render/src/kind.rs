@@ -95,10 +95,9 @@ pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(),
                     .map(|p| PortMapping {
                         container_port: p.container_port,
                         host_port: p.host_port,
-                        listen_address: p
-                            .listen_address
-                            .clone()
-                            .unwrap_or_else(|| "127.0.0.1".to_string()),
+                        listen_address: p.listen_address.clone().unwrap_or_else(|| {
+                            clusterctl_spec::model::DEFAULT_PORT_LISTEN_ADDRESS.to_string()
+                        }),
                         protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_string()),
                     })
                     .collect(),

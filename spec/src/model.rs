@@ -823,7 +823,8 @@ pub struct DockerProvider {
     /// Node image. Default `kindest/node:<kubernetesVersion>`. Becomes kind `nodes[].image`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_image: Option<String>,
-    /// Docker network for the node containers. Default `kind`.
+    /// Docker network for the node containers, joined if it exists, else created. Default
+    /// `clusterctl-<metadata.name>` (one network per cluster; kind's default is `kind`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
     /// Extra `docker run` options for every node container.
@@ -876,6 +877,11 @@ pub struct Mount {
     pub read_only: bool,
 }
 
+/// The host address a docker node's port mapping listens on when `listenAddress` is unset: loopback
+/// only, like the API server's port (kind's own default is `0.0.0.0`; the rendered kind config writes
+/// this address explicitly, so both providers publish the same).
+pub const DEFAULT_PORT_LISTEN_ADDRESS: &str = "127.0.0.1";
+
 /// A port mapping of a docker node (kind `nodes[].extraPortMappings`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -884,7 +890,7 @@ pub struct PortMapping {
     pub container_port: u16,
     /// Port on the host.
     pub host_port: u16,
-    /// Host address to listen on. Default `127.0.0.1`.
+    /// Host address to listen on. Default [`DEFAULT_PORT_LISTEN_ADDRESS`] (`127.0.0.1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listen_address: Option<String>,
     /// `TCP` (default), `UDP` or `SCTP`.

@@ -470,32 +470,39 @@ pub(crate) fn connect(
         Provider::Docker => {
             let options = docker_options(cluster, &spec.kubernetes_version);
             plan.push(format!(
-                "create network clusterctl-{} (if missing)",
-                spec.cluster
+                "create network {} (if missing)",
+                cluster
+                    .spec()
+                    .docker
+                    .network
+                    .clone()
+                    .unwrap_or_else(|| format!("clusterctl-{}", spec.cluster))
             ));
             for n in &spec.nodes {
-                plan.push(format!(
-                    "create container {}-{} ({}, image {}){}",
-                    spec.cluster,
-                    n.name,
-                    if n.is_control_plane() {
-                        "control-plane"
-                    } else {
-                        "worker"
-                    },
-                    options.image,
-                    if spec
-                        .nodes
-                        .iter()
-                        .find(|m| m.is_control_plane())
-                        .map(|m| &m.name)
-                        == Some(&n.name)
-                    {
-                        ", API server published on 127.0.0.1"
-                    } else {
-                        ""
-                    }
-                ));
+                plan.push(
+                    format!(
+                        "create container {}-{} ({}, image {}){}",
+                        spec.cluster,
+                        n.name,
+                        if n.is_control_plane() {
+                            "control-plane"
+                        } else {
+                            "worker"
+                        },
+                        options.image,
+                        if spec
+                            .nodes
+                            .iter()
+                            .find(|m| m.is_control_plane())
+                            .map(|m| &m.name)
+                            == Some(&n.name)
+                        {
+                            ", API server published on 127.0.0.1"
+                        } else {
+                            ""
+                        }
+                    ) + &docker_plan_extras(&options, &n.name),
+                );
             }
             if args.dry_run && !args.probe {
                 return Ok(out);
@@ -622,7 +629,68 @@ fn docker_options(cluster: &ValidCluster, version: &str) -> clusterctl_exec::Doc
     if let Some(c) = &ro.cgroupns {
         options.cgroupns = Some(c.clone());
     }
+    options.network = cluster.spec().docker.network.clone();
+    options.memory = ro.memory.as_deref().and_then(docker_bytes);
+    options.nano_cpus = ro
+        .cpus
+        .as_deref()
+        .and_then(|c| c.parse::<f64>().ok())
+        .map(|c| (c * 1e9).round() as i64);
+    for n in &cluster.spec().nodes {
+        let maps =
+            n.port_mappings
+                .iter()
+                .map(|m| clusterctl_exec::PortMapping {
+                    container_port: m.container_port,
+                    host_port: m.host_port,
+                    listen_address: m.listen_address.clone().unwrap_or_else(|| {
+                        clusterctl_spec::model::DEFAULT_PORT_LISTEN_ADDRESS.into()
+                    }),
+                    protocol: m.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
+                })
+                .collect::<Vec<_>>();
+        if !maps.is_empty() {
+            options.port_mappings.insert(n.name.clone(), maps);
+        }
+    }
     options
+}
+
+/// What `options` adds to node `node`'s container, for the dry-run plan: its published ports and the
+/// memory and CPU limits (empty when none).
+fn docker_plan_extras(options: &clusterctl_exec::DockerNodeOptions, node: &str) -> String {
+    let mut out = String::new();
+    for m in options.port_mappings.get(node).into_iter().flatten() {
+        out += &format!(
+            ", port {}:{}->{}/{}",
+            m.listen_address, m.host_port, m.container_port, m.protocol
+        );
+    }
+    if let Some(b) = options.memory {
+        out += &format!(", memory {b} bytes");
+    }
+    if let Some(c) = options.nano_cpus {
+        out += &format!(", cpus {}", c as f64 / 1e9);
+    }
+    out
+}
+
+/// A docker memory size (`512m`, `4g`, `1073741824`; suffixes b, k, m, g in powers of 1024, as
+/// `docker run --memory` reads them) in bytes; `None` when it is not one (validate refuses it).
+fn docker_bytes(size: &str) -> Option<i64> {
+    let lower = size.to_ascii_lowercase();
+    let (digits, unit) = match lower.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&lower[..i], c),
+        _ => (lower.as_str(), 'b'),
+    };
+    let shift = match unit {
+        'b' => 0,
+        'k' => 10,
+        'm' => 20,
+        'g' => 30,
+        _ => return None,
+    };
+    digits.parse::<i64>().ok()?.checked_mul(1 << shift)
 }
 
 /// For the docker provider: the API server as this machine reaches it, the first control plane's

@@ -176,3 +176,50 @@ fn dry_run_with_a_bundle_that_is_a_fifo_is_refused_at_once() {
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("FIFO") && err.contains("site.fifo"), "{err}");
 }
+
+/// A docker-provider file with `spec.docker.network`, `runOptions.memory`/`cpus` and a node's
+/// `portMappings`: the plan creates (or joins) that network and a container publishing the port on
+/// 127.0.0.1 unless `listenAddress` says otherwise (docs/spec.md), with the limits.
+#[test]
+fn dry_run_of_a_docker_file_uses_its_network_ports_and_limits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        r#"apiVersion: clusterctl.io/v1alpha1
+kind: Cluster
+metadata:
+  name: ports
+spec:
+  provider: docker
+  kubernetesVersion: v1.34.1
+  docker:
+    network: kind
+    runOptions:
+      memory: 2g
+      cpus: "1.5"
+  nodes:
+    - name: c1
+      role: control-plane
+      address: 10.0.0.5
+      portMappings:
+        - {containerPort: 80, hostPort: 18080}
+        - {containerPort: 53, hostPort: 18053, protocol: UDP, listenAddress: 0.0.0.0}
+"#,
+    )
+    .expect("cluster file");
+    let (code, out, err) = clusterctl(&["up", "--dry-run", "-f", "c.yaml"], dir.path());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("create network kind (if missing)"), "{out}");
+    let container = out
+        .lines()
+        .find(|l| l.contains("create container ports-c1"))
+        .unwrap_or_else(|| panic!("{out}"));
+    for part in [
+        "port 127.0.0.1:18080->80/tcp",
+        "port 0.0.0.0:18053->53/udp",
+        "memory 2147483648 bytes",
+        "cpus 1.5",
+    ] {
+        assert!(container.contains(part), "{part}: {container}");
+    }
+}

@@ -9,6 +9,7 @@ pub mod transport;
 
 pub use client::DockerClient;
 pub use provider::{
-    DockerNode, DockerNodeOptions, DockerProvider, Removed, CLUSTER_LABEL, NODE_LABEL, ROLE_LABEL,
+    DockerNode, DockerNodeOptions, DockerProvider, PortMapping, Removed, CLUSTER_LABEL, NODE_LABEL,
+    ROLE_LABEL,
 };
 pub use transport::DockerTransport;

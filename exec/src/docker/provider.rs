@@ -61,6 +61,28 @@ pub struct DockerNodeOptions {
     /// Host port on 127.0.0.1 for the first control plane's 6443; `Some(0)` lets the engine choose,
     /// `None` publishes nothing.
     pub api_server_host_port: Option<u16>,
+    /// The network of the node containers; `None`: `clusterctl-<cluster>`. A network that exists is
+    /// joined as it is; a missing one is created (labelled with the cluster, removed by `remove`).
+    pub network: Option<String>,
+    /// Memory limit in bytes (`docker run --memory`); `None`: no limit.
+    pub memory: Option<i64>,
+    /// CPU limit in billionths of a CPU (`docker run --cpus`); `None`: no limit.
+    pub nano_cpus: Option<i64>,
+    /// Extra published ports per node name (kind `extraPortMappings`).
+    pub port_mappings: HashMap<String, Vec<PortMapping>>,
+}
+
+/// A port of a node container published on the host (kind `extraPortMappings`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortMapping {
+    /// Port inside the node container.
+    pub container_port: u16,
+    /// Port on the host; 0 lets the engine choose.
+    pub host_port: u16,
+    /// Host address to listen on, e.g. `127.0.0.1` or `0.0.0.0`.
+    pub listen_address: String,
+    /// `tcp`, `udp` or `sctp`.
+    pub protocol: String,
 }
 
 impl DockerNodeOptions {
@@ -81,6 +103,10 @@ impl DockerNodeOptions {
             env: vec![("container".into(), "docker".into())],
             command: None,
             api_server_host_port: Some(0),
+            network: None,
+            memory: None,
+            nano_cpus: None,
+            port_mappings: HashMap::new(),
         }
     }
 }
@@ -138,9 +164,12 @@ impl DockerProvider {
         &self.client
     }
 
-    /// The cluster's network name: `clusterctl-<cluster>`.
+    /// The cluster's network name: the options' `network`, else `clusterctl-<cluster>`.
     pub fn network_name(&self) -> String {
-        format!("clusterctl-{}", self.cluster)
+        self.options
+            .network
+            .clone()
+            .unwrap_or_else(|| format!("clusterctl-{}", self.cluster))
     }
 
     /// A node's container name: `<cluster>-<node>` (kind's naming).
@@ -233,13 +262,12 @@ impl DockerProvider {
             .map(|n| n.name.clone());
         self.client.block_on(async {
             let d = self.client.docker();
+            // Any network of that name is joined as it is (e.g. kind's `kind`); only a created one
+            // carries the cluster label.
             let nets = d
                 .list_networks(Some(
                     ListNetworksOptionsBuilder::default()
-                        .filters(&HashMap::from([(
-                            "label",
-                            vec![format!("{CLUSTER_LABEL}={}", self.cluster)],
-                        )]))
+                        .filters(&HashMap::from([("name", vec![network.clone()])]))
                         .build(),
                 ))
                 .await
@@ -268,16 +296,23 @@ impl DockerProvider {
                 let o = &self.options;
                 let publish = first_cp.as_deref() == Some(n.name.as_str());
                 let port_key = format!("{API_SERVER_PORT}/tcp");
-                let port_bindings = match (publish, o.api_server_host_port) {
-                    (true, Some(p)) => Some(HashMap::from([(
-                        port_key.clone(),
-                        Some(vec![PortBinding {
-                            host_ip: Some("127.0.0.1".into()),
-                            host_port: Some(if p == 0 { String::new() } else { p.to_string() }),
-                        }]),
-                    )])),
-                    _ => None,
+                let mut bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
+                let binding = |ip: &str, p: u16| PortBinding {
+                    host_ip: Some(ip.into()),
+                    host_port: Some(if p == 0 { String::new() } else { p.to_string() }),
                 };
+                if let (true, Some(p)) = (publish, o.api_server_host_port) {
+                    bindings.insert(port_key.clone(), Some(vec![binding("127.0.0.1", p)]));
+                }
+                for m in o.port_mappings.get(&n.name).into_iter().flatten() {
+                    bindings
+                        .entry(format!("{}/{}", m.container_port, m.protocol))
+                        .or_default()
+                        .get_or_insert_with(Vec::new)
+                        .push(binding(&m.listen_address, m.host_port));
+                }
+                let exposed: Vec<String> = bindings.keys().cloned().collect();
+                let port_bindings = (!bindings.is_empty()).then_some(bindings);
                 let host = HostConfig {
                     privileged: Some(o.privileged),
                     cap_add: (!o.cap_add.is_empty()).then(|| o.cap_add.clone()),
@@ -296,6 +331,8 @@ impl DockerProvider {
                         maximum_retry_count: Some(1),
                     }),
                     init: Some(false),
+                    memory: o.memory,
+                    nano_cpus: o.nano_cpus,
                     ..Default::default()
                 };
                 let body = ContainerCreateBody {
@@ -306,7 +343,7 @@ impl DockerProvider {
                     cmd: o.command.clone(),
                     tty: Some(true),
                     volumes: (!o.volumes.is_empty()).then(|| o.volumes.clone()),
-                    exposed_ports: publish.then(|| vec![port_key.clone()]),
+                    exposed_ports: (!exposed.is_empty()).then_some(exposed),
                     host_config: Some(host),
                     networking_config: Some(NetworkingConfig {
                         endpoints_config: Some(HashMap::from([(
@@ -360,11 +397,18 @@ impl DockerProvider {
                     .names
                     .and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_string()))
                     .unwrap_or_default();
-                let address = c
-                    .network_settings
-                    .and_then(|s| s.networks)
-                    .and_then(|m| m.get(&network).and_then(|e| e.ip_address.clone()))
-                    .filter(|a| !a.is_empty());
+                let address = c.network_settings.and_then(|s| s.networks).and_then(|m| {
+                    m.get(&network)
+                        .and_then(|e| e.ip_address.clone())
+                        .filter(|a| !a.is_empty())
+                        .or_else(|| {
+                            // Listed by a provider without the file's network (`destroy`,
+                            // `status`): the container's one network.
+                            m.values()
+                                .filter_map(|e| e.ip_address.clone())
+                                .find(|a| !a.is_empty())
+                        })
+                });
                 let api_server_port = c.ports.unwrap_or_default().iter().find_map(|p| {
                     (p.private_port == API_SERVER_PORT)
                         .then_some(p.public_port)
@@ -432,10 +476,13 @@ impl DockerProvider {
                 let mut removed = Vec::new();
                 for net in nets {
                     if let Some(name) = net.name {
-                        d.remove_network(&name)
-                            .await
-                            .map_err(|e| self.err(format!("removing network {name}: {e}")))?;
-                        removed.push(name);
+                        // A network created for this cluster that another cluster's nodes joined
+                        // (an explicit `spec.docker.network`) stays while they use it.
+                        match d.remove_network(&name).await {
+                            Ok(()) => removed.push(name),
+                            Err(e) if e.to_string().contains("active endpoints") => {}
+                            Err(e) => return Err(self.err(format!("removing network {name}: {e}"))),
+                        }
                     }
                 }
                 Ok::<Vec<String>, ExecError>(removed)

@@ -280,3 +280,95 @@ fn kind_defaults_follow_kind() {
     assert_eq!(o.api_server_host_port, Some(0));
     let _ = systemd_node_run_args();
 }
+
+/// The run options `up` reads from the cluster file reach the engine: an explicit network (joined as
+/// it is when it exists), extra published ports on the listen address asked for, memory and CPU
+/// limits. The network `remove` did not create stays.
+#[test]
+fn explicit_network_ports_and_limits_reach_the_engine() {
+    if !ready() {
+        return;
+    }
+    let image = NodeImage::ensure().unwrap();
+    let cluster = unique_name("dko");
+    let network = format!("{cluster}-net");
+    docker(&["network", "create", &network]).unwrap();
+    struct Net(String);
+    impl Drop for Net {
+        fn drop(&mut self) {
+            let _ = docker(&["network", "rm", &self.0]);
+        }
+    }
+    let _net = Net(network.clone());
+    let mut opts = DockerNodeOptions::kind("v1.34.1");
+    opts.image = image.tag.clone();
+    opts.privileged = false;
+    opts.cap_add = vec!["SYS_ADMIN".into(), "NET_ADMIN".into()];
+    opts.tmpfs = vec![
+        ("/run".into(), "exec".into()),
+        ("/run/lock".into(), String::new()),
+        ("/tmp".into(), "exec".into()),
+    ];
+    opts.binds = Vec::new();
+    opts.volumes = Vec::new();
+    opts.command = Some(vec!["/sbin/init".into()]);
+    opts.network = Some(network.clone());
+    opts.memory = Some(512 << 20);
+    opts.nano_cpus = Some(1_500_000_000);
+    opts.port_mappings.insert(
+        "cp1".into(),
+        vec![
+            clusterctl_exec::PortMapping {
+                container_port: 80,
+                host_port: 0,
+                listen_address: "127.0.0.1".into(),
+                protocol: "tcp".into(),
+            },
+            clusterctl_exec::PortMapping {
+                container_port: 53,
+                host_port: 0,
+                listen_address: "127.0.0.1".into(),
+                protocol: "udp".into(),
+            },
+        ],
+    );
+    let provider = DockerProvider::new(cluster.clone(), opts).unwrap();
+    let guard = Cleanup(provider.clone());
+    assert_eq!(provider.network_name(), network);
+    let created = provider
+        .create(&[NodeSpec::new("cp1", Role::ControlPlane, "")])
+        .unwrap();
+    assert!(created[0].address.is_some(), "{created:?}");
+    let cp = provider.container_name("cp1");
+    let nets = docker(&[
+        "inspect",
+        "--format",
+        "{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}",
+        &cp,
+    ])
+    .unwrap();
+    assert_eq!(nets, network);
+    for port in ["6443/tcp", "80/tcp", "53/udp"] {
+        let published = docker(&["port", &cp, port]).unwrap_or_else(|e| {
+            let bindings = docker(&["inspect", "--format", "{{json .HostConfig.PortBindings}} {{json .NetworkSettings.Ports}} {{json .Config.ExposedPorts}}", &cp]);
+            panic!("{port} not published ({e}); bindings {bindings:?}")
+        });
+        assert!(published.starts_with("127.0.0.1:"), "{port}: {published}");
+    }
+    let limits = docker(&[
+        "inspect",
+        "--format",
+        "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}}",
+        &cp,
+    ])
+    .unwrap();
+    assert_eq!(limits, format!("{} 1500000000", 512u64 << 20));
+    // A provider without the file's network (destroy, status) still finds the address.
+    let plain = DockerProvider::new(cluster.clone(), DockerNodeOptions::kind("v1.34.1")).unwrap();
+    assert_eq!(plain.list().unwrap()[0].address, created[0].address);
+    let removed = plain.remove_all().unwrap();
+    assert_eq!(removed.containers, vec![cp.clone()]);
+    assert!(removed.networks.is_empty(), "{removed:?}");
+    assert!(docker(&["network", "inspect", &network]).is_ok());
+    drop(guard);
+}
