@@ -24,6 +24,7 @@ mod node_remove;
 mod packages_apt;
 mod real_cluster;
 mod real_docker;
+mod real_lifecycle;
 mod recreate_ssh;
 mod rollout_system;
 mod status_api;

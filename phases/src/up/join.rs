@@ -18,8 +18,12 @@
 //! - a control plane has joined once, in addition, its Node carries the control-plane label (read
 //!   through the first control plane), which kubeadm's `mark-control-plane` sets last. A control plane
 //!   with `kubelet.conf` but without the label is finished with kubeadm's own idempotent phases, each
-//!   `--config <file>`: `kubeadm join phase etcd-join` (an existing member is not added again, a voting
-//!   one not promoted again), `kubelet-wait-bootstrap`, `control-plane-join all`;
+//!   `--config <file>`: from 1.35 `kubeadm join phase etcd-join` (skipped when the Node is registered:
+//!   real kubeadm 1.34 fails on an already promoted member), `kubelet-wait-bootstrap`,
+//!   `control-plane-join all`; in 1.33 and
+//!   1.34 `etcd-join`, then `up` waits for the Node (no `kubelet-wait-bootstrap` phase yet), then
+//!   `control-plane-join all`; up to 1.32 (the etcd member added in `control-plane-join`) the wait and
+//!   `control-plane-join all`;
 //! - what `kubeadm join` writes before `kubelet.conf` (the cluster CA, the bootstrap kubeconfig, the
 //!   control-plane static pods, etcd's data) without `kubelet.conf` is a half-done join, which would fail
 //!   again on its own leftovers (kubeadm's preflight refuses an existing `ca.crt`, manifests and a
@@ -41,12 +45,61 @@ use std::time::Duration;
 pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 
 /// The kubeadm phases that finish a control-plane join whose kubelet was started, in kubeadm's
-/// order (each run with `--config <join configuration>`); all of them are safe to run again.
+/// order (each run with `--config <join configuration>`); all of them are safe to run again. This is
+/// the list of kubeadm ≥ 1.35, where `ControlPlaneKubeletLocalMode` is on: the etcd member joins in
+/// `etcd-join` and the kubelet's bootstrap is waited for in `kubelet-wait-bootstrap`.
 pub const FINISH_CONTROL_PLANE_PHASES: &[&str] = &[
     "etcd-join",
     "kubelet-wait-bootstrap",
     "control-plane-join all",
 ];
+
+/// The same for kubeadm 1.33 and 1.34, where `ControlPlaneKubeletLocalMode` is beta and on: the
+/// kubelet of a joining control plane talks to its own, new API server, which answers only once the
+/// node's etcd member joined in `etcd-join`; there is no `kubelet-wait-bootstrap` phase yet (real
+/// kubeadm 1.34 answers `kubeadm join phase kubelet-wait-bootstrap --config …` with "unknown flag:
+/// --config", the phase name being taken for an argument of `phase`), so `up` waits for the Node
+/// itself ([`wait_registered_script`]) before `control-plane-join all` marks it.
+pub const FINISH_CONTROL_PLANE_PHASES_1_33: &[&str] = &["etcd-join", "control-plane-join all"];
+
+/// The same for kubeadm ≤ 1.32 (the gate off): the kubelet talks to the control-plane endpoint and
+/// `control-plane-join all` adds the etcd member (`etcd`; an existing member is kept) and marks the node.
+pub const FINISH_CONTROL_PLANE_PHASES_1_32: &[&str] = &["control-plane-join all"];
+
+/// The finishing phases of the kubeadm of Kubernetes `version` (`1.34.4` or `v1.34.4`; an unparsable
+/// version gets the newest list).
+pub fn finish_control_plane_phases(version: &str) -> &'static [&'static str] {
+    let minor = version
+        .trim_start_matches('v')
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse::<u64>().ok());
+    match minor {
+        Some(m) if m <= 32 => FINISH_CONTROL_PLANE_PHASES_1_32,
+        Some(m) if m <= 34 => FINISH_CONTROL_PLANE_PHASES_1_33,
+        _ => FINISH_CONTROL_PLANE_PHASES,
+    }
+}
+
+/// True (exit 0) when the kubelet's own credentials read its Node `name`.
+fn registered_check(name: &str) -> String {
+    format!(
+        "kubectl --kubeconfig /etc/kubernetes/kubelet.conf --request-timeout=10s get node {} -o name >/dev/null 2>&1",
+        sh_quote(name)
+    )
+}
+
+/// Waits (up to 240 s) until the kubelet has registered the Node `name`, asked with the kubelet's own
+/// credentials (`kubelet.conf`; the node authorizer lets a kubelet read its Node); on timeout fails
+/// with the kubelet's state and the end of its journal.
+pub fn wait_registered_script(name: &str) -> String {
+    let n = sh_quote(name);
+    format!(
+        "i=0; until kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node {n} -o name >/dev/null 2>&1; do \
+         i=$((i+1)); if [ $i -ge 240 ]; then echo \"the kubelet did not register node {name} within 240 s (kubelet: $(systemctl is-active kubelet))\" >&2; \
+         journalctl -u kubelet -n 15 --no-pager >&2 2>/dev/null; exit 1; fi; sleep 1; done"
+    )
+}
 
 /// How far an earlier `kubeadm join` on this node got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,7 +206,11 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             if !cp || is_marked(ctx, data)? != Some(false) {
                 return Ok(());
             }
-            let why = "an earlier kubeadm join stopped after starting this control plane's kubelet, before it was marked (no control-plane label): finishing it with kubeadm's etcd-join, kubelet-wait-bootstrap and control-plane-join phases";
+            let why = format!(
+                "an earlier kubeadm join stopped after starting this control plane's kubelet, before it was marked (no control-plane label): finishing it with kubeadm's phases {}",
+                finish_control_plane_phases(&data.spec.kubernetes_version).join(", ")
+            );
+            let why = why.as_str();
             ctx.info(why);
             if !ctx.mode.dry_run {
                 ctx.reporter().change(&ctx.phase, ctx.name(), why);
@@ -183,10 +240,29 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     .map_err(|e| ctx.local_error(e))?;
     ctx.put_file(&cfg.path, 0o600, text.as_bytes())?;
     let scripts: Vec<String> = if finish_control_plane {
-        FINISH_CONTROL_PLANE_PHASES
-            .iter()
-            .map(|p| format!("kubeadm join phase {p} --config {}", sh_quote(&cfg.path)))
-            .collect()
+        let phases = finish_control_plane_phases(&data.spec.kubernetes_version);
+        let mut s = Vec::new();
+        for p in phases {
+            if *p == "control-plane-join all" && !phases.contains(&"kubelet-wait-bootstrap") {
+                // kubeadm ≤ 1.34 has no phase that waits for the kubelet's bootstrap, which the
+                // stopped join may not have seen finish; `mark-control-plane` gives the Node one
+                // minute.
+                s.push(wait_registered_script(ctx.name()));
+            }
+            let run = format!("kubeadm join phase {p} --config {}", sh_quote(&cfg.path));
+            if *p == "etcd-join" {
+                // Not idempotent in real kubeadm 1.34: run again on a member already promoted it
+                // fails with "etcdserver: can only promote a learner member". A registered Node
+                // means the node's own API server answered, so its etcd member is promoted.
+                s.push(format!(
+                    "if {}; then echo 'the Node is registered: its etcd member already joined'; else {run}; fi",
+                    registered_check(ctx.name())
+                ));
+            } else {
+                s.push(run);
+            }
+        }
+        s
     } else {
         vec![format!("kubeadm join --config {}", sh_quote(&cfg.path))]
     };
@@ -225,5 +301,38 @@ mod tests {
             r#"{"metadata":{"name":"c2","labels":{"kubernetes.io/hostname":"c2"}}}"#
         ));
         assert!(!marked_control_plane("Error from server (NotFound)"));
+    }
+
+    #[test]
+    fn finishing_phases_follow_the_kubeadm_version() {
+        // Real kubeadm 1.34 has no kubelet-wait-bootstrap phase (its run failed with "unknown flag:
+        // --config" on the real HA cluster), and without etcd-join the joining node's own API server
+        // (which its kubelet talks to) never answered; 1.35 and 1.36 have both; 1.31 neither.
+        assert_eq!(
+            finish_control_plane_phases("1.34.4"),
+            &["etcd-join", "control-plane-join all"]
+        );
+        assert_eq!(
+            finish_control_plane_phases("v1.33.13"),
+            FINISH_CONTROL_PLANE_PHASES_1_33
+        );
+        assert_eq!(
+            finish_control_plane_phases("v1.31.0"),
+            &["control-plane-join all"]
+        );
+        assert_eq!(
+            finish_control_plane_phases("1.35.4"),
+            &[
+                "etcd-join",
+                "kubelet-wait-bootstrap",
+                "control-plane-join all"
+            ]
+        );
+        assert_eq!(
+            finish_control_plane_phases("v1.36.3"),
+            FINISH_CONTROL_PLANE_PHASES
+        );
+        assert!(wait_registered_script("c2").contains("get node c2 -o name"));
+        assert!(registered_check("c2").contains("kubelet.conf"));
     }
 }

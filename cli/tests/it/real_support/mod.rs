@@ -70,6 +70,38 @@ pub(crate) fn available() -> Option<(K8sNodeImage, ImageStore)> {
     Some((image, store))
 }
 
+/// Puts the workload image (`clusterctl.test/busybox:1`, from the OCI layout `scripts/k8s/images.sh`
+/// wrote) into the local Docker engine, where `images.preload` takes images from (`docker save`, as
+/// `kind load docker-image`). The same name and content on every run, so it is left there.
+pub(crate) fn busybox_in_docker(store: &ImageStore) {
+    let list = clusterctl_testbed::k8snode::cache_root()
+        .join("images")
+        .join(&store.version)
+        .join("images.txt");
+    let text = std::fs::read_to_string(&list).expect("images.txt");
+    let layout = text
+        .lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("clusterctl.test/busybox:1")).then(|| w.next().map(str::to_string))?
+        })
+        .unwrap_or_else(|| panic!("no busybox in {}", list.display()));
+    let out = std::process::Command::new("skopeo")
+        .args([
+            "copy",
+            "--quiet",
+            &format!("oci:{layout}"),
+            "docker-daemon:clusterctl.test/busybox:1",
+        ])
+        .output()
+        .expect("skopeo");
+    assert!(
+        out.status.success(),
+        "skopeo copy of busybox into Docker: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// What a test cluster file holds besides its nodes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FileOptions {

@@ -1,0 +1,588 @@
+//! Lifecycle of a real cluster (root + Docker + the test bed's Kubernetes build; see `real_cluster.rs`
+//! for the set-up): `clusterctl up` killed (SIGKILL, and the node's `kubeadm` with it where it runs)
+//! at every phase boundary and at points inside `kubeadm init`, then run again until it converges —
+//! on 1 control plane + 1 worker; and inside `kubeadm init` and the control-plane joins of the HA file
+//! (the kubelet started but the etcd learner not promoted; static pods written, no kubelet; the Node
+//! registered but not marked). Each ends with a
+//! working cluster: every join succeeded, one etcd member per control plane, traffic across nodes.
+//! Then, on the small cluster: a label and a taint removed by hand are reported by `status` and put
+//! back by the next `up`, and a second `up` changes nothing.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clusterctl_testbed::docker::TestNode;
+
+use crate::real_cluster::{check_cluster_on, pods_ready};
+use crate::real_support::{self, wait_for, FileOptions, RealCluster};
+
+/// A `clusterctl up` running in the background, its output collected line by line.
+struct Background {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    fn start(c: &RealCluster) -> Background {
+        let kh = c.nodes.dir().join("known_hosts");
+        let mut child = Command::new(&c.cc.bin)
+            .args(["up", "-f"])
+            .arg(&c.file)
+            .arg("--known-hosts")
+            .arg(&kh)
+            .current_dir(&c.cc.dir)
+            .env("HOME", &c.cc.dir)
+            .env("KUBECONFIG", c.cc.kubeconfig())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("clusterctl up");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let mut readers = Vec::new();
+        let out: Box<dyn std::io::Read + Send> = Box::new(child.stdout.take().expect("stdout"));
+        let err: Box<dyn std::io::Read + Send> = Box::new(child.stderr.take().expect("stderr"));
+        for pipe in [out, err] {
+            let lines = lines.clone();
+            readers.push(std::thread::spawn(move || {
+                for l in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    lines.lock().unwrap_or_else(|e| e.into_inner()).push(l);
+                }
+            }));
+        }
+        Background {
+            child,
+            lines,
+            readers,
+        }
+    }
+
+    fn output(&self) -> String {
+        self.lines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .join("\n")
+    }
+
+    /// Kills the process (SIGKILL) and returns everything it printed.
+    fn kill(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+        self.output()
+    }
+}
+
+/// Kills every `kubeadm` process on `node` (the node's own process ids, inside its container).
+fn kill_kubeadm(node: &TestNode) {
+    let _ = node.sh("for p in $(pidof kubeadm); do kill -9 $p; done; true");
+}
+
+/// Runs `up` and kills it as soon as `when(output so far)` holds (polled every 200 ms), with the
+/// `kubeadm` of `kubeadm_on`. Panics when `up` ends before that. Returns the output.
+fn up_killed_when(
+    c: &RealCluster,
+    what: &str,
+    mut when: impl FnMut(&str) -> bool,
+    kubeadm_on: &[&TestNode],
+) -> String {
+    let t = Instant::now();
+    let mut bg = Background::start(c);
+    loop {
+        if when(&bg.output()) {
+            break;
+        }
+        if let Ok(Some(status)) = bg.child.try_wait() {
+            let out = bg.kill();
+            panic!("up ended ({status}) before the kill point `{what}`:\n{out}");
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(600),
+            "kill point `{what}` not reached in 10 minutes:\n{}",
+            bg.output()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = bg.kill();
+    for n in kubeadm_on {
+        kill_kubeadm(n);
+    }
+    eprintln!(
+        "[real] up killed at `{what}` after {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    out
+}
+
+/// The phases of `up` for the cluster file, as its dry run lists them.
+fn phase_list(c: &RealCluster) -> Vec<String> {
+    let f = c.file.to_string_lossy().into_owned();
+    let r = c.cc.run(&["up", "--dry-run", "-f", &f]).expect("dry run");
+    assert_eq!(r.code, 0, "{}", r.all());
+    let line = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("phases: "))
+        .unwrap_or_else(|| panic!("no phase list:\n{}", r.stdout))
+        .to_string();
+    line.split(" → ").map(String::from).collect()
+}
+
+/// True when an output line of phase `phase` (`[node] phase: …`) was printed.
+fn phase_started(out: &str, phase: &str) -> bool {
+    let needle = format!("] {phase}: ");
+    let sub = format!("] {phase}/");
+    out.lines().any(|l| l.contains(&needle) || l.contains(&sub))
+}
+
+/// The first control plane answers through its own address with admin.conf (the control plane runs).
+fn api_answers(node: &TestNode) -> bool {
+    node.sh(&format!(
+        "kubectl --kubeconfig /etc/kubernetes/admin.conf --server https://{}:6443 --request-timeout=2s get --raw /readyz",
+        node.address
+    ))
+    .is_ok_and(|o| o == "ok")
+}
+
+#[test]
+fn up_killed_at_every_phase_boundary_and_inside_kubeadm_init() {
+    let Some(env) = real_support::available() else {
+        return;
+    };
+    let t = Instant::now();
+    let c = real_support::start("rkl", 1, 1, FileOptions::default(), &env);
+    let cp = c.first().clone();
+    let worker = c.workers()[0].clone();
+    let phases = phase_list(&c);
+    eprintln!("[real] phases: {phases:?}");
+    let pos = |p: &str| {
+        phases
+            .iter()
+            .position(|x| x == p)
+            .unwrap_or_else(|| panic!("no phase {p} in {phases:?}"))
+    };
+    let mut kills = 0;
+    // Boundaries before init: kill when the next phase prints its first line.
+    for next in &phases[pos("files")..=pos("init")] {
+        up_killed_when(
+            &c,
+            &format!("before {next}"),
+            |o| phase_started(o, next),
+            &[],
+        );
+        kills += 1;
+    }
+    // Inside `kubeadm init`: (a) its kubeconfig phase wrote admin.conf (long before the control plane
+    // runs, the token and certificates are registered and the add-ons installed) ...
+    up_killed_when(
+        &c,
+        "kubeadm init wrote admin.conf",
+        |_| cp.sh("test -f /etc/kubernetes/admin.conf").is_ok(),
+        &[&cp],
+    );
+    // ... (b) the control plane answers (wait-control-plane, upload-config) ...
+    up_killed_when(
+        &c,
+        "the control plane of kubeadm init answers",
+        |_| api_answers(&cp),
+        &[&cp],
+    );
+    // ... (c) the bootstrap token and cluster-info exist but the add-ons do not (finishing run).
+    up_killed_when(
+        &c,
+        "cluster-info exists, CoreDNS not yet",
+        |_| {
+            cp.sh("kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-public get configmap cluster-info -o name")
+                .is_ok()
+        },
+        &[&cp],
+    );
+    kills += 3;
+    // Boundaries after init, until `up` converges on its own (`join/control-plane` has no node here).
+    let after: Vec<String> = phases[pos("init") + 1..]
+        .iter()
+        .filter(|p| *p != "join/control-plane")
+        .cloned()
+        .collect();
+    for next in &after {
+        let mut bg = Background::start(&c);
+        let ended = loop {
+            if phase_started(&bg.output(), next) {
+                break None;
+            }
+            if let Ok(Some(st)) = bg.child.try_wait() {
+                break Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let out = bg.kill();
+        match ended {
+            None => {
+                kills += 1;
+                eprintln!("[real] up killed before {next}");
+            }
+            Some(st) => panic!("up ended ({st}) before phase {next}:\n{out}"),
+        }
+    }
+    eprintln!("[real] {kills} kills in {:.1}s", t.elapsed().as_secs_f64());
+    let last = c.up(&[]);
+    assert!(last.all().contains("up: cluster"), "{}", last.all());
+    check_cluster_on(&c, &[worker.name.clone(), cp.name.clone()]);
+    assert_eq!(c.etcd_members(), vec![cp.name.clone()]);
+    // Every token the joins used was registered: the worker joined (Ready above), and no join failed.
+    let again = c.up(&[]);
+    assert!(
+        again.all().contains("is up to date; nothing changed"),
+        "{}",
+        again.all()
+    );
+
+    // Drift: a label and a taint declared in the file, removed by hand, reported by `status` and put
+    // back by the next `up`.
+    let text = std::fs::read_to_string(&c.file).expect("file");
+    let text = text.replace(
+        &format!("    - {{name: {}, role: worker, address: {}}}", worker.name, worker.address),
+        &format!(
+            "    - {{name: {}, role: worker, address: {}, labels: {{disktype: ssd}}, taints: [{{key: dedicated, value: db, effect: NoSchedule}}]}}",
+            worker.name, worker.address
+        ),
+    );
+    std::fs::write(&c.file, text).expect("file");
+    c.up(&[]);
+    let labels = |c: &RealCluster| {
+        c.kubectl(&format!(
+            "get node {} -o jsonpath='{{.metadata.labels.disktype}} {{.spec.taints}}'",
+            worker.name
+        ))
+    };
+    let set = labels(&c);
+    assert!(
+        set.starts_with("ssd ") && set.contains("\"dedicated\"") && set.contains("\"db\""),
+        "{set}"
+    );
+    c.kubectl(&format!("label node {} disktype-", worker.name));
+    c.kubectl(&format!("taint node {} dedicated-", worker.name));
+    let f = c.file.to_string_lossy().into_owned();
+    let status = c.clusterctl(&["status", "-f", &f]);
+    assert_eq!(status.code, 0, "{}", status.all());
+    let s = status.all();
+    assert!(
+        s.contains(&format!("  {}: disktype=ssd", worker.name))
+            && s.contains(&format!("  {}: dedicated=db:NoSchedule", worker.name)),
+        "status names the lost label and taint:\n{s}"
+    );
+    let fixed = c.up(&[]);
+    assert!(
+        fixed
+            .all()
+            .contains(&format!("node {}: set labels disktype=ssd", worker.name))
+            && fixed.all().contains("set taints dedicated=db:NoSchedule"),
+        "{}",
+        fixed.all()
+    );
+    let back = labels(&c);
+    assert!(
+        back.starts_with("ssd ") && back.contains("\"dedicated\""),
+        "{back}"
+    );
+    let s = c.clusterctl(&["status", "-f", &f]).all();
+    assert!(!s.contains("missing on the node"), "{s}");
+    wait_for("web pods still Ready", Duration::from_secs(60), || {
+        pods_ready(&c, "default", "app=web", 2)
+    });
+    eprintln!(
+        "[real] kill points and drift done in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn up_killed_inside_control_plane_joins_of_the_ha_file() {
+    let Some(env) = real_support::available() else {
+        return;
+    };
+    let t = Instant::now();
+    let c = real_support::start(
+        "rkj",
+        3,
+        2,
+        FileOptions {
+            vip: true,
+            ..Default::default()
+        },
+        &env,
+    );
+    let cps: Vec<TestNode> = c.control_planes().into_iter().cloned().collect();
+    // Inside kubeadm init: admin.conf written.
+    up_killed_when(
+        &c,
+        "kubeadm init wrote admin.conf",
+        |_| cps[0].sh("test -f /etc/kubernetes/admin.conf").is_ok(),
+        &[&cps[0]],
+    );
+    // Inside the second control plane's join: kubeadm started its kubelet (which writes kubelet.conf at
+    // once and bootstraps in the background) — before its etcd learner is promoted and it is marked.
+    up_killed_when(
+        &c,
+        "second control plane's kubelet started (kubelet.conf)",
+        |_| cps[1].sh("test -f /etc/kubernetes/kubelet.conf").is_ok(),
+        &[&cps[1]],
+    );
+    // Inside the third control plane's join: its certificates and static pods written, its kubelet
+    // not yet started (a half-done join: reset, then joined again) ...
+    up_killed_when(
+        &c,
+        "third control plane's API server manifest, no kubelet.conf",
+        |_| {
+            cps[2]
+                .sh("test -f /etc/kubernetes/manifests/kube-apiserver.yaml && ! test -f /etc/kubernetes/kubelet.conf")
+                .is_ok()
+        },
+        &[&cps[2]],
+    );
+    // ... then, joining again, killed once its Node is registered (etcd joined, kubelet bootstrapped),
+    // before or while kubeadm marks it as a control plane.
+    let third = cps[2].name.clone();
+    up_killed_when(
+        &c,
+        "third control plane's Node registered",
+        |_| {
+            cps[0]
+                .sh(&format!(
+                    "kubectl --kubeconfig /etc/kubernetes/admin.conf get node {third} -o name"
+                ))
+                .is_ok()
+        },
+        &[&cps[2]],
+    );
+    let last = c.up(&[]);
+    assert!(last.all().contains("up: cluster"), "{}", last.all());
+    let mut want: Vec<String> = cps.iter().map(|n| n.name.clone()).collect();
+    want.sort();
+    wait_for(
+        "one etcd member per control plane",
+        Duration::from_secs(120),
+        || {
+            let m = c.etcd_members();
+            (m == want).then_some(()).ok_or(format!("{m:?}"))
+        },
+    );
+    for n in &cps {
+        let labels = c.kubectl(&format!(
+            "get node {} -o jsonpath='{{.metadata.labels}}'",
+            n.name
+        ));
+        assert!(
+            labels.contains("node-role.kubernetes.io/control-plane"),
+            "{}: {labels}",
+            n.name
+        );
+    }
+    let workers: Vec<String> = c.workers().iter().map(|n| n.name.clone()).collect();
+    check_cluster_on(&c, &workers);
+    let again = c.up(&[]);
+    assert!(
+        again.all().contains("is up to date; nothing changed"),
+        "{}",
+        again.all()
+    );
+    eprintln!(
+        "[real] HA kill points done in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// What `destroy` must leave as it found it on a node: every regular file under the directories `up`
+/// writes (kubeadm's, the runtime's, the CNI's, clusterctl's), the network links and addresses (the
+/// VXLAN device, the VIP) and clusterctl's own iptables rules, sorted.
+const NODE_FILES: &str = "{ find /etc /opt /usr/local /var/lib/clusterctl /var/lib/cni /var/lib/kubelet /var/lib/etcd /run/clusterctl-cni -type f 2>/dev/null | grep -v -e '^/etc/ssh/' -e '^/etc/machine-id' -e '^/etc/mtab'; \
+    ip -o link show | awk -F': ' '{print \"link \" $2}' | sed 's/@.*//'; \
+    ip -o addr show | awk '{print \"addr \" $2 \" \" $4}'; \
+    iptables-save 2>/dev/null | grep -i clusterctl | sed -E 's/\\[[0-9]+:[0-9]+\\]//; s/^/rule /'; } | sort";
+
+/// Everything else `up` changes that a node as it was before would not have: directories, links,
+/// every iptables rule (kube-proxy's too). Shown, not asserted: see docs/testing.md ("Real clusters")
+/// for what `destroy` leaves today.
+const NODE_REST: &str = "{ find /etc /opt /usr/local /var/lib/clusterctl /var/lib/cni /var/lib/kubelet /var/lib/etcd /run/clusterctl-cni ! -type f 2>/dev/null; \
+    iptables-save 2>/dev/null | grep -v '^#' | sed -E 's/\\[[0-9]+:[0-9]+\\]//; s/^/rule /'; } | sort";
+
+/// `node join` of a worker added to the file later, `node remove` of it (drained, Node deleted, the
+/// node reset), `up --recreate` (labels, taints and the preloaded image back, the same nodes), then
+/// `destroy`: every node as it was before the first `up`.
+#[test]
+fn node_join_remove_recreate_destroy_for_real() {
+    let Some(env) = real_support::available() else {
+        return;
+    };
+    let t = Instant::now();
+    real_support::busybox_in_docker(&env.1);
+    let c = real_support::start(
+        "rjr",
+        1,
+        2,
+        FileOptions {
+            extra_spec: "  images:\n    preload: [\"clusterctl.test/busybox:1\"]\n".into(),
+            ..Default::default()
+        },
+        &env,
+    );
+    let cp = c.first().clone();
+    let (w1, w2) = (c.workers()[0].clone(), c.workers()[1].clone());
+    let before: Vec<(String, String)> = c
+        .nodes
+        .nodes
+        .iter()
+        .map(|n| {
+            (
+                n.sh(NODE_FILES).expect("listing"),
+                n.sh(NODE_REST).expect("listing"),
+            )
+        })
+        .collect();
+    // The file first without w2; w1 with a label and a taint.
+    let full = std::fs::read_to_string(&c.file).expect("file");
+    let w1_line = format!(
+        "    - {{name: {}, role: worker, address: {}}}",
+        w1.name, w1.address
+    );
+    let w2_line = format!(
+        "    - {{name: {}, role: worker, address: {}}}\n",
+        w2.name, w2.address
+    );
+    let full = full.replace(
+        &w1_line,
+        &format!(
+            "    - {{name: {}, role: worker, address: {}, labels: {{disktype: ssd}}, taints: [{{key: dedicated, value: db, effect: NoSchedule}}]}}",
+            w1.name, w1.address
+        ),
+    );
+    assert!(full.contains(&w2_line), "{full}");
+    let without_w2 = full.replace(&w2_line, "");
+    std::fs::write(&c.file, &without_w2).expect("file");
+    c.up(&[]);
+    eprintln!("[real] 1+1 up after {:.1}s", t.elapsed().as_secs_f64());
+
+    // node join of w2, added to the file.
+    std::fs::write(&c.file, &full).expect("file");
+    let f = c.file.to_string_lossy().into_owned();
+    let j = c.clusterctl(&["node", "join", "-f", &f, &w2.name]);
+    assert_eq!(j.code, 0, "node join:\n{}", j.all());
+    check_cluster_on(&c, &[w2.name.clone(), cp.name.clone()]);
+    assert!(
+        w2.sh("ctr -n k8s.io images ls -q")
+            .expect("images")
+            .contains("busybox:1"),
+        "preloaded image on the joined node"
+    );
+
+    // node remove of w2: drained (web-0 runs there), the Node deleted, the node reset.
+    let r = c.clusterctl(&[
+        "node",
+        "remove",
+        "-f",
+        &f,
+        "--timeout",
+        "120",
+        "--retry-interval",
+        "1",
+        &w2.name,
+    ]);
+    assert_eq!(r.code, 0, "node remove:\n{}", r.all());
+    let nodes = c.kubectl("get nodes -o name");
+    assert!(!nodes.contains(&w2.name), "{nodes}");
+    assert!(
+        c.kubectl("get pod web-0 --ignore-not-found -o name")
+            .is_empty(),
+        "web-0 evicted"
+    );
+    assert!(
+        w2.sh("test ! -e /etc/kubernetes/kubelet.conf && ! systemctl is-active -q kubelet")
+            .is_ok(),
+        "w2 reset"
+    );
+    std::fs::write(&c.file, &without_w2).expect("file");
+
+    // up --recreate: the worker's runtime lost the preloaded image (as a rebuilt node's would); the
+    // new cluster has the label, the taint and the image back.
+    w1.sh("ctr -n k8s.io images ls -q | grep busybox:1 | xargs -r ctr -n k8s.io images rm")
+        .expect("rm image");
+    let r = c.up(&["--recreate"]);
+    assert!(r.all().contains("destroyed"), "{}", r.all());
+    let nodes = c.kubectl("get nodes -o name");
+    assert!(
+        nodes.contains(&cp.name) && nodes.contains(&w1.name) && !nodes.contains(&w2.name),
+        "{nodes}"
+    );
+    let lt = c.kubectl(&format!(
+        "get node {} -o jsonpath='{{.metadata.labels.disktype}} {{.spec.taints}}'",
+        w1.name
+    ));
+    assert!(
+        lt.starts_with("ssd ") && lt.contains("\"dedicated\""),
+        "{lt}"
+    );
+    for n in [&cp, &w1] {
+        assert!(
+            n.sh("ctr -n k8s.io images ls -q")
+                .expect("images")
+                .contains("busybox:1"),
+            "{}: preloaded image after recreate",
+            n.name
+        );
+    }
+    wait_for(
+        "nodes Ready after recreate",
+        Duration::from_secs(180),
+        || {
+            crate::real_cluster::all_ready(&c).or_else(|e| {
+                // w2 is not in the file any more: all_ready asks for every container's node.
+                if e.starts_with(&format!("{} ", w2.name)) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+        },
+    );
+
+    // destroy: every node as before the first up (w2 was reset by node remove).
+    let d = c.clusterctl(&["destroy", "-f", &f, "--yes"]);
+    assert_eq!(d.code, 0, "destroy:\n{}", d.all());
+    for (n, (files, rest)) in c.nodes.nodes.iter().zip(&before) {
+        let diff = similar_lines(files, &n.sh(NODE_FILES).expect("listing"));
+        assert!(
+            diff.is_empty(),
+            "{}: left after destroy:\n{}",
+            n.name,
+            diff.join("\n")
+        );
+        let residue = similar_lines(rest, &n.sh(NODE_REST).expect("listing"));
+        eprintln!(
+            "[real] {}: destroy left {} directories, links and rules not there before (docs/testing.md):\n{}",
+            n.name,
+            residue.len(),
+            residue.join("\n")
+        );
+    }
+    eprintln!(
+        "[real] join, remove, recreate, destroy done in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// Lines only in `a` (`- `) or only in `b` (`+ `).
+fn similar_lines(a: &str, b: &str) -> Vec<String> {
+    let (sa, sb): (
+        std::collections::BTreeSet<&str>,
+        std::collections::BTreeSet<&str>,
+    ) = (a.lines().collect(), b.lines().collect());
+    sa.difference(&sb)
+        .map(|l| format!("- {l}"))
+        .chain(sb.difference(&sa).map(|l| format!("+ {l}")))
+        .collect()
+}
