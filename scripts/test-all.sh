@@ -82,12 +82,12 @@ step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 #
 # Budget: on a brand-new machine every build is cold (docs/testing.md has the measured times), and the
 # extra kubeadms alone would take most of the suite's 75 minutes. So the v1.34.4 programs are always
-# built, and the other minors' kubeadms only while K8S_BUILD_BUDGET seconds (default 900) of this step
-# last; a version whose kubeadm is cached costs nothing, so a machine builds the rest over its next runs.
+# built, and the other minors' kubeadms only while K8S_BUILD_BUDGET seconds (default 300: one or two
+# kubeadms) of this step last; a version whose kubeadm is cached costs nothing, so a machine builds the rest over its next runs.
 # The tests get the versions present (CLUSTERCTL_KUBEADM_VERSIONS); a version left for a later run is
 # named here and in the summary, never silently dropped.
 export KUBEADM_VERSIONS="${KUBEADM_VERSIONS:-v1.31.0 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3}"
-export K8S_BUILD_BUDGET="${K8S_BUILD_BUDGET:-900}"
+export K8S_BUILD_BUDGET="${K8S_BUILD_BUDGET:-300}"
 export CLUSTERCTL_KUBEADM_VERSIONS="$KUBEADM_VERSIONS"
 k8s_build() {
   local rc=0 v present="" deferred="" start=$SECONDS
@@ -95,6 +95,9 @@ k8s_build() {
   # The real clusters (cli/tests/it/real_*.rs): kubelet and crictl go into the node image with kubeadm
   # and kubectl; images.sh (next step) builds what the images carry.
   scripts/k8s/build.sh v1.34.4 kubelet crictl >/dev/null || rc=1
+  # The third-party CNI tests (issue 13): helm, flanneld, flannel's CNI plugin, kube-flannel.yml and the
+  # cilium chart, read from their Go modules at the versions of scripts/k8s/cni-versions.sh.
+  scripts/k8s/build.sh v1.34.4 cni >/dev/null || rc=1
   for v in $KUBEADM_VERSIONS; do
     if scripts/k8s/paths.sh "$v" kubeadm >/dev/null 2>&1; then
       present="$present $v"
