@@ -179,7 +179,8 @@ fn dry_run_with_a_bundle_that_is_a_fifo_is_refused_at_once() {
 
 /// A docker-provider file with `spec.docker.network`, `runOptions.memory`/`cpus` and a node's
 /// `portMappings`: the plan creates (or joins) that network and a container publishing the port on
-/// 127.0.0.1 unless `listenAddress` says otherwise (docs/spec.md), with the limits.
+/// 127.0.0.1 unless `listenAddress` says otherwise (docs/spec.md), with the limits. The node's
+/// `address` is ignored, as validate warns (Docker assigns it): the endpoint is the container's name.
 #[test]
 fn dry_run_of_a_docker_file_uses_its_network_ports_and_limits() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -210,6 +211,9 @@ spec:
     let (code, out, err) = clusterctl(&["up", "--dry-run", "-f", "c.yaml"], dir.path());
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("create network kind (if missing)"), "{out}");
+    // The ignored address (validate warns) is nowhere in the plan: the endpoint is the container.
+    assert!(out.contains("endpoint ports-c1:6443"), "{out}");
+    assert!(!out.contains("10.0.0.5"), "{out}");
     let container = out
         .lines()
         .find(|l| l.contains("create container ports-c1"))

@@ -166,9 +166,12 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Vec<ValidNode> {
                                 .help("remove `address` for docker nodes")
                                 .at(format!("{p}.address")),
                         );
+                    } else {
+                        // Really ignored on docker: the endpoint, advertiseAddress and node-ip come
+                        // from the container Docker creates, never from this address.
+                        address = Some(addr);
+                        subnet = net;
                     }
-                    address = Some(addr);
-                    subnet = net;
                 }
             },
         }
