@@ -437,6 +437,30 @@ pub struct Cni {
     /// flannel). The pool CIDR is always taken from `podSubnet` and may not be set here.
     #[serde(default, skip_serializing_if = "serde_yaml::Mapping::is_empty")]
     pub values: serde_yaml::Mapping,
+    /// Where the CNI's upstream files come from instead of their release addresses (e.g. a site mirror):
+    /// calico `operator-crds.yaml`, `tigera-operator.yaml`; cilium `cilium.tgz` and
+    /// `helm-linux-<arch>.tar.gz`; flannel `kube-flannel.yml`. A `sha256` given here is what the file
+    /// must have; without one the version table's pinned digest applies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<CniSource>,
+    /// Accept an upstream file that neither the version table nor `sources[].sha256` pins (e.g. a
+    /// Cilium version outside the table). Its sha256 at the first download is recorded and required
+    /// from then on. Default false: such a file is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_unverified: bool,
+}
+
+/// `spec.networking.cni.sources[]`: another address (and digest) for one upstream file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CniSource {
+    /// The file's name, e.g. `tigera-operator.yaml` (see `docs/cni.md` for each CNI's files).
+    pub name: String,
+    /// `https://` (or, for a loopback mirror, `http://`) address of the file.
+    pub url: String,
+    /// sha256 (64 hex digits) the file must have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 impl Default for Cni {
@@ -447,6 +471,8 @@ impl Default for Cni {
             kube_proxy_replacement: false,
             mtu: None,
             values: serde_yaml::Mapping::new(),
+            sources: Vec::new(),
+            accept_unverified: false,
         }
     }
 }

@@ -279,6 +279,15 @@ impl StandinApi {
         );
     }
 
+    /// Serves at `/api/v1/pods` the static pods kubeadm runs on each control plane of `control_planes`
+    /// (`etcd-<node>`, `kube-apiserver-<node>`, `kube-controller-manager-<node>`,
+    /// `kube-scheduler-<node>` in kube-system), Running and Ready: what `wait-ready` waits for with
+    /// `cni: none`, where Nodes stay NotReady.
+    pub fn serve_control_plane_pods(&self, control_planes: &[&str]) {
+        self.server
+            .serve("/api/v1/pods", control_plane_pods(control_planes));
+    }
+
     /// The bodies of the PATCHes of Node `name` received so far, in order.
     pub fn node_patches(&self, name: &str) -> Vec<serde_json::Value> {
         let path = format!("/api/v1/nodes/{name}");
@@ -421,4 +430,29 @@ pub fn serve_upstream_images(
         hosts.insert(host.to_string());
     }
     Ok(hosts)
+}
+
+/// A core/v1 PodList of the static control-plane pods of `control_planes`, Running and Ready (see
+/// [`StandinApi::serve_control_plane_pods`]).
+pub fn control_plane_pods(control_planes: &[&str]) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = control_planes
+        .iter()
+        .flat_map(|n| {
+            [
+                "etcd",
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+            ]
+            .map(|c| {
+                serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": format!("{c}-{n}"), "namespace": "kube-system"},
+                    "spec": {"nodeName": n, "containers": [{"name": c, "image": c}]},
+                    "status": {"phase": "Running",
+                               "conditions": [{"type": "Ready", "status": "True"}]}})
+            })
+        })
+        .collect();
+    serde_json::json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"},
+                       "items": items})
 }

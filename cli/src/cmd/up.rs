@@ -300,6 +300,10 @@ pub(crate) fn up_spec(cluster: &ValidCluster, args: &Args) -> UpSpec {
             clusterctl_spec::model::RuntimeKind::Crio => RuntimeKind::Crio,
         },
         cni,
+        // An unpinnable CNI version is refused by render before any node is touched.
+        cni_install: up::cni_install::for_cluster(cluster, up::cni_install::default_cache())
+            .ok()
+            .flatten(),
         preload_images: s.images.preload.clone(),
         kubeconfig: args.kubeconfig.clone(),
         binary: std::env::current_exe().ok(),
@@ -359,9 +363,10 @@ fn purpose(p: Purpose) -> Option<FilePurpose> {
         Purpose::CniConfig
         | Purpose::CniAgentConfig
         | Purpose::CniAgentUnit
-        | Purpose::ClusterManifest => FilePurpose::Cni,
+        | Purpose::ClusterManifest
+        | Purpose::HelmValues => FilePurpose::Cni,
         Purpose::KubeadmReset => FilePurpose::KubeadmReset,
-        Purpose::KubeadmUpgrade | Purpose::KindConfig | Purpose::HelmValues => return None,
+        Purpose::KubeadmUpgrade | Purpose::KindConfig => return None,
     })
 }
 
@@ -435,7 +440,7 @@ pub(crate) fn renderer(
             for f in rendered
                 .cluster
                 .iter()
-                .filter(|f| f.purpose == Purpose::ClusterManifest)
+                .filter(|f| matches!(f.purpose, Purpose::ClusterManifest | Purpose::HelmValues))
             {
                 list.push(NodeFile {
                     path: format!("/etc/clusterctl/{}", f.path.trim_start_matches('/')),

@@ -15,6 +15,7 @@ mod cni_concurrency;
 mod cni_containerd2;
 mod cni_ctr;
 mod cni_overlay;
+mod cni_plan;
 mod cni_plugin;
 mod destroy_docker;
 mod destroy_ssh;

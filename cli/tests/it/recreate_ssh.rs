@@ -55,6 +55,8 @@ fn up_recreate_rebuilds_with_labels_taints_and_images() {
     let full = format!("docker.io/{}", image.name);
     let api = StandinApi::start(&tc.gateway, store.path()).expect("api server");
     api.serve_nodes(&[&c1.name, &w1.name]);
+    // `cni: none`: wait-ready waits for the control plane's static pods, not for Ready Nodes.
+    api.serve_control_plane_pods(&[&c1.name]);
     let nodes = [
         FileNode::control_plane(c1),
         FileNode::worker(w1)

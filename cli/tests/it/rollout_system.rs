@@ -58,6 +58,12 @@ fn serve_nodes(api: &ApiServer, names: &[String]) {
         "/api/v1/nodes",
         json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": items}),
     );
+    // `cni: none`: wait-ready waits for the control planes' static pods, not for Ready Nodes.
+    let cps: Vec<&str> = names.iter().map(String::as_str).collect();
+    api.serve(
+        "/api/v1/pods",
+        clusterctl_testbed::cli::control_plane_pods(&cps),
+    );
 }
 
 fn line_of(out: &str, needles: &[&str]) -> usize {

@@ -57,6 +57,18 @@ fn node_object(name: &str) -> Value {
 }
 
 fn cluster_file(dir: &Path, name: &str, image: &str, store: &Path) -> std::path::PathBuf {
+    cluster_file_with(dir, name, image, store, "builtin", true)
+}
+
+/// The cluster file with `cni` and, when `worker`, the worker `w1` beside the control plane `c1`.
+fn cluster_file_with(
+    dir: &Path,
+    name: &str,
+    image: &str,
+    store: &Path,
+    cni: &str,
+    worker: bool,
+) -> std::path::PathBuf {
     let standin = |f: &str| Path::new(STANDINS).join(f).display().to_string();
     // A node image carries the kubelet's unit, as kind's does: `up` starts a kubelet that a join left
     // stopped (kubeadm's kubelet-start stops it before writing its configuration).
@@ -74,7 +86,7 @@ spec:
     podSubnet: 10.244.0.0/16
     serviceSubnet: 10.96.0.0/16
     cni:
-      plugin: builtin
+      plugin: {cni}
   runtime:
     kind: containerd
     cgroupDriver: systemd
@@ -97,14 +109,17 @@ spec:
     - name: c1
       role: control-plane
       labels: {{tier: front}}
-    - name: w1
-      role: worker
-"#,
+{worker}"#,
         kubeadm = standin("kubeadm-standin.sh"),
         kubelet = standin("kubelet-standin.sh"),
         kubectl = standin("kubectl-standin.sh"),
         store = store.display(),
         unit = unit.display(),
+        worker = if worker {
+            "    - name: w1\n      role: worker\n"
+        } else {
+            ""
+        },
     );
     let path = dir.join("cluster.yaml");
     std::fs::write(&path, text).expect("cluster file");
@@ -511,5 +526,84 @@ fn up_creates_docker_nodes_runs_every_phase_and_destroy_removes_them() {
     assert_eq!(
         docker(&["network", "ls", "-q", "--filter", &filter]).expect("networks"),
         ""
+    );
+}
+
+/// `cni: none`: `up` installs no CNI, does not wait for Ready nodes (the Node stays NotReady, as
+/// without a CNI it does), says that the nodes stay NotReady until a CNI is installed, waits for the
+/// control-plane static pods instead (served Running and Ready by the recording API server), and
+/// exits 0.
+#[test]
+fn up_with_cni_none_waits_only_for_the_control_plane_and_exits_0() {
+    if !require("root", is_root()) || !require("docker", docker_available()) {
+        return;
+    }
+    let image = NodeImage::ensure().expect("node image");
+    let name = unique_name("un");
+    let _cleanup = Cleanup(name.clone());
+    let home = tempfile::tempdir().expect("home");
+    let store = tempfile::tempdir().expect("store");
+    let gateway = network_gateway("bridge").expect("bridge gateway");
+    let endpoint_host = format!("{name}-c1");
+    let api = ApiServer::start_named(gateway.into(), &[&endpoint_host]).expect("api server");
+    let mut node = node_object("c1");
+    node["status"]["conditions"] = json!([{"type": "Ready", "status": "False",
+        "reason": "KubeletNotReady",
+        "message": "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"}]);
+    api.serve("/api/v1/nodes/c1", node.clone());
+    api.serve(
+        "/api/v1/nodes",
+        json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": [node]}),
+    );
+    let pods: Vec<Value> = [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ]
+    .iter()
+    .map(|c| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": format!("{c}-c1"), "namespace": "kube-system"},
+               "spec": {"nodeName": "c1", "containers": [{"name": c, "image": format!("registry.k8s.io/{c}:v1.34.1")}]},
+               "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    })
+    .collect();
+    api.serve(
+        "/api/v1/pods",
+        json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"}, "items": pods}),
+    );
+    let api_dir = store.path().join("api");
+    std::fs::create_dir_all(&api_dir).expect("api dir");
+    std::fs::write(api_dir.join("proxy"), api.addr().to_string()).expect("proxy");
+    std::fs::write(api_dir.join("ca.crt"), api.ca_pem()).expect("ca");
+    std::fs::write(api_dir.join("token"), TEST_TOKEN).expect("token");
+
+    let file = cluster_file_with(home.path(), &name, &image.tag, store.path(), "none", false);
+    let (code, out) = up(home.path(), &file);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("nodes stay NotReady until a CNI is installed"),
+        "{out}"
+    );
+    assert!(out.contains("[c1] wait-ready: done"), "{out}");
+    let c1 = format!("{name}-c1");
+    assert_eq!(
+        in_node(
+            &c1,
+            "test -e /opt/cni/bin/clusterctl-cni && echo yes || echo no"
+        ),
+        "no",
+        "no CNI installed"
+    );
+    let rec = api.recorded();
+    assert!(
+        rec.iter()
+            .any(|r| r.method == "GET" && r.path == "/api/v1/pods"),
+        "wait-ready listed the pods: {rec:#?}"
+    );
+    assert!(
+        !rec.iter().any(|r| r.path == TOKEN_PATH),
+        "no CNI agent token requested"
     );
 }

@@ -8,6 +8,7 @@
 pub mod airgap;
 pub mod api;
 pub mod cni;
+pub mod cni_install;
 pub mod cni_token;
 pub mod credentials;
 pub mod facts;
@@ -66,6 +67,8 @@ pub struct UpSpec {
     pub runtime: RuntimeKind,
     /// CNI choice.
     pub cni: CniChoice,
+    /// For calico, cilium, flannel and kindnet: what their install needs ([`cni_install`]).
+    pub cni_install: Option<cni_install::CniInstall>,
     /// Images to put into every node's runtime (`images.preload`), as local image references.
     pub preload_images: Vec<String>,
     /// The user's kubeconfig to merge the admin context into; `None`: `$KUBECONFIG`'s first entry or
@@ -194,6 +197,20 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         },
         rollout::version_phase(),
     ];
+    if spec.cni_install.is_some() {
+        // Before any node is changed: a file that cannot be had, or has another sha256, stops `up` here.
+        // Not required: a selection without it (`--only init`, `--skip-phases cni`) downloads nothing,
+        // and the `cni` phase obtains the files itself when it runs without this one.
+        v.push(Phase {
+            name: "cni/sources",
+            targets: Targets::Local,
+            serial: false,
+            record: false,
+            required: false,
+            inputs: no_inputs,
+            run: cni_install::run_sources,
+        });
+    }
     v.extend(airgap::early_phases(spec));
     v.extend([
         Phase {
@@ -295,6 +312,15 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
                 run: cni_token::run,
             },
         ]),
+        CniChoice::Manifests(_) if spec.cni_install.is_some() => v.push(Phase {
+            name: "cni",
+            targets: Targets::FirstControlPlane,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: cni_install::inputs,
+            run: cni_install::run,
+        }),
         CniChoice::Manifests(_) => v.push(Phase {
             name: "cni",
             targets: Targets::FirstControlPlane,

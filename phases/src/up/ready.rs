@@ -1,7 +1,10 @@
 //! `wait-ready`: polls the Nodes through the Kubernetes API from this machine (`GET /api/v1/nodes`
 //! every 2 s, read-only) until every node of the file reports the `Ready` condition `True`, or
 //! `--ready-timeout` passes; then names each node not Ready with the reason kubelet gives (e.g.
-//! `container runtime network not ready: NetworkPluginNotReady`).
+//! `container runtime network not ready: NetworkPluginNotReady`). With Calico, the tigera-operator's
+//! TigeraStatus objects must be Available too, and those still progressing are named. With `cni: none`
+//! nodes stay NotReady until a CNI is installed, so only the control-plane components (their static
+//! pods Running and Ready) are waited for, and `up` says so.
 
 use super::UpData;
 use crate::ctx::NodeCtx;
@@ -42,13 +45,46 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         return Ok(());
     };
     let want: Vec<&str> = data.spec.nodes.iter().map(|n| n.name.as_str()).collect();
+    let no_cni = data.spec.cni == crate::model::CniChoice::None;
+    let calico = data
+        .spec
+        .cni_install
+        .as_ref()
+        .is_some_and(|c| c.input.plugin == "calico");
+    if no_cni {
+        let note = "cni: none — the nodes stay NotReady until a CNI is installed (kubectl apply your CNI's manifests); waiting only for the control-plane components";
+        ctx.info(note);
+        data.reporter.note(&format!("wait-ready: {note}"));
+    }
+    let cps: Vec<&str> = data
+        .spec
+        .nodes
+        .iter()
+        .filter(|n| n.is_control_plane())
+        .map(|n| n.name.as_str())
+        .collect();
     let start = Instant::now();
     loop {
-        ctx.api_query("list nodes (GET /api/v1/nodes)");
-        let problems = match api.nodes() {
-            Ok(nodes) => not_ready(&nodes, &want),
-            Err(e) => vec![format!("the API server did not answer: {e}")],
+        let mut problems = if no_cni {
+            ctx.api_query("list pods (GET /api/v1/pods)");
+            match api.pods() {
+                Ok(pods) => super::cni_install::control_plane_not_ready(&pods, &cps),
+                Err(e) => vec![format!("the API server did not answer: {e}")],
+            }
+        } else {
+            ctx.api_query("list nodes (GET /api/v1/nodes)");
+            match api.nodes() {
+                Ok(nodes) => not_ready(&nodes, &want),
+                Err(e) => vec![format!("the API server did not answer: {e}")],
+            }
         };
+        if calico {
+            ctx.api_query("list tigerastatuses (operator.tigera.io/v1)");
+            match api.list_objects("operator.tigera.io/v1", "TigeraStatus") {
+                Ok(s) => problems.extend(super::cni_install::calico_not_available(&s)),
+                Err(e) => problems.push(format!("TigeraStatus: {e}")),
+            }
+        }
         if problems.is_empty() {
             return Ok(());
         }

@@ -280,6 +280,7 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             .at("spec.networking.cni.values"),
         );
     }
+    check_cni_sources(ctx, cni);
     // Settings clusterctl derives itself; typing them again is how the seed's pool mismatch happened.
     let owned: &[(&str, &'static str)] = match cni.plugin {
         CniPlugin::Calico => &[
@@ -326,6 +327,159 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
                 n.pod_subnet
             ))
             .at(format!("{path}#key")),
+        );
+    }
+}
+
+/// `networking.underlayMTU`: room for the smallest overlay MTU (576) plus the VXLAN overhead, and a
+/// `cni.mtu` that fits under it — with the 50-byte VXLAN overhead for the CNIs that encapsulate
+/// (builtin, calico, cilium, flannel). The other CNIs derive their MTU from the interfaces, so a
+/// smaller path MTU needs `cni.mtu` for them (a warning).
+fn check_underlay_mtu(ctx: &mut Ctx<'_>, n: &crate::model::Networking) {
+    use crate::model::VXLAN_OVERHEAD;
+    let Some(underlay) = n.underlay_mtu else {
+        return;
+    };
+    let min = 576 + VXLAN_OVERHEAD;
+    if !(min..=65535).contains(&underlay) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::underlay-mtu",
+                format!("underlayMTU {underlay} is out of range"),
+            )
+            .help(format!("give the network's path MTU in bytes, between {min} (576 for pods plus the VXLAN overhead) and 65535, e.g. 1500 or 9000"))
+            .at("spec.networking.underlayMTU"),
+        );
+        return;
+    }
+    let cni = &n.cni;
+    let overhead = match cni.plugin {
+        CniPlugin::Builtin | CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel => {
+            VXLAN_OVERHEAD
+        }
+        CniPlugin::Kindnet | CniPlugin::None => 0,
+    };
+    match cni.mtu {
+        Some(mtu) if mtu + overhead > underlay => {
+            let fits = underlay - overhead;
+            let why = if overhead > 0 {
+                format!(" plus the {overhead}-byte VXLAN overhead")
+            } else {
+                String::new()
+            };
+            ctx.push(
+                Diagnostic::error(
+                    "spec::mtu",
+                    format!("cni.mtu {mtu}{why} does not fit under underlayMTU {underlay}: packets between nodes would be dropped"),
+                )
+                .help(format!("set `cni.mtu: {fits}` or less (or remove it: the builtin CNI derives it)"))
+                .at("spec.networking.cni.mtu"),
+            );
+        }
+        None if matches!(
+            cni.plugin,
+            CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel
+        ) =>
+        {
+            ctx.push(
+                Diagnostic::warning(
+                    "spec::underlay-mtu",
+                    format!(
+                        "the {} CNI derives its MTU from the node interfaces, not from underlayMTU {underlay}",
+                        plugin_name(cni.plugin)
+                    ),
+                )
+                .help(format!("set `cni.mtu: {}` (underlayMTU minus the VXLAN overhead)", underlay - VXLAN_OVERHEAD))
+                .at("spec.networking.underlayMTU"),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// The upstream files each CNI takes from `cni.sources` (the names `docs/cni.md` lists).
+fn source_names(p: CniPlugin) -> &'static [&'static str] {
+    match p {
+        CniPlugin::Calico => &["operator-crds.yaml", "tigera-operator.yaml"],
+        CniPlugin::Cilium => &[
+            "cilium.tgz",
+            "helm-linux-amd64.tar.gz",
+            "helm-linux-arm64.tar.gz",
+        ],
+        CniPlugin::Flannel => &["kube-flannel.yml"],
+        _ => &[],
+    }
+}
+
+/// `cni.sources`: a known file name of this CNI, once; an http(s) address; a sha256 of 64 hex digits.
+/// `acceptUnverified` is reported as a warning so it is never silent.
+fn check_cni_sources(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
+    let names = source_names(cni.plugin);
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, src) in cni.sources.iter().enumerate() {
+        let p = format!("spec.networking.cni.sources[{i}]");
+        if names.is_empty() {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::cni-source",
+                    format!(
+                        "the {} CNI takes no upstream files",
+                        plugin_name(cni.plugin)
+                    ),
+                )
+                .help("remove `sources` (they are for calico, cilium and flannel)")
+                .at(p.clone()),
+            );
+            break;
+        }
+        if !names.contains(&src.name.as_str()) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::cni-source",
+                    format!(
+                        "{:?} is not a file of the {} CNI",
+                        src.name,
+                        plugin_name(cni.plugin)
+                    ),
+                )
+                .help(format!("use one of {}", names.join(", ")))
+                .at(format!("{p}.name")),
+            );
+        } else if !seen.insert(src.name.as_str()) {
+            ctx.push(
+                Diagnostic::error("spec::cni-source", format!("{:?} is named twice", src.name))
+                    .help("give one source per file")
+                    .at(format!("{p}.name")),
+            );
+        }
+        let url_ok = (src.url.starts_with("https://") || src.url.starts_with("http://"))
+            && src.url.len() > "https://".len()
+            && !src.url.chars().any(|c| c.is_whitespace() || c.is_control());
+        if !url_ok {
+            ctx.push(
+                Diagnostic::error("spec::cni-source", "url is not an http(s) address")
+                    .help("write the file's address, e.g. `https://mirror.example.com/calico/v3.32.1/tigera-operator.yaml`")
+                    .at(format!("{p}.url")),
+            );
+        }
+        if let Some(h) = &src.sha256 {
+            if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                ctx.push(
+                    Diagnostic::error("spec::cni-source", "sha256 is not 64 hex digits")
+                        .help("give the file's sha256 as printed by `sha256sum`")
+                        .at(format!("{p}.sha256")),
+                );
+            }
+        }
+    }
+    if cni.accept_unverified {
+        ctx.push(
+            Diagnostic::warning(
+                "spec::cni-unverified",
+                "acceptUnverified: upstream files without a pinned sha256 are installed as downloaded",
+            )
+            .help("give each file's sha256 in `sources` instead; the digest seen first is recorded and required afterwards")
+            .at("spec.networking.cni.acceptUnverified"),
         );
     }
 }
@@ -501,72 +655,6 @@ fn describe_hits(hit: &[(&ValidNode, Option<IpNet>)]) -> String {
 
 fn overlaps(a: &IpNet, b: &IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
-}
-
-/// `networking.underlayMTU`: room for the smallest overlay MTU (576) plus the VXLAN overhead, and a
-/// `cni.mtu` that fits under it — with the 50-byte VXLAN overhead for the CNIs that encapsulate
-/// (builtin, calico, cilium, flannel). The other CNIs derive their MTU from the interfaces, so a
-/// smaller path MTU needs `cni.mtu` for them (a warning).
-fn check_underlay_mtu(ctx: &mut Ctx<'_>, n: &crate::model::Networking) {
-    use crate::model::VXLAN_OVERHEAD;
-    let Some(underlay) = n.underlay_mtu else {
-        return;
-    };
-    let min = 576 + VXLAN_OVERHEAD;
-    if !(min..=65535).contains(&underlay) {
-        ctx.push(
-            Diagnostic::error(
-                "spec::underlay-mtu",
-                format!("underlayMTU {underlay} is out of range"),
-            )
-            .help(format!("give the network's path MTU in bytes, between {min} (576 for pods plus the VXLAN overhead) and 65535, e.g. 1500 or 9000"))
-            .at("spec.networking.underlayMTU"),
-        );
-        return;
-    }
-    let cni = &n.cni;
-    let overhead = match cni.plugin {
-        CniPlugin::Builtin | CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel => {
-            VXLAN_OVERHEAD
-        }
-        CniPlugin::Kindnet | CniPlugin::None => 0,
-    };
-    match cni.mtu {
-        Some(mtu) if mtu + overhead > underlay => {
-            let fits = underlay - overhead;
-            let why = if overhead > 0 {
-                format!(" plus the {overhead}-byte VXLAN overhead")
-            } else {
-                String::new()
-            };
-            ctx.push(
-                Diagnostic::error(
-                    "spec::mtu",
-                    format!("cni.mtu {mtu}{why} does not fit under underlayMTU {underlay}: packets between nodes would be dropped"),
-                )
-                .help(format!("set `cni.mtu: {fits}` or less (or remove it: the builtin CNI derives it)"))
-                .at("spec.networking.cni.mtu"),
-            );
-        }
-        None if matches!(
-            cni.plugin,
-            CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel
-        ) =>
-        {
-            ctx.push(
-                Diagnostic::warning(
-                    "spec::underlay-mtu",
-                    format!(
-                        "the {} CNI derives its MTU from the node interfaces, not from underlayMTU {underlay}",
-                        plugin_name(cni.plugin)
-                    ),
-                )
-                .help(format!("set `cni.mtu: {}` (underlayMTU minus the VXLAN overhead)", underlay - VXLAN_OVERHEAD))
-                .at("spec.networking.underlayMTU"),
-            );
-        }
-        _ => {}
-    }
 }
 
 /// The plugin's name as written in the file.

@@ -2,6 +2,7 @@
 //! per area (each a former `tests/*.rs` file) and the support modules they share.
 
 mod fuzz;
+mod cni_sources;
 mod hostile;
 mod invalid;
 mod never_panics;

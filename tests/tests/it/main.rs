@@ -4,6 +4,7 @@
 //! strict-decoding warnings failing a phase).
 
 mod agent_rbac;
+mod cni_install;
 mod envtest;
 mod kubeadm_strict;
 mod labels_converge;
