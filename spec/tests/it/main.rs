@@ -1,8 +1,8 @@
 //! The integration tests of `clusterctl-spec`, in one test binary (one link, not one per file): one module
 //! per area (each a former `tests/*.rs` file) and the support modules they share.
 
-mod fuzz;
 mod cni_sources;
+mod fuzz;
 mod hostile;
 mod invalid;
 mod never_panics;
