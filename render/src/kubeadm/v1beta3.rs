@@ -30,7 +30,7 @@ fn node_registration(cx: &Ctx, node: &ValidNode) -> NodeRegistration {
     NodeRegistration {
         name: node.name.clone(),
         cri_socket: cx.cri_socket,
-        taints: common::taints(node),
+        taints: common::taints(cx, node),
         kubelet_extra_args: common::kubelet_args(node),
         image_pull_policy: "IfNotPresent",
     }

@@ -996,3 +996,36 @@ fn crictl_config_names_the_runtime_kubeadm_uses_and_real_crictl_reads_it() {
     // Both runtimes' sockets were seen (containerd and CRI-O inputs).
     assert!(seen.len() >= 2, "{seen:?}");
 }
+
+/// A cluster without workers registers its control plane without any taint (`taints: []`, as kind
+/// does), else CoreDNS and every pod stay Pending on "untolerated taint"; once the file has a worker,
+/// kubeadm's default (`null`: the control-plane NoSchedule taint) comes back, and a control plane's own
+/// taints are always rendered as given.
+#[test]
+fn a_control_plane_without_workers_is_not_tainted() {
+    let solo = fixture("single-node");
+    let init = docs(&rendered(&solo), "cp1", "/etc/kubernetes/kubeadm/init.yaml");
+    let reg = &kind(&init, "InitConfiguration")["nodeRegistration"];
+    assert_eq!(reg["taints"], Value::Sequence(vec![]), "{reg:?}");
+
+    let with_worker = fixture_text("single-node", |t| {
+        format!("{t}    - {{name: w1, role: worker, address: 172.30.0.21/24}}\n")
+    });
+    let init = docs(
+        &rendered(&with_worker),
+        "cp1",
+        "/etc/kubernetes/kubeadm/init.yaml",
+    );
+    let reg = &kind(&init, "InitConfiguration")["nodeRegistration"];
+    assert_eq!(reg["taints"], Value::Null, "{reg:?}");
+
+    let own = fixture_text("single-node", |t| {
+        t.replace(
+            "role: control-plane,",
+            "role: control-plane, taints: [{key: dedicated, value: infra, effect: NoSchedule}],",
+        )
+    });
+    let init = docs(&rendered(&own), "cp1", "/etc/kubernetes/kubeadm/init.yaml");
+    let reg = &kind(&init, "InitConfiguration")["nodeRegistration"];
+    assert_eq!(reg["taints"][0]["key"], Value::String("dedicated".into()));
+}
