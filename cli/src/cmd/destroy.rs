@@ -395,15 +395,9 @@ pub(crate) fn reset_node(
             Ok("skipped (kubeadm not installed)".to_string()),
         ));
     }
-    // 2. CNI agent unit.
-    steps.push((
-        "cni agent",
-        run_step(
-            t,
-            "if command -v systemctl >/dev/null 2>&1 && systemctl cat clusterctl-cni-agent.service >/dev/null 2>&1; then \
-             systemctl disable --now clusterctl-cni-agent.service >/dev/null 2>&1 || true; echo stopped; else echo 'no unit'; fi",
-        ),
-    ));
+    // 2. clusterctl's own units (the CNI agent; the node environment of unprivileged-container nodes),
+    // stopped and disabled before their files go, so no `*.wants/` link is left dangling.
+    steps.push(("units", run_step(t, &units_script())));
     // 3. VXLAN device and masquerade table.
     let mut net = String::from("out=''; ");
     for d in VXLAN_DEVICES {
@@ -482,6 +476,25 @@ pub(crate) fn reset_node(
         run_step(t, "if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload && echo reloaded; else echo 'no systemd'; fi"),
     ));
     steps
+}
+
+/// The units `up` installs and enables on a node, by name.
+const UNITS: [&str; 2] = [
+    "clusterctl-cni-agent.service",
+    "clusterctl-node-environment.service",
+];
+
+/// The shell script stopping and disabling each of [`UNITS`] the node has, printing which
+/// (`no unit` when none).
+fn units_script() -> String {
+    let mut script = String::from("out=''; if command -v systemctl >/dev/null 2>&1; then ");
+    for u in UNITS {
+        script.push_str(&format!(
+            "if systemctl cat {u} >/dev/null 2>&1; then systemctl disable --now {u} >/dev/null 2>&1 || true; out=\"$out {u} disabled;\"; fi; "
+        ));
+    }
+    script.push_str("fi; echo \"${out:-no unit}\"");
+    script
 }
 
 /// The shell fragment removing the masquerade rule in both forms (see `clusterctl_cni::agent::masq`),

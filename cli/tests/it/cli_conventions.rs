@@ -503,8 +503,10 @@ fn get_clusters_and_nodes_list_the_docker_nodes() {
         "io.clusterctl.node=cp1",
         "--label",
         "io.clusterctl.role=control-plane",
-        &image.tag,
+        // Only a process that stays up: the node image's own entrypoint (systemd) is not needed here.
+        "--entrypoint",
         "sleep",
+        &image.tag,
         "300",
     ])
     .expect("container");

@@ -58,6 +58,8 @@ fn node_join_adds_a_control_plane_and_a_worker_after_up() {
     let file = home.path().join("cluster.yaml");
     let api = StandinApi::start(&tc.gateway, store.path()).expect("api server");
     api.serve_nodes(&[&c1.name, &w1.name]);
+    // `cni: none`: wait-ready waits for the control plane's static pods, not for Ready Nodes.
+    api.serve_control_plane_pods(&[&c1.name]);
 
     // 1. `up` with one control plane and one worker.
     let first = [
@@ -218,6 +220,7 @@ fn node_join_adds_a_control_plane_and_a_worker_after_up() {
             std::thread::sleep(Duration::from_millis(20));
         }
         api.serve_nodes(&[&c1.name, &w1.name, &c2.name, &w2.name]);
+        api.serve_control_plane_pods(&[&c1.name, &c2.name]);
         run.join().expect("thread")
     })
     .expect("join");

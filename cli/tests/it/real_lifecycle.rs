@@ -561,6 +561,17 @@ fn node_join_remove_recreate_destroy_for_real() {
             n.name,
             diff.join("\n")
         );
+        // The units `up` enables are disabled before their files go: no `*.wants/` link of theirs is left
+        // (the test image's own clusterctl-hostkeys.service was there before `up`).
+        let links = n
+            .sh("find /etc/systemd/system -name 'clusterctl-cni-agent.service' -o -name 'clusterctl-node-environment.service' 2>/dev/null")
+            .expect("listing");
+        assert_eq!(
+            links.trim(),
+            "",
+            "{}: clusterctl units left enabled",
+            n.name
+        );
         let residue = similar_lines(rest, &n.sh(NODE_REST).expect("listing"));
         eprintln!(
             "[real] {}: destroy left {} directories, links and rules not there before (docs/testing.md):\n{}",
