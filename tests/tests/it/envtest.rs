@@ -66,11 +66,60 @@ fn a_control_plane_starts_serves_and_stops() {
     );
 }
 
-/// Run by hand (`--ignored --nocapture`): starts the shared control plane and exits, leaving the
-/// watchdog to clean up; `pgrep -f envt` afterwards must find nothing.
+/// The shared control plane (never dropped: it lives for the whole test process) is cleaned up by its
+/// watchdog once the process is gone. This test runs itself in a child process
+/// (`CLUSTERCTL_ENVTEST_CHILD=1`), which starts the shared control plane, prints its pids and temp dir,
+/// and exits without dropping it; then every one of those processes must end and the dir must go.
 #[test]
-#[ignore]
 fn shared_control_plane_is_cleaned_up_by_the_watchdog() {
-    let env = Envtest::shared().expect("shared");
-    eprintln!("pids {:?} dir {}", env.pids(), env.dir_path().display());
+    const NAME: &str = "envtest::shared_control_plane_is_cleaned_up_by_the_watchdog";
+    if std::env::var_os("CLUSTERCTL_ENVTEST_CHILD").is_some() {
+        let env = Envtest::shared().expect("shared");
+        println!("PIDS {:?}", env.pids());
+        println!("DIR {}", env.dir_path().display());
+        return;
+    }
+    // Only where a control plane can start (the same gate as the other envtest tests).
+    let Some(own) = Envtest::require_own() else {
+        return;
+    };
+    drop(own);
+    let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+        .env("CLUSTERCTL_ENVTEST_CHILD", "1")
+        .output()
+        .expect("child test process");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed:\n{text}");
+    let pids: Vec<u32> = text
+        .lines()
+        .find_map(|l| l.split_once("PIDS ").map(|(_, r)| r))
+        .map(|l| {
+            l.trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .filter_map(|p| p.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let dir = text
+        .lines()
+        .find_map(|l| l.split_once("DIR ").map(|(_, r)| r))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(pids.len() >= 3 && !dir.is_empty(), "child printed:\n{text}");
+    let gone = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(pids.iter().all(gone) && !std::path::Path::new(&dir).exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after 60 s still running: {:?}, dir there: {}",
+            pids.iter().filter(|p| !gone(p)).collect::<Vec<_>>(),
+            std::path::Path::new(&dir).exists()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
