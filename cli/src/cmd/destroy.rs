@@ -478,17 +478,22 @@ pub(crate) fn reset_node(
     steps
 }
 
-/// The units `up` installs and enables on a node, by name.
-const UNITS: [&str; 2] = [
-    "clusterctl-cni-agent.service",
-    "clusterctl-node-environment.service",
-];
+/// The units `up` installs and enables on a node, by name: the CNI agent (`phases`' `AGENT_UNIT`)
+/// and the node environment of unprivileged-container nodes (the file name of render's
+/// `NODE_ENV_UNIT`).
+fn units() -> [&'static str; 2] {
+    let node_env = clusterctl_render::host::NODE_ENV_UNIT;
+    [
+        clusterctl_phases::up::cni::AGENT_UNIT,
+        node_env.rsplit('/').next().unwrap_or(node_env),
+    ]
+}
 
-/// The shell script stopping and disabling each of [`UNITS`] the node has, printing which
+/// The shell script stopping and disabling each of [`units`] the node has, printing which
 /// (`no unit` when none).
 fn units_script() -> String {
     let mut script = String::from("out=''; if command -v systemctl >/dev/null 2>&1; then ");
-    for u in UNITS {
+    for u in units() {
         script.push_str(&format!(
             "if systemctl cat {u} >/dev/null 2>&1; then systemctl disable --now {u} >/dev/null 2>&1 || true; out=\"$out {u} disabled;\"; fi; "
         ));
