@@ -452,6 +452,25 @@ impl NodeCtx {
         call().map_err(|e| self.local_error(format!("Kubernetes API: {what}: {e}")))
     }
 
+    /// A change on this machine other than a file write (removing the local cache, a kubeconfig
+    /// context, the Docker provider's node containers, saving an image archive): counted as a change,
+    /// reported as `what`, and in dry-run only recorded in the plan. `call` makes the change; its error
+    /// becomes a [`PhaseError::Local`] naming the phase and `what`.
+    pub fn local_change<E: std::fmt::Display>(
+        &mut self,
+        what: &str,
+        call: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), PhaseError> {
+        self.changes += 1;
+        if self.mode.dry_run {
+            self.record(PlanKind::Local, what);
+            return Ok(());
+        }
+        self.reporter
+            .change(&self.phase, &self.node.name, &self.secrets.redact(what));
+        call().map_err(|e| self.local_error(format!("{what}: {e}")))
+    }
+
     /// Writes a file on the local machine (mode `mode`, parents created) unless it already holds `data`.
     /// In dry-run only recorded. Returns whether it wrote.
     pub fn put_local(

@@ -1,20 +1,27 @@
-//! The phase engine (order, per-node parallelism, dry-run, resume, skip/only) and the phases of `up`.
+//! The phase engine (order, per-node parallelism, dry-run, resume, skip/only), the phases of `up`,
+//! `node join`, `upgrade`, `destroy`, `node remove` and `image load`, and the one way commands reach
+//! nodes and the API (`reach`).
 //! Phases reach nodes only through `clusterctl_exec::Transport`, via a [`ctx::NodeCtx`] that separates
 //! read-only checks from changes, so that `--dry-run` changes nothing and every phase checks whether its
 //! work is done before changing anything. See `docs/phases.md`.
 
 pub mod ctx;
+pub mod destroy;
 pub mod engine;
 pub mod error;
 pub mod fake;
+pub mod image_load;
 pub mod kubeadm;
 pub mod local;
 pub mod model;
 pub mod node_join;
+pub mod node_remove;
 pub mod packages;
 pub mod progress;
+pub mod reach;
 pub mod report;
 pub mod state;
+pub mod steps;
 pub mod undo;
 pub mod up;
 pub mod upgrade;

@@ -11,6 +11,13 @@
 //!   fstab ([`SWAP_FIX`]); [`RESTORE_HOST_SCRIPT`] restores fstab and turns those devices on again.
 //!   The other `--fix` changes write files of clusterctl's own (`/etc/modules-load.d/clusterctl.conf`,
 //!   `/etc/sysctl.d/99-clusterctl.conf`, [`FIX_FILES`]), which `destroy` deletes.
+//! - Directories and firewall tables: before `files` and `runtime/<kind>` first place anything, every
+//!   directory under [`DIR_ROOTS`] (where clusterctl, kubeadm, the kubelet, the runtime and the CNI
+//!   make theirs) is listed once in [`DIRS_RECORD`], and the iptables/ip6tables tables the node has in
+//!   [`TABLES_RECORD`] ([`record_dirs`]); `destroy` then removes the empty directories under those
+//!   roots that the record does not name ([`remove_new_dirs_script`]), so a node is left without the
+//!   empty `/etc/kubernetes/pki`, `/var/lib/etcd`, `/opt/containerd/bin`… that `up` made, and the
+//!   empty tables the kubelet and kube-proxy made once their `KUBE-*` chains are gone.
 
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
@@ -30,6 +37,82 @@ pub const FIX_FILES: &[&str] = &[
     "/etc/modules-load.d/clusterctl.conf",
     "/etc/sysctl.d/99-clusterctl.conf",
 ];
+
+/// The directories `up` lists before it first places a file, one per line, sorted.
+pub const DIRS_RECORD: &str = "/var/lib/clusterctl/undo/dirs";
+/// The iptables and ip6tables tables the node had before `up` (`iptables TABLE` per line).
+pub const TABLES_RECORD: &str = "/var/lib/clusterctl/undo/iptables-tables";
+/// Where clusterctl, kubeadm, the kubelet, the container runtime and the CNI make directories on a
+/// node: the roots [`DIRS_RECORD`] lists and `destroy` removes new empty directories under.
+pub const DIR_ROOTS: &[&str] = &[
+    "/etc/kubernetes",
+    "/etc/containerd",
+    "/etc/crio",
+    "/etc/containers",
+    "/etc/cni",
+    "/opt/cni",
+    "/opt/containerd",
+    "/usr/local/lib/clusterctl",
+    "/var/lib/etcd",
+    "/var/lib/kubelet",
+    "/var/lib/cni",
+];
+
+/// The script listing the firewall tables into [`TABLES_RECORD`], then every directory under
+/// [`DIR_ROOTS`] into [`DIRS_RECORD`] (made last and atomically: its presence means both are there).
+fn record_dirs_script() -> String {
+    format!(
+        r#"mkdir -p {UNDO_DIR} && chmod 700 {UNDO_DIR} && for v in iptables ip6tables; do command -v $v-save >/dev/null 2>&1 && $v-save 2>/dev/null | sed -n "s/^\*/$v /p"; done > {TABLES_RECORD}; {{ find {} -type d 2>/dev/null; true; }} | sort > {DIRS_RECORD}.tmp && mv {DIRS_RECORD}.tmp {DIRS_RECORD}"#,
+        DIR_ROOTS.join(" ")
+    )
+}
+
+/// Lists the directories a node has under [`DIR_ROOTS`] into [`DIRS_RECORD`] and its firewall tables
+/// into [`TABLES_RECORD`], once: a record already there (an earlier `up`) is kept. Checks first;
+/// offline the listing is only planned.
+pub fn record_dirs(ctx: &mut NodeCtx) -> Result<(), PhaseError> {
+    if ctx.test(&format!("[ -e {DIRS_RECORD} ]"))? == Some(true) {
+        return Ok(());
+    }
+    ctx.run_script(&record_dirs_script())?;
+    Ok(())
+}
+
+/// The shell fragment run before clusterctl's files are deleted: keeps [`DIRS_RECORD`]'s list in
+/// `$keep` (and `rec=yes` when there is one) for [`remove_new_dirs_script`].
+pub fn keep_dirs_prelude() -> String {
+    format!(
+        "rec=no; keep=''; if [ -f {DIRS_RECORD} ]; then rec=yes; keep=$(cat {DIRS_RECORD}); fi; "
+    )
+}
+
+/// The shell fragment, after [`keep_dirs_prelude`] and the file deletion, removing every empty
+/// directory under [`DIR_ROOTS`] that `$keep` does not name, deepest first (so a directory emptied
+/// by removing its empty children goes too). One the kubelet bind-mounted onto itself (to make its
+/// root directory shared; `kubeadm reset` unmounts only what is under it) is unmounted first — it
+/// did not exist before `up`, so neither did the mount. Appends `; N empty directories removed` to
+/// `$msg`, or says that without a record none is removed.
+pub fn remove_new_dirs_script() -> String {
+    format!(
+        r#"if [ "$rec" = yes ]; then
+  d=0
+  while IFS= read -r dir; do
+    [ -n "$dir" ] || continue
+    printf '%s\n' "$keep" | grep -qxF -- "$dir" && continue
+    [ -z "$(ls -A -- "$dir" 2>/dev/null)" ] || continue
+    if mountpoint -q -- "$dir" 2>/dev/null; then umount -- "$dir" 2>/dev/null || continue; fi
+    rmdir -- "$dir" 2>/dev/null && d=$((d+1))
+  done <<CLUSTERCTL_DIRS
+$(find {} -depth -type d 2>/dev/null)
+CLUSTERCTL_DIRS
+  msg="$msg; $d empty directories removed"
+else
+  msg="$msg; no record of the directories before up: empty ones kept"
+fi
+"#,
+        DIR_ROOTS.join(" ")
+    )
+}
 
 /// The `--fix` of the swap check: records fstab and the active swap devices (once), then `swapoff -a`
 /// and comments every swap line of `/etc/fstab` out (as kubeadm's documentation suggests).

@@ -1,4 +1,5 @@
-//! Printing a dry run's plan (`up --dry-run`, `upgrade --dry-run`): the [`PlanEntry`] list the
+//! Printing a dry run's plan (`up`, `upgrade`, `node join`, `node remove`, `destroy` and `image load`
+//! with `--dry-run`): the [`PlanEntry`] list the
 //! phase engine collected, grouped by where it happens — this machine first, then each node — one
 //! line per check, command, file write, API change or note.
 
@@ -51,6 +52,15 @@ pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], wid
         }
     }
     println!();
+}
+
+/// Prints a dry run of `destroy`, `node remove` or `image load`: `header`, the plan grouped by
+/// this machine and each of `nodes`, and the number of changes planned.
+pub(crate) fn print_dry_run(header: &str, nodes: &[NodeInfo], plan: &[PlanEntry], changes: usize) {
+    println!("{header}");
+    let width = plan.iter().map(|e| e.phase.len()).max().unwrap_or(10);
+    print_entries(&groups(nodes), plan, width);
+    println!("{changes} change(s) planned; nothing was changed (dry run).");
 }
 
 /// The word a plan entry's kind is printed as.

@@ -222,11 +222,8 @@ struct ImageLister<'a> {
     listed: Mutex<Option<Option<ImagesByNode>>>,
 }
 
-/// Lists the runtime's images, one reference per line: containerd through `ctr` (namespace k8s.io),
-/// CRI-O through `crictl images` (`IMAGE:TAG`).
-pub(crate) const LIST_IMAGES: &str = "if command -v ctr >/dev/null 2>&1; then ctr -n k8s.io images ls -q; \
-elif command -v crictl >/dev/null 2>&1; then crictl images 2>/dev/null | awk 'NR>1{print $1\":\"$2}'; \
-else echo 'no ctr or crictl on this node' >&2; exit 3; fi";
+/// Lists the runtime's images, one reference per line (`clusterctl_phases::image_load::LIST_IMAGES`).
+use clusterctl_phases::image_load::LIST_IMAGES;
 
 impl<'a> ImageLister<'a> {
     fn new(cluster: &'a ValidCluster, known_hosts: Option<&'a PathBuf>) -> Self {

@@ -454,13 +454,6 @@ pub(crate) fn renderer(
     }
 }
 
-fn expand_home(p: &str) -> PathBuf {
-    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => PathBuf::from(p),
-    }
-}
-
 /// One transport per node. Offline dry-run: none. Docker provider: creates the node containers first
 /// (or, when probing, uses those that exist) and fills in their addresses. SSH: connects to every node,
 /// checking host keys. `plan` receives the provider steps for the dry-run output.
@@ -549,37 +542,10 @@ pub(crate) fn connect(
             if args.dry_run && !args.probe {
                 return Ok(out);
             }
-            let known_hosts = args.nodes.known_hosts.clone().or_else(|| {
-                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
-            });
             let mut errors = Vec::new();
             for (vn, n) in cluster.nodes().iter().zip(spec.nodes.iter()) {
-                let auth = match &vn.ssh.key_file {
-                    Some(k) => clusterctl_exec::SshAuth::KeyFile {
-                        path: expand_home(k),
-                        passphrase: None,
-                    },
-                    None => clusterctl_exec::SshAuth::Agent,
-                };
-                let policy = match vn.ssh.host_key_policy {
-                    clusterctl_spec::model::HostKeyPolicy::Strict => {
-                        clusterctl_exec::HostKeyPolicy::Strict
-                    }
-                    _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
-                };
-                let mut options = clusterctl_exec::SshOptions::new(auth);
-                options.connect_retry.attempts = vn.ssh.connect_attempts;
-                if let Some(k) = &known_hosts {
-                    options.known_hosts = k.clone();
-                }
-                options.host_key_policy = policy;
-                let target = clusterctl_exec::SshTarget {
-                    node: n.name.clone(),
-                    host: n.address.clone(),
-                    port: vn.ssh.port,
-                    user: vn.ssh.user.clone(),
-                };
-                match clusterctl_exec::SshTransport::connect(target, options) {
+                let known_hosts = args.nodes.known_hosts.as_deref();
+                match clusterctl_phases::reach::ssh_transport(vn, &n.address, known_hosts) {
                     Ok(t) => {
                         out.insert(n.name.clone(), Arc::new(t));
                     }
@@ -600,65 +566,9 @@ pub(crate) fn connect(
 /// How long node containers may take to boot (systemd `running` or `degraded`).
 const NODE_BOOT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The docker provider's node options: kind's run options for the version, with the file's node
-/// image and `spec.docker.runOptions` (env, extra mounts, privileged, capabilities, tmpfs, cgroup
-/// namespace). kind's read-only `/lib/modules` mount is left out when the host has no such directory
-/// (the engine refuses a missing bind source).
+/// The docker provider's node options for Kubernetes `version` (`clusterctl_phases::reach::docker_options`).
 fn docker_options(cluster: &ValidCluster, version: &str) -> clusterctl_exec::DockerNodeOptions {
-    let mut options = clusterctl_exec::DockerNodeOptions::kind(&format!("v{version}"));
-    options.image = cluster.docker_node_image();
-    let ro = &cluster.spec().docker.run_options;
-    if !Path::new("/lib/modules").is_dir() {
-        options.binds.retain(|b| !b.starts_with("/lib/modules:"));
-    }
-    options
-        .env
-        .extend(ro.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    for m in &ro.extra_mounts {
-        options.binds.push(format!(
-            "{}:{}:{}",
-            m.host_path,
-            m.container_path,
-            if m.read_only { "ro" } else { "rw" }
-        ));
-    }
-    if let Some(p) = ro.privileged {
-        options.privileged = p;
-    }
-    options.cap_add.extend(ro.cap_add.iter().cloned());
-    for t in &ro.tmpfs {
-        let (path, opts) = t.split_once(':').unwrap_or((t.as_str(), ""));
-        options.tmpfs.retain(|(p, _)| p != path);
-        options.tmpfs.push((path.to_string(), opts.to_string()));
-    }
-    if let Some(c) = &ro.cgroupns {
-        options.cgroupns = Some(c.clone());
-    }
-    options.network = cluster.spec().docker.network.clone();
-    options.memory = ro.memory.as_deref().and_then(docker_bytes);
-    options.nano_cpus = ro
-        .cpus
-        .as_deref()
-        .and_then(|c| c.parse::<f64>().ok())
-        .map(|c| (c * 1e9).round() as i64);
-    for n in &cluster.spec().nodes {
-        let maps =
-            n.port_mappings
-                .iter()
-                .map(|m| clusterctl_exec::PortMapping {
-                    container_port: m.container_port,
-                    host_port: m.host_port,
-                    listen_address: m.listen_address.clone().unwrap_or_else(|| {
-                        clusterctl_spec::model::DEFAULT_PORT_LISTEN_ADDRESS.into()
-                    }),
-                    protocol: m.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
-                })
-                .collect::<Vec<_>>();
-        if !maps.is_empty() {
-            options.port_mappings.insert(n.name.clone(), maps);
-        }
-    }
-    options
+    clusterctl_phases::reach::docker_options(cluster, &format!("v{version}"))
 }
 
 /// What `options` adds to node `node`'s container, for the dry-run plan: its published ports and the
@@ -678,24 +588,6 @@ fn docker_plan_extras(options: &clusterctl_exec::DockerNodeOptions, node: &str) 
         out += &format!(", cpus {}", c as f64 / 1e9);
     }
     out
-}
-
-/// A docker memory size (`512m`, `4g`, `1073741824`; suffixes b, k, m, g in powers of 1024, as
-/// `docker run --memory` reads them) in bytes; `None` when it is not one (validate refuses it).
-fn docker_bytes(size: &str) -> Option<i64> {
-    let lower = size.to_ascii_lowercase();
-    let (digits, unit) = match lower.char_indices().last()? {
-        (i, c) if c.is_ascii_alphabetic() => (&lower[..i], c),
-        _ => (lower.as_str(), 'b'),
-    };
-    let shift = match unit {
-        'b' => 0,
-        'k' => 10,
-        'm' => 20,
-        'g' => 30,
-        _ => return None,
-    };
-    digits.parse::<i64>().ok()?.checked_mul(1 << shift)
 }
 
 /// For the docker provider: the API server as this machine reaches it, the first control plane's

@@ -1,6 +1,7 @@
 //! `clusterctl destroy` with the Docker provider: the cluster's node containers and network (made here
 //! the way the provider labels them: `io.clusterctl.cluster=<name>`, containers `<name>-<node>`) are
-//! removed; a container of another cluster is left alone.
+//! removed; a container of another cluster is left alone; `--dry-run` before names them and removes
+//! nothing.
 
 use std::path::Path;
 use std::process::Command;
@@ -91,6 +92,19 @@ fn destroy_removes_the_labelled_containers_and_network() {
         ),
     )
     .expect("cluster file");
+    // --dry-run: the plan names both containers and the network; nothing is removed.
+    let (code, out, err) = clusterctl(dir.path(), &["destroy", "-f", "cluster.yaml", "--dry-run"]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for planned in [
+        format!("remove container {name}-cp1 (node cp1)"),
+        format!("remove container {name}-w1 (node w1)"),
+        format!("remove network {network}"),
+        "change(s) planned; nothing was changed (dry run).".to_string(),
+    ] {
+        assert!(out.contains(&planned), "{planned}:\n{out}");
+    }
+    let still = docker(&["ps", "-a", "-q", "--filter", &format!("label={label}")]).expect("ps");
+    assert_eq!(still.lines().count(), 2, "the dry run removed nothing");
     let (code, out, err) = clusterctl(dir.path(), &["destroy", "-f", "cluster.yaml", "--yes"]);
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("2 container(s)"), "{out}");

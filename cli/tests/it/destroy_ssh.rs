@@ -5,7 +5,10 @@
 //! plane's interface, the runtime config replaced after the real undo code backed it up, the real
 //! `--fix` of the swap check commenting swap out of fstab), then `destroy` must leave each node as it
 //! was before: a listing of every path, link, address, iptables/nftables rule, fstab line and the
-//! runtime config's digest, compared before and after. Also: `kubeadm reset -f --config` with the
+//! runtime config's digest, compared before and after — also kube-proxy's `KUBE-*` chains and the
+//! empty directories kubeadm, the runtime and `up` leave (`/etc/kubernetes/pki`, `/var/lib/etcd`,
+//! `/opt/containerd/bin`…; those there before, recorded by the real `undo::record_dirs`, are kept).
+//! `--dry-run` first plans every node's reset and changes nothing. Also: `kubeadm reset -f --config` with the
 //! rendered ResetConfiguration, the worker before the control plane, files that are not clusterctl's
 //! kept, the kubeconfig context removed; packages kept unless `--purge` (a Debian package named
 //! `cri-tools` installed before is purged by a second `destroy --purge`). Without `--yes`, an answer
@@ -23,7 +26,7 @@ use clusterctl_testbed::{is_root, require};
 
 /// Every path, link, address, firewall rule and fstab line `destroy` may touch, and the runtime
 /// config's digest, one per line, sorted.
-const LISTING: &str = "{ find /etc /opt /usr/local /var/lib/clusterctl /var/lib/cni /run/clusterctl-cni 2>/dev/null; \
+const LISTING: &str = "{ find /etc /opt /usr/local /var/lib/clusterctl /var/lib/cni /var/lib/etcd /var/lib/kubelet /run/clusterctl-cni 2>/dev/null; \
     ip -o link show | awk -F': ' '{print \"link \" $2}' | sed 's/@.*//'; \
     ip -o addr show | awk '{print \"addr \" $2 \" \" $4}'; \
     iptables-save 2>/dev/null | grep -v '^#' | sed -E 's/\\[[0-9]+:[0-9]+\\]//; s/^/rule /'; \
@@ -57,6 +60,8 @@ fn leave_up_traces(n: &TestNode, cluster: &str, vip: Option<&str>) {
         Arc::new(QuietReporter),
         Secrets::default(),
     );
+    // The directories the node has before `up` places anything, by the real code.
+    clusterctl_phases::undo::record_dirs(&mut ctx).expect("record dirs");
     let config = NodeFile::new(
         "/etc/containerd/config.toml",
         0o644,
@@ -99,7 +104,14 @@ fn leave_up_traces(n: &TestNode, cluster: &str, vip: Option<&str>) {
          ip link add cc-vxlan type vxlan id 1 dstport 8472 dev eth0
          iptables -w -t nat -N CLUSTERCTL-CNI-MASQ
          iptables -w -t nat -A CLUSTERCTL-CNI-MASQ -s 10.244.0.0/16 ! -d 10.244.0.0/16 -j MASQUERADE
-         iptables -w -t nat -A POSTROUTING -m comment --comment clusterctl-cni -j CLUSTERCTL-CNI-MASQ"
+         iptables -w -t nat -A POSTROUTING -m comment --comment clusterctl-cni -j CLUSTERCTL-CNI-MASQ
+         mkdir -p /etc/kubernetes/pki/etcd /etc/containerd/certs.d/registry.example:5000 /opt/containerd/bin /opt/containerd/lib /var/lib/etcd /var/lib/kubelet/pods /usr/local/lib/clusterctl /var/lib/cni/results
+         iptables -w -t nat -N KUBE-SERVICES
+         iptables -w -t nat -A KUBE-SERVICES -d 10.96.0.1/32 -p tcp --dport 443 -j RETURN
+         iptables -w -t nat -A PREROUTING -m comment --comment 'kubernetes service portals' -j KUBE-SERVICES
+         iptables -w -t filter -N KUBE-FIREWALL
+         iptables -w -t filter -A INPUT -j KUBE-FIREWALL
+         iptables -w -t mangle -N KUBE-IPTABLES-HINT"
     );
     if let Some(v) = vip {
         script.push_str(&format!("\n ip addr add {v}/32 dev eth0"));
@@ -129,10 +141,10 @@ fn destroy_leaves_each_node_as_before_up() {
     for n in [cp, w] {
         install_standin(n, KUBEADM_STANDIN, "/usr/local/bin/kubeadm").expect("stand-in");
         exec(n, "set -e; mkdir -p /etc/kubernetes/manifests /var/log/clusterctl-standin /etc/cni/net.d /opt/cni/bin; echo keep > /etc/not-clusterctl.conf; echo '/swapfile none swap sw 0 0' >> /etc/fstab; test -f /etc/containerd/config.toml");
-        // The nat table a real node already has (docker, kube-proxy): made by creating a chain once.
+        // The tables a real node already has (docker, the kubelet): made by creating a chain once.
         exec(
             n,
-            "iptables -w -t nat -N PRE-UP && iptables -w -t nat -X PRE-UP",
+            "for t in nat filter mangle; do iptables -w -t $t -N PRE-UP && iptables -w -t $t -X PRE-UP; done",
         );
         exec(n, SWAP_SHIMS);
         exec(n, DUMMY_PACKAGE);
@@ -154,6 +166,11 @@ fn destroy_leaves_each_node_as_before_up() {
         &format!("addr eth0 {vip}/32"),
         "fstab #/swapfile",
         "/var/lib/clusterctl/undo/backup/etc/containerd/config.toml",
+        "rule :KUBE-SERVICES",
+        "rule -A INPUT -j KUBE-FIREWALL",
+        "/etc/kubernetes/pki/etcd",
+        "/opt/containerd/bin",
+        "/var/lib/etcd",
     ] {
         assert!(traced.contains(trace), "{trace} shows in:\n{traced}");
     }
@@ -175,6 +192,39 @@ fn destroy_leaves_each_node_as_before_up() {
     )
     .expect("kubeconfig");
     let kh = cp.known_hosts.to_string_lossy().into_owned();
+
+    // --dry-run: every node's reset planned, in teardown order; nothing changes.
+    let r = cli
+        .run(&[
+            "destroy",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "--dry-run",
+        ])
+        .expect("destroy --dry-run");
+    let plan = r.all();
+    assert_eq!(r.code, 0, "{plan}");
+    for planned in [
+        "reset/workers",
+        "reset/first-control-plane",
+        "kubeadm reset -f --config /etc/kubernetes/kubeadm/reset.yaml",
+        "KUBE-",
+        &format!("remove context {name} from"),
+        "change(s) planned; nothing was changed (dry run).",
+    ] {
+        assert!(plan.contains(planned), "{planned}:\n{plan}");
+    }
+    let (wpos, cpos) = (
+        plan.find(&format!("node {} (worker", w.name)),
+        plan.find(&format!("node {} (control-plane", cp.name)),
+    );
+    assert!(wpos.is_some() && cpos.is_some(), "{plan}");
+    assert_eq!(cp.sh(LISTING).expect("listing"), traced);
+    assert!(std::fs::read_to_string(cli.kubeconfig())
+        .expect("kubeconfig")
+        .contains(&format!("{name}-admin")));
 
     // Not confirmed: nothing changes.
     let r = cli
@@ -247,6 +297,9 @@ fn destroy_leaves_each_node_as_before_up() {
         "restored /etc/containerd/config.toml",
         "fstab restored",
         "containerd restarted",
+        "iptables nat: 1 KUBE-* chain(s) deleted",
+        "iptables filter: 1 KUBE-* chain(s) deleted",
+        "empty directories removed",
     ] {
         assert!(out.contains(said), "{said}:\n{out}");
     }

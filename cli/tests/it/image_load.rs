@@ -1,7 +1,8 @@
 //! `clusterctl image load` on the test bed: two systemd node containers (SSH provider, containerd
 //! running inside), an image built locally in the Docker engine (no registry), loaded like
 //! `kind load docker-image` — first to one node with `--nodes`, then to every node, then from an
-//! `--archive` — and checked in each node's containerd (`ctr -n k8s.io images ls`). Then `status` is
+//! `--archive` — and checked in each node's containerd (`ctr -n k8s.io images ls`); `--dry-run` first,
+//! which plans the save, upload and import and loads nothing. Then `status` is
 //! run against a real control plane (`clusterctl_testbed::envtest`) holding the two Nodes and a pod that
 //! cannot pull that image, and must name both nodes as holding it (asked of the node runtimes over SSH).
 
@@ -52,6 +53,33 @@ fn image_load_puts_local_images_into_node_runtimes() {
     let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir.path());
     let kh = n0.known_hosts.to_string_lossy().into_owned();
     let full_one = format!("docker.io/{one}");
+
+    // --dry-run: the plan, no image on any node.
+    let (code, out, err) = run(
+        &cli,
+        &[
+            "image",
+            "load",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "--dry-run",
+            &one,
+        ],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    for planned in [
+        "docker save -o",
+        "ctr -n k8s.io images import /var/lib/clusterctl/images/load-",
+        "ctr -n k8s.io images ls -q",
+        "change(s) planned; nothing was changed (dry run).",
+    ] {
+        assert!(out.contains(planned), "{planned}:\n{out}");
+    }
+    for i in 0..2 {
+        assert!(!images_on(&cluster, i).contains(&full_one), "node {i}");
+    }
 
     // Only the first node.
     let (code, out, err) = run(

@@ -18,6 +18,7 @@ mod cni_overlay;
 mod cni_plan;
 mod cni_plugin;
 mod destroy_docker;
+mod destroy_rules;
 mod destroy_ssh;
 mod image_load;
 mod node_join;

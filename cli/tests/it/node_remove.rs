@@ -7,7 +7,7 @@
 //! explained; the DaemonSet pod and a pod on another node left alone), the Node is deleted — and
 //! between the drain and the delete, `kubeadm reset -f --config` with the rendered ResetConfiguration
 //! on the node. The first control plane and a node not in the file are refused with exit code 2
-//! before anything runs. (The patch type of the cordon is checked on the wire in
+//! before anything runs; `--dry-run` prints the plan and changes neither the API nor the node. (The patch type of the cordon is checked on the wire in
 //! kubeapi/tests/it/recorded_api.rs.)
 
 use std::time::{Duration, Instant};
@@ -149,6 +149,34 @@ fn node_remove_drains_resets_and_deletes_the_node() {
     std::fs::write(cli.kubeconfig(), api.kubeconfig("rmlab")).expect("kubeconfig");
     let pod_path = |ns: &str, name: &str| format!("/api/v1/namespaces/{ns}/pods/{name}");
     let node_path = format!("/api/v1/nodes/{}", w.name);
+
+    // --dry-run: the plan, and nothing changed — neither the Node, its pods nor the node.
+    let r = cli
+        .run(&[
+            "node",
+            "remove",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "--dry-run",
+            &w.name,
+        ])
+        .expect("dry run");
+    let out = r.all();
+    assert_eq!(r.code, 0, "{out}");
+    for planned in [
+        format!("drain node {}", w.name),
+        "kubeadm reset -f --config /etc/kubernetes/kubeadm/reset.yaml".to_string(),
+        format!("delete Node {}", w.name),
+        "change(s) planned; nothing was changed (dry run).".to_string(),
+    ] {
+        assert!(out.contains(&planned), "{planned}:\n{out}");
+    }
+    let node = api.get(&node_path).expect("node");
+    assert_ne!(node["spec"]["unschedulable"], true, "not cordoned");
+    assert!(exists(&api, &pod_path(&ns, "web-1")) && exists(&api, &pod_path(&ns, "db-0")));
+    assert!(standin_calls(w).expect("calls").is_empty(), "no reset");
 
     let runner = cli.clone();
     let kc = cli.kubeconfig().to_string_lossy().into_owned();

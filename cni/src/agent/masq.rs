@@ -20,12 +20,9 @@ use ipnet::Ipv4Net;
 use std::io::{self, Write};
 use std::process::{Command, Stdio};
 
-/// The nftables table name.
-pub const TABLE: &str = "clusterctl-cni";
-/// The iptables chain (table `nat`) of the fallback.
-pub const CHAIN: &str = "CLUSTERCTL-CNI-MASQ";
-/// The comment on the fallback's jump rule in `POSTROUTING`.
-pub const COMMENT: &str = "clusterctl-cni";
+/// The nftables table name, the iptables chain (table `nat`) of the fallback and the comment on its
+/// jump rule in `POSTROUTING` (render's, which `destroy` reads too).
+pub use clusterctl_render::cni::masq::{CHAIN, COMMENT, TABLE};
 
 /// Which firewall holds the masquerade rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

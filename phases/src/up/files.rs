@@ -42,6 +42,8 @@ pub fn place(ctx: &mut NodeCtx, files: &[NodeFile]) -> Result<Vec<String>, Phase
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let host = data.files_of(ctx.name(), FilePurpose::Host);
     let other = data.files_of(ctx.name(), FilePurpose::Other);
+    // The directories the node has before anything is placed, for `destroy` (`crate::undo`).
+    crate::undo::record_dirs(ctx)?;
     let changed = place(ctx, &host)?;
     place(ctx, &other)?;
     let units: Vec<&str> = host

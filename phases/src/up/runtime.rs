@@ -2,7 +2,8 @@
 //! `config.toml` with `SystemdCgroup = true` and the sandbox image, `certs.d/<registry>/hosts.toml`
 //! for the mirror and its CA; CRI-O's drop-ins and `registries.conf`), restarts the runtime only when a
 //! file changed, and makes sure its unit is enabled and active. A different file already in place is
-//! backed up first (`crate::undo`), so that `destroy` restores it.
+//! backed up first (`crate::undo`), so that `destroy` restores it; the directories the node has are
+//! recorded once before (when `files` did not already), so that `destroy` removes only those `up` made.
 
 use super::UpData;
 use crate::ctx::NodeCtx;
@@ -13,6 +14,7 @@ use crate::model::FilePurpose;
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let unit = data.spec.runtime.unit();
     let files = data.files_of(ctx.name(), FilePurpose::Runtime);
+    crate::undo::record_dirs(ctx)?;
     crate::undo::backup_before_overwrite(ctx, &files)?;
     let changed = super::files::place(ctx, &files)?;
     if !changed.is_empty() {

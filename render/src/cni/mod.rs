@@ -9,6 +9,7 @@ pub mod calico;
 pub mod cilium;
 pub mod flannel;
 pub mod install;
+pub mod masq;
 pub mod versions;
 
 use crate::ctx::Ctx;

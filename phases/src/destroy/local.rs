@@ -1,0 +1,141 @@
+//! `destroy`'s phases on this machine: the Docker provider's node containers and network, the
+//! kubeconfig context named after the cluster, and the local state cache.
+
+use std::sync::atomic::Ordering;
+
+use super::Data;
+use crate::ctx::NodeCtx;
+use crate::error::PhaseError;
+use crate::steps::{reason, StepLine, StepOutcome};
+
+fn say(data: &Data<'_>, subject: &str, outcome: StepOutcome) {
+    data.steps.push(StepLine::new(subject, outcome));
+}
+
+/// `docker`: removes the cluster's node containers (with their anonymous volumes) and its network
+/// (kept while other containers use it); says what it removed, or that there was nothing.
+pub(super) fn docker(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    let name = data.cluster.name();
+    let provider = match crate::reach::docker_provider(data.cluster) {
+        Ok(p) => p,
+        Err(e) => {
+            say(data, "docker", StepOutcome::Failed(e.to_string()));
+            return Ok(());
+        }
+    };
+    let listed = provider.list().unwrap_or_default();
+    if ctx.mode.dry_run {
+        for d in &listed {
+            ctx.local_change(
+                &format!(
+                    "remove container {} (node {}) with its anonymous volumes",
+                    d.container, d.name
+                ),
+                || Ok::<(), String>(()),
+            )?;
+        }
+        ctx.local_change(
+            &format!(
+                "remove network {} when it was created for the cluster and no other container uses it",
+                provider.network_name()
+            ),
+            || Ok::<(), String>(()),
+        )?;
+        return Ok(());
+    }
+    let mut removed = None;
+    let what = format!("remove the node containers and the network of cluster {name}");
+    if let Err(e) = ctx.local_change(&what, || provider.remove_all().map(|r| removed = Some(r))) {
+        say(data, "docker", StepOutcome::Failed(reason(&e)));
+        return Ok(());
+    }
+    let removed = removed.unwrap_or_default();
+    for c in &removed.containers {
+        let node = listed
+            .iter()
+            .find(|d| &d.container == c)
+            .map_or(c.as_str(), |d| d.name.as_str());
+        say(
+            data,
+            node,
+            StepOutcome::Done(format!("container {c} removed")),
+        );
+    }
+    for n in &removed.networks {
+        say(
+            data,
+            "docker",
+            StepOutcome::Done(format!("network {n} removed")),
+        );
+    }
+    if removed.containers.is_empty() && removed.networks.is_empty() {
+        say(
+            data,
+            "docker",
+            StepOutcome::Done(format!(
+                "no container or network of cluster {name} on this engine"
+            )),
+        );
+    } else {
+        data.found.store(true, Ordering::SeqCst);
+        say(
+            data,
+            "docker",
+            StepOutcome::Done(format!(
+                "{} container(s) and {} network(s) removed",
+                removed.containers.len(),
+                removed.networks.len()
+            )),
+        );
+    }
+    Ok(())
+}
+
+/// `kubeconfig`: removes the context named after the cluster (with its cluster and user).
+pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    let name = data.cluster.name();
+    let Some(path) = crate::up::kubeconfig::target(data.opts.kubeconfig.as_ref()) else {
+        return Ok(());
+    };
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    let outcome = match clusterctl_kubeapi::kubeconfig::remove_context(&text, name) {
+        Ok((new, true)) => {
+            let what = format!("remove context {name} from {}", path.display());
+            match ctx.local_change(&what, || {
+                crate::local::write_private(&path, 0o600, new.as_bytes())
+            }) {
+                Ok(()) => {
+                    data.found.store(true, Ordering::SeqCst);
+                    StepOutcome::Done(format!("context {name} removed from {}", path.display()))
+                }
+                Err(e) => StepOutcome::Failed(reason(&e)),
+            }
+        }
+        Ok((_, false)) => StepOutcome::Done(format!("no context {name} in {}", path.display())),
+        Err(e) => StepOutcome::Failed(e),
+    };
+    say(data, "kubeconfig", outcome);
+    Ok(())
+}
+
+/// `cache`: removes the cluster's local state cache (`~/.cache/clusterctl/<cluster>`).
+pub(super) fn cache(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    let Some(dir) = crate::local::cache_dir(data.cluster.name()) else {
+        return Ok(());
+    };
+    if !dir.exists() {
+        return Ok(());
+    }
+    let what = format!("remove the local cache {}", dir.display());
+    let outcome = match ctx.local_change(&what, || std::fs::remove_dir_all(&dir)) {
+        Ok(()) => {
+            data.found.store(true, Ordering::SeqCst);
+            StepOutcome::Done(format!("{} removed", dir.display()))
+        }
+        Err(e) => StepOutcome::Failed(reason(&e)),
+    };
+    say(data, "cache", outcome);
+    Ok(())
+}

@@ -1,0 +1,220 @@
+//! `clusterctl destroy` as phases run by the engine through `NodeCtx`, so that `--dry-run` prints the
+//! plan and changes nothing, and every text shown is redacted as for `up`. Best effort: a step that
+//! fails is reported (`NODE: STEP: FAILED: why`) and the others still run, on every node.
+//!
+//! Docker provider (`docker`, on this machine): the cluster's labelled node containers (with their
+//! anonymous volumes) and its network removed. SSH provider: `reset/workers`, then
+//! `reset/control-planes` (those other than the first), then `reset/first-control-plane`, one node at a
+//! time, each node reset as [`reset`] describes. Then, on this machine, `kubeconfig`: the context named
+//! after the cluster (with its cluster and user) removed from the kubeconfig, and `cache`: the local
+//! state cache removed. [`run`] is the entry point; the command asks for confirmation and prints
+//! [`Report`].
+
+mod local;
+pub mod reset;
+pub mod scripts;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use clusterctl_render::Rendered;
+use clusterctl_spec::model::Provider;
+use clusterctl_spec::{ValidCluster, ValidNode};
+
+use crate::ctx::{Mode, NodeCtx, PlanEntry, Secrets};
+use crate::engine::{Engine, Phase, Targets};
+use crate::error::PhaseError;
+use crate::model::NodeInfo;
+use crate::report::QuietReporter;
+use crate::steps::{reason, Sink, StepLine, StepOutcome, Steps};
+
+pub use reset::{reset_node, Teardown};
+
+/// How `destroy` runs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The kubeconfig to remove the cluster's context from (default: `$KUBECONFIG` or `~/.kube/config`).
+    pub kubeconfig: Option<PathBuf>,
+    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
+    pub known_hosts: Option<PathBuf>,
+    /// Also purge the Kubernetes packages from every node (SSH provider).
+    pub purge: bool,
+    /// Change nothing: contact no node and record every step in the plan.
+    pub dry_run: bool,
+}
+
+/// What a `destroy` run did (or, in a dry run, would do).
+#[derive(Debug, Default)]
+pub struct Report {
+    /// The cluster's name.
+    pub cluster: String,
+    /// Every step's line, in the order they ended (each also passed to the sink as it ended).
+    pub lines: Vec<StepLine>,
+    /// Whether anything of the cluster was found and removed (an SSH node reset always is).
+    pub found: bool,
+    /// The nodes, in file order (for grouping the plan).
+    pub nodes: Vec<NodeInfo>,
+    /// The dry-run plan (every check, command and local change, per node and `local`).
+    pub plan: Vec<PlanEntry>,
+    /// Changes made or planned.
+    pub changes: usize,
+}
+
+impl Report {
+    /// The number of failed steps.
+    pub fn failures(&self) -> usize {
+        self.lines.iter().filter(|l| l.failed()).count()
+    }
+}
+
+/// What the phases of one run share.
+pub struct Data<'a> {
+    cluster: &'a ValidCluster,
+    opts: &'a Options,
+    rendered: Option<Rendered>,
+    /// Node → why it could not be reached.
+    unreachable: BTreeMap<String, String>,
+    steps: Steps<'a>,
+    found: AtomicBool,
+}
+
+/// The order nodes are torn down in: workers, then control planes other than the first, then the first.
+pub fn teardown_order(cluster: &ValidCluster) -> Vec<&ValidNode> {
+    let first = cluster.first_control_plane().name.clone();
+    let mut out: Vec<&ValidNode> = cluster.workers().collect();
+    out.extend(cluster.control_planes().filter(|n| n.name != first));
+    out.extend(cluster.control_planes().filter(|n| n.name == first));
+    out
+}
+
+fn phase<'a>(
+    name: &'static str,
+    targets: Targets,
+    run: fn(&mut NodeCtx, &Data<'a>) -> Result<(), PhaseError>,
+) -> Phase<Data<'a>> {
+    Phase {
+        name,
+        targets,
+        serial: true,
+        record: false,
+        required: false,
+        inputs: |_, _| String::new(),
+        run,
+    }
+}
+
+/// The phases of `destroy` for `provider`, in order (see the module doc).
+pub fn phases<'a>(provider: Provider) -> Vec<Phase<Data<'a>>> {
+    let mut out = match provider {
+        Provider::Docker => vec![phase("docker", Targets::Local, local::docker)],
+        Provider::Ssh => vec![
+            phase("reset/workers", Targets::Workers, reset),
+            phase("reset/control-planes", Targets::OtherControlPlanes, reset),
+            phase(
+                "reset/first-control-plane",
+                Targets::FirstControlPlane,
+                reset,
+            ),
+        ],
+    };
+    out.push(phase("kubeconfig", Targets::Local, local::kubeconfig));
+    out.push(phase("cache", Targets::Local, local::cache));
+    out
+}
+
+/// The `reset/*` phases: one node's reset, or its line saying why it could not be reached.
+fn reset(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    if ctx.transport().is_none() && !ctx.mode.dry_run {
+        let why = data
+            .unreachable
+            .get(ctx.name())
+            .cloned()
+            .unwrap_or_default();
+        data.steps.push(StepLine::new(
+            ctx.name(),
+            StepOutcome::Failed(format!("cannot reach: {why}")),
+        ));
+        return Ok(());
+    }
+    let Some(node) = data.cluster.node(ctx.name()) else {
+        return Ok(());
+    };
+    let files = data
+        .rendered
+        .as_ref()
+        .and_then(|r| r.per_node.get(&node.name))
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let teardown = Teardown::of(data.cluster, node, data.opts.purge);
+    reset_node(ctx, data.cluster.name(), files, &teardown, &data.steps);
+    Ok(())
+}
+
+/// Destroys `cluster` (see the module doc); each step's line goes to `sink` as it ends. Never stops at
+/// a failed step: the report counts them.
+pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Report {
+    let nodes: Vec<NodeInfo> = cluster
+        .nodes()
+        .iter()
+        .map(crate::reach::node_info)
+        .collect();
+    let mut transports = BTreeMap::new();
+    let mut unreachable = BTreeMap::new();
+    if cluster.provider() == Provider::Ssh && !opts.dry_run {
+        let reached = crate::reach::reach(
+            cluster,
+            &teardown_order(cluster),
+            opts.known_hosts.as_deref(),
+        );
+        transports = reached.transports;
+        unreachable = reached
+            .errors
+            .into_iter()
+            .map(|(n, e)| (n, e.to_string()))
+            .collect();
+    }
+    let data = Data {
+        cluster,
+        opts,
+        rendered: clusterctl_render::render(cluster, &clusterctl_render::Facts::assumed(cluster))
+            .ok(),
+        unreachable,
+        steps: Steps::new(sink),
+        found: AtomicBool::new(cluster.provider() == Provider::Ssh),
+    };
+    let engine_opts = crate::engine::Options {
+        cluster: cluster.name().to_string(),
+        mode: Mode {
+            dry_run: opts.dry_run,
+            ..Mode::default()
+        },
+        parallel: 1,
+        skip: Vec::new(),
+        only: Vec::new(),
+        cache: None,
+    };
+    let engine = Engine::new(
+        nodes.clone(),
+        transports,
+        engine_opts,
+        Arc::new(QuietReporter),
+        Secrets::default(),
+    );
+    let (summary, result) = engine.run(&phases(cluster.provider()), &data);
+    if let Err(e) = result {
+        for pe in e.0 {
+            data.steps
+                .push(StepLine::new(pe.node(), StepOutcome::Failed(reason(&pe))));
+        }
+    }
+    Report {
+        cluster: cluster.name().to_string(),
+        lines: data.steps.lines(),
+        found: data.found.load(Ordering::SeqCst),
+        nodes,
+        changes: summary.total_changes(),
+        plan: summary.plan,
+    }
+}

@@ -1,0 +1,322 @@
+//! `clusterctl image load` as phases run by the engine through `NodeCtx` (so `--dry-run` prints the
+//! plan, contacts no node and changes nothing): puts local images into every node's runtime, like
+//! `kind load docker-image`.
+//! 1. `archive` (this machine): the images saved from the local Docker engine (`docker save`, one
+//!    archive for all of them, in a private temporary directory removed afterwards) — or the archive
+//!    given (`docker save` tarball or OCI archive), used as it is;
+//! 2. `load` (every selected node, in parallel): the archive streamed to [`STAGING_DIR`]
+//!    (`upload_stream`, never held in memory whole), imported into containerd's `k8s.io` namespace
+//!    with `ctr -n k8s.io images import` (CRI-O nodes: `podman load`), removed, and each named image
+//!    then looked up in the node's runtime ([`LIST_IMAGES`]). Every node gets a result line; a node
+//!    that fails does not stop the others.
+//!
+//! [`run`] is the entry point.
+
+mod archive;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use clusterctl_exec::Cmd;
+use clusterctl_spec::model::RuntimeKind;
+use clusterctl_spec::ValidCluster;
+
+use crate::ctx::{Mode, NodeCtx, PlanEntry, Secrets};
+use crate::engine::{Engine, Phase, Targets};
+use crate::error::PhaseError;
+use crate::model::NodeInfo;
+use crate::report::QuietReporter;
+use crate::steps::{reason, Sink, StepLine, StepOutcome, Steps};
+use crate::util::sh_quote;
+
+/// Where the archive is staged on a node while it is imported (removed afterwards).
+pub const STAGING_DIR: &str = "/var/lib/clusterctl/images";
+
+/// Lists the runtime's images, one reference per line: containerd through `ctr` (namespace k8s.io),
+/// CRI-O through `crictl images` (`IMAGE:TAG`).
+pub const LIST_IMAGES: &str = "if command -v ctr >/dev/null 2>&1; then ctr -n k8s.io images ls -q; \
+elif command -v crictl >/dev/null 2>&1; then crictl images 2>/dev/null | awk 'NR>1{print $1\":\"$2}'; \
+else echo 'no ctr or crictl on this node' >&2; exit 3; fi";
+
+/// How `image load` runs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Images, exactly as the pod specs name them (e.g. `cka-api:v4`). With `archive`, the images to
+    /// check for after the import (optional).
+    pub images: Vec<String>,
+    /// Load this archive instead of asking the local Docker engine.
+    pub archive: Option<PathBuf>,
+    /// Only these nodes (names from the cluster file); empty: every node.
+    pub nodes: Vec<String>,
+    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
+    pub known_hosts: Option<PathBuf>,
+    /// Change nothing: contact no node, save no archive, record every step in the plan.
+    pub dry_run: bool,
+}
+
+/// Why `image load` refused to start (nothing was contacted or changed).
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// Neither an image nor an archive.
+    #[error("name at least one image, or give --archive FILE.tar")]
+    Nothing,
+    /// Nodes the file does not declare.
+    #[error("not nodes of cluster {cluster}: {nodes}")]
+    UnknownNodes {
+        /// The cluster's name.
+        cluster: String,
+        /// The unknown names, comma-separated.
+        nodes: String,
+    },
+    /// The given archive cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Archive {
+        /// The archive.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What an `image load` run did (or, in a dry run, would do).
+#[derive(Debug, Default)]
+pub struct Report {
+    /// One line per selected node (each also passed to the sink).
+    pub lines: Vec<StepLine>,
+    /// Why the run stopped before any node (the archive could not be made).
+    pub stopped: Option<String>,
+    /// The selected nodes, in file order.
+    pub nodes: Vec<NodeInfo>,
+    /// The dry-run plan.
+    pub plan: Vec<PlanEntry>,
+    /// Changes made or planned.
+    pub changes: usize,
+}
+
+impl Report {
+    /// The number of nodes that failed.
+    pub fn failures(&self) -> usize {
+        self.lines.iter().filter(|l| l.failed()).count()
+    }
+}
+
+/// What the phases of one run share.
+pub struct Data<'a> {
+    opts: &'a Options,
+    runtime: RuntimeKind,
+    /// Where `docker save` writes (a private temporary directory).
+    staging: PathBuf,
+    /// The archive and its size, once known.
+    archive: Mutex<Option<(PathBuf, u64)>>,
+    unreachable: BTreeMap<String, String>,
+    steps: Steps<'a>,
+}
+
+impl Data<'_> {
+    /// What is loaded, for the result lines: the images, or the archive's path.
+    fn what(&self) -> String {
+        if self.opts.images.is_empty() {
+            self.opts
+                .archive
+                .as_ref()
+                .map(|a| a.display().to_string())
+                .unwrap_or_default()
+        } else {
+            self.opts.images.join(", ")
+        }
+    }
+}
+
+fn phase<'a>(
+    name: &'static str,
+    targets: Targets,
+    run: fn(&mut NodeCtx, &Data<'a>) -> Result<(), PhaseError>,
+) -> Phase<Data<'a>> {
+    Phase {
+        name,
+        targets,
+        serial: false,
+        record: false,
+        required: false,
+        inputs: |_, _| String::new(),
+        run,
+    }
+}
+
+/// The phases of `image load`, in order (see the module doc).
+pub fn phases<'a>() -> Vec<Phase<Data<'a>>> {
+    vec![
+        phase("archive", Targets::Local, archive::run),
+        phase("load", Targets::All, load),
+    ]
+}
+
+/// The `load` phase: one node's import and its result line.
+fn load(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    let outcome = if ctx.transport().is_none() && !ctx.mode.dry_run {
+        let why = data
+            .unreachable
+            .get(ctx.name())
+            .cloned()
+            .unwrap_or_default();
+        StepOutcome::Failed(format!("cannot reach: {why}"))
+    } else {
+        match load_on_node(ctx, data) {
+            Ok(Some(size)) => StepOutcome::Done(format!("loaded {} ({size} bytes)", data.what())),
+            Ok(None) => StepOutcome::Done(format!("{} planned (dry run)", data.what())),
+            Err(e) => StepOutcome::Failed(reason(&e)),
+        }
+    };
+    data.steps.push(StepLine::new(ctx.name(), outcome));
+    Ok(())
+}
+
+/// Streams the archive to the node, imports it into the runtime, removes it, and checks that every
+/// named image is then listed by the runtime. Returns the archive's size (`None` in a dry run).
+fn load_on_node(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<Option<u64>, PhaseError> {
+    let remote = format!("{STAGING_DIR}/load-{}.tar", std::process::id());
+    let archive = data.archive.lock().ok().and_then(|a| a.clone());
+    match &archive {
+        Some((path, _)) => {
+            ctx.put_local_file(path, &remote, 0o600)?;
+        }
+        None => ctx.info(&format!(
+            "write {remote} (mode 0600, the archive `docker save` makes, streamed from this machine)"
+        )),
+    }
+    let q = sh_quote(&remote);
+    let import = match data.runtime {
+        RuntimeKind::Containerd => format!("ctr -n k8s.io images import {q}"),
+        RuntimeKind::Crio => format!("podman load -i {q}"),
+    };
+    let ran = ctx.run_script(&format!("{import}; rc=$?; rm -f {q}; exit $rc"))?;
+    let size = archive.filter(|_| ran.is_some()).map(|(_, size)| size);
+    if data.opts.images.is_empty() {
+        return Ok(size);
+    }
+    // Offline (dry run) the check is only planned.
+    let Some(listed) = ctx.query(Cmd::new(LIST_IMAGES))? else {
+        return Ok(None);
+    };
+    let listed: Vec<String> = listed.stdout_str().lines().map(str::to_string).collect();
+    let absent: Vec<&str> = data
+        .opts
+        .images
+        .iter()
+        .filter(|i| {
+            !listed
+                .iter()
+                .any(|l| clusterctl_kubeapi::image_matches(i, l))
+        })
+        .map(String::as_str)
+        .collect();
+    if !absent.is_empty() {
+        return Err(ctx.check_error(vec![format!(
+            "imported, but the runtime does not list {}",
+            absent.join(", ")
+        )]));
+    }
+    Ok(size)
+}
+
+/// Removes a directory when dropped (the `docker save` staging directory).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Loads the images of `opts` into the runtimes of the selected nodes of `cluster` (see the module
+/// doc); each node's result line goes to `sink` as it ends. Errors: nothing to load, unknown nodes, an
+/// unreadable archive — before anything is contacted.
+pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Report, Refused> {
+    if opts.archive.is_none() && opts.images.is_empty() {
+        return Err(Refused::Nothing);
+    }
+    let unknown: Vec<&str> = opts
+        .nodes
+        .iter()
+        .filter(|n| cluster.node(n).is_none())
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Refused::UnknownNodes {
+            cluster: cluster.name().to_string(),
+            nodes: unknown.join(", "),
+        });
+    }
+    let archive = match &opts.archive {
+        Some(a) => {
+            let size = std::fs::metadata(a)
+                .map_err(|source| Refused::Archive {
+                    path: a.clone(),
+                    source,
+                })?
+                .len();
+            Some((a.clone(), size))
+        }
+        None => None,
+    };
+    let selected: Vec<_> = cluster
+        .nodes()
+        .iter()
+        .filter(|n| opts.nodes.is_empty() || opts.nodes.contains(&n.name))
+        .collect();
+    let mut transports = BTreeMap::new();
+    let mut unreachable = BTreeMap::new();
+    if !opts.dry_run {
+        let reached = crate::reach::reach(cluster, &selected, opts.known_hosts.as_deref());
+        transports = reached.transports;
+        unreachable = reached
+            .errors
+            .into_iter()
+            .map(|(n, e)| (n, e.to_string()))
+            .collect();
+    }
+    let staging = std::env::temp_dir().join(format!("clusterctl-image-{}", std::process::id()));
+    let _cleanup = RemoveOnDrop(staging.clone());
+    let nodes: Vec<NodeInfo> = selected
+        .iter()
+        .map(|n| crate::reach::node_info(n))
+        .collect();
+    let data = Data {
+        opts,
+        runtime: cluster.spec().runtime.kind,
+        staging,
+        archive: Mutex::new(archive),
+        unreachable,
+        steps: Steps::new(sink),
+    };
+    let engine_opts = crate::engine::Options {
+        cluster: cluster.name().to_string(),
+        mode: Mode {
+            dry_run: opts.dry_run,
+            ..Mode::default()
+        },
+        parallel: nodes.len().max(1),
+        skip: Vec::new(),
+        only: Vec::new(),
+        cache: None,
+    };
+    let engine = Engine::new(
+        nodes.clone(),
+        transports,
+        engine_opts,
+        Arc::new(QuietReporter),
+        Secrets::default(),
+    );
+    let (summary, result) = engine.run(&phases(), &data);
+    Ok(Report {
+        lines: data.steps.lines(),
+        stopped: result
+            .err()
+            .map(|e| e.0.iter().map(reason).collect::<Vec<_>>().join("\n")),
+        nodes,
+        changes: summary.total_changes(),
+        plan: summary.plan,
+    })
+}

@@ -1,0 +1,291 @@
+//! `clusterctl node remove` as phases run by the engine through `NodeCtx` (so `--dry-run` prints the
+//! plan, contacts neither the nodes nor the API, and changes nothing). In order:
+//! 1. `drain` (this machine, through the API: `clusterctl_kubeapi::drain`): cordon, policy/v1
+//!    evictions of every pod but mirror and DaemonSet pods, an eviction refused with 429 by a
+//!    PodDisruptionBudget retried every `retry_interval` until `timeout`, then wait until the evicted
+//!    pods are gone. A drain that fails stops the run here, the node left cordoned
+//!    ([`Report::stopped`] says why and what to do);
+//! 2. `reset` (the node): the same reset as `destroy` (`crate::destroy::reset`); on a control plane
+//!    `kubeadm reset` also removes the node's etcd member (its `remove-etcd-member` phase);
+//! 3. `etcd` (the first control plane, when the node is a control plane): the member list read
+//!    (`etcdctl member list` in its etcd static pod) and a member still listed under the node's name
+//!    removed there;
+//! 4. `node-object` (this machine): the Node object deleted (`DELETE /api/v1/nodes/NODE`) and the
+//!    node's local state cache removed.
+//!
+//! Steps 2–4 are best effort: each is reported and a failure does not stop the next. The first
+//! control plane is refused (joins and credentials go through it). [`run`] is the entry point.
+
+mod drain;
+pub mod etcd;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clusterctl_kubeapi::ClusterApi;
+use clusterctl_render::Rendered;
+use clusterctl_spec::{ValidCluster, ValidNode};
+
+use crate::ctx::{Mode, NodeCtx, PlanEntry, Secrets};
+use crate::destroy::{reset_node, Teardown};
+use crate::engine::{Engine, Phase, Targets};
+use crate::error::PhaseError;
+use crate::model::NodeInfo;
+use crate::reach::ReachError;
+use crate::report::QuietReporter;
+use crate::steps::{reason, Sink, StepLine, StepOutcome, Steps};
+
+/// How `node remove` runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The node to remove (a name from the cluster file).
+    pub node: String,
+    /// How long the drain may take (evictions blocked by a PodDisruptionBudget are retried until then).
+    pub timeout: Duration,
+    /// Between retries of a blocked eviction (and checks that evicted pods are gone); at least 1 s.
+    pub retry_interval: Duration,
+    /// The kubeconfig to use (default: the cluster's context in `$KUBECONFIG`/`~/.kube/config`, else
+    /// admin.conf from the first control plane).
+    pub kubeconfig: Option<PathBuf>,
+    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
+    pub known_hosts: Option<PathBuf>,
+    /// Change nothing: contact neither the nodes nor the API, record every step in the plan.
+    pub dry_run: bool,
+}
+
+/// Why `node remove` refused to start (nothing was contacted or changed).
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// The node is not in the cluster file.
+    #[error("node {node} is not in the cluster file (it declares: {declared})")]
+    NotInFile {
+        /// The node named.
+        node: String,
+        /// The file's nodes, comma-separated.
+        declared: String,
+    },
+    /// The node is the first control plane.
+    #[error("{0} is the first control plane: joins and credentials go through it; put another control plane first in the file (and run `clusterctl up`) before removing it")]
+    FirstControlPlane(String),
+    /// The cluster's API could not be reached.
+    #[error(transparent)]
+    Api(#[from] ReachError),
+}
+
+/// What a `node remove` run did (or, in a dry run, would do).
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Every step's line, in the order they ended (each also passed to the sink).
+    pub lines: Vec<StepLine>,
+    /// Why the run stopped before the reset (the drain failed), with what to do.
+    pub stopped: Option<String>,
+    /// The nodes the plan is about (the first control plane and the node), in file order.
+    pub nodes: Vec<NodeInfo>,
+    /// The dry-run plan.
+    pub plan: Vec<PlanEntry>,
+    /// Changes made or planned.
+    pub changes: usize,
+}
+
+impl Report {
+    /// The number of failed steps.
+    pub fn failures(&self) -> usize {
+        self.lines.iter().filter(|l| l.failed()).count()
+    }
+}
+
+/// What the phases of one run share.
+pub struct Data<'a> {
+    cluster: &'a ValidCluster,
+    node: &'a ValidNode,
+    opts: &'a Options,
+    api: Option<&'a dyn ClusterApi>,
+    rendered: Option<Rendered>,
+    unreachable: BTreeMap<String, String>,
+    steps: Steps<'a>,
+    stopped: Mutex<Option<String>>,
+}
+
+impl Data<'_> {
+    fn say(&self, outcome: StepOutcome) {
+        self.steps.push(StepLine::new(&self.node.name, outcome));
+    }
+    fn step(&self, step: &str, r: Result<String, PhaseError>) {
+        self.steps.push(StepLine::of(&self.node.name, step, r));
+    }
+}
+
+fn phase<'a>(
+    name: &'static str,
+    targets: Targets,
+    run: fn(&mut NodeCtx, &Data<'a>) -> Result<(), PhaseError>,
+) -> Phase<Data<'a>> {
+    Phase {
+        name,
+        targets,
+        serial: true,
+        record: false,
+        required: false,
+        inputs: |_, _| String::new(),
+        run,
+    }
+}
+
+/// The phases for removing `node` (see the module doc).
+pub fn phases<'a>(node: &ValidNode) -> Vec<Phase<Data<'a>>> {
+    let mut out = vec![phase("drain", Targets::Local, drain::run)];
+    if node.is_control_plane() {
+        out.push(phase("reset", Targets::OtherControlPlanes, reset));
+        out.push(phase("etcd", Targets::FirstControlPlane, etcd::run));
+    } else {
+        out.push(phase("reset", Targets::Workers, reset));
+    }
+    out.push(phase("node-object", Targets::Local, node_object));
+    out
+}
+
+/// `reset`: the node's reset, as `destroy` resets one.
+fn reset(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    if ctx.transport().is_none() && !ctx.mode.dry_run {
+        let why = data
+            .unreachable
+            .get(ctx.name())
+            .cloned()
+            .unwrap_or_default();
+        data.step(
+            "reset",
+            Err(ctx.local_error(format!("cannot reach: {why}"))),
+        );
+        return Ok(());
+    }
+    let files = data
+        .rendered
+        .as_ref()
+        .and_then(|r| r.per_node.get(&data.node.name))
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let teardown = Teardown::of(data.cluster, data.node, false);
+    reset_node(ctx, data.cluster.name(), files, &teardown, &data.steps);
+    Ok(())
+}
+
+/// `node-object`: the Node deleted through the API, the node's local state cache removed.
+fn node_object(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    let name = data.node.name.as_str();
+    let r = ctx.api_change(&format!("delete Node {name}"), || match data.api {
+        Some(api) => api.delete_node(name).map_err(|e| e.to_string()),
+        None => Err("no API client".to_string()),
+    });
+    match r {
+        Ok(()) => data.say(StepOutcome::Done("Node object deleted".into())),
+        Err(e) => data.step("Node object", Err(e)),
+    }
+    if let Some(dir) = crate::local::cache_dir(data.cluster.name()) {
+        let f = dir.join(format!("{name}.json"));
+        if f.exists() {
+            let what = format!("remove {}", f.display());
+            if let Err(e) = ctx.local_change(&what, || std::fs::remove_file(&f)) {
+                data.step("cache", Err(e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Takes `opts.node` out of `cluster` (see the module doc); each step's line goes to `sink` as it
+/// ends. Errors: the node is not in the file or is the first control plane, or (not in a dry run) the
+/// API cannot be reached — all before anything is changed.
+pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Report, Refused> {
+    let name = opts.node.as_str();
+    let Some(node) = cluster.node(name) else {
+        return Err(Refused::NotInFile {
+            node: name.to_string(),
+            declared: cluster
+                .nodes()
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    };
+    let first = cluster.first_control_plane();
+    if first.name == name {
+        return Err(Refused::FirstControlPlane(name.to_string()));
+    }
+    let api = if opts.dry_run {
+        None
+    } else {
+        Some(crate::reach::cluster_api(
+            cluster,
+            opts.kubeconfig.as_deref(),
+            opts.known_hosts.as_deref(),
+        )?)
+    };
+    let mut transports = BTreeMap::new();
+    let mut unreachable = BTreeMap::new();
+    if !opts.dry_run {
+        let mut on: Vec<&ValidNode> = vec![node];
+        if node.is_control_plane() {
+            on.push(first);
+        }
+        let reached = crate::reach::reach(cluster, &on, opts.known_hosts.as_deref());
+        transports = reached.transports;
+        unreachable = reached
+            .errors
+            .into_iter()
+            .map(|(n, e)| (n, e.to_string()))
+            .collect();
+    }
+    let nodes: Vec<NodeInfo> = cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.name == first.name || n.name == name)
+        .map(crate::reach::node_info)
+        .collect();
+    let data = Data {
+        cluster,
+        node,
+        opts,
+        api: api.as_ref().map(|a| a as &dyn ClusterApi),
+        rendered: clusterctl_render::render(cluster, &clusterctl_render::Facts::assumed(cluster))
+            .ok(),
+        unreachable,
+        steps: Steps::new(sink),
+        stopped: Mutex::new(None),
+    };
+    let engine_opts = crate::engine::Options {
+        cluster: cluster.name().to_string(),
+        mode: Mode {
+            dry_run: opts.dry_run,
+            ..Mode::default()
+        },
+        parallel: 1,
+        skip: Vec::new(),
+        only: Vec::new(),
+        cache: None,
+    };
+    let engine = Engine::new(
+        nodes.clone(),
+        transports,
+        engine_opts,
+        Arc::new(QuietReporter),
+        Secrets::default(),
+    );
+    let (summary, result) = engine.run(&phases(node), &data);
+    let stopped = data.stopped.lock().ok().and_then(|mut s| s.take());
+    if let (Err(e), None) = (&result, &stopped) {
+        for pe in &e.0 {
+            data.steps
+                .push(StepLine::new(pe.node(), StepOutcome::Failed(reason(pe))));
+        }
+    }
+    Ok(Report {
+        lines: data.steps.lines(),
+        stopped,
+        nodes,
+        changes: summary.total_changes(),
+        plan: summary.plan,
+    })
+}

@@ -1,0 +1,443 @@
+//! The one way the commands reach a cluster's nodes and API: the Docker provider's node options
+//! ([`docker_options`], kind's run options with the file's `spec.docker` settings), the SSH transport
+//! of a node ([`ssh_transport`]: key file or agent, `known_hosts` strict or trust-on-first-use, the
+//! file's connect attempts), reaching the nodes that exist ([`reach`]: SSH hosts in parallel, or the
+//! provider's labelled, running node containers — never creating any), and the cluster's API client
+//! ([`cluster_api`]: the kubeconfig context named after the cluster, else `admin.conf` fetched from the
+//! first control plane).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clusterctl_exec::{DockerNodeOptions, DockerProvider, ExecError, Transport};
+use clusterctl_kubeapi::KubeClusterApi;
+use clusterctl_spec::model::{HostKeyPolicy, Provider};
+use clusterctl_spec::{ValidCluster, ValidNode};
+
+use crate::model::{NodeInfo, Role};
+
+/// Why a node or the cluster's API could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ReachError {
+    /// The Docker engine could not be used.
+    #[error("docker: {0}")]
+    Docker(#[source] Arc<ExecError>),
+    /// The SSH connection failed (unreachable, refused host key, authentication).
+    #[error(transparent)]
+    Ssh(#[from] ExecError),
+    /// The cluster file gives the node no address.
+    #[error("no address in the cluster file")]
+    NoAddress,
+    /// The provider has no running node container for the node (`state`: `None` when there is none).
+    #[error("{}", match state { Some(s) => format!("container {container} is {s}"), None => format!("no container {container} (labelled for cluster {cluster})") })]
+    NoContainer {
+        /// The container's name.
+        container: String,
+        /// The cluster's name.
+        cluster: String,
+        /// The container's state when it exists but is not running.
+        state: Option<String>,
+    },
+    /// The connect thread panicked.
+    #[error("connect thread panicked")]
+    Panicked,
+    /// No kubeconfig context of the cluster and the first control plane could not be reached.
+    #[error("no kubeconfig context `{cluster}` and the first control plane {node} cannot be reached: {source}")]
+    FirstControlPlane {
+        /// The cluster's name.
+        cluster: String,
+        /// The first control plane.
+        node: String,
+        /// Why it could not be reached.
+        #[source]
+        source: Box<ReachError>,
+    },
+    /// `admin.conf` could not be read on the first control plane.
+    #[error("reading admin.conf on {node}: {source}")]
+    AdminConf {
+        /// The first control plane.
+        node: String,
+        /// The transport's error.
+        #[source]
+        source: ExecError,
+    },
+    /// Neither a kubeconfig context nor `admin.conf` on the first control plane.
+    #[error("no context `{cluster}` in the kubeconfig and no {path} on {node}")]
+    NoAdminConf {
+        /// The cluster's name.
+        cluster: String,
+        /// `admin.conf`'s path.
+        path: &'static str,
+        /// The first control plane.
+        node: String,
+    },
+    /// No local cache directory (no `HOME`).
+    #[error("no cache directory: set HOME")]
+    NoCache,
+    /// Writing the cached `admin.conf` failed.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The kubeconfig does not give a usable API client.
+    #[error(transparent)]
+    Api(#[from] clusterctl_kubeapi::ApiError),
+}
+
+/// `~/x` with `$HOME` expanded.
+pub fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+/// The engine's view of `node` (name, role, the file's address or empty).
+pub fn node_info(node: &ValidNode) -> NodeInfo {
+    NodeInfo::new(
+        node.name.clone(),
+        if node.is_control_plane() {
+            Role::ControlPlane
+        } else {
+            Role::Worker
+        },
+        node.address.map(|a| a.to_string()).unwrap_or_default(),
+    )
+}
+
+/// The docker provider's node options for Kubernetes `tag` (e.g. `v1.34.1`): kind's run options for
+/// the version, with the file's node image and `spec.docker.runOptions` (env, extra mounts,
+/// privileged, capabilities, tmpfs, cgroup namespace, memory and CPU limits), its network and the
+/// nodes' port mappings. kind's read-only `/lib/modules` mount is left out when the host has no such
+/// directory (the engine refuses a missing bind source).
+pub fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOptions {
+    let mut options = DockerNodeOptions::kind(tag);
+    options.image = cluster.docker_node_image();
+    let ro = &cluster.spec().docker.run_options;
+    if !Path::new("/lib/modules").is_dir() {
+        options.binds.retain(|b| !b.starts_with("/lib/modules:"));
+    }
+    options
+        .env
+        .extend(ro.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for m in &ro.extra_mounts {
+        options.binds.push(format!(
+            "{}:{}:{}",
+            m.host_path,
+            m.container_path,
+            if m.read_only { "ro" } else { "rw" }
+        ));
+    }
+    if let Some(p) = ro.privileged {
+        options.privileged = p;
+    }
+    options.cap_add.extend(ro.cap_add.iter().cloned());
+    for t in &ro.tmpfs {
+        let (path, opts) = t.split_once(':').unwrap_or((t.as_str(), ""));
+        options.tmpfs.retain(|(p, _)| p != path);
+        options.tmpfs.push((path.to_string(), opts.to_string()));
+    }
+    if let Some(c) = &ro.cgroupns {
+        options.cgroupns = Some(c.clone());
+    }
+    options.network = cluster.spec().docker.network.clone();
+    options.memory = ro.memory.as_deref().and_then(docker_bytes);
+    options.nano_cpus = ro
+        .cpus
+        .as_deref()
+        .and_then(|c| c.parse::<f64>().ok())
+        .map(|c| (c * 1e9).round() as i64);
+    for n in &cluster.spec().nodes {
+        let maps =
+            n.port_mappings
+                .iter()
+                .map(|m| clusterctl_exec::PortMapping {
+                    container_port: m.container_port,
+                    host_port: m.host_port,
+                    listen_address: m.listen_address.clone().unwrap_or_else(|| {
+                        clusterctl_spec::model::DEFAULT_PORT_LISTEN_ADDRESS.into()
+                    }),
+                    protocol: m.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
+                })
+                .collect::<Vec<_>>();
+        if !maps.is_empty() {
+            options.port_mappings.insert(n.name.clone(), maps);
+        }
+    }
+    options
+}
+
+/// A docker memory size (`512m`, `4g`, `1073741824`; suffixes b, k, m, g in powers of 1024, as
+/// `docker run --memory` reads them) in bytes; `None` when it is not one (validate refuses it).
+pub fn docker_bytes(size: &str) -> Option<i64> {
+    let lower = size.to_ascii_lowercase();
+    let (digits, unit) = match lower.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&lower[..i], c),
+        _ => (lower.as_str(), 'b'),
+    };
+    let shift = match unit {
+        'b' => 0,
+        'k' => 10,
+        'm' => 20,
+        'g' => 30,
+        _ => return None,
+    };
+    digits.parse::<i64>().ok()?.checked_mul(1 << shift)
+}
+
+/// The Docker provider of `cluster` with its node options (no container is created). Errors: the
+/// engine cannot be used.
+pub fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, ReachError> {
+    DockerProvider::new(
+        cluster.name().to_string(),
+        docker_options(cluster, &cluster.version_info().tag()),
+    )
+    .map_err(|e| ReachError::Docker(Arc::new(e)))
+}
+
+/// The SSH transport to `node` at `host` (its address; `up` may use another one), with the file's key
+/// (`~` expanded; the SSH agent when none), port, user, connect attempts and host-key policy, checked
+/// against `known_hosts` (default `~/.ssh/known_hosts`). Errors: as `SshTransport::connect`.
+pub fn ssh_transport(
+    node: &ValidNode,
+    host: &str,
+    known_hosts: Option<&Path>,
+) -> Result<clusterctl_exec::SshTransport, ExecError> {
+    let auth = match &node.ssh.key_file {
+        Some(k) => clusterctl_exec::SshAuth::KeyFile {
+            path: expand_home(k),
+            passphrase: None,
+        },
+        None => clusterctl_exec::SshAuth::Agent,
+    };
+    let mut options = clusterctl_exec::SshOptions::new(auth);
+    options.connect_retry.attempts = node.ssh.connect_attempts;
+    let known_hosts = known_hosts
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts")));
+    if let Some(k) = known_hosts {
+        options.known_hosts = k;
+    }
+    options.host_key_policy = match node.ssh.host_key_policy {
+        HostKeyPolicy::Strict => clusterctl_exec::HostKeyPolicy::Strict,
+        _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
+    };
+    let target = clusterctl_exec::SshTarget {
+        node: node.name.clone(),
+        host: host.to_string(),
+        port: node.ssh.port,
+        user: node.ssh.user.clone(),
+    };
+    clusterctl_exec::SshTransport::connect(target, options)
+}
+
+/// A connected transport, or why the node could not be reached.
+type Connected = Result<Arc<dyn Transport>, ReachError>;
+
+/// Transports to nodes, and why the others could not be reached.
+#[derive(Default)]
+pub struct Reached {
+    /// Node name → transport.
+    pub transports: BTreeMap<String, Arc<dyn Transport>>,
+    /// Node name → why it could not be reached.
+    pub errors: BTreeMap<String, ReachError>,
+}
+
+/// Reaches `nodes` of `cluster` that exist: SSH hosts in parallel (host keys checked against
+/// `known_hosts`, default `~/.ssh/known_hosts`); Docker provider: the running node containers
+/// labelled with the cluster name. Never creates anything.
+pub fn reach(cluster: &ValidCluster, nodes: &[&ValidNode], known_hosts: Option<&Path>) -> Reached {
+    let mut out = Reached::default();
+    match cluster.provider() {
+        Provider::Docker => {
+            let provider = match docker_provider(cluster) {
+                Ok(p) => p,
+                Err(e) => {
+                    let e = match e {
+                        ReachError::Docker(e) => e,
+                        other => Arc::new(ExecError::Other(other.to_string())),
+                    };
+                    for n in nodes {
+                        out.errors
+                            .insert(n.name.clone(), ReachError::Docker(e.clone()));
+                    }
+                    return out;
+                }
+            };
+            let listed = provider.list().unwrap_or_default();
+            for n in nodes {
+                match listed.iter().find(|d| d.name == n.name) {
+                    Some(d) if d.state == "running" => {
+                        out.transports
+                            .insert(n.name.clone(), Arc::new(provider.docker_transport(&n.name)));
+                    }
+                    found => {
+                        out.errors.insert(
+                            n.name.clone(),
+                            ReachError::NoContainer {
+                                container: found
+                                    .map(|d| d.container.clone())
+                                    .unwrap_or_else(|| provider.container_name(&n.name)),
+                                cluster: cluster.name().to_string(),
+                                state: found.map(|d| d.state.clone()),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Provider::Ssh => {
+            let results: Vec<(String, Connected)> = std::thread::scope(|s| {
+                let handles: Vec<_> = nodes
+                    .iter()
+                    .map(|n| {
+                        s.spawn(move || {
+                            let t = match n.address {
+                                None => Err(ReachError::NoAddress),
+                                Some(a) => ssh_transport(n, &a.to_string(), known_hosts)
+                                    .map(|t| Arc::new(t) as Arc<dyn Transport>)
+                                    .map_err(ReachError::Ssh),
+                            };
+                            (n.name.clone(), t)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| (String::new(), Err(ReachError::Panicked)))
+                    })
+                    .collect()
+            });
+            for (name, r) in results {
+                match r {
+                    Ok(t) => {
+                        out.transports.insert(name, t);
+                    }
+                    Err(e) => {
+                        out.errors.insert(name, e);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs `f` on every transport in parallel; results keyed by node name.
+pub fn on_each<T: Send>(
+    transports: &BTreeMap<String, Arc<dyn Transport>>,
+    f: impl Fn(&str, &dyn Transport) -> T + Sync,
+) -> BTreeMap<String, T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = transports
+            .iter()
+            .map(|(name, t)| {
+                let f = &f;
+                (name.clone(), s.spawn(move || f(name, t.as_ref())))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|(n, h)| h.join().ok().map(|r| (n, r)))
+            .collect()
+    })
+}
+
+/// The kubeconfig path and context for the cluster's API: `kubeconfig` (its context named after the
+/// cluster, else its current context); else the context named after the cluster in
+/// `$KUBECONFIG`/`~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
+/// the first control plane over its transport and kept 0600 in the local cache
+/// (`~/.cache/clusterctl/<cluster>/admin.conf`). Errors: what is missing.
+pub fn kubeconfig_for(
+    cluster: &ValidCluster,
+    kubeconfig: Option<&Path>,
+    known_hosts: Option<&Path>,
+) -> Result<(PathBuf, Option<String>), ReachError> {
+    let name = cluster.name().to_string();
+    let with_context = |p: &Path| -> Option<String> {
+        let text = std::fs::read_to_string(p).ok()?;
+        clusterctl_kubeapi::kubeconfig::has_context(&text, &name).then(|| name.clone())
+    };
+    if let Some(p) = kubeconfig {
+        return Ok((p.to_path_buf(), with_context(p)));
+    }
+    if let Some(p) = crate::up::kubeconfig::target(None) {
+        if let Some(ctx) = with_context(&p) {
+            return Ok((p, Some(ctx)));
+        }
+    }
+    let first = cluster.first_control_plane();
+    let mut reached = reach(cluster, &[first], known_hosts);
+    let Some(t) = reached.transports.get(&first.name) else {
+        return Err(ReachError::FirstControlPlane {
+            cluster: name,
+            node: first.name.clone(),
+            source: Box::new(
+                reached
+                    .errors
+                    .remove(&first.name)
+                    .unwrap_or(ReachError::NoAddress),
+            ),
+        });
+    };
+    Ok((cache_admin_conf(cluster, t.as_ref())?, None))
+}
+
+/// Downloads `/etc/kubernetes/admin.conf` from the first control plane (`first`) and writes it 0600 to
+/// the cluster's local cache directory (`~/.cache/clusterctl/<cluster>/admin.conf`); returns that path.
+/// Errors: the download failed, the file is missing, or the cache is not writable.
+pub fn cache_admin_conf(
+    cluster: &ValidCluster,
+    first: &dyn Transport,
+) -> Result<PathBuf, ReachError> {
+    let name = cluster.name();
+    let admin = first
+        .download(crate::up::ADMIN_CONF)
+        .map_err(|source| ReachError::AdminConf {
+            node: first.node().to_string(),
+            source,
+        })?
+        .ok_or_else(|| ReachError::NoAdminConf {
+            cluster: name.to_string(),
+            path: crate::up::ADMIN_CONF,
+            node: first.node().to_string(),
+        })?;
+    let dir = crate::local::cache_dir(name).ok_or(ReachError::NoCache)?;
+    let path = dir.join("admin.conf");
+    crate::local::write_private(&path, 0o600, &admin).map_err(|source| ReachError::Write {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
+}
+
+/// The cluster's API client: [`kubeconfig_for`], then the `kube` client for that file and context.
+/// Errors: as [`kubeconfig_for`], or the kubeconfig does not give a usable client.
+pub fn cluster_api(
+    cluster: &ValidCluster,
+    kubeconfig: Option<&Path>,
+    known_hosts: Option<&Path>,
+) -> Result<KubeClusterApi, ReachError> {
+    let (path, context) = kubeconfig_for(cluster, kubeconfig, known_hosts)?;
+    Ok(KubeClusterApi::from_kubeconfig(&path, context.as_deref())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::docker_bytes;
+
+    #[test]
+    fn docker_sizes_are_read_as_docker_run_reads_them() {
+        assert_eq!(docker_bytes("512m"), Some(512 << 20));
+        assert_eq!(docker_bytes("4G"), Some(4 << 30));
+        assert_eq!(docker_bytes("1073741824"), Some(1 << 30));
+        assert_eq!(docker_bytes("12x"), None);
+    }
+}
