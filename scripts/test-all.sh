@@ -98,6 +98,7 @@ k8s_build() {
   # The third-party CNI tests (issue 13): helm, flanneld, flannel's CNI plugin, kube-flannel.yml and the
   # cilium chart, read from their Go modules at the versions of scripts/k8s/cni-versions.sh.
   scripts/k8s/build.sh v1.34.4 cni >/dev/null || rc=1
+  scripts/k8s/kind-check.sh >/dev/null || rc=1  # kind's own config loader (issue 15 item 5; seconds, cached)
   for v in $KUBEADM_VERSIONS; do
     if scripts/k8s/paths.sh "$v" kubeadm >/dev/null 2>&1; then
       present="$present $v"

@@ -5,6 +5,7 @@ mod common;
 mod upstream;
 
 mod golden;
+mod kind_loader;
 mod node_labels;
 mod real_kubeadm;
 mod strict_upstream;
