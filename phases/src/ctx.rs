@@ -69,6 +69,9 @@ pub enum PlanKind {
     Info,
     /// A change made through the Kubernetes API from this machine (e.g. a Node label patch).
     Api,
+    /// A probe (`--dry-run --probe`) found the phase would fail here; the text is the failure. The
+    /// dry run goes on with the next phases, so the plan shows every phase.
+    Failed,
 }
 
 /// One line of the `--dry-run` plan.
@@ -101,6 +104,10 @@ pub struct NodeCtx {
     pub changes: usize,
     /// Files this phase placed or found in place: (path, sha256). Merged into the state record.
     pub placed: Vec<(String, String)>,
+    /// Whether the node's state record, as loaded at the start of the run (from the node, or the
+    /// local cache when the node is not reached), holds the current phase with any inputs: the phase
+    /// ran on this node before. Set by the engine before each phase.
+    pub ran_before: bool,
 }
 
 impl NodeCtx {
@@ -122,6 +129,7 @@ impl NodeCtx {
             plan: Vec::new(),
             changes: 0,
             placed: Vec::new(),
+            ran_before: false,
         }
     }
 

@@ -2,7 +2,9 @@
 //! parallelism (one thread per node in flight; transports are blocking), serial phases (control-plane
 //! joins) one node at a time, `--skip-phases`/`--only` selection by path prefix, the state record that
 //! lets a second run skip what is done and a killed run resume, and a barrier between phases: a phase
-//! starts only when the previous one succeeded on every node it targets.
+//! starts only when the previous one succeeded on every node it targets. A dry run is the exception: it
+//! plans every phase, marking where a probe found a failure ([`crate::PlanKind::Failed`]), and reports
+//! every failure at the end.
 
 use crate::ctx::{Mode, NodeCtx, PlanEntry, Secrets};
 use crate::error::{PhaseError, RunError};
@@ -269,6 +271,17 @@ impl Engine {
     /// Runs one phase on one node (index `i`) and reports how it ended as soon as it did.
     fn run_on<C>(&self, phase: &Phase<C>, i: usize, data: &C) -> Result<Outcome, PhaseError> {
         let r = self.run_on_inner(phase, i, data);
+        if let (Err(e), true) = (&r, self.opts.mode.dry_run) {
+            // The plan marks where a probe found a failure, in place, and goes on.
+            if let Ok(mut ctx) = self.ctxs[i].lock() {
+                ctx.plan.push(PlanEntry {
+                    node: self.nodes[i].name.clone(),
+                    phase: phase.name.to_string(),
+                    kind: crate::ctx::PlanKind::Failed,
+                    text: e.to_string(),
+                });
+            }
+        }
         let shown = match &r {
             Ok(o) => o.clone(),
             Err(_) => Outcome::Failed,
@@ -291,11 +304,16 @@ impl Engine {
         ctx.phase = phase.name.to_string();
         ctx.changes = 0;
         ctx.placed.clear();
-        let recorded = phase.record
-            && self.states[i]
-                .lock()
-                .map(|s| s.is_done(phase.name, &inputs))
-                .unwrap_or(false);
+        let (recorded, ran_before) = self.states[i]
+            .lock()
+            .map(|s| {
+                (
+                    phase.record && s.is_done(phase.name, &inputs),
+                    s.phases.contains_key(phase.name),
+                )
+            })
+            .unwrap_or((false, false));
+        ctx.ran_before = ran_before;
         if recorded {
             ctx.info("already done (state record)");
             return Ok(Outcome::Skipped("done, recorded".into()));
@@ -327,13 +345,15 @@ impl Engine {
     }
 
     /// Runs `phases` in order over the nodes. Returns the summary and, when a phase failed on some
-    /// nodes, every node's error for that phase (later phases do not start).
+    /// nodes, every node's error for that phase (later phases do not start). In a dry run every phase
+    /// is planned: failures are marked in the plan and all of them returned.
     pub fn run<C: Sync>(&self, phases: &[Phase<C>], data: &C) -> (Summary, Result<(), RunError>) {
         let mut summary = Summary::default();
         let errors = self.load_states();
         if !errors.is_empty() {
             return (self.finish(summary), Err(RunError(errors)));
         }
+        let mut dry_failures = Vec::new();
         for phase in phases {
             if !selected(phase, &self.opts) {
                 self.reporter.note(&format!(
@@ -370,10 +390,20 @@ impl Engine {
                     .push((phase.name.to_string(), node, outcome));
             }
             if !failed.is_empty() {
-                return (self.finish(summary), Err(RunError(failed)));
+                if !self.opts.mode.dry_run {
+                    return (self.finish(summary), Err(RunError(failed)));
+                }
+                // A dry run shows every phase: the failures are marked in the plan and all
+                // reported at the end.
+                dry_failures.append(&mut failed);
             }
         }
-        (self.finish(summary), Ok(()))
+        let summary = self.finish(summary);
+        if dry_failures.is_empty() {
+            (summary, Ok(()))
+        } else {
+            (summary, Err(RunError(dry_failures)))
+        }
     }
 
     fn run_local<C>(&self, phase: &Phase<C>, data: &C) -> (String, Result<Outcome, PhaseError>) {
@@ -411,7 +441,7 @@ impl Engine {
             let mut out = Vec::new();
             for &i in idx {
                 let r = self.run_on(phase, i, data);
-                let stop = r.is_err() && phase.serial;
+                let stop = r.is_err() && phase.serial && !self.opts.mode.dry_run;
                 out.push((self.nodes[i].name.clone(), r));
                 if stop {
                     break;

@@ -18,7 +18,9 @@ use super::flags::{at_least_one, Format};
 /// Subcommands of `clusterctl airgap`.
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum Command {
-    /// List every image the cluster will pull.
+    /// List every image the cluster will pull, fully qualified (`docker.io/library/app:v1`, as a
+    /// bundle stores it); with the docker provider also the node image this machine's Docker engine
+    /// runs the nodes from (`node-image`).
     Images {
         /// The cluster file (or `--profile`).
         #[command(flatten)]
@@ -148,6 +150,39 @@ fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
     miette::miette!("{e}")
 }
 
+/// What `airgap images` lists: the plan's images (`clusterctl_airgap::plan::list_images`) with
+/// `source` and `pull` fully qualified (`cka-api:v4` → `docker.io/library/cka-api:v4`, the name the
+/// bundle stores and containerd pulls), then, for the docker provider, the node image (component
+/// `node-image`: pulled by this machine's Docker engine, never by the nodes, so it is not mirrored).
+fn listed_images(
+    cluster: &clusterctl_spec::ValidCluster,
+) -> Vec<clusterctl_airgap::plan::ListedImage> {
+    let qualified = |r: &str| {
+        clusterctl_airgap::ImageRef::parse(r)
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| r.to_string())
+    };
+    let mut list: Vec<clusterctl_airgap::plan::ListedImage> =
+        clusterctl_airgap::plan::list_images(cluster)
+            .into_iter()
+            .map(|mut i| {
+                i.source = qualified(&i.source);
+                i.pull = qualified(&i.pull);
+                i
+            })
+            .collect();
+    if cluster.provider() == clusterctl_spec::model::Provider::Docker {
+        let node = qualified(&cluster.docker_node_image());
+        list.push(clusterctl_airgap::plan::ListedImage {
+            component: "node-image".into(),
+            pull: node.clone(),
+            source: node,
+            control_plane_only: false,
+        });
+    }
+    list
+}
+
 /// Runs the command. Exit code 2 for an invalid cluster file (its diagnostics printed). Errors (exit
 /// code 1): the first air-gap error, naming the image, blob or bundle entry (a refused bundle).
 pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
@@ -157,7 +192,7 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let list = clusterctl_airgap::plan::list_images(&cluster);
+            let list = listed_images(&cluster);
             if !output.print(&list)? {
                 list.iter().for_each(|i| println!("{}", i.pull));
             }

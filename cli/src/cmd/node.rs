@@ -55,6 +55,9 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
 }
 
 fn join(args: JoinArgs) -> miette::Result<ExitCode> {
+    if let Some(code) = args.run.refuse_unknown_checks() {
+        return Ok(code);
+    }
     let cluster = match lifecycle::load_cluster(&args.file) {
         Ok(c) => c,
         Err(code) => return Ok(code),
@@ -83,13 +86,28 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     }
-    let transports = match up::connect(&cluster, &mut spec, &up_args, &mut Vec::new()) {
+    let mut provider_plan = Vec::new();
+    let transports = match up::connect(&cluster, &mut spec, &up_args, &mut provider_plan) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("node join: {e}");
             return Ok(ExitCode::FAILURE);
         }
     };
+    if args.dry_run {
+        println!(
+            "clusterctl node join --dry-run: {} into cluster `{}`: nothing is changed (nodes and API read only)",
+            args.nodes.join(", "),
+            spec.cluster
+        );
+        print_provider_plan(
+            &cluster,
+            &spec.cluster,
+            &args.nodes,
+            &transports,
+            &provider_plan,
+        );
+    }
     let first_cp = cluster.first_control_plane().name.clone();
     let Some(cp) = transports.get(&first_cp).cloned() else {
         eprintln!("node join: the first control plane {first_cp} cannot be reached");
@@ -172,11 +190,6 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     let engine = Engine::new(nodes.clone(), transports, opts, reporter.clone(), secrets);
     let (summary, result) = engine.run(&phases, &data);
     if args.dry_run {
-        println!(
-            "clusterctl node join --dry-run: {} into cluster `{}`: nothing is changed (nodes and API read only)",
-            args.nodes.join(", "),
-            spec.cluster
-        );
         let width = summary
             .plan
             .iter()
@@ -216,6 +229,35 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
                 "Fix the cause and run `clusterctl node join` again: finished phases are recorded and skipped."
             );
             Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// For a docker-provider dry run: the node containers `node join` creates, those of `joining` that
+/// have no container yet (`reached` holds the nodes whose container runs), taken from `connect`'s
+/// provider `plan` (`create container <cluster>-<node> (…)`).
+fn print_provider_plan(
+    cluster: &clusterctl_spec::ValidCluster,
+    name: &str,
+    joining: &[String],
+    reached: &std::collections::BTreeMap<String, Arc<dyn clusterctl_exec::Transport>>,
+    plan: &[String],
+) {
+    if cluster.provider() != clusterctl_spec::model::Provider::Docker {
+        return;
+    }
+    let lines: Vec<&String> = joining
+        .iter()
+        .filter(|n| !reached.contains_key(*n))
+        .filter_map(|n| {
+            let prefix = format!("create container {name}-{n} ");
+            plan.iter().find(|l| l.starts_with(&prefix))
+        })
+        .collect();
+    if !lines.is_empty() {
+        println!("\nprovider docker:");
+        for l in lines {
+            println!("  {l}");
         }
     }
 }

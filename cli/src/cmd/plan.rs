@@ -32,9 +32,14 @@ pub(crate) fn groups(nodes: &[NodeInfo]) -> Vec<(String, String)> {
 }
 
 /// Prints `plan` to stdout under each of `groups` that has entries (`NAME:` then `  PHASE  KIND
-/// TEXT`, the phase column `width` characters wide), then an empty line. Checks show their first
-/// line only; writes drop the leading `write `.
+/// TEXT`, the phase column at least `width` characters wide and as wide as the longest phase path in
+/// `plan`, sub-phases such as `join/worker/credentials` included), then an empty line. Checks and
+/// failures (`FAIL`, a probe's, on one line) are shortened; writes drop the leading `write `.
 pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], width: usize) {
+    let width = plan
+        .iter()
+        .map(|e| e.phase.chars().count())
+        .fold(width, usize::max);
     for (name, title) in groups {
         let entries: Vec<&PlanEntry> = plan.iter().filter(|e| &e.node == name).collect();
         if entries.is_empty() {
@@ -46,6 +51,7 @@ pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], wid
             let text = match e.kind {
                 PlanKind::Write => e.text.trim_start_matches("write ").to_string(),
                 PlanKind::Check => short(&e.text),
+                PlanKind::Failed => failure(&e.text, &e.phase, &e.node),
                 _ => e.text.clone(),
             };
             println!("  {:width$}  {kind:5}  {text}", e.phase);
@@ -72,6 +78,7 @@ fn kind_word(k: PlanKind) -> &'static str {
         PlanKind::Local => "local",
         PlanKind::Info => "note",
         PlanKind::Api => "api",
+        PlanKind::Failed => "FAIL",
     }
 }
 
@@ -122,4 +129,25 @@ fn short(text: &str) -> String {
     } else {
         format!("{first} … (+{more} lines)")
     }
+}
+
+/// A probe's failure on one plan line: the phase error's text without its `phase `P` failed on
+/// node `N`` opening (the line already names both), its lines joined with `; `.
+fn failure(text: &str, phase: &str, node: &str) -> String {
+    let mut rest = text;
+    for opening in [
+        format!("phase `{phase}` failed on node `{node}`"),
+        format!("phase `{phase}` failed on `{node}`"),
+    ] {
+        if let Some(r) = rest.strip_prefix(&opening) {
+            rest = r;
+            break;
+        }
+    }
+    rest.trim_start_matches(':')
+        .lines()
+        .map(|l| l.trim().trim_start_matches("- "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
 }

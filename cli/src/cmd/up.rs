@@ -31,7 +31,8 @@ pub(crate) struct NodeRunArgs {
     /// Apply the fixes of the fixable preflight failures (swap, modules, sysctls, firewalld, SELinux).
     #[arg(long)]
     pub fix: bool,
-    /// Preflight checks reported as warnings instead of failures (ids such as `time-sync`, `swap`).
+    /// Preflight checks reported as warnings instead of failures (ids such as `time-sync`, `swap`,
+    /// `module/br_netfilter`; an unknown id is refused, listing them all).
     #[arg(long, value_delimiter = ',')]
     pub ignore_preflight: Vec<String>,
     /// Show every check and the output of every command.
@@ -46,6 +47,27 @@ pub(crate) struct NodeRunArgs {
     /// Seconds to wait for every node to be Ready.
     #[arg(long, default_value_t = 600)]
     pub ready_timeout: u64,
+}
+
+impl NodeRunArgs {
+    /// Refuses `--ignore-preflight` entries that name no preflight check (exit 2, the valid ids
+    /// listed): a typo would otherwise ignore nothing, silently. `None` when every entry is a check.
+    pub(crate) fn refuse_unknown_checks(&self) -> Option<ExitCode> {
+        let unknown = up::preflight::unknown_ids(&self.ignore_preflight);
+        if unknown.is_empty() {
+            return None;
+        }
+        eprintln!(
+            "--ignore-preflight: unknown check(s) {}; the preflight checks are: {}",
+            unknown
+                .iter()
+                .map(|u| format!("`{u}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            up::preflight::CHECK_IDS.join(", ")
+        );
+        Some(ExitCode::from(crate::EXIT_INVALID))
+    }
 }
 
 /// Arguments of `clusterctl up`.
@@ -96,6 +118,9 @@ pub(crate) struct Args {
 /// 1 when a phase failed (every failure printed, naming phase, node, command, status and output),
 /// 2 for an invalid cluster file or phase name.
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
+    if let Some(code) = args.nodes.refuse_unknown_checks() {
+        return Ok(code);
+    }
     let loaded = match (&args.profile, &args.file) {
         (Some(p), _) => clusterctl_spec::from_profile(p),
         (None, Some(f)) => clusterctl_spec::load(f),
@@ -545,11 +570,23 @@ pub(crate) fn connect(
             let mut errors = Vec::new();
             for (vn, n) in cluster.nodes().iter().zip(spec.nodes.iter()) {
                 let known_hosts = args.nodes.known_hosts.as_deref();
+                // Connecting may take minutes (retries with backoff): say which node is being
+                // reached and how it went, one line each, on stderr.
+                eprintln!(
+                    "connecting to node {} ({}@{}:{}, up to {} attempt(s))…",
+                    n.name, vn.ssh.user, n.address, vn.ssh.port, vn.ssh.connect_attempts
+                );
+                let started = std::time::Instant::now();
+                let secs = || started.elapsed().as_secs_f64();
                 match clusterctl_phases::reach::ssh_transport(vn, &n.address, known_hosts) {
                     Ok(t) => {
+                        eprintln!("  node {}: connected ({:.1} s)", n.name, secs());
                         out.insert(n.name.clone(), Arc::new(t));
                     }
-                    Err(e) => errors.push(format!("node {}: {e}", n.name)),
+                    Err(e) => {
+                        eprintln!("  node {}: not reached after {:.1} s", n.name, secs());
+                        errors.push(format!("node {}: {e}", n.name));
+                    }
                 }
             }
             if !errors.is_empty() {
@@ -591,15 +628,22 @@ fn docker_plan_extras(options: &clusterctl_exec::DockerNodeOptions, node: &str) 
 }
 
 /// For the docker provider: the API server as this machine reaches it, the first control plane's
-/// 6443 published on 127.0.0.1 (the certificate checked against the endpoint host). `None` for SSH
-/// nodes, offline dry runs, or when nothing is published.
+/// 6443 published on 127.0.0.1 (the certificate checked against the endpoint host). An offline dry
+/// run names the port `<port Docker assigns>` (the plan's kubeconfig line shows what `up` writes).
+/// `None` for SSH nodes or when nothing is published.
 pub(crate) fn local_api(
     cluster: &ValidCluster,
     spec: &UpSpec,
     args: &Args,
 ) -> Option<clusterctl_phases::up::api::LocalApi> {
-    if cluster.provider() != Provider::Docker || (args.dry_run && !args.probe) {
+    if cluster.provider() != Provider::Docker {
         return None;
+    }
+    if args.dry_run && !args.probe {
+        return Some(clusterctl_phases::up::api::LocalApi {
+            server: "https://127.0.0.1:<port Docker assigns>".into(),
+            tls_server_name: cluster.endpoint().host.clone(),
+        });
     }
     let provider = clusterctl_exec::DockerProvider::new(
         spec.cluster.clone(),

@@ -593,3 +593,94 @@ fn a_failed_node_creation_removes_what_it_created() {
     let nets = docker(&["network", "ls", "-q", "--filter", &label]).expect("ls");
     assert!(nets.trim().is_empty(), "network left: {nets}");
 }
+
+/// Issue 16, point 11: `airgap images` lists the node image the docker provider runs the nodes from
+/// (`kindest/node:<version>` by default, `docker.nodeImage` when set) and every reference fully
+/// qualified, a preload given as `cka-api:v4` too (`docker.io/library/cka-api:v4`, as the bundle
+/// stores it); an SSH cluster has no node image.
+#[test]
+fn airgap_images_lists_the_node_image_and_qualified_preloads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let file = |provider: &str| {
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: imgs}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: {provider}\n  images:\n    preload: [cka-api:v4, ghcr.io/acme/tool:1.0]\n  nodes:\n    - {{name: cp1, role: control-plane, address: 10.9.0.11}}\n")
+    };
+    std::fs::write(d.join("docker.yaml"), file("docker")).expect("write");
+    let (code, out, err) = run(d, &["airgap", "images", "-f", "docker.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.contains(&"docker.io/library/cka-api:v4"), "{out}");
+    assert!(lines.contains(&"ghcr.io/acme/tool:1.0"), "{out}");
+    assert!(lines.contains(&"docker.io/kindest/node:v1.34.1"), "{out}");
+    assert!(!lines.contains(&"cka-api:v4"), "{out}");
+    // Every line is registry/repository:tag.
+    for l in &lines {
+        let host = l.split('/').next().unwrap_or_default();
+        assert!(host.contains('.') && l.contains(':'), "not qualified: {l}");
+    }
+    let (code, out, err) = run(d, &["airgap", "images", "-f", "docker.yaml", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        v.as_array().is_some_and(|a| a.iter().any(
+            |i| i["component"] == "node-image" && i["pull"] == "docker.io/kindest/node:v1.34.1"
+        )),
+        "{v}"
+    );
+    assert!(
+        v.as_array().is_some_and(|a| a
+            .iter()
+            .any(|i| i["component"] == "preload" && i["source"] == "docker.io/library/cka-api:v4")),
+        "{v}"
+    );
+    std::fs::write(d.join("ssh.yaml"), file("ssh")).expect("write");
+    let (code, out, err) = run(d, &["airgap", "images", "-f", "ssh.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("kindest/node"), "{out}");
+    assert!(out.contains("docker.io/library/cka-api:v4"), "{out}");
+}
+
+/// Walkthrough finding: `install.sh` installed `target/release/clusterctl` even when cargo had built
+/// into `$CARGO_TARGET_DIR`. A `cargo` stand-in on PATH (a release build of the workspace costs
+/// minutes) writes the binary where real cargo would — `$CARGO_TARGET_DIR/release/clusterctl` — and
+/// install.sh must install that one.
+#[test]
+fn install_sh_installs_from_cargo_target_dir() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let cargo = bin.join("cargo");
+    std::fs::write(
+        &cargo,
+        "#!/bin/sh\n# cargo stand-in: `cargo build --release …` writes the binary where cargo would\nout=\"${CARGO_TARGET_DIR:-target}/release\"\nmkdir -p \"$out\"\nprintf '#!/bin/sh\\necho clusterctl from the target dir\\n' > \"$out/clusterctl\"\nchmod 755 \"$out/clusterctl\"\n",
+    )
+    .expect("cargo stand-in");
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let target = d.join("t");
+    let prefix = d.join("prefix");
+    let out = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../install.sh"))
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("CARGO_TARGET_DIR", &target)
+        .env("PREFIX", &prefix)
+        .output()
+        .expect("install.sh");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    let installed = std::fs::read_to_string(prefix.join("bin/clusterctl")).expect("installed");
+    assert!(installed.contains("from the target dir"), "{installed}");
+    assert!(text.contains("clusterctl from the target dir"), "{text}");
+}

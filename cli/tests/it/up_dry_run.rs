@@ -227,3 +227,279 @@ spec:
         assert!(container.contains(part), "{part}: {container}");
     }
 }
+
+/// Issue 16, point 10: the plan of a fresh cluster (no state record anywhere) lists no `rollout/*`
+/// step — `init` and `join` apply the settings, a rollout would restart the API servers and kubelets
+/// for nothing — while a node whose record (here the local cache's) shows the rollout ran before, with
+/// other settings, gets it planned. Every plan line's kind column starts at the same place, sub-phases
+/// such as `join/worker/credentials` included. The kubeconfig line names the server `up` really writes
+/// for the docker provider (the API server published on 127.0.0.1), not the in-network endpoint.
+#[test]
+fn a_fresh_plan_has_no_rollout_aligned_columns_and_the_published_api_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, out, err) = clusterctl(&["up", "--dry-run"], dir.path());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let steps: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.starts_with("  ")
+                && [
+                    " check  ", " run  ", " write  ", " note  ", " api  ", " local  ",
+                ]
+                .iter()
+                .any(|k| l.contains(k))
+        })
+        .collect();
+    assert!(steps.len() > 50, "{out}");
+    assert!(
+        !steps.iter().any(|l| l.trim_start().starts_with("rollout/")),
+        "{out}"
+    );
+    assert!(out.contains("  join/worker/credentials "), "{out}");
+    let kind_at = |l: &str| {
+        let rest = l.trim_start();
+        let phase_end = rest.find(' ').unwrap_or(0) + (l.len() - rest.len());
+        phase_end + l[phase_end..].len() - l[phase_end..].trim_start().len()
+    };
+    let first = kind_at(steps[0]);
+    for l in &steps {
+        assert_eq!(kind_at(l), first, "misaligned: {l:?}\n{out}");
+    }
+    let kubeconfig = steps
+        .iter()
+        .find(|l| l.contains("merge /etc/kubernetes/admin.conf"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        kubeconfig.contains("server https://127.0.0.1:<port Docker assigns>")
+            && kubeconfig.contains("tls-server-name lab-control-plane"),
+        "{kubeconfig}"
+    );
+    assert!(!out.contains("https://lab-control-plane:6443"), "{out}");
+
+    // The local cache says the worker ran rollout/kubelet before with other settings: planned there
+    // (and only there).
+    let cache = dir.path().join(".cache/clusterctl/lab");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    std::fs::write(
+        cache.join("worker.json"),
+        r#"{"version":1,"cluster":"lab","node":"worker","phases":{"rollout/kubelet":{"inputs":"00","at":1}},"files":{}}"#,
+    )
+    .expect("cache record");
+    let (code, out, err) = clusterctl(&["up", "--dry-run"], dir.path());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let worker = section(&out, "node worker (worker");
+    assert!(
+        worker
+            .iter()
+            .any(|l| l.contains("rollout/kubelet") && l.contains("systemctl restart kubelet")),
+        "{worker:#?}"
+    );
+    let worker2 = section(&out, "node worker2 (worker");
+    assert!(
+        !worker2.iter().any(|l| l.contains("rollout/")),
+        "{worker2:#?}"
+    );
+}
+
+/// A container standing in for a docker-provider node (labels as the provider sets them, `sleep` as
+/// its process): reachable by `docker exec`, but no Kubernetes node. Removed on drop.
+struct FakeNode(String);
+
+impl FakeNode {
+    fn start(cluster: &str, node: &str, image: &str) -> Self {
+        let name = format!("{cluster}-{node}");
+        let me = FakeNode(name.clone());
+        clusterctl_testbed::docker::docker(&[
+            "run",
+            "-d",
+            "--name",
+            &name,
+            "--label",
+            &format!("io.clusterctl.cluster={cluster}"),
+            "--label",
+            &format!("io.clusterctl.node={node}"),
+            "--label",
+            "io.clusterctl.role=control-plane",
+            "--entrypoint",
+            "sleep",
+            image,
+            "600",
+        ])
+        .expect("container");
+        me
+    }
+}
+
+impl Drop for FakeNode {
+    fn drop(&mut self) {
+        let _ = clusterctl_testbed::docker::docker(&["rm", "-f", "-v", &self.0]);
+    }
+}
+
+fn docker_env_clusterctl(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("run clusterctl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 16, point 10: `--dry-run --probe` against a node that fails its probes (a container with no
+/// Kubernetes in it) shows every phase — init, CNI, kubeconfig after the failing ones — with each
+/// failure marked `FAIL` in place, reports every failure and exits 1. `node join --dry-run` on the
+/// docker provider shows the container it would create for the joining node.
+#[test]
+fn a_probe_shows_every_phase_marking_failures_and_join_plans_its_container() {
+    use clusterctl_testbed::docker::{docker_available, NodeImage};
+    if !clusterctl_testbed::require("a Docker engine", docker_available()) {
+        return;
+    }
+    let image = NodeImage::ensure().expect("node image");
+    let name = clusterctl_testbed::unique_name("probe");
+    let _cp = FakeNode::start(&name, "cp1", &image.tag);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  docker: {{nodeImage: {}}}\n  nodes:\n    - {{name: cp1, role: control-plane}}\n    - {{name: w1, role: worker}}\n", image.tag),
+    )
+    .expect("write");
+    let (code, out, err) = docker_env_clusterctl(
+        &["up", "--dry-run", "--probe", "-f", "cluster.yaml"],
+        dir.path(),
+    );
+    assert_eq!(code, 1, "stdout:\n{out}\nstderr:\n{err}");
+    let cp = section(&out, "node cp1 (control-plane");
+    let fails: Vec<&&str> = cp.iter().filter(|l| l.contains(" FAIL ")).collect();
+    assert!(!fails.is_empty(), "{cp:#?}\nstderr:\n{err}");
+    let first_fail = cp.iter().position(|l| l.contains(" FAIL ")).unwrap_or(0);
+    for later in ["kubeadm init --config", "kubeconfig "] {
+        let at = cp
+            .iter()
+            .position(|l| l.contains(later))
+            .unwrap_or_else(|| panic!("{later} missing after the failure:\n{cp:#?}"));
+        assert!(at > first_fail, "{later}: {cp:#?}");
+    }
+    // Every failure is reported at the end too, each naming its phase.
+    assert!(err.contains("up failed:"), "{err}");
+    for f in &fails {
+        let phase = f.split_whitespace().next().unwrap_or_default();
+        assert!(
+            err.contains(&format!("phase `{phase}` failed")),
+            "{phase}: {err}"
+        );
+    }
+
+    let (_, out, err) = docker_env_clusterctl(
+        &["node", "join", "--dry-run", "-f", "cluster.yaml", "w1"],
+        dir.path(),
+    );
+    let provider = section(&out, "provider docker:");
+    assert!(
+        provider.iter().any(|l| l.contains(&format!(
+            "create container {name}-w1 (worker, image {}",
+            image.tag
+        ))),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        !provider.iter().any(|l| l.contains(&format!("{name}-cp1"))),
+        "{out}"
+    );
+}
+
+/// Walkthrough finding: `--ignore-preflight` with a check that does not exist (a typo) was accepted
+/// and ignored nothing. It is refused (exit 2) naming the unknown entry and listing the valid ids; the
+/// valid ones pass.
+#[test]
+fn an_unknown_ignored_preflight_check_is_refused_with_the_valid_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, _, err) = clusterctl(
+        &[
+            "up",
+            "--dry-run",
+            "--ignore-preflight",
+            "time-sync,tme-sync",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown check(s) `tme-sync`"), "{err}");
+    assert!(!err.contains("`time-sync`"), "{err}");
+    for valid in [
+        "time-sync",
+        "swap",
+        "module/br_netfilter",
+        "node-environment",
+    ] {
+        assert!(err.contains(valid), "{valid}: {err}");
+    }
+    let (code, _, err) = clusterctl(
+        &[
+            "node",
+            "join",
+            "--dry-run",
+            "--ignore-preflight",
+            "swapp",
+            "w1",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown check(s) `swapp`"), "{err}");
+    let (code, out, err) = clusterctl(
+        &[
+            "up",
+            "--dry-run",
+            "--ignore-preflight",
+            "time-sync,module/br_netfilter,node-environment,resolv-conf",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// Walkthrough finding: `up` on the SSH provider printed nothing while it connected (minutes, with
+/// retries, for nodes still booting). Each node's connection is announced with its target and
+/// attempts, and its outcome said, before anything else happens; an unreachable node fails the run
+/// naming it.
+#[test]
+fn ssh_up_says_which_node_it_is_connecting_to() {
+    // A non-loopback address of this machine (validate refuses loopback node addresses): the source
+    // address of the route to a TEST-NET address (no packet is sent), and a port nothing listens on
+    // there, so the connection is refused at once.
+    let udp = std::net::UdpSocket::bind("0.0.0.0:0").expect("udp socket");
+    let addr = match udp.connect("192.0.2.1:9").and_then(|_| udp.local_addr()) {
+        Ok(a) => a.ip().to_string(),
+        Err(e) => {
+            clusterctl_testbed::require(&format!("an IPv4 route ({e})"), false);
+            return;
+        }
+    };
+    let port = std::net::TcpListener::bind(format!("{addr}:0"))
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: conn}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {{user: ops, port: {port}, connectAttempts: 1}}\n  nodes:\n    - {{name: cp1, role: control-plane, address: {addr}}}\n"),
+    )
+    .expect("cluster file");
+    let (code, out, err) = clusterctl(&["up", "--dry-run", "--probe", "-f", "c.yaml"], dir.path());
+    assert_eq!(code, 1, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains(&format!(
+            "connecting to node cp1 (ops@{addr}:{port}, up to 1 attempt(s))…"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("  node cp1: not reached after"), "{err}");
+    assert!(err.contains("cannot reach every node"), "{err}");
+}

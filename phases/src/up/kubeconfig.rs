@@ -116,9 +116,12 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 phase: ctx.phase.clone(),
                 kind: crate::ctx::PlanKind::Local,
                 text: format!(
-                    "merge {ADMIN_CONF} into {} as context `{}` with server {server} (mode 0600)",
+                    "merge {ADMIN_CONF} into {} as context `{}` with server {server}{} (mode 0600)",
                     path.display(),
-                    data.spec.cluster
+                    data.spec.cluster,
+                    tls_name
+                        .map(|n| format!(", tls-server-name {n}"))
+                        .unwrap_or_default()
                 ),
             });
             return Ok(());

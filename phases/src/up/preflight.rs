@@ -60,6 +60,42 @@ pub const NODE_ENVIRONMENT_MARKER: &str = "/etc/tmpfiles.d/clusterctl-kmsg.conf"
 const CAP_SYS_PTRACE: u32 = 19;
 const CAP_SYS_RESOURCE: u32 = 24;
 
+/// Every preflight check id, as `--ignore-preflight` names them ([`Finding::id`]); `unknown_ids`
+/// refuses any other.
+pub const CHECK_IDS: &[&str] = &[
+    "os",
+    "kernel",
+    "swap",
+    "module/overlay",
+    "module/br_netfilter",
+    "sysctl/net.ipv4.ip_forward",
+    "sysctl/net.bridge.bridge-nf-call-iptables",
+    "sysctl/net.bridge.bridge-nf-call-ip6tables",
+    "ports",
+    "cgroup-driver",
+    "cgroup-version",
+    "time-sync",
+    "firewalld",
+    "selinux",
+    "node-environment",
+    "container-cgroups",
+    "container-ptrace",
+    "resolv-conf",
+    "cni-plugins",
+    "cri-sockets",
+    "vip-interface",
+];
+
+/// The entries of `ignored` (`--ignore-preflight`) that name no preflight check ([`CHECK_IDS`]), in
+/// their order: a typo would otherwise silently ignore nothing.
+pub fn unknown_ids(ignored: &[String]) -> Vec<&str> {
+    ignored
+        .iter()
+        .map(String::as_str)
+        .filter(|i| !CHECK_IDS.contains(i))
+        .collect()
+}
+
 /// One preflight finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -518,6 +554,30 @@ mod tests {
         assert_eq!(f[0].id, "time-sync");
         assert!(f[0].warning && f[0].fix.is_none(), "{f:?}");
         assert!(f[0].message.contains("docker container"), "{f:?}");
+    }
+
+    #[test]
+    fn every_id_found_is_a_known_check() {
+        let p = parse("swap=1\nmod_overlay=0\nmod_br_netfilter=0\nip_forward=0\nbnf4=0\nbnf6=0\nlisten=192B\nntp=no\nfirewalld=active\nselinux=Enforcing\ncontainer=docker\ncapeff=0\ncgroup_ro=3\nrunc=1.3.0\ncni_bin=\n");
+        let mut f = facts();
+        f.cgroup_version = 1;
+        f.os_id = "rocky".into();
+        f.os_version = "8.1".into();
+        f.kernel = "3.10.0".into();
+        f.init = "sh".into();
+        let found = evaluate(Role::ControlPlane, &f, &p, "v1.35.0", Rendered::default());
+        assert!(found.len() > 12, "{found:?}");
+        for x in &found {
+            assert!(
+                CHECK_IDS.contains(&x.id.as_str()),
+                "{} not in CHECK_IDS",
+                x.id
+            );
+        }
+        assert_eq!(
+            unknown_ids(&["swap".into(), "tme-sync".into(), "module".into()]),
+            ["tme-sync", "module"]
+        );
     }
 
     #[test]

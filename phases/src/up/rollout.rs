@@ -18,7 +18,8 @@
 //!
 //! What was applied is the phase's input digest in the node's state record (the engine skips a phase
 //! recorded with the same digest). A node without a record was set up by `init`/`join` from the files
-//! of this run, so the first run only records the baseline. The configuration given to kubeadm
+//! of this run, so the first run only records the baseline (and a dry run of a fresh cluster plans no
+//! rollout). The configuration given to kubeadm
 //! (`/etc/kubernetes/kubeadm/rollout.yaml`, 0600) is the first control plane's rendered
 //! `ClusterConfiguration` and `KubeletConfiguration` with an `InitConfiguration` naming the node's own
 //! advertise address, so each API server keeps its address.
@@ -169,15 +170,20 @@ fn cert_sans(data: &UpData) -> Vec<String> {
 }
 
 /// True when this phase has no record yet on the node: the node was configured by `init`/`join` from
-/// this run's files, and the run only records the baseline. Offline (dry run): `false` (plan it all).
+/// this run's files, and the run only records the baseline. Offline (dry run) the state record the
+/// engine loaded (the local cache) decides, without a plan line: a fresh cluster plans no rollout, a
+/// node that ran the phase before (its settings changed since) plans it.
 fn baseline(ctx: &mut NodeCtx, data: &UpData) -> Result<bool, PhaseError> {
+    if !ctx.can_query() {
+        return Ok(!ctx.ran_before);
+    }
     let Some(found) = ctx.read_file(STATE_PATH)? else {
-        return Ok(false);
+        return Ok(!ctx.ran_before);
     };
     let recorded = found
         .and_then(|b| NodeState::parse(&b, &data.spec.cluster, ctx.name()))
         .is_some_and(|s| s.phases.contains_key(ctx.phase.as_str()));
-    if !recorded {
+    if !recorded && !ctx.mode.dry_run {
         ctx.info("first run: recorded as applied by init/join");
     }
     Ok(!recorded)
