@@ -5,6 +5,17 @@
 
 use serde_yaml::Value;
 
+/// Why a kubeconfig could not be edited.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    /// The text is not YAML (the file is left as it is).
+    #[error("kubeconfig is not YAML: {0}")]
+    NotYaml(#[source] serde_yaml::Error),
+    /// The edited document could not be written back as YAML.
+    #[error("{0}")]
+    Serialize(#[source] serde_yaml::Error),
+}
+
 /// True when `text` is a kubeconfig with a context named `context`.
 pub fn has_context(text: &str, context: &str) -> bool {
     let Ok(v) = serde_yaml::from_str::<Value>(text) else {
@@ -20,10 +31,9 @@ pub fn has_context(text: &str, context: &str) -> bool {
 
 /// Removes the context `context` from the kubeconfig `text`, and the cluster and user it refers to when
 /// no other context uses them; clears `current-context` when it was this one. Returns the new text and
-/// whether anything changed. Errors: `text` is not YAML.
-pub fn remove_context(text: &str, context: &str) -> Result<(String, bool), String> {
-    let mut root: Value =
-        serde_yaml::from_str(text).map_err(|e| format!("kubeconfig is not YAML: {e}"))?;
+/// whether anything changed. Errors: [`KubeconfigError::NotYaml`] when `text` is not YAML.
+pub fn remove_context(text: &str, context: &str) -> Result<(String, bool), KubeconfigError> {
+    let mut root: Value = serde_yaml::from_str(text).map_err(KubeconfigError::NotYaml)?;
     let Some(map) = root.as_mapping_mut() else {
         return Ok((text.to_string(), false));
     };
@@ -76,7 +86,7 @@ pub fn remove_context(text: &str, context: &str) -> Result<(String, bool), Strin
     }
     serde_yaml::to_string(&root)
         .map(|t| (t, true))
-        .map_err(|e| e.to_string())
+        .map_err(KubeconfigError::Serialize)
 }
 
 #[cfg(test)]

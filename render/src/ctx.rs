@@ -3,6 +3,7 @@
 
 use crate::cni::versions::{self, Pins};
 use crate::facts::Facts;
+use crate::images;
 use crate::output::{RenderError, RenderedFile};
 use clusterctl_spec::kubeadm_images::KubeadmImages;
 use clusterctl_spec::model::{KubeProxyMode, RuntimeKind};
@@ -61,7 +62,7 @@ impl<'a> Ctx<'a> {
         if let Some(v) = c.vip() {
             add(v.to_string());
         }
-        let mut cx = Ctx {
+        Ok(Ctx {
             c,
             facts,
             api,
@@ -74,11 +75,9 @@ impl<'a> Ctx<'a> {
             cert_sans,
             no_kube_proxy: spec.networking.kube_proxy == KubeProxyMode::Disabled,
             pins: versions::pins(c)?,
-            registries: Vec::new(),
+            registries: images::source_registries(c),
             cache: RefCell::new(BTreeMap::new()),
-        };
-        cx.registries = crate::runtime::source_registries(&cx);
-        Ok(cx)
+        })
     }
 
     /// The files `make` renders, rendered once per `key` for the whole run and cloned afterwards.

@@ -2,10 +2,12 @@
 //! spec's one kubeadm image list ([`KubeadmImages`], kubeadm's own naming rules), the same values the
 //! kubeadm config is rendered from, so the list and the config cannot drift.
 
-use crate::cni;
+use crate::cni::versions;
+use clusterctl_spec::image::ImageRef;
 pub use clusterctl_spec::kubeadm_images::{KubeadmImages, DEFAULT_REGISTRY};
 use clusterctl_spec::model::KubeProxyMode;
 use clusterctl_spec::ValidCluster;
+use std::collections::BTreeSet;
 
 /// One image the cluster pulls.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -80,7 +82,7 @@ pub fn images(cluster: &ValidCluster) -> Vec<ClusterImage> {
     if cluster.vip().is_some() {
         other("kube-vip".to_string(), cluster.kube_vip_image().to_string());
     }
-    if let Ok(Some(pins)) = cni::versions::pins(cluster) {
+    if let Ok(Some(pins)) = versions::pins(cluster) {
         for (name, source) in pins.images() {
             other(format!("cni:{name}"), source);
         }
@@ -89,6 +91,28 @@ pub fn images(cluster: &ValidCluster) -> Vec<ClusterImage> {
         other("preload".to_string(), p.clone());
     }
     out
+}
+
+/// Registries mirrored even when no listed image comes from them (workloads pull from these).
+pub(crate) const WELL_KNOWN_REGISTRIES: &[&str] =
+    &["docker.io", "ghcr.io", "quay.io", "registry.k8s.io"];
+
+/// Every source registry host to route through the mirror: the well-known ones plus the hosts of every
+/// image in [`images`], sorted; never the mirror's own host.
+pub(crate) fn source_registries(cluster: &ValidCluster) -> Vec<String> {
+    let mut set: BTreeSet<String> = WELL_KNOWN_REGISTRIES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for i in images(cluster) {
+        if let Ok(r) = ImageRef::parse(&i.source) {
+            set.insert(r.registry);
+        }
+    }
+    if let Some(m) = cluster.mirror() {
+        set.remove(&m.host);
+    }
+    set.into_iter().collect()
 }
 
 #[cfg(test)]

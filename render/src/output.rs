@@ -117,7 +117,7 @@ pub enum Purpose {
 }
 
 /// Why rendering failed.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     /// A CNI version for which no image table is pinned.
     #[error("no pinned images for {plugin} version {version}; supported: {supported}")]
@@ -130,12 +130,13 @@ pub enum RenderError {
         supported: String,
     },
     /// Serializing a document failed (a bug: every rendered type serializes).
-    #[error("could not serialize {what}: {reason}")]
+    #[error("could not serialize {what}: {source}")]
     Serialize {
         /// The document.
         what: String,
-        /// The serializer's message.
-        reason: String,
+        /// The serializer's error.
+        #[source]
+        source: SerializeError,
     },
     /// `cni.mtu` plus the VXLAN overhead does not fit through a node's underlay interface.
     #[error("node {node}: its interface {interface} has MTU {nic}, too small for cni.mtu {mtu} plus the 50-byte VXLAN overhead: packets to and from its pods would be dropped; set `spec.networking.cni.mtu: {fits}` or less, or raise the interface's MTU")]
@@ -169,11 +170,33 @@ pub enum RenderError {
         needed: u32,
     },
     /// A template failed to render (a bug in an embedded template).
-    #[error("template {name} failed: {reason}")]
+    #[error("template {name} failed: {source}")]
     Template {
         /// Template name.
         name: &'static str,
-        /// The template engine's message.
-        reason: String,
+        /// The template engine's error.
+        #[source]
+        source: minijinja::Error,
     },
+    /// An embedded template failed to load (a bug: it does not parse). The one template environment
+    /// is built once per process, so every later render reports the same shared error.
+    #[error("template (loading) failed: {name}: {source}")]
+    TemplateLoad {
+        /// The template that does not parse.
+        name: &'static str,
+        /// The template engine's error, shared by every render of this process.
+        #[source]
+        source: std::sync::Arc<minijinja::Error>,
+    },
+}
+
+/// The serializer's error behind [`RenderError::Serialize`].
+#[derive(Debug, thiserror::Error)]
+pub enum SerializeError {
+    /// From the YAML serializer.
+    #[error(transparent)]
+    Yaml(#[from] serde_yaml::Error),
+    /// From the JSON serializer.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
 }

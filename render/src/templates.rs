@@ -6,7 +6,7 @@
 
 use crate::output::RenderError;
 use minijinja::Environment;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 const TEMPLATES: &[(&str, &str)] = &[
     (
@@ -57,7 +57,8 @@ fn quote(s: String) -> String {
 }
 
 fn env() -> Result<&'static Environment<'static>, RenderError> {
-    static ENV: OnceLock<Result<Environment<'static>, String>> = OnceLock::new();
+    type Loaded = Result<Environment<'static>, (&'static str, Arc<minijinja::Error>)>;
+    static ENV: OnceLock<Loaded> = OnceLock::new();
     let r = ENV.get_or_init(|| {
         let mut env = Environment::new();
         env.set_keep_trailing_newline(true);
@@ -67,13 +68,13 @@ fn env() -> Result<&'static Environment<'static>, RenderError> {
         env.add_filter("q", quote);
         for (name, src) in TEMPLATES {
             env.add_template(name, src)
-                .map_err(|e| format!("{name}: {e}"))?;
+                .map_err(|e| (*name, Arc::new(e)))?;
         }
         Ok(env)
     });
-    r.as_ref().map_err(|e| RenderError::Template {
-        name: "(loading)",
-        reason: e.clone(),
+    r.as_ref().map_err(|(name, e)| RenderError::TemplateLoad {
+        name,
+        source: Arc::clone(e),
     })
 }
 
@@ -83,12 +84,9 @@ pub(crate) fn render<S: serde::Serialize>(
     ctx: S,
 ) -> Result<String, RenderError> {
     let env = env()?;
-    let t = env.get_template(name).map_err(|e| RenderError::Template {
-        name,
-        reason: e.to_string(),
-    })?;
-    t.render(ctx).map_err(|e| RenderError::Template {
-        name,
-        reason: e.to_string(),
-    })
+    let t = env
+        .get_template(name)
+        .map_err(|source| RenderError::Template { name, source })?;
+    t.render(ctx)
+        .map_err(|source| RenderError::Template { name, source })
 }

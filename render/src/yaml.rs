@@ -8,7 +8,7 @@ use serde::Serialize;
 pub(crate) fn doc<T: Serialize>(what: &str, value: &T) -> Result<String, RenderError> {
     serde_yaml::to_string(value).map_err(|e| RenderError::Serialize {
         what: what.to_string(),
-        reason: e.to_string(),
+        source: e.into(),
     })
 }
 
@@ -33,6 +33,6 @@ pub(crate) fn json<T: Serialize>(what: &str, value: &T) -> Result<String, Render
         })
         .map_err(|e| RenderError::Serialize {
             what: what.to_string(),
-            reason: e.to_string(),
+            source: e.into(),
         })
 }

@@ -26,7 +26,7 @@ impl Site {
     fn install(&self, i: usize) -> PathBuf {
         let dir = self.node_dir(i);
         let mut cfg = self.rendered.agents[i].clone();
-        cfg.pod_subnet = Some("10.251.0.0/16".into());
+        cfg.pod_subnet = Some("10.251.0.0/16".parse().expect("CIDR"));
         cfg.conflist_template = dir.join("template.conflist").display().to_string();
         cfg.conflist_path = dir
             .join("net.d/10-clusterctl.conflist")

@@ -10,7 +10,7 @@ pub mod masq;
 pub mod peers;
 pub mod reconcile;
 
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net};
 use peers::Peer;
 use reconcile::{Changes, DeviceConfig};
 use std::path::{Path, PathBuf};
@@ -64,10 +64,8 @@ pub fn load_config(path: &Path) -> Result<AgentConfig, AgentError> {
 /// 0, the node name, device name and paths are not empty. Errors: [`AgentError::Config`] naming the key.
 pub fn check_config(cfg: &AgentConfig) -> Result<(), AgentError> {
     let bad = |k: &str, why: &str| Err(AgentError::Config(format!("agent settings: {k} {why}")));
-    if let Some(s) = &cfg.pod_subnet {
-        if s.parse::<Ipv4Net>().is_err() {
-            return bad("podSubnet", "is not an IPv4 CIDR");
-        }
+    if matches!(cfg.pod_subnet, Some(IpNet::V6(_))) {
+        return bad("podSubnet", "is not an IPv4 CIDR");
     }
     if cfg.vni == 0 || cfg.vni > 0x00ff_ffff {
         return bad("vni", "must be 1..16777215");
@@ -103,17 +101,16 @@ pub fn device(cfg: &AgentConfig) -> DeviceConfig {
     }
 }
 
+/// The podSubnet to masquerade for, as decoded with the settings (no parsing here). Errors:
+/// [`AgentError::Config`] for an IPv6 podSubnet (the overlay is IPv4).
 fn pod_subnet(cfg: &AgentConfig) -> Result<Option<Ipv4Net>, AgentError> {
-    cfg.pod_subnet
-        .as_deref()
-        .map(|s| {
-            s.parse().map_err(|_| {
-                AgentError::Config(format!(
-                    "agent settings: podSubnet {s:?} is not an IPv4 CIDR"
-                ))
-            })
-        })
-        .transpose()
+    match cfg.pod_subnet {
+        None => Ok(None),
+        Some(IpNet::V4(n)) => Ok(Some(n)),
+        Some(n @ IpNet::V6(_)) => Err(AgentError::Config(format!(
+            "agent settings: podSubnet \"{n}\" is not an IPv4 CIDR"
+        ))),
+    }
 }
 
 /// Why a [`PeerSource`] could not give the peer set.

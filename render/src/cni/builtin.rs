@@ -12,6 +12,7 @@ use crate::templates;
 use crate::yaml;
 use clusterctl_spec::model::VXLAN_OVERHEAD;
 use clusterctl_spec::ValidNode;
+use ipnet::IpNet;
 use minijinja::context;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -106,10 +107,11 @@ pub struct AgentConfig {
     /// This node's name: its Node object (or its line in a peers file), whose podCIDR and
     /// InternalIP the agent uses.
     pub node_name: String,
-    /// The cluster's podSubnet, IPv4 CIDR (`10.244.0.0/16`): pod traffic to destinations outside
-    /// it is masqueraded. `None`: no masquerade.
+    /// The cluster's podSubnet, a CIDR written as a string (`"10.244.0.0/16"`) and decoded once into
+    /// an [`IpNet`]: pod traffic to destinations outside it is masqueraded. The agent accepts IPv4
+    /// only (its `check_config`). `None`: no masquerade.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub pod_subnet: Option<String>,
+    pub pod_subnet: Option<IpNet>,
     /// VXLAN network identifier (VNI), 24 bits.
     pub vni: u32,
     /// VXLAN UDP destination port.
@@ -245,7 +247,7 @@ pub(crate) fn node_files(
     let mtu = Some(overlay_mtu(cx.c, cx.facts)?);
     let cfg = AgentConfig {
         node_name: node.name.clone(),
-        pod_subnet: Some(cx.c.pod_subnet().to_string()),
+        pod_subnet: Some(cx.c.pod_subnet()),
         vni: VNI,
         vxlan_port: VXLAN_PORT,
         vxlan_device: VXLAN_DEVICE.to_string(),
@@ -476,7 +478,7 @@ mod tests {
             ("node1", Some(("eth0", 1500)), None),
             ("node2", Some(("ens5", 9001)), None),
         ]);
-        assert_eq!(overlay_mtu(&c, &mixed), Ok(1450));
+        assert_eq!(overlay_mtu(&c, &mixed).expect("mtu"), 1450);
         let rendered = crate::render(&c, &mixed).expect("render");
         for n in ["cp1", "node1", "node2"] {
             let agent: AgentConfig = serde_json::from_slice(
@@ -497,10 +499,10 @@ mod tests {
             assert_eq!(conflist["plugins"][0]["mtu"], 1450, "{n}");
         }
         // Nothing looked at: the usual 1500 underlay; the file's path MTU wins when smaller.
-        assert_eq!(overlay_mtu(&c, &Facts::default()), Ok(1450));
+        assert_eq!(overlay_mtu(&c, &Facts::default()).expect("mtu"), 1450);
         let tunnel = cluster("", "    underlayMTU: 1400\n");
-        assert_eq!(overlay_mtu(&tunnel, &Facts::default()), Ok(1350));
-        assert_eq!(overlay_mtu(&tunnel, &mixed), Ok(1350));
+        assert_eq!(overlay_mtu(&tunnel, &Facts::default()).expect("mtu"), 1350);
+        assert_eq!(overlay_mtu(&tunnel, &mixed).expect("mtu"), 1350);
         // The file's value, when every NIC carries it.
         let set = cluster("      mtu: 8000\n", "");
         let jumbo = facts(&[
@@ -508,7 +510,7 @@ mod tests {
             ("node1", Some(("ens5", 9001)), None),
             ("node2", Some(("ens5", 9001)), None),
         ]);
-        assert_eq!(overlay_mtu(&set, &jumbo), Ok(8000));
+        assert_eq!(overlay_mtu(&set, &jumbo).expect("mtu"), 8000);
         match overlay_mtu(&set, &mixed) {
             Err(e @ RenderError::MtuTooLarge { .. }) => {
                 let m = e.to_string();
@@ -546,20 +548,20 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let set = cluster("      mtu: 1350\n", "");
-        assert_eq!(overlay_mtu(&set, &join_small), Ok(1350));
+        assert_eq!(overlay_mtu(&set, &join_small).expect("mtu"), 1350);
         // node1 (not looked at) runs 1400 − 50: a 9001 node joins at the running 1350.
         let join_big = facts(&[
             ("cp1", Some(("eth0", 1500)), Some(1350)),
             ("node2", Some(("ens5", 9001)), None),
         ]);
-        assert_eq!(overlay_mtu(&c, &join_big), Ok(1350));
+        assert_eq!(overlay_mtu(&c, &join_big).expect("mtu"), 1350);
         // Every node looked at (up): derived from the NICs again, e.g. after a small node left.
         let all = facts(&[
             ("cp1", Some(("eth0", 1500)), Some(1350)),
             ("node1", Some(("eth0", 1500)), Some(1350)),
             ("node2", Some(("eth0", 1500)), None),
         ]);
-        assert_eq!(overlay_mtu(&c, &all), Ok(1450));
+        assert_eq!(overlay_mtu(&c, &all).expect("mtu"), 1450);
     }
 
     #[test]

@@ -520,7 +520,10 @@ fn every_cni_pool_is_pod_subnet() {
             if let Some(f) = r.node_file(&n.name, "/etc/clusterctl/cni/agent.json") {
                 let v: clusterctl_render::cni::builtin::AgentConfig =
                     serde_json::from_str(&f.as_text()).expect("agent.json");
-                assert_eq!(v.pod_subnet.as_deref(), Some(pod.as_str()));
+                assert_eq!(v.pod_subnet.map(|p| p.to_string()), Some(pod.clone()));
+                // On disk the CIDR stays a JSON string.
+                let raw: serde_json::Value = serde_json::from_str(&f.as_text()).expect("json");
+                assert_eq!(raw["podSubnet"].as_str(), Some(pod.as_str()));
                 assert_eq!(v.node_name, n.name);
                 checked += 1;
             }

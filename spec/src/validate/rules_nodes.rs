@@ -15,17 +15,38 @@ use crate::model::{ClusterFile, HostKeyPolicy, Node, Provider, Role};
 use crate::syntax;
 use crate::valid::{SshTarget, ValidNode};
 
-/// Parses `ip` or `ip/prefix` into (address, subnet). Errors: a reason.
-pub(crate) fn parse_address(text: &str) -> Result<(IpAddr, Option<IpNet>), String> {
+/// Why a node address does not parse; the text continues `node address …`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum AddressError {
+    /// The address part is not an IP address.
+    #[error("{text:?} is not an IP address")]
+    NotIp {
+        /// The address part as written.
+        text: String,
+        /// The parser's error.
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    /// `ip/prefix` with a prefix length that does not parse or is too long for the family.
+    #[error("the prefix length is not valid")]
+    Prefix(#[source] ipnet::AddrParseError),
+}
+
+/// Parses `ip` or `ip/prefix` into (address, subnet). Errors: [`AddressError`].
+pub(crate) fn parse_address(text: &str) -> Result<(IpAddr, Option<IpNet>), AddressError> {
+    let not_ip = |a: &str, source| AddressError::NotIp {
+        text: a.to_string(),
+        source,
+    };
     let t = text.trim();
     if let Some((a, _)) = t.split_once('/') {
-        let addr = IpAddr::from_str(a).map_err(|_| format!("{a:?} is not an IP address"))?;
-        let net = IpNet::from_str(t).map_err(|_| "the prefix length is not valid".to_string())?;
+        let addr = IpAddr::from_str(a).map_err(|e| not_ip(a, e))?;
+        let net = IpNet::from_str(t).map_err(AddressError::Prefix)?;
         Ok((addr, Some(net.trunc())))
     } else {
         IpAddr::from_str(t)
             .map(|a| (a, None))
-            .map_err(|_| format!("{t:?} is not an IP address"))
+            .map_err(|e| not_ip(t, e))
     }
 }
 
@@ -44,17 +65,28 @@ pub(crate) fn unusable(addr: &IpAddr) -> Option<&'static str> {
     }
 }
 
+/// Why a Linux interface name is refused; the text continues `interface "x" …`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum InterfaceNameError {
+    /// Empty, or longer than the kernel's 15 bytes (`IFNAMSIZ` − 1).
+    #[error("must be 1 to 15 characters")]
+    Length,
+    /// `.`, `..`, or a '/', ':', white-space or control character.
+    #[error("may not contain '/', ':' or spaces")]
+    Chars,
+}
+
 /// A Linux interface name: 1–15 characters, no '/', no whitespace, not `.`/`..`.
-pub(crate) fn interface_name(s: &str) -> Result<(), String> {
+pub(crate) fn interface_name(s: &str) -> Result<(), InterfaceNameError> {
     if s.is_empty() || s.len() > 15 {
-        return Err("must be 1 to 15 characters".into());
+        return Err(InterfaceNameError::Length);
     }
     if s == "."
         || s == ".."
         || s.chars()
             .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
     {
-        return Err("may not contain '/', ':' or spaces".into());
+        return Err(InterfaceNameError::Chars);
     }
     Ok(())
 }

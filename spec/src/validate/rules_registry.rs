@@ -112,35 +112,86 @@ pub(crate) fn check(
     }))
 }
 
-/// Splits a mirror prefix into (host, path). Errors: a reason.
-pub(crate) fn mirror_parts(prefix: &str) -> Result<(String, String), String> {
+/// Why a registry prefix (the mirror's `host[:port]/path`, a source registry's `host[:port]`) is
+/// refused; the text continues `mirror "x" …` or `source registry "x" …`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PrefixError {
+    /// Nothing written.
+    #[error("is empty")]
+    Empty,
+    /// A URL instead of a prefix.
+    #[error("must not have a scheme (remove `https://`)")]
+    Scheme,
+    /// An `@digest` part.
+    #[error("must not contain a digest")]
+    Digest,
+    /// A port that is not a number 0–65535.
+    #[error("port {text:?} is not a number")]
+    Port {
+        /// The port as written.
+        text: String,
+        /// The parser's error.
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    /// A host that is neither an address, `localhost` nor a DNS name.
+    #[error("host {host:?} {source}")]
+    Host {
+        /// The host as written.
+        host: String,
+        /// Why it is not a DNS name.
+        #[source]
+        source: crate::syntax::SyntaxError,
+    },
+    /// A path that is not a repository path.
+    #[error("path {path:?} is not a repository path (lower-case, no tag)")]
+    RepositoryPath {
+        /// The path as written.
+        path: String,
+        /// Why an image under it does not parse.
+        #[source]
+        source: crate::image::ReferenceError,
+    },
+    /// A path where only a registry host is allowed (source registries: credentials are per registry).
+    #[error("must not have a path (the credentials are for the whole registry)")]
+    PathNotAllowed,
+}
+
+/// Splits a mirror prefix into (host, path). Errors: [`PrefixError`].
+pub(crate) fn mirror_parts(prefix: &str) -> Result<(String, String), PrefixError> {
     if prefix.is_empty() {
-        return Err("is empty".into());
+        return Err(PrefixError::Empty);
     }
     if prefix.contains("://") {
-        return Err("must not have a scheme (remove `https://`)".into());
+        return Err(PrefixError::Scheme);
     }
     if prefix.contains('@') {
-        return Err("must not contain a digest".into());
+        return Err(PrefixError::Digest);
     }
     let (host, path) = prefix.split_once('/').unwrap_or((prefix, ""));
     let hostname = match host.rsplit_once(':') {
         Some((h, p)) if !h.contains(']') || h.ends_with(']') => {
-            p.parse::<u16>()
-                .map_err(|_| format!("port {p:?} is not a number"))?;
+            p.parse::<u16>().map_err(|source| PrefixError::Port {
+                text: p.to_string(),
+                source,
+            })?;
             h
         }
         _ => host,
     };
     if hostname.parse::<std::net::IpAddr>().is_err() && hostname != "localhost" {
-        syntax::dns_name(hostname).map_err(|e| format!("host {hostname:?} {e}"))?;
+        syntax::dns_name(hostname).map_err(|source| PrefixError::Host {
+            host: hostname.to_string(),
+            source,
+        })?;
     }
     if !path.is_empty() {
         let probe = format!("{host}/{path}/x:1");
-        if ImageRef::parse(&probe).is_err() {
-            return Err(format!(
-                "path {path:?} is not a repository path (lower-case, no tag)"
-            ));
+        if let Err(source) = ImageRef::parse(&probe) {
+            return Err(PrefixError::RepositoryPath {
+                path: path.to_string(),
+                source,
+            });
         }
     }
     Ok((host.to_string(), path.to_string()))

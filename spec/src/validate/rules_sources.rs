@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::credentials::{self, CredentialFields};
-use super::rules_registry::{mirror_parts, pem_file};
+use super::rules_registry::{mirror_parts, pem_file, PrefixError};
 use super::Ctx;
 use crate::diag::Diagnostic;
 use crate::model::{ClusterFile, SourceRegistry};
@@ -73,10 +73,10 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Option<Vec<SourceA
     ok.then_some(out)
 }
 
-/// `host[:port]` with nothing after it (the mirror's host rules). Errors: the reason.
-fn registry_host(host: &str) -> Result<(), String> {
+/// `host[:port]` with nothing after it (the mirror's host rules). Errors: [`PrefixError`].
+fn registry_host(host: &str) -> Result<(), PrefixError> {
     if host.contains('/') && !host.contains("://") {
-        return Err("must not have a path (the credentials are for the whole registry)".into());
+        return Err(PrefixError::PathNotAllowed);
     }
     mirror_parts(host).map(|_| ())
 }

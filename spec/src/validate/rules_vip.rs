@@ -21,14 +21,65 @@ pub(crate) struct VipOut {
     pub(crate) vip: Option<IpAddr>,
 }
 
-/// Parses `host`, `host:port`, `[v6]:port` or a bare IPv6 address. Errors: a reason.
-pub(crate) fn parse_endpoint(text: &str) -> Result<Endpoint, String> {
+/// Why a control-plane endpoint does not parse; the text continues `endpoint "x" …`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum EndpointError {
+    /// Nothing but white space.
+    #[error("is empty")]
+    Empty,
+    /// A URL (`https://…`) instead of `host[:port]`.
+    #[error("must not have a scheme")]
+    Scheme,
+    /// `[` without its `]`.
+    #[error("has an unclosed '['")]
+    UnclosedBracket,
+    /// Text after `]` that is not `:port`.
+    #[error("has text after ']'")]
+    AfterBracket,
+    /// A port that is not a number 0–65535.
+    #[error("port {text:?} is not a number 1–65535")]
+    Port {
+        /// The port as written.
+        text: String,
+        /// The parser's error.
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    /// Port 0.
+    #[error("port 0 is not valid")]
+    PortZero,
+    /// `[…]` holding something other than an IPv6 address.
+    #[error("{text:?} is not an IPv6 address")]
+    NotIpv6 {
+        /// The text between the brackets.
+        text: String,
+        /// The parser's error.
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    /// A host that is neither an IP address nor a DNS name.
+    #[error("host {host:?} is neither an IP address nor a DNS name: {source}")]
+    Host {
+        /// The host as written.
+        host: String,
+        /// Why it is not a DNS name.
+        #[source]
+        source: syntax::SyntaxError,
+    },
+}
+
+/// Parses `host`, `host:port`, `[v6]:port` or a bare IPv6 address. Errors: [`EndpointError`].
+pub(crate) fn parse_endpoint(text: &str) -> Result<Endpoint, EndpointError> {
+    let port_err = |p: &str, source| EndpointError::Port {
+        text: p.to_string(),
+        source,
+    };
     let t = text.trim();
     if t.is_empty() {
-        return Err("is empty".into());
+        return Err(EndpointError::Empty);
     }
     if t.contains("://") {
-        return Err("must not have a scheme".into());
+        return Err(EndpointError::Scheme);
     }
     if let Ok(ip) = IpAddr::from_str(t) {
         return Ok(Endpoint {
@@ -37,32 +88,31 @@ pub(crate) fn parse_endpoint(text: &str) -> Result<Endpoint, String> {
         });
     }
     let (host, port) = if let Some(rest) = t.strip_prefix('[') {
-        let (h, after) = rest.split_once(']').ok_or("has an unclosed '['")?;
+        let (h, after) = rest.split_once(']').ok_or(EndpointError::UnclosedBracket)?;
         let port = match after.strip_prefix(':') {
-            Some(p) => p
-                .parse::<u16>()
-                .map_err(|_| format!("port {p:?} is not a number 1–65535"))?,
+            Some(p) => p.parse::<u16>().map_err(|e| port_err(p, e))?,
             None if after.is_empty() => 6443,
-            None => return Err("has text after ']'".into()),
+            None => return Err(EndpointError::AfterBracket),
         };
-        IpAddr::from_str(h).map_err(|_| format!("{h:?} is not an IPv6 address"))?;
+        IpAddr::from_str(h).map_err(|source| EndpointError::NotIpv6 {
+            text: h.to_string(),
+            source,
+        })?;
         (h.to_string(), port)
     } else {
         match t.rsplit_once(':') {
-            Some((h, p)) => (
-                h.to_string(),
-                p.parse::<u16>()
-                    .map_err(|_| format!("port {p:?} is not a number 1–65535"))?,
-            ),
+            Some((h, p)) => (h.to_string(), p.parse::<u16>().map_err(|e| port_err(p, e))?),
             None => (t.to_string(), 6443),
         }
     };
     if port == 0 {
-        return Err("port 0 is not valid".into());
+        return Err(EndpointError::PortZero);
     }
     if IpAddr::from_str(&host).is_err() {
-        syntax::dns_name(&host)
-            .map_err(|e| format!("host {host:?} is neither an IP address nor a DNS name: {e}"))?;
+        syntax::dns_name(&host).map_err(|source| EndpointError::Host {
+            host: host.clone(),
+            source,
+        })?;
     }
     Ok(Endpoint { host, port })
 }
