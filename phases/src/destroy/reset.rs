@@ -13,7 +13,11 @@
 //! 6. `files`: every file clusterctl rendered for the node (the runtime's own config only when recorded
 //!    and not restored) or recorded as placed (the state record), the CNI config, plugin binary and
 //!    IPAM state, the `--fix` module and sysctl files, removed; then the empty directories `up` made;
-//! 7. `packages`, with `--purge` only: the Kubernetes packages and the file's `airgap.packages` purged;
+//! 7. `packages`, with `--purge` only: the packages machinery's removal (`crate::packages::script::purge`):
+//!    with the record `up`'s `packages` phase wrote, the node's package state as it was before `up`
+//!    (what it installed purged, holds it added released, its repository files, keyrings, CA and
+//!    containerd archive removed); without one, the Kubernetes packages and the file's
+//!    `airgap.packages` purged;
 //! 8. `systemd`: `systemctl daemon-reload`.
 
 use std::collections::BTreeSet;
@@ -92,7 +96,7 @@ pub fn reset_node(
     if !teardown.purge.is_empty() {
         line(
             "packages",
-            run(ctx, &scripts::purge_script(&teardown.purge)),
+            run(ctx, &crate::packages::script::purge(&teardown.purge)),
         );
     }
     line("systemd", run(ctx, scripts::DAEMON_RELOAD));

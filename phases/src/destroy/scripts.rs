@@ -205,20 +205,3 @@ pub fn files_script(paths: &[String]) -> String {
     script.push_str("echo \"$msg\"");
     script
 }
-
-/// Purges the installed ones of `packages` (Debian family: `dpkg --purge`, all at once so that they
-/// may depend on each other; EL: `rpm -e`); prints what it purged.
-pub fn purge_script(packages: &[String]) -> String {
-    let list: Vec<String> = packages.iter().map(|p| sh_quote(p)).collect();
-    format!(
-        "pk=''; for p in {list}; do \
-         if command -v dpkg-query >/dev/null 2>&1; then \
-           dpkg-query -W -f='${{Status}}' \"$p\" 2>/dev/null | grep -q 'install ok installed' && pk=\"$pk $p\"; \
-         elif command -v rpm >/dev/null 2>&1; then rpm -q \"$p\" >/dev/null 2>&1 && pk=\"$pk $p\"; fi; done; \
-         if [ -z \"$pk\" ]; then echo 'none installed'; \
-         elif command -v dpkg >/dev/null 2>&1; then apt-mark unhold $pk >/dev/null 2>&1 || true; \
-           dpkg --purge $pk >/dev/null && echo \"purged:$pk\"; \
-         else rpm -e $pk && echo \"removed:$pk\"; fi",
-        list = list.join(" ")
-    )
-}
