@@ -106,6 +106,7 @@ fn main() {
             images,
             packages: vec![],
             binaries: vec![],
+            upstream: vec![],
         };
         write_bundle(&work.path().join("site.tar"), &store, &input).expect("write")
     });

@@ -268,6 +268,7 @@ mod tests {
             ],
             packages: vec![],
             binaries: vec![],
+            upstream: vec![],
         };
         let got = select(
             &manifest,

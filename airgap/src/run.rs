@@ -4,8 +4,8 @@
 
 use crate::bundle::verify::{read_sums, sums_digest, MAX_LIST_BYTES};
 use crate::bundle::{
-    verify_bundle, write_bundle, BundleInput, BundleSummary, VerifiedBundle, MANIFEST_ENTRY,
-    OCI_DIR, SUMS_ENTRY,
+    verify_bundle, write_bundle, BundleInput, BundleSummary, PreparedFile, VerifiedBundle,
+    MANIFEST_ENTRY, OCI_DIR, SUMS_ENTRY, UPSTREAM_DIR,
 };
 use crate::digest::Digest;
 use crate::error::{AirgapError, Result};
@@ -13,12 +13,14 @@ use crate::import::{
     import_to_registry, import_to_registry_with, precheck, target_ref, FileStamp, ImportReport,
     ImportState, RegistryImportOptions, VerifiedStamp,
 };
+use crate::oci::Platform;
 use crate::packages::{prepare_packages, self_binary, PackageSource};
 use crate::plan::{list_images, platforms, requests};
 use crate::pull::{pull_images, PullOptions, PullStats};
 use crate::reference;
 use crate::registry::{ClientOptions, EnvCredentials, RegistryClient};
 use crate::store::BlobStore;
+use crate::upstream::{UpstreamCache, WantedFile};
 use clusterctl_spec::ValidCluster;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -112,6 +114,10 @@ pub struct BundleOptions {
     pub self_binary: Option<PathBuf>,
     /// Directory that relative package paths are resolved against (the cluster file's).
     pub base_dir: PathBuf,
+    /// The cache of the CNI's upstream files ([`crate::upstream::UpstreamCache`]); default
+    /// `<cache>/upstream` inside the blob cache. The CLI passes the one `up` uses, so a file `up`
+    /// already fetched is not downloaded again.
+    pub upstream_cache: Option<PathBuf>,
 }
 
 /// The cache directory used for `out` when none is given: `<out>.cache`.
@@ -247,6 +253,16 @@ pub fn bundle_cluster(
     let reqs = requests(&list_images(cluster))?;
     let (images, stats) = pull_images(&client, &store, &reqs, &pull)?;
     let packages = prepare_packages(&client, &store, &sources)?;
+    let upstream_root = opts
+        .upstream_cache
+        .clone()
+        .unwrap_or_else(|| cache.join("upstream"));
+    let upstream = prepare_upstream(
+        &client,
+        &UpstreamCache::open(&upstream_root)?,
+        &upstream_files(cluster, &pull.platforms)?,
+        cluster.spec().networking.cni.accept_unverified,
+    )?;
     let binaries = match &opts.self_binary {
         Some(p) => vec![self_binary(p)?],
         None => Vec::new(),
@@ -259,9 +275,64 @@ pub fn bundle_cluster(
         images,
         packages,
         binaries,
+        upstream,
     };
     let summary = write_bundle(&opts.out, &store, &input)?;
     Ok((summary, stats))
+}
+
+/// The CNI's pinned upstream files for nodes of `platforms` (Cilium: one Helm archive per
+/// architecture), as `up` wants them: address, and the pinned sha256 or the one the file's
+/// `cni.sources` gives (`clusterctl_render::cni::versions::cluster_files`). Errors: a CNI version
+/// render cannot pin (`Manifest`).
+pub fn upstream_files(cluster: &ValidCluster, platforms: &[Platform]) -> Result<Vec<WantedFile>> {
+    let mut arches: Vec<&str> = platforms.iter().map(|p| p.architecture.as_str()).collect();
+    if arches.is_empty() {
+        arches.push("amd64");
+    }
+    let files = clusterctl_render::cni::versions::cluster_files(cluster, &arches).map_err(|e| {
+        AirgapError::Manifest {
+            what: "spec.networking.cni".into(),
+            reason: e.to_string(),
+        }
+    })?;
+    Ok(files.iter().map(wanted_file).collect())
+}
+
+/// `f` as the fetcher wants it.
+pub fn wanted_file(f: &clusterctl_render::cni::versions::UpstreamFile) -> WantedFile {
+    WantedFile {
+        name: f.name.clone(),
+        url: f.url.clone(),
+        sha256: f.sha256.as_deref().and_then(Digest::from_hex),
+        digest_source: f.digest_source.clone(),
+    }
+}
+
+/// Obtains every file of `files` through `cache` (from the cache, else downloaded and checked
+/// against its sha256, see [`UpstreamCache::fetch`]) and describes it as bundle entry
+/// `upstream/<name>`. Errors: the first file that cannot be had or has another sha256 (nothing is
+/// written then), an unpinned file the cluster file does not accept.
+pub fn prepare_upstream(
+    client: &RegistryClient,
+    cache: &UpstreamCache,
+    files: &[WantedFile],
+    accept_unverified: bool,
+) -> Result<Vec<PreparedFile>> {
+    files
+        .iter()
+        .map(|w| {
+            let got = cache.fetch(client, w, accept_unverified)?;
+            PreparedFile::from_path(
+                &w.name,
+                &format!("{UPSTREAM_DIR}/{}", w.name),
+                &got.path,
+                0o644,
+                None,
+                None,
+            )
+        })
+        .collect()
 }
 
 /// Options of `airgap import`.

@@ -13,7 +13,10 @@
 //! * No pinned digest (a version outside the table, a source given without `sha256`): refused unless
 //!   the cluster file accepts unverified files; then the digest of the first download is recorded in
 //!   `<cache>/accepted.json` (address → sha256) and required from then on.
+//! * Air-gapped: [`UpstreamCache::from_bundle`] takes a file from a verified air-gap bundle's
+//!   `upstream/<name>` entry instead, with the same digest rules and no request to any address.
 
+use crate::bundle::{BundleFile, VerifiedBundle};
 use crate::digest::{Digest, Hashing};
 use crate::error::{AirgapError, Result};
 use crate::registry::RegistryClient;
@@ -224,6 +227,132 @@ impl UpstreamCache {
             size,
             downloaded: true,
             trust,
+        })
+    }
+
+    /// The bundle's entry for `want` (by name), checked against the digest `want` must have: the pinned
+    /// one; without one, the digest recorded earlier for its address, else — when the cluster file
+    /// accepts unverified files — the one the bundle records. Reads nothing but `vb`'s manifest.
+    /// Errors: the bundle does not carry the file (`Bundle`); its digest differs (`DigestMismatch`);
+    /// no digest to check against and unverified files not accepted (`Package`).
+    pub fn bundle_entry<'a>(
+        &self,
+        vb: &'a VerifiedBundle,
+        want: &WantedFile,
+        accept_unverified: bool,
+    ) -> Result<&'a BundleFile> {
+        let entry = vb
+            .manifest
+            .upstream
+            .iter()
+            .find(|f| f.name == want.name)
+            .ok_or_else(|| AirgapError::Bundle {
+                path: vb.path.clone(),
+                reason: format!(
+                    "it does not carry the CNI file {} (upstream/{}); write the bundle again with \
+                     this version of clusterctl (`clusterctl airgap bundle`)",
+                    want.name, want.name
+                ),
+            })?;
+        let recorded = self
+            .accepted()
+            .get(&want.url)
+            .and_then(|h| Digest::from_hex(h));
+        let expect = match (&want.sha256, recorded) {
+            (Some(d), _) => Some((d.clone(), want.digest_source.clone())),
+            (None, Some(d)) => Some((d, format!("recorded in {}", self.accepted_path().display()))),
+            (None, None) if accept_unverified => None,
+            (None, None) => {
+                return Err(refused(
+                    &want.name,
+                    &want.url,
+                    "no sha256 is pinned for this file: give its sha256 in spec.networking.cni.sources, \
+                     or set spec.networking.cni.acceptUnverified: true to accept (and record) the \
+                     digest the bundle carries"
+                        .into(),
+                ))
+            }
+        };
+        if let Some((d, source)) = expect {
+            if entry.sha256 != d {
+                return Err(AirgapError::DigestMismatch {
+                    what: format!("{} in the bundle {}", want.name, vb.path.display()),
+                    expected: format!("{d} ({source})"),
+                    actual: entry.sha256.to_string(),
+                });
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Obtains `want` from the verified bundle `vb` (entry `upstream/<name>`, checked by
+    /// [`UpstreamCache::bundle_entry`]) into the cache — or from the cache when it is there — without
+    /// any request to any address. The bytes are hashed again on the way (the bundle may have
+    /// changed since it was verified). Errors: as [`UpstreamCache::bundle_entry`]; the entry's bytes
+    /// differ from its digest (`DigestMismatch`); I/O.
+    pub fn from_bundle(
+        &self,
+        vb: &VerifiedBundle,
+        want: &WantedFile,
+        accept_unverified: bool,
+    ) -> Result<Fetched> {
+        let entry = self.bundle_entry(vb, want, accept_unverified)?;
+        let unpinned = want.sha256.is_none();
+        let trust = |first| {
+            if unpinned {
+                Trust::Accepted { first }
+            } else {
+                Trust::Pinned
+            }
+        };
+        let dest = self.path(&entry.sha256);
+        if let Ok(m) = std::fs::metadata(&dest) {
+            return Ok(Fetched {
+                path: dest,
+                sha256: entry.sha256.clone(),
+                size: m.len(),
+                downloaded: false,
+                trust: trust(false),
+            });
+        }
+        let tmp = self
+            .root
+            .join("partial")
+            .join(format!("{}.bundle", entry.sha256.hex()));
+        let copied = (|| -> Result<(Digest, u64)> {
+            let mut out = std::fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
+            let mut w = Hashing::new(&mut out);
+            std::io::copy(&mut vb.open(&entry.path)?, &mut w).map_err(|e| io(&vb.path, e))?;
+            let (got, n, _) = w.finish();
+            out.flush().map_err(|e| io(&tmp, e))?;
+            Ok((got, n))
+        })();
+        let (got, size) = match copied {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        if got != entry.sha256 {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(AirgapError::DigestMismatch {
+                what: format!("{} in the bundle {}", entry.path, vb.path.display()),
+                expected: entry.sha256.to_string(),
+                actual: got.to_string(),
+            });
+        }
+        std::fs::rename(&tmp, &dest).map_err(|e| io(&dest, e))?;
+        let first = unpinned && !self.accepted().contains_key(&want.url);
+        if first {
+            self.record_accepted(&want.url, &got)?;
+        }
+        Ok(Fetched {
+            path: dest,
+            sha256: got,
+            size,
+            downloaded: false,
+            trust: trust(first),
         })
     }
 

@@ -33,6 +33,12 @@ pub struct BundleManifest {
     /// Binaries (the clusterctl binary itself), sorted by path.
     #[serde(default)]
     pub binaries: Vec<BundleFile>,
+    /// The pinned upstream files of the cluster's CNI (`upstream/<name>`: manifests, the Cilium chart,
+    /// the Helm archives; `name` is the file's name in `spec.networking.cni.sources`), sorted by path.
+    /// Absent (and left out of `manifest.json`) when the CNI needs none, so bundles written before
+    /// this field still read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstream: Vec<BundleFile>,
 }
 
 impl BundleManifest {
@@ -110,6 +116,7 @@ mod tests {
             images: vec![],
             packages: vec![],
             binaries: vec![],
+            upstream: vec![],
         };
         assert!(m.carries_version("v1.34.1"));
         assert!(m.carries_version("v1.34.2"));

@@ -1,5 +1,6 @@
 //! The air-gap bundle: one deterministic tar holding `SHA256SUMS` (first), `manifest.json`, an OCI
-//! image layout under `oci/` (each blob once), `packages/…` and `bin/…`. `write` builds it from the
+//! image layout under `oci/` (each blob once), `packages/…`, `bin/…` and the CNI's
+//! pinned upstream files under `upstream/`. `write` builds it from the
 //! blob store, `verify` checks every byte of it before anything is imported.
 
 pub mod manifest;
@@ -16,3 +17,5 @@ pub const SUMS_ENTRY: &str = "SHA256SUMS";
 pub const MANIFEST_ENTRY: &str = "manifest.json";
 /// Directory of the OCI image layout inside the bundle.
 pub const OCI_DIR: &str = "oci";
+/// Directory of the CNI's pinned upstream files inside the bundle (`upstream/<name>`).
+pub const UPSTREAM_DIR: &str = "upstream";

@@ -13,7 +13,7 @@
 //! manifests are read again from the file, one at a time, after the pass.
 
 use super::manifest::{BundleManifest, BUNDLE_FORMAT};
-use super::{MANIFEST_ENTRY, OCI_DIR, SUMS_ENTRY};
+use super::{MANIFEST_ENTRY, OCI_DIR, SUMS_ENTRY, UPSTREAM_DIR};
 use crate::digest::{Digest, Hashing};
 use crate::error::{AirgapError, Result};
 use crate::oci::{
@@ -368,7 +368,21 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
         format!("{OCI_DIR}/oci-layout"),
     ]
     .into();
-    for f in manifest.packages.iter().chain(manifest.binaries.iter()) {
+    for f in manifest
+        .packages
+        .iter()
+        .chain(manifest.binaries.iter())
+        .chain(manifest.upstream.iter())
+    {
+        if manifest.upstream.contains(f) && f.path != format!("{UPSTREAM_DIR}/{}", f.name) {
+            return Err(refuse(
+                MANIFEST_ENTRY,
+                format!(
+                    "upstream file {:?} must be carried as {UPSTREAM_DIR}/{}",
+                    f.path, f.name
+                ),
+            ));
+        }
         // The name becomes a file name on the nodes (`/usr/local/bin/<name>`).
         if !plain_name(&f.name) {
             return Err(refuse(

@@ -93,6 +93,8 @@ pub struct BundleInput {
     pub packages: Vec<PreparedFile>,
     /// Binaries (`bin/…`).
     pub binaries: Vec<PreparedFile>,
+    /// The CNI's pinned upstream files (`upstream/<name>`, see [`crate::run::prepare_upstream`]).
+    pub upstream: Vec<PreparedFile>,
 }
 
 /// What was written.
@@ -197,6 +199,8 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
     packages.sort_by(|a, b| a.path.cmp(&b.path));
     let mut binaries: Vec<BundleFile> = input.binaries.iter().map(|p| p.entry.clone()).collect();
     binaries.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut upstream: Vec<BundleFile> = input.upstream.iter().map(|p| p.entry.clone()).collect();
+    upstream.sort_by(|a, b| a.path.cmp(&b.path));
     let manifest = BundleManifest {
         format: BUNDLE_FORMAT.to_string(),
         cluster: input.cluster.clone(),
@@ -206,6 +210,7 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
         images: images.clone(),
         packages,
         binaries,
+        upstream,
     };
     let manifest_bytes =
         serde_json::to_vec_pretty(&manifest).map_err(|e| AirgapError::Manifest {
@@ -237,7 +242,12 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
             (Source::File(p, d, size), 0o644),
         );
     }
-    for f in input.packages.iter().chain(input.binaries.iter()) {
+    for f in input
+        .packages
+        .iter()
+        .chain(input.binaries.iter())
+        .chain(input.upstream.iter())
+    {
         entries.insert(
             f.entry.path.clone(),
             (

@@ -133,6 +133,7 @@ mod tests {
             images: Vec::new(),
             packages,
             binaries: Vec::new(),
+            upstream: Vec::new(),
         }
     }
 

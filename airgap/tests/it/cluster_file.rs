@@ -2,7 +2,9 @@
 //! HA air-gap profile with its mirror pointed at a loopback registry B; every image the render plan
 //! lists (kubeadm's, kube-vip, Cilium, the extra version's) is built here and served by registry A
 //! under its upstream repository path; upstream registries are mapped to A (the
-//! `--source-registry-override` path), packages are local files.
+//! `--source-registry-override` path), packages are local files; the Cilium chart and the Helm archive
+//! (fixture bytes of our own) come from a loopback HTTP server named by the file's `cni.sources`, and
+//! the bundle carries them under `upstream/`.
 
 use crate::common;
 
@@ -15,7 +17,39 @@ use clusterctl_airgap::ImageRef;
 use clusterctl_testbed::registry::Registry;
 use clusterctl_testbed::require;
 use common::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+
+/// Serves `files` (path → bytes) over plain HTTP on loopback from a thread (until the process
+/// ends); returns the port.
+fn serve_files(files: BTreeMap<String, Vec<u8>>) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let req = String::from_utf8_lossy(&buf[..n]);
+            let path = req.split(' ').nth(1).unwrap_or_default();
+            match files.get(path) {
+                Some(b) => {
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        b.len()
+                    );
+                    let _ = c.write_all(b);
+                }
+                None => {
+                    let _ = c.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                }
+            }
+        }
+    });
+    port
+}
 
 /// Pushes a small random image as `repo:tag` into `reg` with our client (monolithic uploads).
 fn push_fake(client: &RegistryClient, reg: &Registry, repo: &str, tag: &str, seed: u64) {
@@ -69,6 +103,22 @@ fn ha_profile_images_bundle_and_import_to_mirror() {
         })
         .collect::<Vec<_>>()
         .join("\n");
+    // The CNI's upstream files, from a loopback server the file names (fixture bytes, digests given).
+    let chart = Rng(11).bytes(20_000);
+    let helm = Rng(12).bytes(30_000);
+    let port = serve_files(BTreeMap::from([
+        ("/cilium.tgz".to_string(), chart.clone()),
+        ("/helm.tar.gz".to_string(), helm.clone()),
+    ]));
+    let sources = format!(
+        "      sources:\n        - {{name: cilium.tgz, url: \"http://127.0.0.1:{port}/cilium.tgz\", sha256: {}}}\n        - {{name: helm-linux-amd64.tar.gz, url: \"http://127.0.0.1:{port}/helm.tar.gz\", sha256: {}}}",
+        clusterctl_airgap::Digest::of(&chart).hex(),
+        clusterctl_airgap::Digest::of(&helm).hex()
+    );
+    let text = text.replace(
+        "      kubeProxyReplacement: true",
+        &format!("      kubeProxyReplacement: true\n{sources}"),
+    );
     std::fs::create_dir_all(work.path().join("packages")).expect("mkdir");
     let mut rng = Rng(5);
     for l in text.lines().filter(|l| l.contains("path: packages/")) {
@@ -146,6 +196,26 @@ fn ha_profile_images_bundle_and_import_to_mirror() {
     let (summary, stats) = bundle_cluster(&cluster, &opts).expect("bundle");
     assert_eq!(summary.manifest.images.len(), list.len());
     assert_eq!(summary.manifest.packages.len(), 7);
+    let upstream: Vec<(&str, &str)> = summary
+        .manifest
+        .upstream
+        .iter()
+        .map(|f| (f.name.as_str(), f.path.as_str()))
+        .collect();
+    assert_eq!(
+        upstream,
+        [
+            ("cilium.tgz", "upstream/cilium.tgz"),
+            (
+                "helm-linux-amd64.tar.gz",
+                "upstream/helm-linux-amd64.tar.gz"
+            )
+        ]
+    );
+    assert_eq!(
+        summary.manifest.upstream[0].sha256,
+        clusterctl_airgap::Digest::of(&chart)
+    );
     // kubeadm/kubelet/kubectl of v1.34.1 and of v1.34.2 carry their version; cri-o carries none.
     let tagged = |v: &str| {
         summary

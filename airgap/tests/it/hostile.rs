@@ -1021,6 +1021,7 @@ fn verification_holds_manifests_in_memory_not_small_layers() {
         }],
         packages: vec![],
         binaries: vec![],
+        upstream: vec![],
     };
     let summary = write_bundle(&out, &store, &input).expect("write");
     drop(store);

@@ -116,6 +116,7 @@ fn bundle(dir: &Path, name: &str, packages: &[(&str, &Path, Option<&str>)]) -> V
         images: vec![],
         packages,
         binaries: vec![],
+        upstream: vec![],
     };
     write_bundle(&out, &store, &input).expect("bundle");
     verify_bundle(&out).expect("verify")

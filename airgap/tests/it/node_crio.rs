@@ -63,6 +63,7 @@ fn fixture_bundle(work: &std::path::Path, reg: &Registry, fx: &Fixture) -> Verif
         images,
         packages: vec![],
         binaries: vec![],
+        upstream: vec![],
     };
     clusterctl_airgap::bundle::write_bundle(&out, &store, &input).expect("bundle");
     verify_bundle(&out).expect("verify")

@@ -63,6 +63,7 @@ fn input(images: Vec<clusterctl_airgap::pull::PulledImage>) -> BundleInput {
         images,
         packages: vec![],
         binaries: vec![],
+        upstream: vec![],
     }
 }
 

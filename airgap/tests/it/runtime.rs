@@ -76,6 +76,7 @@ fn ctr_imports_images_streamed_over_the_transport() {
         images,
         packages: vec![pkg],
         binaries: vec![bin],
+        upstream: vec![],
     };
     clusterctl_airgap::bundle::write_bundle(&out, &store, &input).expect("bundle");
     let vb = verify_bundle(&out).expect("verify");

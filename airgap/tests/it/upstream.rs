@@ -446,3 +446,167 @@ fn an_http_error_names_the_status_and_address() {
     );
     assert_eq!(cached_files(&s), 0);
 }
+
+/// A listener that never answers and counts the connections made to it: an address that must not
+/// be contacted.
+struct Unreachable {
+    port: u16,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Unreachable {
+    fn start() -> Unreachable {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        listener.set_nonblocking(true).expect("nonblocking");
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (a, s) = (accepted.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok(_) => {
+                        a.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        Unreachable {
+            port,
+            accepted,
+            stop,
+        }
+    }
+}
+
+impl Drop for Unreachable {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_bundle_carries_the_upstream_files_and_an_air_gapped_cache_takes_them_without_a_request() {
+    use clusterctl_airgap::bundle::{verify_bundle, write_bundle, BundleInput};
+    use clusterctl_airgap::run::prepare_upstream;
+    let s = setup();
+    let manifest = Rng(21).bytes(120_000);
+    let chart = Rng(22).bytes(60_000);
+    s.server
+        .set("/kube-flannel.yml", Served::file(manifest.clone()));
+    s.server.set("/cilium.tgz", Served::file(chart.clone()));
+    let files = vec![
+        want(&s, "/kube-flannel.yml", Some(&manifest)),
+        // Unpinned, accepted: the bundle records the digest of the download.
+        want(&s, "/cilium.tgz", None),
+    ];
+    let prepared = prepare_upstream(&s.client, &s.cache, &files, true).expect("prepared");
+    let store =
+        clusterctl_airgap::store::BlobStore::open(s.dir.path().join("blobs")).expect("store");
+    let out = s.dir.path().join("site.tar");
+    let input = BundleInput {
+        cluster: "c".into(),
+        kubernetes_version: "v1.34.4".into(),
+        extra_versions: vec![],
+        platforms: vec![],
+        images: vec![],
+        packages: vec![],
+        binaries: vec![],
+        upstream: prepared,
+    };
+    let summary = write_bundle(&out, &store, &input).expect("written");
+    let names: Vec<(&str, &str)> = summary
+        .manifest
+        .upstream
+        .iter()
+        .map(|f| (f.name.as_str(), f.path.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("cilium.tgz", "upstream/cilium.tgz"),
+            ("kube-flannel.yml", "upstream/kube-flannel.yml")
+        ]
+    );
+    let vb = verify_bundle(&out).expect("verified");
+    let sums = std::fs::read_to_string({
+        let mut a = tar::Archive::new(std::fs::File::open(&out).expect("open"));
+        let mut e = a
+            .entries()
+            .expect("entries")
+            .next()
+            .expect("first")
+            .expect("entry");
+        let p = s.dir.path().join("SHA256SUMS");
+        std::io::copy(&mut e, &mut std::fs::File::create(&p).expect("create")).expect("copy");
+        p
+    })
+    .expect("sums");
+    assert!(
+        sums.contains(&format!(
+            "{}  upstream/kube-flannel.yml",
+            Digest::of(&manifest).hex()
+        )),
+        "{sums}"
+    );
+
+    // The disconnected side: a fresh cache, every address pointing at a listener that must not be
+    // contacted.
+    let dead = Unreachable::start();
+    let site = tempfile::tempdir().expect("tempdir");
+    let offline = UpstreamCache::open(&site.path().join("upstream")).expect("cache");
+    let at_dead = |w: &WantedFile| WantedFile {
+        url: format!("http://127.0.0.1:{}/{}", dead.port, w.name),
+        ..w.clone()
+    };
+    let f = offline
+        .from_bundle(&vb, &at_dead(&files[0]), false)
+        .expect("from the bundle");
+    assert_eq!(f.trust, Trust::Pinned);
+    assert_eq!(std::fs::read(&f.path).expect("cached"), manifest);
+    assert_eq!(
+        offline.cached(&at_dead(&files[0])).map(|c| c.path),
+        Some(f.path)
+    );
+    // Unpinned: refused unless accepted; accepted, the bundle's digest is recorded and required.
+    let e = offline
+        .from_bundle(&vb, &at_dead(&files[1]), false)
+        .expect_err("unpinned, not accepted");
+    assert!(e.to_string().contains("acceptUnverified"), "{e}");
+    let c = offline
+        .from_bundle(&vb, &at_dead(&files[1]), true)
+        .expect("accepted");
+    assert_eq!(c.trust, Trust::Accepted { first: true });
+    assert_eq!(std::fs::read(&c.path).expect("cached"), chart);
+    // A file whose pinned digest is not the one the bundle carries is refused, naming both.
+    let other = WantedFile {
+        sha256: Some(Digest::of(b"another release")),
+        ..at_dead(&files[0])
+    };
+    let fresh = UpstreamCache::open(&site.path().join("other")).expect("cache");
+    match fresh.from_bundle(&vb, &other, false) {
+        Err(AirgapError::DigestMismatch { what, actual, .. }) => {
+            assert!(what.contains("kube-flannel.yml"), "{what}");
+            assert_eq!(actual, Digest::of(&manifest).to_string());
+        }
+        r => panic!("expected a digest mismatch, got {r:?}"),
+    }
+    // A file the bundle does not carry is named.
+    let missing = WantedFile {
+        name: "tigera-operator.yaml".into(),
+        ..at_dead(&files[0])
+    };
+    let e = fresh
+        .from_bundle(&vb, &missing, false)
+        .expect_err("not carried");
+    assert!(e.to_string().contains("tigera-operator.yaml"), "{e}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        dead.accepted.load(Ordering::SeqCst),
+        0,
+        "the air-gapped side contacted an address"
+    );
+    assert_eq!(s.server.requests("/kube-flannel.yml").len(), 1);
+}

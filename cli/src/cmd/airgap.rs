@@ -259,6 +259,8 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
                 cache,
                 client,
                 base_dir,
+                // The cache `up` fills too: a CNI file `up` fetched is not downloaded again.
+                upstream_cache: clusterctl_phases::up::cni_install::default_cache(),
                 ..Default::default()
             };
             opts.pull.jobs = jobs.max(1);

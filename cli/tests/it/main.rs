@@ -6,6 +6,7 @@ mod cni_support;
 mod real_support;
 
 mod airgap_cli;
+mod airgap_cni;
 mod airgap_up;
 mod airgap_up_crio;
 mod airgap_up_mirror;

@@ -5,8 +5,9 @@
 //!   upstream file ([`CniInstall::files`]; for Cilium also the Helm archive for the first control plane's
 //!   architecture) is taken from the local cache or downloaded and checked against its sha256
 //!   (`clusterctl_airgap::upstream`); a wrong digest stops `up` here, so nothing is applied. With an
-//!   air-gap bundle nothing is downloaded: the files must be in the cache (the bundle does not carry
-//!   them yet).
+//!   air-gap bundle nothing is downloaded: each file comes from the cache or from the bundle's
+//!   `upstream/<name>` entry (verified by `airgap/verify`, which runs first), checked against the
+//!   same digest.
 //! * `cni` (first control plane): calico, flannel and kindnet objects
 //!   (`clusterctl_render::cni::install`) are server-side applied through the Kubernetes API from this
 //!   machine (field manager `clusterctl`), step by step; Calico's CRDs are waited for until Established
@@ -79,23 +80,7 @@ pub fn for_cluster(
         CniPlugin::Kindnet => "kindnet",
     };
     let pins = clusterctl_render::cni::versions::pins(cluster).map_err(|e| e.to_string())?;
-    let over = |f: UpstreamFile| match cni.sources.iter().find(|s| s.name == f.name) {
-        Some(s) => UpstreamFile {
-            url: s.url.clone(),
-            sha256: s
-                .sha256
-                .as_ref()
-                .map(|h| h.to_ascii_lowercase())
-                .or(f.sha256),
-            digest_source: if s.sha256.is_some() {
-                "spec.networking.cni.sources".to_string()
-            } else {
-                f.digest_source
-            },
-            ..f
-        },
-        None => f,
-    };
+    let over = |f: UpstreamFile| clusterctl_render::cni::versions::with_sources(cluster, f);
     let files = pins
         .as_ref()
         .map(|p| p.files().into_iter().map(over).collect())
@@ -205,12 +190,8 @@ pub fn run_sources(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             continue;
         }
         if offline {
-            return Err(ctx.local_error(format!(
-                "{} is not in the cache {} and this is an air-gapped install (airgap.bundle), which downloads nothing: the bundle does not carry CNI files yet; put the file ({}, {digest}) there as sha256/<its sha256>",
-                f.name,
-                root.display(),
-                f.url
-            )));
+            from_bundle(ctx, data, ci, &cache, &want)?;
+            continue;
         }
         if ctx.mode.dry_run {
             ctx.info(&format!(
@@ -248,6 +229,63 @@ pub fn run_sources(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         ));
         remember(ci, &f.name, got.path);
     }
+    Ok(())
+}
+
+/// Air-gapped (`airgap.bundle`): `want` from the bundle `airgap/verify` checked (its
+/// `upstream/<name>` entry, with the digest `want` must have) into the cache; nothing is downloaded
+/// and no address is contacted. A dry run only checks the entry. Errors: the bundle was not verified,
+/// does not carry the file, or carries another digest.
+fn from_bundle(
+    ctx: &mut NodeCtx,
+    data: &UpData,
+    ci: &CniInstall,
+    cache: &UpstreamCache,
+    want: &WantedFile,
+) -> Result<(), PhaseError> {
+    let vb = data
+        .spec
+        .airgap
+        .as_ref()
+        .and_then(|a| a.verified().cloned());
+    let Some(vb) = vb else {
+        if ctx.mode.dry_run {
+            ctx.info(&format!(
+                "take {} from the air-gap bundle (entry upstream/{})",
+                want.name, want.name
+            ));
+            return Ok(());
+        }
+        return Err(ctx.local_error(format!(
+            "{}: the air-gap bundle was not verified (airgap/verify), so the CNI's files cannot be taken from it",
+            want.name
+        )));
+    };
+    if ctx.mode.dry_run {
+        let e = cache
+            .bundle_entry(&vb, want, ci.accept_unverified)
+            .map_err(|e| ctx.local_error(e))?;
+        ctx.info(&format!(
+            "take {} from the air-gap bundle ({}, {})",
+            want.name, e.path, e.sha256
+        ));
+        return Ok(());
+    }
+    let got = cache
+        .from_bundle(&vb, want, ci.accept_unverified)
+        .map_err(|e| ctx.local_error(e))?;
+    data.reporter.note(&format!(
+        "cni/sources: {} from the air-gap bundle {}: {} bytes, sha256 {}{}",
+        want.name,
+        vb.path.display(),
+        got.size,
+        got.sha256,
+        match got.trust {
+            Trust::Pinned => format!(" as pinned ({})", want.digest_source),
+            Trust::Accepted { .. } => " (UNVERIFIED: no pinned sha256, accepted)".to_string(),
+        }
+    ));
+    remember(ci, &want.name, got.path);
     Ok(())
 }
 

@@ -197,6 +197,9 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         },
         rollout::version_phase(),
     ];
+    // `airgap/verify` first: with a bundle, `cni/sources` takes the CNI's files from it.
+    let mut early = airgap::early_phases(spec).into_iter();
+    v.extend(early.next());
     if spec.cni_install.is_some() {
         // Before any node is changed: a file that cannot be had, or has another sha256, stops `up` here.
         // Not required: a selection without it (`--only init`, `--skip-phases cni`) downloads nothing,
@@ -211,7 +214,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             run: cni_install::run_sources,
         });
     }
-    v.extend(airgap::early_phases(spec));
+    v.extend(early);
     v.extend([
         Phase {
             name: "preflight",

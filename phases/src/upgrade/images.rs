@@ -194,6 +194,7 @@ mod tests {
             images: images.iter().map(|s| entry(s)).collect(),
             packages: vec![],
             binaries: vec![],
+            upstream: vec![],
         }
     }
 

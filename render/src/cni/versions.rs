@@ -380,6 +380,52 @@ impl Pins {
     }
 }
 
+/// `f` as the cluster file has it: replaced by the `spec.networking.cni.sources` entry of the same
+/// name — its address, and its sha256 when given (else the pinned one) — or `f` itself.
+pub fn with_sources(cluster: &ValidCluster, f: UpstreamFile) -> UpstreamFile {
+    let cni = &cluster.spec().networking.cni;
+    match cni.sources.iter().find(|s| s.name == f.name) {
+        Some(s) => UpstreamFile {
+            url: s.url.clone(),
+            sha256: s
+                .sha256
+                .as_ref()
+                .map(|h| h.to_ascii_lowercase())
+                .or(f.sha256),
+            digest_source: if s.sha256.is_some() {
+                "spec.networking.cni.sources".to_string()
+            } else {
+                f.digest_source
+            },
+            ..f
+        },
+        None => f,
+    }
+}
+
+/// Every upstream file an install of `cluster`'s CNI needs on nodes of the Debian-style
+/// architectures `arches` (`amd64`, `arm64`), after the file's `cni.sources`: the pinned files
+/// ([`Pins::files`]) and, for Cilium, the Helm archive of each architecture. What `airgap bundle`
+/// carries. Empty for builtin, kindnet and none. Errors: as [`pins`].
+pub fn cluster_files(
+    cluster: &ValidCluster,
+    arches: &[&str],
+) -> Result<Vec<UpstreamFile>, RenderError> {
+    let Some(p) = pins(cluster)? else {
+        return Ok(Vec::new());
+    };
+    let mut v: Vec<UpstreamFile> = p.files();
+    if matches!(p, Pins::Cilium { .. }) {
+        let mut seen = std::collections::BTreeSet::new();
+        for a in arches {
+            if seen.insert(*a) {
+                v.push(helm_file(a));
+            }
+        }
+    }
+    Ok(v.into_iter().map(|f| with_sources(cluster, f)).collect())
+}
+
 fn norm(v: &str) -> String {
     if v.starts_with('v') {
         v.to_string()

@@ -85,6 +85,7 @@ pub(crate) fn stored_input(dir: &Path, s: &Stored) -> (BlobStore, BundleInput) {
         images,
         packages: vec![prepared],
         binaries: vec![],
+        upstream: vec![],
     };
     (store, input)
 }
