@@ -2,8 +2,10 @@
 //! asked through callbacks). A stuck pod is placed at the layer it is stuck at, the way one reads
 //! `kubectl describe pod` top to bottom:
 //! - **scheduling**: `Pending` with `PodScheduled=False` — the scheduler's message, and for a
-//!   `nodeSelector` (or required node affinity) that no node matches, the missing label by name;
-//! - **network**: scheduled, but the sandbox cannot be created (`FailedCreatePodSandBox`, usually the CNI);
+//!   `nodeSelector` (or required node affinity) that no node matches, the missing label by name, and
+//!   the taints the pod does not tolerate by name;
+//! - **network**: scheduled, but the sandbox cannot be created (`FailedCreatePodSandBox`, usually the CNI;
+//!   an image problem when the runtime cannot get the sandbox (pause) image);
 //! - **image**: `ErrImagePull`/`ImagePullBackOff`/`ErrImageNeverPull`/`InvalidImageName` — the image, and
 //!   which nodes' runtimes hold it (a Node's `status.images` lists at most 50, so the caller asks the
 //!   runtimes);
@@ -87,6 +89,11 @@ pub struct StuckPod {
     /// (or `key in (a,b)`, `key exists`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_labels: Vec<String>,
+    /// Scheduling: the `NoSchedule`/`NoExecute` taints of nodes that the pod does not tolerate, as
+    /// `key=value:Effect on node1, node2` (`key:Effect` without a value), sorted. The scheduler's own
+    /// message only says "untolerated taint(s)".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub untolerated_taints: Vec<String>,
     /// Image layer: the image as the pod spec names it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
@@ -231,6 +238,7 @@ pub fn diagnose_pod(pod: &Pod, nodes: &[Node], events: &[Event]) -> Option<Stuck
         container: None,
         message: String::new(),
         missing_labels: Vec::new(),
+        untolerated_taints: Vec::new(),
         image: None,
         nodes_with_image: None,
         pull_policy: None,
@@ -259,6 +267,7 @@ pub fn diagnose_pod(pod: &Pod, nodes: &[Node], events: &[Event]) -> Option<Stuck
                 "the scheduler has not placed it yet (is kube-scheduler running?)".into()
             });
         out.missing_labels = missing_labels(pod, nodes);
+        out.untolerated_taints = untolerated_taints(pod, nodes);
         return Some(out);
     }
     // Container layers, the first container in trouble wins (init containers first).
@@ -318,6 +327,11 @@ pub fn diagnose_pod(pod: &Pod, nodes: &[Node], events: &[Event]) -> Option<Stuck
         out.container = None;
         out.reason = ev.reason.clone().unwrap_or_default();
         out.message = ev.message.clone().unwrap_or_default();
+        // The runtime could not get the sandbox (pause) image: an image problem, not the CNI's.
+        if let Some(image) = sandbox_image(&out.message) {
+            out.layer = Layer::Image;
+            out.image = Some(image);
+        }
         return Some(out);
     }
     None
@@ -332,6 +346,78 @@ fn container_spec<'a>(
         .iter()
         .chain(spec.init_containers.iter().flatten())
         .find(|c| c.name == name)
+}
+
+/// The sandbox (pause) image a `FailedCreatePodSandBox` message says the runtime could not get or
+/// pull (containerd: `failed to get sandbox image "registry.k8s.io/pause:3.10": failed to pull …`;
+/// CRI-O: `… pause image "…"`), quotes escaped or not; `None` for other sandbox failures (the CNI's).
+pub fn sandbox_image(message: &str) -> Option<String> {
+    let plain = message.replace('\\', "");
+    let lower = plain.to_ascii_lowercase();
+    let at = ["sandbox image", "pause image"]
+        .iter()
+        .find_map(|k| lower.find(k).map(|i| i + k.len()))?;
+    let rest = plain[at..].trim_start_matches([' ', '"', ':']);
+    let image: String = rest
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '"' && *c != ',')
+        .collect();
+    let image = image.trim_end_matches(':').to_string();
+    (!image.is_empty()).then_some(image)
+}
+
+/// Whether `tol` tolerates `taint` (core/v1 `Toleration`: an empty key with `Exists` tolerates
+/// everything; `Exists` ignores the value; an empty effect matches every effect).
+fn tolerates(
+    tol: &k8s_openapi::api::core::v1::Toleration,
+    taint: &k8s_openapi::api::core::v1::Taint,
+) -> bool {
+    let effect_ok = tol
+        .effect
+        .as_deref()
+        .is_none_or(|e| e.is_empty() || e == taint.effect);
+    let key = tol.key.as_deref().unwrap_or("");
+    let exists = tol.operator.as_deref() == Some("Exists");
+    if key.is_empty() {
+        return exists && effect_ok;
+    }
+    effect_ok
+        && key == taint.key
+        && (exists || tol.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""))
+}
+
+/// The `NoSchedule`/`NoExecute` taints of `nodes` that `pod` does not tolerate, as `key=value:Effect
+/// on node1, node2` (`key:Effect` without a value), sorted.
+pub fn untolerated_taints(pod: &Pod, nodes: &[Node]) -> Vec<String> {
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.clone())
+        .unwrap_or_default();
+    let mut by_taint: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for n in nodes {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        for t in n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+        {
+            if t.effect == "PreferNoSchedule" || tolerations.iter().any(|tol| tolerates(tol, t)) {
+                continue;
+            }
+            let shown = match t.value.as_deref().filter(|v| !v.is_empty()) {
+                Some(v) => format!("{}={v}:{}", t.key, t.effect),
+                None => format!("{}:{}", t.key, t.effect),
+            };
+            by_taint.entry(shown).or_default().push(name.clone());
+        }
+    }
+    by_taint
+        .into_iter()
+        .map(|(t, ns)| format!("{t} on {}", ns.join(", ")))
+        .collect()
 }
 
 /// The API's default `imagePullPolicy`: `Always` when the tag is `latest` or missing (and no digest),
@@ -452,7 +538,13 @@ pub fn next_steps(s: &StuckPod) -> Vec<String> {
                     out.push(format!("no node satisfies `{m}`: label a node to match, or relax the pod's node affinity"));
                 }
             }
-            if s.message.contains("taint") {
+            for t in &s.untolerated_taints {
+                out.push(format!(
+                    "taint {t} is not tolerated by the pod: remove it from the node's `taints` in the cluster file and run `clusterctl up` (or `kubectl taint node NODE {}-`), or give the pod a toleration",
+                    t.split(" on ").next().unwrap_or_default()
+                ));
+            }
+            if s.untolerated_taints.is_empty() && s.message.contains("taint") {
                 out.push("a taint is not tolerated: compare `kubectl describe nodes | grep Taints` with the pod's tolerations".into());
             }
             if s.message.contains("Insufficient") {
@@ -467,6 +559,11 @@ pub fn next_steps(s: &StuckPod) -> Vec<String> {
         }
         Layer::Image => {
             let image = s.image.clone().unwrap_or_default();
+            if s.reason == "FailedCreatePodSandBox" {
+                out.push(format!(
+                    "the node's runtime cannot get the pod sandbox (pause) image {image}: check the node reaches its registry (or mirror: spec.registry), or load it with `clusterctl image load -f cluster.yaml {image}`"
+                ));
+            }
             match &s.nodes_with_image {
                 Some(ns) if ns.is_empty() => out.push(format!(
                     "no node has {image}: load it with `clusterctl image load -f cluster.yaml {image}` (the tag must match the pod spec exactly) or push it to the registry"

@@ -358,6 +358,9 @@ fn print_text(cluster: &ValidCluster, r: &Report) {
         for m in &s.missing_labels {
             println!("    no node has: {m}");
         }
+        for t in &s.untolerated_taints {
+            println!("    untolerated taint: {t}");
+        }
         if let Some(img) = &s.image {
             let on = match &s.nodes_with_image {
                 Some(v) if v.is_empty() => "on no node".to_string(),

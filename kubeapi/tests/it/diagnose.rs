@@ -206,3 +206,103 @@ fn healthy_and_finished_pods_are_not_stuck() {
     assert!(d.stuck.is_empty());
     assert_eq!(d.nodes.len(), 3);
 }
+
+/// Walkthrough findings: (1) a pod Pending on "untolerated taint(s)" (the scheduler's message names
+/// none since Kubernetes 1.32) gets the taint named with its nodes, tolerated taints and
+/// `PreferNoSchedule` left out; (2) a sandbox that fails because the runtime cannot pull the pause
+/// image (containerd's message, quotes escaped as the kubelet's event carries them) is an image
+/// problem naming that image, not a network one; a CNI failure stays at the network layer.
+#[test]
+fn untolerated_taints_are_named_and_a_pause_image_pull_is_an_image_problem() {
+    let node = |name: &str, taints: Value| -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"taints": taints},
+        }))
+        .expect("node")
+    };
+    let nodes = vec![
+        node(
+            "cp1",
+            serde_json::json!([
+                {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
+                {"key": "soft", "effect": "PreferNoSchedule"},
+            ]),
+        ),
+        node(
+            "w1",
+            serde_json::json!([
+                {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+                {"key": "tolerated", "value": "x", "effect": "NoExecute"},
+            ]),
+        ),
+    ];
+    let pending: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "web", "image": "nginx:1.27"}],
+            "tolerations": [{"key": "tolerated", "operator": "Exists"}],
+        },
+        "status": {"phase": "Pending", "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/2 nodes are available: 2 node(s) had untolerated taint(s). preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+        }]},
+    }))
+    .expect("pod");
+    let d = diagnose(&nodes, &[pending], &mut |_| Vec::new(), &mut |_| None);
+    let s = &d.stuck[0];
+    assert_eq!(s.layer, Layer::Scheduling);
+    assert_eq!(
+        s.untolerated_taints,
+        vec![
+            "dedicated=gpu:NoSchedule on w1".to_string(),
+            "node-role.kubernetes.io/control-plane:NoSchedule on cp1".to_string(),
+        ]
+    );
+    assert!(
+        s.next.iter().any(|n| n
+            .contains("taint node-role.kubernetes.io/control-plane:NoSchedule on cp1")
+            && n.contains(
+                "kubectl taint node NODE node-role.kubernetes.io/control-plane:NoSchedule-"
+            )),
+        "{:?}",
+        s.next
+    );
+
+    let sandbox = |message: &str| -> (Pod, Vec<Event>) {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "api", "namespace": "default"},
+            "spec": {"nodeName": "w1", "containers": [{"name": "api", "image": "cka-api:v4"}]},
+            "status": {"phase": "Pending", "containerStatuses": [{
+                "name": "api", "image": "cka-api:v4", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}},
+            }]},
+        }))
+        .expect("pod");
+        let ev: Event = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "api.1", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "api", "namespace": "default"},
+            "reason": "FailedCreatePodSandBox", "type": "Warning", "message": message,
+        }))
+        .expect("event");
+        (pod, vec![ev])
+    };
+    let (pod, evs) = sandbox(
+        r#"Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox image \"registry.k8s.io/pause:3.10.1\": failed to pull image \"registry.k8s.io/pause:3.10.1\": failed to resolve reference: dial tcp: lookup registry.k8s.io: no such host"#,
+    );
+    let d = diagnose(&nodes, &[pod], &mut |_| evs.clone(), &mut |_| Some(vec![]));
+    let s = &d.stuck[0];
+    assert_eq!(s.layer, Layer::Image, "{s:?}");
+    assert_eq!(s.image.as_deref(), Some("registry.k8s.io/pause:3.10.1"));
+    assert!(
+        s.next[0].contains("pod sandbox (pause) image registry.k8s.io/pause:3.10.1"),
+        "{:?}",
+        s.next
+    );
+    let (pod, evs) = sandbox(
+        r#"Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "abc": plugin type="clusterctl-cni" failed (add): no podCIDR"#,
+    );
+    let d = diagnose(&nodes, &[pod], &mut |_| evs.clone(), &mut |_| Some(vec![]));
+    assert_eq!(d.stuck[0].layer, Layer::Network);
+    assert_eq!(d.stuck[0].image, None);
+}
