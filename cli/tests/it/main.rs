@@ -25,6 +25,7 @@ mod image_load;
 mod node_join;
 mod node_remove;
 mod packages_apt;
+mod preflight_node;
 mod real_cluster;
 mod real_docker;
 mod real_lifecycle;

@@ -1,0 +1,121 @@
+//! Preflight on a real node container reached over SSH (issue 15 items 6 and 7):
+//!
+//! * a control plane whose `controlPlane.vip.interface` does not exist on it: `up` stops in preflight
+//!   with the `vip-interface` error naming the node, the missing interface and the interfaces it has;
+//!   the node's own `vipInterface` (the file may give it per node) makes the check pass;
+//! * containerd's and CRI-O's CRI sockets both present (a listening Unix socket made at CRI-O's path):
+//!   the `cri-sockets` warning names CRI-O and the file's runtime, and the `files` phase writes
+//!   `/etc/crictl.yaml` for containerd, the file's runtime.
+
+use clusterctl_testbed::cli::{install_standins, ssh_cluster_yaml, Clusterctl, FileNode};
+use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
+use clusterctl_testbed::{is_root, require};
+
+fn exec(n: &TestNode, script: &str) -> String {
+    let (st, out, err) = n.exec(script, b"").expect("exec");
+    assert_eq!(st, 0, "{script} on {}: {err}", n.name);
+    out
+}
+
+/// A listening Unix socket at CRI-O's path (the file stays a socket after the listener is gone), and
+/// containerd's own socket (the node image runs containerd).
+const TWO_RUNTIMES: &str = "set -e; mkdir -p /run/crio; \
+    perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Local => \"/run/crio/crio.sock\", Listen => 1) or die \"$!\"'; \
+    systemctl start containerd; for i in $(seq 1 50); do [ -S /run/containerd/containerd.sock ] && break; sleep 0.2; done; \
+    [ -S /run/crio/crio.sock ] && [ -S /run/containerd/containerd.sock ]";
+
+#[test]
+fn preflight_names_the_node_without_its_vip_interface_and_warns_of_a_second_runtime() {
+    if !require(
+        "docker and root for node containers",
+        docker_available() && is_root(),
+    ) {
+        return;
+    }
+    let tc = TestCluster::start("pfvip", 1).expect("node container");
+    let n = &tc.nodes[0];
+    install_standins(n).expect("stand-ins");
+    exec(n, TWO_RUNTIMES);
+    let vip = format!(
+        "{}.251",
+        tc.gateway
+            .rsplit_once('.')
+            .map(|(a, _)| a)
+            .unwrap_or("172.30.0")
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut node = FileNode::control_plane(n);
+    node.address.push_str("/16");
+    let extra = format!("  controlPlane:\n    vip: {{address: {vip}, interface: ens9}}\n");
+    let file = ssh_cluster_yaml("pfvip", &n.key_file, "builtin", None, &extra, &[node]);
+    std::fs::write(dir.path().join("cluster.yaml"), &file).expect("cluster file");
+    let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir.path());
+    let kh = n.known_hosts.to_string_lossy().into_owned();
+    let ignore = "node-environment,resolv-conf";
+    let r = cli
+        .run(&[
+            "up",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "--only",
+            "preflight",
+            "--ignore-preflight",
+            ignore,
+        ])
+        .expect("up");
+    let out = r.all();
+    assert_ne!(r.code, 0, "preflight must stop up:\n{out}");
+    for want in [
+        n.name.as_str(),
+        "vip-interface",
+        "has no interface `ens9`",
+        "eth0 (up)",
+        "lo (up)",
+        "cri-sockets",
+        "CRI-O at /run/crio/crio.sock",
+        "unix:///run/containerd/containerd.sock",
+    ] {
+        assert!(out.contains(want), "{want:?} missing in:\n{out}");
+    }
+    assert_eq!(
+        exec(n, "[ -e /etc/crictl.yaml ] && echo present || echo absent").trim(),
+        "absent",
+        "preflight changed the node"
+    );
+
+    // The node's own vipInterface: preflight passes (the warning stays), files writes crictl.yaml.
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        file.replace(
+            "      role: control-plane\n",
+            "      role: control-plane\n      vipInterface: eth0\n",
+        ),
+    )
+    .expect("cluster file");
+    let r = cli
+        .run(&[
+            "up",
+            "-f",
+            "cluster.yaml",
+            "--known-hosts",
+            &kh,
+            "--only",
+            "preflight,files",
+            "--ignore-preflight",
+            ignore,
+        ])
+        .expect("up");
+    let out = r.all();
+    assert_eq!(r.code, 0, "{out}");
+    assert!(!out.contains("has no interface"), "{out}");
+    assert!(out.contains("CRI-O at /run/crio/crio.sock"), "{out}");
+    let crictl = exec(n, "cat /etc/crictl.yaml");
+    assert!(
+        crictl.contains("runtime-endpoint: unix:///run/containerd/containerd.sock")
+            && crictl.contains("image-endpoint: unix:///run/containerd/containerd.sock")
+            && !crictl.contains("crio"),
+        "{crictl}"
+    );
+}
