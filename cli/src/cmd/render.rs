@@ -4,6 +4,8 @@
 //! written. Rendering is offline, with assumed node facts (containerd 1.x, the file's cgroup version).
 //! It never writes outside DIR (`clusterctl_phases::local::write_tree`: every path checked first, no
 //! link inside DIR followed) and never writes a secret: join tokens and certificate keys stay placeholders, registry credentials are not read.
+//! With `--fetch`, the pinned upstream files of a third-party CNI are obtained (checked by sha256) into
+//! `DIR/cluster/upstream/`.
 //! Exit 0 on success, 2 when the file does not validate.
 
 use std::path::PathBuf;
@@ -30,6 +32,13 @@ pub(crate) struct Args {
     /// (`{cluster, dir, files: [{path, mode, purpose}]}`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Format,
+    /// Also obtain the pinned upstream files of the file's third-party CNI (calico's CRDs and
+    /// operator manifest, flannel's manifest, the Cilium chart and the Helm archive of each
+    /// `airgap.platforms` architecture) into `DIR/cluster/upstream/<name>`: from the cache `up` uses,
+    /// else downloaded from the pinned address (or the file's `cni.sources`), each checked against
+    /// its sha256 before anything is written.
+    #[arg(long)]
+    pub fetch: bool,
 }
 
 /// The list of files written, kept in the output directory so that the next render can remove the
@@ -64,6 +73,12 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let facts = clusterctl_render::Facts::assumed(&cluster);
     let rendered =
         clusterctl_render::render(&cluster, &facts).map_err(|e| miette!("render failed: {e}"))?;
+    // Downloaded and checked before anything is written.
+    let upstream = if args.fetch {
+        fetch_upstream(&cluster)?
+    } else {
+        Vec::new()
+    };
     // Every path checked before anything is written; no link inside DIR is ever followed.
     let files: Vec<(String, &clusterctl_render::RenderedFile)> = rendered
         .per_node
@@ -78,18 +93,32 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         .collect();
     let dir = &args.output_dir;
     let earlier = std::fs::read_to_string(dir.join(MANIFEST)).unwrap_or_default();
-    let manifest: String = files.iter().map(|(p, _)| format!("{p}\n")).collect();
+    let manifest: String = files
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .chain(upstream.iter().map(|(p, _)| p.as_str()))
+        .map(|p| format!("{p}\n"))
+        .collect();
     let written = clusterctl_phases::local::write_tree(
         dir,
         files
             .iter()
             .map(|(p, f)| (p.as_str(), f.content.as_slice(), f.mode))
+            .chain(
+                upstream
+                    .iter()
+                    .map(|(p, b)| (p.as_str(), b.as_slice(), 0o644)),
+            )
             .chain(std::iter::once((MANIFEST, manifest.as_bytes(), 0o644))),
     )
     .map_err(|e| miette!("{e}"))?;
-    let kept: std::collections::BTreeSet<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    let kept: std::collections::BTreeSet<&str> = files
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .chain(upstream.iter().map(|(p, _)| p.as_str()))
+        .collect();
     let removed = remove_stale(dir, earlier.lines().filter(|l| !kept.contains(l)));
-    let listed: Vec<Listed> = written
+    let mut listed: Vec<Listed> = written
         .iter()
         .zip(&files)
         .map(|(path, (_, f))| Listed {
@@ -98,6 +127,17 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             purpose: kebab(&format!("{:?}", f.purpose)),
         })
         .collect();
+    listed.extend(
+        written
+            .iter()
+            .skip(files.len())
+            .take(upstream.len())
+            .map(|path| Listed {
+                path: path.display().to_string(),
+                mode: "0644".into(),
+                purpose: "upstream".into(),
+            }),
+    );
     let doc = serde_json::json!({
         "cluster": cluster.name(),
         "dir": dir.display().to_string(),
@@ -122,6 +162,54 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         dir.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `render --fetch`: the pinned upstream files of `cluster`'s CNI as (`cluster/upstream/<name>`,
+/// bytes), each from the cache `up` uses or downloaded and checked against its sha256
+/// (`clusterctl_airgap::upstream`). Errors: no cache directory, a download that fails, a digest that
+/// differs, an unpinned file the cluster file does not accept.
+fn fetch_upstream(
+    cluster: &clusterctl_spec::ValidCluster,
+) -> miette::Result<Vec<(String, Vec<u8>)>> {
+    use clusterctl_airgap::upstream::Trust;
+    let fail = |e: clusterctl_airgap::AirgapError| miette!("render --fetch: {e}");
+    let platforms = clusterctl_airgap::plan::platforms(cluster).map_err(fail)?;
+    let files = clusterctl_airgap::run::upstream_files(cluster, &platforms).map_err(fail)?;
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    let root = clusterctl_phases::up::cni_install::default_cache().ok_or_else(|| {
+        miette!("render --fetch: no cache directory for upstream files ($XDG_CACHE_HOME and $HOME are unset)")
+    })?;
+    let cache = clusterctl_airgap::upstream::UpstreamCache::open(&root).map_err(fail)?;
+    let client = clusterctl_airgap::registry::RegistryClient::new(
+        clusterctl_airgap::run::client_options(cluster),
+    )
+    .map_err(fail)?;
+    let accept = cluster.spec().networking.cni.accept_unverified;
+    let mut out = Vec::new();
+    for w in &files {
+        let got = cache.fetch(&client, w, accept).map_err(fail)?;
+        let bytes = std::fs::read(&got.path)
+            .map_err(|e| miette!("render --fetch: reading {}: {e}", got.path.display()))?;
+        let how = match got.trust {
+            Trust::Pinned => format!("sha256 {} as pinned ({})", got.sha256, w.digest_source),
+            Trust::Accepted { .. } => format!("UNVERIFIED, accepted: sha256 {}", got.sha256),
+        };
+        eprintln!(
+            "{} {} from {}: {} bytes, {how}",
+            if got.downloaded {
+                "downloaded"
+            } else {
+                "cached"
+            },
+            w.name,
+            w.url,
+            got.size
+        );
+        out.push((format!("cluster/upstream/{}", w.name), bytes));
+    }
+    Ok(out)
 }
 
 /// `KubeadmInit` → `kubeadm-init`, `RegistryCa` → `registry-ca`.
@@ -189,6 +277,7 @@ mod tests {
             profile: Some(clusterctl_spec::DEFAULT_PROFILE.to_string()),
             output_dir: out.clone(),
             output: Format::Text,
+            fetch: false,
         };
         let code = run(args).expect("renders");
         assert_eq!(format!("{code:?}"), format!("{:?}", ExitCode::SUCCESS));
@@ -225,6 +314,7 @@ mod tests {
             profile: None,
             output_dir: out.clone(),
             output: Format::Text,
+            fetch: false,
         })
         .expect("runs");
         assert_eq!(

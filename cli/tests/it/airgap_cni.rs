@@ -8,7 +8,9 @@
 //! pointed at a listener that must never be contacted and an empty upstream cache, `up --dry-run`
 //! runs `airgap/verify` before `cni/sources`, which takes the file from the bundle (entry and
 //! sha256 named) — no connection is made; a file whose `cni.sources` pins another sha256 is refused
-//! by `cni/sources`, naming both digests, before any phase that changes a node.
+//! by `cni/sources`, naming both digests, before any phase that changes a node. `render --fetch`
+//! writes the checked file into the render output (downloaded once, then from the cache; another
+//! sha256 refused with nothing written).
 
 use crate::airgap_support::{bundle_served, valid_file};
 
@@ -186,4 +188,64 @@ fn the_bundle_carries_flannels_manifest_and_up_takes_it_from_there_without_reach
         0,
         "the air-gapped up contacted the source address"
     );
+}
+
+/// `render --fetch`: the pinned file is downloaded once into `DIR/cluster/upstream/`, a second render
+/// takes it from the cache, and a file pinned to another sha256 is refused with nothing written.
+#[test]
+fn render_fetch_writes_the_checked_upstream_file_into_the_output() {
+    let Some(bins) = require_programs(DEFAULT_VERSION, &["flannel-manifest"]) else {
+        return;
+    };
+    let manifest = std::fs::read(bins.path("flannel-manifest")).expect("kube-flannel.yml");
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(work.path().join("id_test"), "not a key\n").expect("key");
+    let server = Listener::start(Some(manifest.clone()));
+    let url = format!("http://127.0.0.1:{}/kube-flannel.yml", server.port);
+    let file = work.path().join("cluster.yaml");
+    std::fs::write(&file, cluster_yaml(work.path(), &url, None)).expect("file");
+    let render = |out: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+            .args(["render", "--fetch", "-f"])
+            .arg(&file)
+            .arg("--output-dir")
+            .arg(out)
+            .env_clear()
+            .env("HOME", work.path())
+            .output()
+            .expect("run clusterctl");
+        let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&o.stderr));
+        (o.status.code().unwrap_or(-1), text)
+    };
+    let out = work.path().join("out");
+    let (code, text) = render(&out);
+    assert_eq!(code, 0, "{text}");
+    let pinned = clusterctl_render::cni::versions::FLANNEL[0].manifest_sha256;
+    assert!(
+        text.contains("downloaded kube-flannel.yml") && text.contains(pinned),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("/out/cluster/upstream/kube-flannel.yml")
+                && l.ends_with("  0644  upstream")),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(out.join("cluster/upstream/kube-flannel.yml")).expect("written"),
+        manifest
+    );
+    let (code, text) = render(&out);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("cached kube-flannel.yml"), "{text}");
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1, "downloaded once");
+
+    let other = "cd".repeat(32);
+    std::fs::write(&file, cluster_yaml(work.path(), &url, Some(&other))).expect("file");
+    let out2 = work.path().join("out2");
+    let (code, text) = render(&out2);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains(&other) && text.contains(pinned), "{text}");
+    assert!(!out2.exists(), "nothing written: {text}");
 }
