@@ -67,6 +67,26 @@ pub enum AirgapError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A bundle entry (the bundle manifest or the OCI index) that is not the JSON it must be; the
+    /// same words as [`AirgapError::Entry`].
+    #[error("bundle entry {entry:?} refused: {source}")]
+    EntryJson {
+        /// The entry's path in the tar.
+        entry: String,
+        /// The JSON decoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A TLS client that could not be built (the first attempt's error, shared by every request of
+    /// this client that needs it); the same words as [`AirgapError::Transport`].
+    #[error("registry request {what} failed: {source}")]
+    Client {
+        /// Which client, e.g. `TLS client` or `TLS client for harbor.example:8443`.
+        what: String,
+        /// Why it could not be built.
+        #[source]
+        source: std::sync::Arc<AirgapError>,
+    },
     /// A bundle entry that failed verification or is unsafe; `entry` is its path in the tar.
     #[error("bundle entry {entry:?} refused: {reason}")]
     Entry {

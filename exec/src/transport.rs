@@ -117,6 +117,16 @@ pub enum ExecError {
         /// What failed.
         reason: String,
     },
+    /// A `docker exec` that broke before it gave an exit status (the node is not reachable through
+    /// the engine); the same words as [`ExecError::Connect`].
+    #[error("cannot reach {node}: {source}")]
+    Docker {
+        /// The node's name.
+        node: String,
+        /// The step that failed, with the engine's error.
+        #[source]
+        source: crate::docker::DockerExecError,
+    },
     /// A command that cannot be wrapped for the node's shell (an invalid environment name).
     #[error(transparent)]
     Wrap(#[from] crate::shell::WrapError),

@@ -194,11 +194,25 @@ fn over_cap(entry: &str, size: u64) -> AirgapError {
 }
 
 /// Parses JSON of type `T` from `r` as it streams by, and requires nothing but whitespace after it.
-fn stream_json<T: serde::de::DeserializeOwned>(r: impl Read) -> std::result::Result<T, String> {
+fn stream_json<T: serde::de::DeserializeOwned>(
+    r: impl Read,
+) -> std::result::Result<T, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(r));
-    let v = T::deserialize(&mut de).map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
+    let v = T::deserialize(&mut de)?;
+    de.end()?;
     Ok(v)
+}
+
+/// A JSON entry parsed as it streamed by: refused as `missing` when it never came, with the
+/// decoder's error as the cause when it did not decode.
+fn parsed<T>(entry: &str, parsed: Option<std::result::Result<T, serde_json::Error>>) -> Result<T> {
+    match parsed {
+        None => Err(refuse(entry, "missing")),
+        Some(r) => r.map_err(|source| AirgapError::EntryJson {
+            entry: entry.to_string(),
+            source,
+        }),
+    }
 }
 
 /// Verifies the bundle at `path`. Errors: `AirgapError::Entry` naming the first bad entry
@@ -223,8 +237,8 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
     let mut sums: Option<BTreeMap<String, Digest>> = None;
     let mut entries = BTreeMap::new();
     // Parsed as they stream by; an error is reported after the entry's digest is checked.
-    let mut manifest: Option<std::result::Result<BundleManifest, String>> = None;
-    let mut index: Option<std::result::Result<ImageIndex, String>> = None;
+    let mut manifest: Option<std::result::Result<BundleManifest, serde_json::Error>> = None;
+    let mut index: Option<std::result::Result<ImageIndex, serde_json::Error>> = None;
     let mut bytes_verified = 0u64;
     let mut last = String::from("(start)");
     let mut buf = vec![0u8; 256 << 10];
@@ -347,18 +361,14 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
             "entry {missing:?} listed in SHA256SUMS is missing (truncated bundle?)"
         )));
     }
-    let manifest: BundleManifest = manifest
-        .unwrap_or_else(|| Err("missing".into()))
-        .map_err(|e| refuse(MANIFEST_ENTRY, e))?;
+    let manifest: BundleManifest = parsed(MANIFEST_ENTRY, manifest)?;
     if manifest.format != BUNDLE_FORMAT {
         return Err(refuse(
             MANIFEST_ENTRY,
             format!("unknown format {:?}", manifest.format),
         ));
     }
-    let index: ImageIndex = index
-        .unwrap_or_else(|| Err("missing".into()))
-        .map_err(|e| refuse(&index_name, e))?;
+    let index: ImageIndex = parsed(&index_name, index)?;
     check_images(&manifest)?;
     // What the bundle may hold: its lists, its layout, its files, and the blobs of its images.
     let mut referenced: BTreeSet<String> = [

@@ -13,7 +13,7 @@ use reqwest::{Method, StatusCode, Url};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// How to reach registries.
@@ -70,9 +70,9 @@ pub struct RegistryClient {
     /// For `http://` URLs: no TLS, so no trust roots loaded (that load is most of a client's set-up).
     plain: Client,
     /// For `https://` URLs: the built-in roots plus the configured CA, built on first use.
-    tls: OnceLock<std::result::Result<Client, String>>,
+    tls: OnceLock<std::result::Result<Client, Arc<AirgapError>>>,
     /// For `https://` URLs of a host with its own CA (`host_cas`), built on first use.
-    host_tls: HashMap<String, OnceLock<std::result::Result<Client, String>>>,
+    host_tls: HashMap<String, OnceLock<std::result::Result<Client, Arc<AirgapError>>>>,
     opts: ClientOptions,
     /// Bearer tokens by "registry/repository".
     tokens: Mutex<HashMap<String, String>>,
@@ -234,18 +234,22 @@ impl RegistryClient {
                 Self::builder(&self.opts, true)
                     .and_then(|b| Ok(b.tls_certs_merge(host_certs(&host, pem)?)))
                     .and_then(|b| b.build().map_err(|e| transport_err("client", e)))
-                    .map_err(|e| e.to_string())
+                    .map_err(Arc::new)
             });
-            return built
-                .as_ref()
-                .map_err(|e| transport_err(&format!("TLS client for {host}"), e));
+            return built.as_ref().map_err(|e| AirgapError::Client {
+                what: format!("TLS client for {host}"),
+                source: Arc::clone(e),
+            });
         }
         let built = self.tls.get_or_init(|| {
             Self::builder(&self.opts, true)
                 .and_then(|b| b.build().map_err(|e| transport_err("client", e)))
-                .map_err(|e| e.to_string())
+                .map_err(Arc::new)
         });
-        built.as_ref().map_err(|e| transport_err("TLS client", e))
+        built.as_ref().map_err(|e| AirgapError::Client {
+            what: "TLS client".to_string(),
+            source: Arc::clone(e),
+        })
     }
 
     /// The options this client was built with.
@@ -719,19 +723,28 @@ impl RegistryClient {
     }
 }
 
+/// Why a response body is not the JSON value asked for (the words of the underlying error).
+#[derive(Debug, thiserror::Error)]
+enum JsonBodyError {
+    /// The body could not be read.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// The body is not JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Reads a response body as JSON without needing reqwest's `json` feature.
 trait JsonValue {
-    fn json_value(self) -> std::result::Result<serde_json::Value, String>;
+    fn json_value(self) -> std::result::Result<serde_json::Value, JsonBodyError>;
 }
 
 impl JsonValue for Response {
-    fn json_value(self) -> std::result::Result<serde_json::Value, String> {
+    fn json_value(self) -> std::result::Result<serde_json::Value, JsonBodyError> {
         // A token answer is small; a registry that sends more is cut off.
         let mut b = Vec::new();
-        self.take(1 << 20)
-            .read_to_end(&mut b)
-            .map_err(|e| e.to_string())?;
-        serde_json::from_slice(&b).map_err(|e| e.to_string())
+        self.take(1 << 20).read_to_end(&mut b)?;
+        Ok(serde_json::from_slice(&b)?)
     }
 }
 

@@ -12,4 +12,4 @@ pub use provider::{
     DockerNode, DockerNodeOptions, DockerProvider, PortMapping, Removed, CLUSTER_LABEL, NODE_LABEL,
     ROLE_LABEL,
 };
-pub use transport::DockerTransport;
+pub use transport::{DockerExecError, DockerTransport};

@@ -34,7 +34,27 @@ pub struct DockerTransport {
 enum Event {
     Out(Bytes),
     Err(Bytes),
-    End(Result<i64, String>),
+    End(Result<i64, DockerExecError>),
+}
+
+/// Why a `docker exec` broke before it gave an exit status (the step that failed, the engine's error).
+#[derive(Debug, thiserror::Error)]
+pub enum DockerExecError {
+    /// `POST /containers/{id}/exec` failed.
+    #[error("creating the exec: {0}")]
+    Create(#[source] bollard::errors::Error),
+    /// `POST /exec/{id}/start` failed.
+    #[error("starting the exec: {0}")]
+    Start(#[source] bollard::errors::Error),
+    /// The attached output stream broke.
+    #[error("reading the exec output: {0}")]
+    Output(#[source] bollard::errors::Error),
+    /// The engine started the exec detached, so there is no output to read.
+    #[error("the engine detached the exec")]
+    Detached,
+    /// `GET /exec/{id}/json` (the exit code) failed.
+    #[error("inspecting the exec: {0}")]
+    Inspect(#[source] bollard::errors::Error),
 }
 
 impl DockerTransport {
@@ -181,7 +201,7 @@ impl RawExec for DockerTransport {
         let line = wrapped.command_line.clone();
         self.client.runtime().spawn(async move {
             let ev = ev_tx.clone();
-            let res: Result<i64, String> = async move {
+            let res: Result<i64, DockerExecError> = async move {
                 let exec = docker
                     .create_exec(
                         &container,
@@ -194,11 +214,11 @@ impl RawExec for DockerTransport {
                         },
                     )
                     .await
-                    .map_err(|e| format!("creating the exec: {e}"))?;
+                    .map_err(DockerExecError::Create)?;
                 match docker
                     .start_exec(&exec.id, None)
                     .await
-                    .map_err(|e| format!("starting the exec: {e}"))?
+                    .map_err(DockerExecError::Start)?
                 {
                     StartExecResults::Attached {
                         mut output,
@@ -214,7 +234,7 @@ impl RawExec for DockerTransport {
                         };
                         let reader = async {
                             while let Some(item) = output.next().await {
-                                match item.map_err(|e| format!("reading the exec output: {e}"))? {
+                                match item.map_err(DockerExecError::Output)? {
                                     bollard::container::LogOutput::StdOut { message }
                                     | bollard::container::LogOutput::Console { message } => {
                                         let _ = ev.send(Event::Out(message));
@@ -225,17 +245,17 @@ impl RawExec for DockerTransport {
                                     bollard::container::LogOutput::StdIn { .. } => {}
                                 }
                             }
-                            Ok::<(), String>(())
+                            Ok::<(), DockerExecError>(())
                         };
                         let (_, r) = tokio::join!(writer, reader);
                         r?;
                     }
-                    StartExecResults::Detached => return Err("the engine detached the exec".into()),
+                    StartExecResults::Detached => return Err(DockerExecError::Detached),
                 }
                 let info = docker
                     .inspect_exec(&exec.id)
                     .await
-                    .map_err(|e| format!("inspecting the exec: {e}"))?;
+                    .map_err(DockerExecError::Inspect)?;
                 Ok(info.exit_code.unwrap_or(-1))
             }
             .await;
@@ -243,19 +263,19 @@ impl RawExec for DockerTransport {
         });
 
         let mut out = Output::default();
-        let mut end: Option<Result<i64, String>> = None;
-        let mut handle = |e: Event, out: &mut Output, end: &mut Option<Result<i64, String>>| match e
-        {
-            Event::Out(b) => {
-                on_output(cmd.redact(&String::from_utf8_lossy(&b)).as_bytes());
-                out.stdout.extend_from_slice(&b);
-            }
-            Event::Err(b) => {
-                on_output(cmd.redact(&String::from_utf8_lossy(&b)).as_bytes());
-                out.stderr.extend_from_slice(&b);
-            }
-            Event::End(r) => *end = Some(r),
-        };
+        let mut end: Option<Result<i64, DockerExecError>> = None;
+        let mut handle =
+            |e: Event, out: &mut Output, end: &mut Option<Result<i64, DockerExecError>>| match e {
+                Event::Out(b) => {
+                    on_output(cmd.redact(&String::from_utf8_lossy(&b)).as_bytes());
+                    out.stdout.extend_from_slice(&b);
+                }
+                Event::Err(b) => {
+                    on_output(cmd.redact(&String::from_utf8_lossy(&b)).as_bytes());
+                    out.stderr.extend_from_slice(&b);
+                }
+                Event::End(r) => *end = Some(r),
+            };
         let mut writing = in_tx
             .blocking_send(Bytes::from(wrapped.preamble.clone()))
             .is_ok();
@@ -303,7 +323,12 @@ impl RawExec for DockerTransport {
         }
         let status = match end {
             Some(Ok(s)) => i32::try_from(s).unwrap_or(-1),
-            Some(Err(e)) => return Err(self.err(e)),
+            Some(Err(source)) => {
+                return Err(ExecError::Docker {
+                    node: self.node.clone(),
+                    source,
+                })
+            }
             None => return Err(self.err("no exit status")),
         };
         out.status = status;
