@@ -114,7 +114,7 @@ pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), Phase
             }
         }
         Ok((_, false)) => StepOutcome::Done(format!("no context {name} in {}", path.display())),
-        Err(e) => StepOutcome::Failed(e),
+        Err(e) => StepOutcome::Failed(e.to_string()),
     };
     say(data, "kubeconfig", outcome);
     Ok(())
