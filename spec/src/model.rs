@@ -100,8 +100,8 @@ pub struct ClusterSpec {
 pub struct Packages {
     /// `upstream` (pkgs.k8s.io and the runtime's upstream), `mirror` (a site mirror of those, see
     /// `mirror`), `bundle` (the air-gap bundle's `airgap.packages`) or `preinstalled` (only checked).
-    /// Unset: `preinstalled` (today's behaviour: the nodes carry them, `up` only checks;
-    /// [`ClusterSpec::package_source`]).
+    /// Unset: `upstream` for SSH hosts, `preinstalled` for the docker provider and air-gapped files
+    /// ([`ClusterSpec::package_source`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<PackageSource>,
     /// With `source: mirror`: the site mirror's URL prefix and CA.
@@ -151,9 +151,19 @@ pub struct PackageMirror {
 }
 
 impl ClusterSpec {
-    /// The effective `packages.source`: the file's, else `preinstalled`.
+    /// The effective `packages.source`: the file's; else `upstream` for SSH hosts (`up` takes bare
+    /// hosts to a cluster; a node that already has exactly the wanted versions, held, is left alone
+    /// and nothing is downloaded), and `preinstalled` for the docker provider (its node image carries
+    /// the programs) and for a file naming an air-gap bundle (`airgap/packages` installs the bundle's
+    /// packages before the check, as it always has).
     pub fn package_source(&self) -> PackageSource {
-        self.packages.source.unwrap_or(PackageSource::Preinstalled)
+        self.packages
+            .source
+            .unwrap_or(if self.provider == Provider::Ssh && self.airgap.is_none() {
+                PackageSource::Upstream
+            } else {
+                PackageSource::Preinstalled
+            })
     }
 }
 

@@ -167,7 +167,9 @@ impl FileNode {
 /// An SSH-provider cluster file (`clusterctl.io/v1alpha1` `Cluster`) for test nodes reached as `root`
 /// with `key` and the strict host-key policy: Kubernetes v1.34.1, podSubnet 10.244.0.0/16,
 /// serviceSubnet 10.96.0.0/16, the CNI `cni` (`builtin`, `none`, `cilium`, …), the control-plane
-/// endpoint `endpoint` when given, `extra_spec` lines (indented two spaces) appended to `spec`.
+/// endpoint `endpoint` when given, `extra_spec` lines (indented two spaces) appended to `spec`, and
+/// `packages: {source: preinstalled}` unless `extra_spec` says where packages come from (the test
+/// nodes carry stand-ins or placed programs, not packages; the default, `upstream`, would install).
 pub fn ssh_cluster_yaml(
     name: &str,
     key: &Path,
@@ -184,6 +186,9 @@ pub fn ssh_cluster_yaml(
         s.push_str(&format!("  controlPlane: {{endpoint: \"{e}\"}}\n"));
     }
     s.push_str(extra_spec);
+    if !extra_spec.contains("packages:") {
+        s.push_str("  packages: {source: preinstalled}\n");
+    }
     s.push_str("  nodes:\n");
     for n in nodes {
         s.push_str(&n.yaml());

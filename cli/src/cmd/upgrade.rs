@@ -189,6 +189,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             to: to.clone(),
             nodes: nodes.clone(),
             upgrade_config,
+            packages: super::up::package_settings(&cluster),
         },
         api: Arc::new(ApiSteps {
             api: api.clone(),

@@ -29,6 +29,7 @@ mod preflight_node;
 mod real_cluster;
 mod real_docker;
 mod real_lifecycle;
+mod real_upgrade;
 mod recreate_ssh;
 mod rollout_system;
 mod status_api;

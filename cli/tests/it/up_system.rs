@@ -90,6 +90,15 @@ fn cluster_file(dir: &Path, nodes: &[TestNode], key: &Path, vip: &str) -> PathBu
             nodes[3].address
         ),
     );
+    // The stand-in nodes carry programs, not packages: only checked (the default, `upstream`, installs).
+    assert!(
+        !text.contains("\n  packages:"),
+        "the profile now says where packages come from"
+    );
+    text = text.replace(
+        "\n  nodes:\n",
+        "\n  packages: {source: preinstalled}\n  nodes:\n",
+    );
     let path = dir.join("cluster.yaml");
     std::fs::write(&path, text).expect("write cluster file");
     path

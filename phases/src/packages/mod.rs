@@ -1,9 +1,9 @@
 //! The packages of a node: kubeadm, kubelet and kubectl at exactly the cluster's Kubernetes version
 //! (with cri-tools and kubernetes-cni), held afterwards, and the container runtime. `up` uses it in its
-//! `packages` phase ([`crate::up::packages`]); the scripts for `upgrade` (the target version from the
-//! next minor's repository: [`script::kubernetes_repo_file`] of that minor, [`script::install`]) and
-//! `destroy --purge` ([`script::record`], [`script::purge`]: the node's package state as it was before
-//! `up`) are here and tested, not yet called by those commands.
+//! `packages` phase ([`crate::up::packages`]), `upgrade` its repository, pin and hold steps for the
+//! target version ([`crate::upgrade::packages`]: [`script::kubernetes_repo_file`] of the target minor,
+//! [`script::install`], [`script::hold`]); `destroy --purge` has [`script::purge`] (the node's package
+//! state as it was before `up`, from [`script::record`]).
 //!
 //! - [`table`]: the one table of versions and URLs (pkgs.k8s.io per minor, CRI-O's repository per
 //!   minor, the containerd and runc release archives, which containerd each minor accepts), with its

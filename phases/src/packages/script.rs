@@ -258,6 +258,65 @@ pub fn unhold(family: Family, names: &[&str]) -> Option<String> {
     }
 }
 
+/// For `upgrade` with `packages.source: preinstalled` (packages the user installed from the
+/// Kubernetes repository, as the kubeadm upgrade guide has it): the node's own Kubernetes repository
+/// switched in place to `minor`'s (`/vX.Y/deb/` or `/vX.Y/rpm/` in its apt source or yum repository
+/// file, whichever exists), then apt's lists refreshed (all sources: the file is the user's).
+pub fn switch_repository(family: Family, minor: (u64, u64)) -> String {
+    let v = format!("v{}.{}", minor.0, minor.1);
+    match family {
+        Family::Debian => [
+            format!("for f in {APT_LIST} /etc/apt/sources.list.d/kubernetes.sources; do"),
+            format!(
+                "  if [ -f \"$f\" ]; then sed -i -E 's#/v1\\.[0-9]+/deb/#/{v}/deb/#' \"$f\"; fi"
+            ),
+            "done".to_string(),
+            "apt-get update -q".to_string(),
+        ]
+        .join("\n"),
+        Family::El => format!(
+            "if [ -f {YUM_REPO} ]; then sed -i -E 's#/v1\\.[0-9]+/rpm/#/{v}/rpm/#' {YUM_REPO}; fi"
+        ),
+    }
+}
+
+/// For `upgrade` from the air-gap bundle: `names` at exactly `version` from the package files the
+/// bundle placed under `dir` (`dir/<name>_<version>-*.deb` with `dpkg -i`, the holds moved with them;
+/// `dir/<name>-<version>-*.rpm` with `rpm -U --oldpackage --replacepkgs`). Fails, in words, when the
+/// bundle has no such file for the node.
+pub fn bundle_install(family: Family, dir: &str, names: &[&str], version: &str) -> String {
+    let joined = names.join(" ");
+    let (files, format) = match family {
+        Family::Debian => (
+            names
+                .iter()
+                .map(|p| format!("{dir}/{p}_{version}-*.deb"))
+                .collect::<Vec<_>>(),
+            "deb",
+        ),
+        Family::El => (
+            names
+                .iter()
+                .map(|p| format!("{dir}/{p}-{version}-*.rpm"))
+                .collect::<Vec<_>>(),
+            "rpm",
+        ),
+    };
+    let files = files.join(" ");
+    let mut lines = vec![format!(
+        "ls {files} >/dev/null 2>&1 || {{ echo 'the bundle has no {joined} {version} .{format} for this node' >&2; exit 1; }}"
+    )];
+    match family {
+        Family::Debian => {
+            lines.push(format!("apt-mark unhold {joined} >/dev/null 2>&1 || true"));
+            lines.push(format!("dpkg -i {files}"));
+            lines.push(format!("apt-mark hold {joined}"));
+        }
+        Family::El => lines.push(format!("rpm -U --oldpackage --replacepkgs {files}")),
+    }
+    lines.join("\n")
+}
+
 /// `systemctl enable kubelet` (kubeadm starts it; until then it would only restart in a loop).
 pub const ENABLE_KUBELET: &str = "systemctl enable kubelet";
 

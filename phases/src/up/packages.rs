@@ -2,9 +2,11 @@
 //! exactly the packages the cluster file implies with the machinery of [`crate::packages`] — kubeadm,
 //! kubelet and kubectl at `kubernetesVersion` (with cri-tools and kubernetes-cni) from the Kubernetes
 //! repository of that minor (or the site mirror of it), held, the kubelet enabled, and the container
-//! runtime — or, with `packages.source: preinstalled` (the default) and `bundle` (installed by
-//! `airgap/packages`), checks that kubeadm and kubelet are there (the check preflight used to make). One read-only probe decides; a node that already has everything is left alone
-//! (nothing downloaded, nothing restarted). Offline (`--dry-run` without `--probe`) the plan lists what
+//! runtime (`upstream`, the default on SSH hosts, or `mirror`) — or, with `packages.source:
+//! preinstalled` (the default for the docker provider and air-gapped files) and `bundle` (installed by
+//! `airgap/packages`), checks that kubeadm and kubelet are there (the check preflight used to make).
+//! One read-only probe decides; a node that already has everything is left alone (nothing
+//! downloaded, nothing restarted). Offline (`--dry-run` without `--probe`) the plan lists what
 //! would be done on a node without packages, per OS family.
 
 use crate::ctx::NodeCtx;

@@ -3,8 +3,9 @@
 //!
 //! 1. [`prepare_phases`] over every node: with an air-gap bundle and a registry mirror,
 //!    `upgrade/mirror` first pushes the bundle to the mirror (once, on this machine); `upgrade/kubeadm`
-//!    installs the target kubeadm on each node (in parallel; from the air-gap bundle when the file names
-//!    one); with a bundle and no mirror, `upgrade/images` loads into each node the target version's
+//!    installs the target kubeadm on each node (in parallel; with the packages machinery of `up`, from
+//!    the target minor's repository, pinned and held — or from the air-gap bundle when the file names
+//!    one: [`packages`]); with a bundle and no mirror, `upgrade/images` loads into each node the target version's
 //!    images its role needs (in parallel, so before any node's kubeadm upgrade step, see [`images`]);
 //!    then `upgrade/etcd-snapshot` saves an etcd snapshot on the first control plane before anything
 //!    in the cluster changes;
@@ -67,6 +68,8 @@ pub struct UpgradeSpec {
     /// The rendered UpgradeConfiguration (kubeadm v1beta4), when the kubeadm API has one; `None`:
     /// `kubeadm upgrade apply v<to>` with flags (v1beta3).
     pub upgrade_config: Option<Vec<u8>>,
+    /// Where the packages come from (`spec.packages`; an air-gap bundle named by the file wins).
+    pub packages: crate::packages::Settings,
 }
 
 /// What the upgrade phases share.
@@ -80,17 +83,6 @@ pub struct UpgradeData {
     /// Where the target version's images come from when the file names a bundle (loaded into each
     /// node, or pushed to the mirror); `None`: the nodes pull them as usual.
     pub images: Option<images::UpgradeImages>,
-}
-
-impl UpgradeData {
-    /// Where packages come from.
-    pub fn source(&self) -> packages::Source {
-        if self.bundle.is_some() {
-            packages::Source::Bundle
-        } else {
-            packages::Source::PackageManager
-        }
-    }
 }
 
 fn to_input(d: &UpgradeData, _: &NodeInfo) -> String {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clusterctl_exec::Cmd;
 
-use super::packages::install_script;
+use super::packages::install;
 use super::{UpgradeData, SNAPSHOT_DIR, UPGRADE_CONFIG};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
@@ -28,27 +28,6 @@ fn run_file(ctx: &mut NodeCtx, name: &str, script: &str) -> Result<(), PhaseErro
     ctx.put_file(&path, 0o700, script.as_bytes())?;
     ctx.run(long(format!("sh {path}")))?;
     Ok(())
-}
-
-fn install(ctx: &mut NodeCtx, data: &UpgradeData, packages: &[&str]) -> Result<(), PhaseError> {
-    if let Some(b) = &data.bundle {
-        if ctx.mode.dry_run {
-            ctx.info(&format!(
-                "upload the bundle's packages to {}",
-                super::packages::BUNDLE_DIR
-            ));
-        } else if let Some(t) = ctx.transport().cloned() {
-            ctx.reporter()
-                .change(&ctx.phase, ctx.name(), "upload the bundle's packages");
-            b.upload(t.as_ref()).map_err(|e| ctx.local_error(e))?;
-        }
-    }
-    let name = format!("install-{}-v{}", packages.join("-"), data.spec.to);
-    run_file(
-        ctx,
-        &name,
-        &install_script(data.source(), packages, &data.spec.to),
-    )
 }
 
 /// `upgrade/kubeadm`: installs the target kubeadm unless `kubeadm version -o short` already prints it.

@@ -208,8 +208,15 @@ mod tests {
     fn sources_and_the_mirror() {
         assert_eq!(
             check_text("", &[]).expect("valid"),
-            (PackageSource::Preinstalled, None),
-            "unset: preinstalled (only checked)"
+            (PackageSource::Upstream, None),
+            "unset on SSH hosts: upstream (up takes bare hosts to a cluster)"
+        );
+        assert_eq!(
+            check_text("  airgap: {bundle: site.tar}\n", &[])
+                .expect("valid")
+                .0,
+            PackageSource::Preinstalled,
+            "unset with an air-gap bundle: airgap/packages installs, the phase checks"
         );
         assert_eq!(
             check_text("  packages: {source: upstream}\n", &[])
@@ -262,7 +269,11 @@ mod tests {
             e.iter().any(|m| m.contains("names no air-gap bundle")),
             "{e:?}"
         );
-        let e = check_text("  packages: {replaceInstalled: true}\n", &[]).unwrap_err();
+        let e = check_text(
+            "  packages: {source: preinstalled, replaceInstalled: true}\n",
+            &[],
+        )
+        .unwrap_err();
         assert!(
             e.iter()
                 .any(|m| m.contains("replaceInstalled has no effect")),

@@ -200,6 +200,7 @@ fn free_address(node: &str) -> String {
 
 /// The cluster file: the version, `nodeEnvironment: unprivileged-container`, the registry as the
 /// mirror (with its CA), the kubelet's resolver file, SSH as root with the test key (strict host keys),
+/// `packages.source: preinstalled` (the node image carries the programs, placed by the test bed),
 /// the builtin CNI and containerd (defaults), the VIP when given, then the nodes. The kubelet's hard
 /// eviction thresholds are absolute and small: every node container sees the shared host's disk, which
 /// a build machine keeps over 90 % full (the kubelet's default `nodefs.available<10%` evicts every pod
@@ -213,7 +214,7 @@ pub(crate) fn cluster_yaml(
     extra_spec: &str,
 ) -> String {
     let mut s = format!(
-        "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: {VERSION}\n  provider: ssh\n  nodeEnvironment: unprivileged-container\n  registry: {{mirror: \"{mirror}\", caFile: mirror-ca.crt}}\n  kubelet: {{resolvConf: {RESOLV_CONF}, evictionHard: {{memory.available: 100Mi, nodefs.available: 1Gi, nodefs.inodesFree: 1%, imagefs.available: 1Gi}}}}\n  ssh: {{user: root, keyFile: {}, port: 22, hostKeyPolicy: strict}}\n",
+        "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: {VERSION}\n  provider: ssh\n  nodeEnvironment: unprivileged-container\n  registry: {{mirror: \"{mirror}\", caFile: mirror-ca.crt}}\n  kubelet: {{resolvConf: {RESOLV_CONF}, evictionHard: {{memory.available: 100Mi, nodefs.available: 1Gi, nodefs.inodesFree: 1%, imagefs.available: 1Gi}}}}\n  ssh: {{user: root, keyFile: {}, port: 22, hostKeyPolicy: strict}}\n  packages: {{source: preinstalled}}\n",
         nodes.key.private.display()
     );
     if let Some(v) = vip {
