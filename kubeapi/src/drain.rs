@@ -51,7 +51,7 @@ fn on_node(p: &Pod, node: &str) -> bool {
 }
 
 /// True for pods a drain leaves in place: mirror pods and pods owned by a DaemonSet.
-pub fn kept_by_drain(p: &Pod) -> bool {
+pub(crate) fn kept_by_drain(p: &Pod) -> bool {
     let mirror = p
         .metadata
         .annotations

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::api::{ApiError, ClusterApi, EvictOutcome, TaintSpec};
 
 /// The field manager name sent with every patch.
-pub const FIELD_MANAGER: &str = "clusterctl";
+pub(crate) const FIELD_MANAGER: &str = "clusterctl";
 
 /// A [`ClusterApi`] talking to a real API server through `kube`.
 pub struct KubeClusterApi {
@@ -138,7 +138,7 @@ impl KubeClusterApi {
 
 /// The time an event last happened, for ordering: `lastTimestamp`, else `eventTime`, else
 /// `firstTimestamp`, as seconds since the Unix epoch (0 when none is set).
-pub fn event_time(e: &Event) -> i64 {
+pub(crate) fn event_time(e: &Event) -> i64 {
     e.last_timestamp
         .as_ref()
         .map(|t| t.0.as_second())

@@ -6,14 +6,14 @@
 //! Object shapes are the Kubernetes API's own (`k8s-openapi`, core/v1 `Node`, `Pod`, `Event`), so the
 //! diagnosis can be fed recorded API responses directly.
 
-pub mod api;
+pub(crate) mod api;
 mod apply;
 pub mod diagnose;
 pub mod drain;
-pub mod image;
-pub mod kube_impl;
+pub(crate) mod image;
+pub(crate) mod kube_impl;
 pub mod kubeconfig;
-pub mod node;
+pub(crate) mod node;
 
 pub use api::{ApiError, ClusterApi, EvictOutcome, TaintSpec};
 pub use diagnose::{diagnose, Diagnosis, Layer, StuckPod, Termination};

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Node;
 
 /// Label prefix of role labels (`node-role.kubernetes.io/control-plane`).
-pub const ROLE_LABEL_PREFIX: &str = "node-role.kubernetes.io/";
+pub(crate) const ROLE_LABEL_PREFIX: &str = "node-role.kubernetes.io/";
 
 /// One Node's summary (JSON: camelCase field names).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -96,7 +96,7 @@ pub fn node_status(node: &Node) -> NodeStatus {
 ///   message:…` becomes `container runtime network not ready: NetworkPluginNotReady (…message…)`;
 /// - `Unknown` (kubelet stopped posting) says so;
 /// - anything else is `reason: message`.
-pub fn not_ready_reason(status: &str, reason: &str, message: &str) -> String {
+pub(crate) fn not_ready_reason(status: &str, reason: &str, message: &str) -> String {
     const NET: &str = "container runtime network not ready";
     if let Some(pos) = message.find(NET) {
         let rest = &message[pos + NET.len()..];

@@ -13,11 +13,11 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Where the audit policy is installed on control planes (`--audit-policy-file`).
-pub const AUDIT_POLICY_PATH: &str = "/etc/kubernetes/audit/policy.yaml";
+pub(crate) const AUDIT_POLICY_PATH: &str = "/etc/kubernetes/audit/policy.yaml";
 /// Where the structured authentication config is installed (`--authentication-config`).
-pub const AUTHN_CONFIG_PATH: &str = "/etc/kubernetes/authn/authentication-config.yaml";
+pub(crate) const AUTHN_CONFIG_PATH: &str = "/etc/kubernetes/authn/authentication-config.yaml";
 /// Where the OIDC issuer CA is installed for the legacy flags (`--oidc-ca-file`).
-pub const OIDC_CA_PATH: &str = "/etc/kubernetes/oidc/ca.crt";
+pub(crate) const OIDC_CA_PATH: &str = "/etc/kubernetes/oidc/ca.crt";
 
 /// A hostPath mount of the apiserver static pod (kubeadm `HostPathMount`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub fn username_prefix(oidc: &Oidc) -> String {
 }
 
 /// The `apiVersion` of AuthenticationConfiguration for Kubernetes minor `minor`.
-pub fn authn_api_version(minor: u64) -> &'static str {
+pub(crate) fn authn_api_version(minor: u64) -> &'static str {
     if minor >= 34 {
         "apiserver.config.k8s.io/v1"
     } else {
@@ -245,7 +245,7 @@ struct Prefixed {
 }
 
 /// The structured AuthenticationConfiguration for `oidc` at Kubernetes minor `minor`, CA inline.
-pub fn authentication_config(
+pub(crate) fn authentication_config(
     oidc: &Oidc,
     ca_pem: Option<&str>,
     minor: u64,

@@ -13,11 +13,11 @@ use clusterctl_spec::ValidNode;
 use minijinja::context;
 
 /// sysctl file path.
-pub const SYSCTL_PATH: &str = "/etc/sysctl.d/99-kubernetes.conf";
+pub(crate) const SYSCTL_PATH: &str = "/etc/sysctl.d/99-kubernetes.conf";
 /// modules-load file path.
-pub const MODULES_PATH: &str = "/etc/modules-load.d/kubernetes.conf";
+pub(crate) const MODULES_PATH: &str = "/etc/modules-load.d/kubernetes.conf";
 /// crictl's configuration (cri-tools reads `/etc/crictl.yaml` unless `--config` is given).
-pub const CRICTL_CONFIG_PATH: &str = "/etc/crictl.yaml";
+pub(crate) const CRICTL_CONFIG_PATH: &str = "/etc/crictl.yaml";
 /// The `/dev/kmsg` → `/dev/null` tmpfiles entry (unprivileged-container nodes).
 pub const KMSG_TMPFILES_PATH: &str = "/etc/tmpfiles.d/clusterctl-kmsg.conf";
 /// The script an unprivileged node container runs at boot (unprivileged-container nodes): makes
@@ -27,7 +27,7 @@ pub const NODE_ENV_SCRIPT: &str = "/usr/local/lib/clusterctl/node-environment.sh
 pub const NODE_ENV_UNIT: &str = "/etc/systemd/system/clusterctl-node-environment.service";
 /// The kernel values the kubelet's container manager checks and would set (kubelet
 /// `setupKernelTunables`), as `/proc/sys` paths and values.
-pub const KUBELET_SYSCTLS: &[(&str, &str)] = &[
+pub(crate) const KUBELET_SYSCTLS: &[(&str, &str)] = &[
     ("vm/overcommit_memory", "1"),
     ("vm/panic_on_oom", "0"),
     ("kernel/panic", "10"),

@@ -13,11 +13,11 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Path of the manifest on control planes.
-pub const MANIFEST_PATH: &str = "/etc/kubernetes/manifests/kube-vip.yaml";
+pub(crate) const MANIFEST_PATH: &str = "/etc/kubernetes/manifests/kube-vip.yaml";
 /// kubeconfig of the first control plane on Kubernetes ≥ 1.29.
-pub const SUPER_ADMIN_CONF: &str = "/etc/kubernetes/super-admin.conf";
+pub(crate) const SUPER_ADMIN_CONF: &str = "/etc/kubernetes/super-admin.conf";
 /// kubeconfig everywhere else.
-pub const ADMIN_CONF: &str = "/etc/kubernetes/admin.conf";
+pub(crate) const ADMIN_CONF: &str = "/etc/kubernetes/admin.conf";
 
 /// The kubeconfig kube-vip uses on `node`.
 pub(crate) fn kubeconfig_for(cx: &Ctx, node: &ValidNode) -> &'static str {

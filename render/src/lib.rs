@@ -18,11 +18,11 @@ pub mod host;
 pub mod images;
 pub mod kind;
 pub mod kubeadm;
-pub mod kubelet;
-pub mod kubevip;
+pub(crate) mod kubelet;
+pub(crate) mod kubevip;
 pub mod output;
 pub mod placeholders;
-pub mod runtime;
+pub(crate) mod runtime;
 mod templates;
 mod yaml;
 

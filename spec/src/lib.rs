@@ -19,7 +19,7 @@ pub mod mirror;
 pub mod model;
 pub mod position;
 pub mod profiles;
-pub mod syntax;
+pub(crate) mod syntax;
 pub mod valid;
 pub mod validate;
 pub mod versions;

@@ -22,7 +22,7 @@ pub const AGENT_CONFIG_PATH: &str = "/etc/clusterctl/cni/agent.json";
 /// The conflist template (podCIDR placeholder inside).
 pub const CONFLIST_TEMPLATE_PATH: &str = "/etc/clusterctl/cni/10-clusterctl.conflist";
 /// Where the agent installs the completed conflist.
-pub const CONFLIST_PATH: &str = "/etc/cni/net.d/10-clusterctl.conflist";
+pub(crate) const CONFLIST_PATH: &str = "/etc/cni/net.d/10-clusterctl.conflist";
 /// The agent's kubeconfig (ServiceAccount token; written by the phases, mode 0600).
 pub const AGENT_KUBECONFIG_PATH: &str = "/etc/clusterctl/cni/agent.kubeconfig";
 /// The systemd unit.
@@ -32,31 +32,31 @@ pub const BINARY_PATH: &str = "/usr/local/bin/clusterctl";
 /// Cluster-relative path of the RBAC manifest.
 pub const RBAC_PATH: &str = "cni/clusterctl-cni-rbac.yaml";
 /// The CNI network name.
-pub const NETWORK_NAME: &str = "clusterctl";
+pub(crate) const NETWORK_NAME: &str = "clusterctl";
 /// VXLAN network identifier (as the seed's overlay).
 pub const VNI: u32 = 1;
 /// VXLAN UDP port (Linux/flannel default 8472).
-pub const VXLAN_PORT: u16 = 8472;
+pub(crate) const VXLAN_PORT: u16 = 8472;
 /// The agent's ServiceAccount (namespace `kube-system`).
 pub const SERVICE_ACCOUNT: &str = "clusterctl-cni";
 
 /// The VXLAN device the agent keeps.
-pub const VXLAN_DEVICE: &str = "cc-vxlan";
+pub(crate) const VXLAN_DEVICE: &str = "cc-vxlan";
 /// Where the agent writes this node's podCIDR for the plugin (the plugin's default `podCIDRFile`).
-pub const POD_CIDR_FILE: &str = "/run/clusterctl-cni/podcidr";
+pub(crate) const POD_CIDR_FILE: &str = "/run/clusterctl-cni/podcidr";
 /// The plugin's IPAM data directory (`dataDir`; state in `<dataDir>/<network name>/state.json`).
-pub const IPAM_DATA_DIR: &str = "/var/lib/cni/clusterctl";
+pub(crate) const IPAM_DATA_DIR: &str = "/var/lib/cni/clusterctl";
 /// cniVersion of the conflist for a runtime that stops at CNI 1.0.0: containerd 1.6/1.7 (libcni
 /// v1.1) and CRI-O (ocicni on libcni v1.1 in the releases this tool installs).
-pub const CONFLIST_CNI_VERSION: &str = "1.0.0";
+pub(crate) const CONFLIST_CNI_VERSION: &str = "1.0.0";
 /// cniVersion of the conflist for a runtime that speaks CNI 1.1.0 (STATUS and GC): containerd 2.x
 /// (go-cni on libcni v1.2+, which calls STATUS on every plugin of a 1.1.0 list).
-pub const CONFLIST_CNI_VERSION_1_1: &str = "1.1.0";
+pub(crate) const CONFLIST_CNI_VERSION_1_1: &str = "1.1.0";
 /// Where the runtime finds CNI plugins (containerd's and CRI-O's default `bin_dir`); the agent asks
 /// the chained plugins there which CNI versions they support.
-pub const CNI_BIN_DIR: &str = "/opt/cni/bin";
+pub(crate) const CNI_BIN_DIR: &str = "/opt/cni/bin";
 /// Seconds between full resyncs of the agent when nothing changed.
-pub const RESYNC_SECONDS: u64 = 30;
+pub(crate) const RESYNC_SECONDS: u64 = 30;
 
 fn default_device() -> String {
     VXLAN_DEVICE.to_string()
@@ -156,7 +156,7 @@ pub struct AgentConfig {
 
 /// The underlay MTU assumed when no node's interface was looked at and the file states none (offline
 /// `render`, `up --dry-run` without `--probe`): Ethernet's.
-pub const ASSUMED_UNDERLAY_MTU: u32 = 1500;
+pub(crate) const ASSUMED_UNDERLAY_MTU: u32 = 1500;
 
 /// The one overlay MTU of the whole cluster (VXLAN device, agent settings and every conflist), so that
 /// no node sends a packet another node's underlay cannot carry:
@@ -171,7 +171,7 @@ pub const ASSUMED_UNDERLAY_MTU: u32 = 1500;
 /// A node whose interface would lower the MTU a running cluster uses (installed on its nodes) is
 /// refused ([`RenderError::MtuWouldLower`]) unless the file sets `cni.mtu`: lowering it is a change of
 /// every node, which the file has to say.
-pub fn overlay_mtu(
+pub(crate) fn overlay_mtu(
     c: &clusterctl_spec::ValidCluster,
     facts: &crate::facts::Facts,
 ) -> Result<u32, RenderError> {

@@ -10,7 +10,7 @@ use crate::yaml;
 use serde_yaml::{Mapping, Value};
 
 /// Cluster-relative path of the Installation manifest.
-pub const INSTALLATION_PATH: &str = "cni/calico-installation.yaml";
+pub(crate) const INSTALLATION_PATH: &str = "cni/calico-installation.yaml";
 
 fn s(v: &str) -> Value {
     Value::String(v.to_string())

@@ -11,7 +11,7 @@ use crate::yaml;
 use serde_yaml::{Mapping, Value};
 
 /// Cluster-relative path of net-conf.json.
-pub const NET_CONF_PATH: &str = "cni/flannel-net-conf.json";
+pub(crate) const NET_CONF_PATH: &str = "cni/flannel-net-conf.json";
 
 pub(crate) fn cluster_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
     let pod = cx.c.pod_subnet();

@@ -81,15 +81,15 @@ pub struct InstallInput {
 }
 
 /// The name of the rendered Installation file (without `cni/`).
-pub const CALICO_RENDERED: &str = "calico-installation.yaml";
+pub(crate) const CALICO_RENDERED: &str = "calico-installation.yaml";
 /// The name of the rendered flannel `net-conf.json` (without `cni/`).
-pub const FLANNEL_RENDERED: &str = "flannel-net-conf.json";
+pub(crate) const FLANNEL_RENDERED: &str = "flannel-net-conf.json";
 /// Where the kind node image keeps its default CNI manifest.
 pub const KINDNET_MANIFEST: &str = "/kind/manifests/default-cni.yaml";
 
 /// The documents of a multi-document YAML file as JSON values, empty documents left out. Errors:
 /// not YAML, or a document that is not an object with `apiVersion`, `kind` and `metadata.name`.
-pub fn parse_docs(file: &str, text: &str) -> Result<Vec<Value>, InstallError> {
+pub(crate) fn parse_docs(file: &str, text: &str) -> Result<Vec<Value>, InstallError> {
     let bad = |reason: String| InstallError::Manifest {
         file: file.to_string(),
         reason,
@@ -161,7 +161,7 @@ pub fn images_of(objects: &[Value]) -> Vec<String> {
 }
 
 /// Rewrites every container and init container image of a workload object under `prefix`.
-pub fn rewrite_images(v: &mut Value, prefix: &str) {
+pub(crate) fn rewrite_images(v: &mut Value, prefix: &str) {
     if let Some(spec) = pod_spec_mut(v) {
         for list in ["initContainers", "containers"] {
             if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
@@ -367,7 +367,7 @@ pub fn helm_upgrade_args(
 }
 
 /// The release description `up` records: `clusterctl chart=<sha256> values=<sha256>`.
-pub fn helm_description(chart_sha256: &str, values_sha256: &str) -> String {
+pub(crate) fn helm_description(chart_sha256: &str, values_sha256: &str) -> String {
     format!("clusterctl chart={chart_sha256} values={values_sha256}")
 }
 

@@ -81,9 +81,9 @@ pub(crate) fn bind_port(cx: &Ctx) -> i32 {
 
 /// kubeadm's default control-plane wait (v1beta3 `timeoutForControlPlane`, v1beta4
 /// `controlPlaneComponentHealthCheck`).
-pub const CONTROL_PLANE_TIMEOUT: &str = "4m0s";
+pub(crate) const CONTROL_PLANE_TIMEOUT: &str = "4m0s";
 /// kubeadm's default discovery timeout.
-pub const DISCOVERY_TIMEOUT: &str = "5m0s";
+pub(crate) const DISCOVERY_TIMEOUT: &str = "5m0s";
 
 /// kubeadm v1beta4's `Timeouts`: `spec.kubeadm.timeouts` where the file sets one, else kubeadm's
 /// default (cmd/kubeadm/app/constants/constants.go), in the file's field order.

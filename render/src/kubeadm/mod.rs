@@ -16,13 +16,13 @@ use clusterctl_spec::{KubeadmApi, ValidNode};
 /// Directory of the kubeadm config files on a node.
 pub const DIR: &str = "/etc/kubernetes/kubeadm";
 /// `kubeadm init --config` file (first control plane).
-pub const INIT_PATH: &str = "/etc/kubernetes/kubeadm/init.yaml";
+pub(crate) const INIT_PATH: &str = "/etc/kubernetes/kubeadm/init.yaml";
 /// `kubeadm join --config` file (every other node); placeholders inside, so mode 0600.
-pub const JOIN_PATH: &str = "/etc/kubernetes/kubeadm/join.yaml";
+pub(crate) const JOIN_PATH: &str = "/etc/kubernetes/kubeadm/join.yaml";
 /// `kubeadm reset --config` file (v1beta4).
 pub const RESET_PATH: &str = "/etc/kubernetes/kubeadm/reset.yaml";
 /// `kubeadm upgrade apply|node --config` file (v1beta4).
-pub const UPGRADE_PATH: &str = "/etc/kubernetes/kubeadm/upgrade.yaml";
+pub(crate) const UPGRADE_PATH: &str = "/etc/kubernetes/kubeadm/upgrade.yaml";
 
 pub(crate) fn node_files(
     cx: &Ctx,

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 /// Keys a kubelet may set on its own Node (`well_known_labels.go` `kubeletLabels`).
-pub const KUBELET_LABELS: [&str; 11] = [
+pub(crate) const KUBELET_LABELS: [&str; 11] = [
     "kubernetes.io/hostname",
     "topology.kubernetes.io/zone",
     "topology.kubernetes.io/region",
@@ -27,7 +27,8 @@ pub const KUBELET_LABELS: [&str; 11] = [
 
 /// Key namespaces (and their subdomains) a kubelet may set (`well_known_labels.go`
 /// `kubeletLabelNamespaces`).
-pub const KUBELET_LABEL_NAMESPACES: [&str; 2] = ["kubelet.kubernetes.io", "node.kubernetes.io"];
+pub(crate) const KUBELET_LABEL_NAMESPACES: [&str; 2] =
+    ["kubelet.kubernetes.io", "node.kubernetes.io"];
 
 /// The namespace of a label key: the part before the first `/`, empty when there is none.
 fn namespace(key: &str) -> &str {
@@ -43,13 +44,13 @@ fn in_domain(ns: &str, domain: &str) -> bool {
 }
 
 /// True when `key` is in the `kubernetes.io` or `k8s.io` namespaces (`isKubernetesLabel`).
-pub fn is_kubernetes_label(key: &str) -> bool {
+pub(crate) fn is_kubernetes_label(key: &str) -> bool {
     let ns = namespace(key);
     in_domain(ns, "kubernetes.io") || in_domain(ns, "k8s.io")
 }
 
 /// True when a kubelet may set `key` on its own Node (`IsKubeletLabel`).
-pub fn is_kubelet_label(key: &str) -> bool {
+pub(crate) fn is_kubelet_label(key: &str) -> bool {
     if KUBELET_LABELS.contains(&key) {
         return true;
     }
@@ -62,7 +63,7 @@ pub fn is_kubelet_label(key: &str) -> bool {
 /// True when `key=value` may go through `--node-labels`: the kubelet accepts the key, and neither
 /// part holds the flag's separators `,` or `=` (spec validation already forbids them; this keeps the
 /// flag well-formed whatever it is given).
-pub fn fits_flag(key: &str, value: &str) -> bool {
+pub(crate) fn fits_flag(key: &str, value: &str) -> bool {
     let plain = |s: &str| !s.is_empty() && !s.contains([',', '=']);
     plain(key)
         && (value.is_empty() || plain(value))
@@ -71,7 +72,7 @@ pub fn fits_flag(key: &str, value: &str) -> bool {
 
 /// The `node-labels` value `k1=v1,k2=v2` (sorted by key, as the map is) of the labels that fit the
 /// flag ([`fits_flag`]); `None` when none does.
-pub fn node_labels_flag(labels: &BTreeMap<String, String>) -> Option<String> {
+pub(crate) fn node_labels_flag(labels: &BTreeMap<String, String>) -> Option<String> {
     let parts: Vec<String> = labels
         .iter()
         .filter(|(k, v)| fits_flag(k, v))

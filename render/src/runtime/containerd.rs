@@ -13,13 +13,13 @@ use clusterctl_spec::ValidNode;
 use minijinja::context;
 
 /// containerd's main config file.
-pub const CONFIG_PATH: &str = "/etc/containerd/config.toml";
+pub(crate) const CONFIG_PATH: &str = "/etc/containerd/config.toml";
 /// `config_path` of the CRI registry settings.
-pub const CERTS_D: &str = "/etc/containerd/certs.d";
+pub(crate) const CERTS_D: &str = "/etc/containerd/certs.d";
 
 /// The upstream server of a registry host as containerd names it (`docker.io` is served by
 /// `registry-1.docker.io`).
-pub fn upstream_server(host: &str) -> String {
+pub(crate) fn upstream_server(host: &str) -> String {
     if host == "docker.io" {
         "https://registry-1.docker.io".to_string()
     } else {

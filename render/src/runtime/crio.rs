@@ -11,11 +11,11 @@ use clusterctl_spec::model::CgroupDriver;
 use minijinja::context;
 
 /// The CRI-O drop-in.
-pub const CRIO_DROPIN_PATH: &str = "/etc/crio/crio.conf.d/10-clusterctl.conf";
+pub(crate) const CRIO_DROPIN_PATH: &str = "/etc/crio/crio.conf.d/10-clusterctl.conf";
 /// The registries.conf drop-in.
-pub const REGISTRIES_PATH: &str = "/etc/containers/registries.conf.d/10-clusterctl.conf";
+pub(crate) const REGISTRIES_PATH: &str = "/etc/containers/registries.conf.d/10-clusterctl.conf";
 /// The registry auth file CRI-O reads (written by the phases, mode 0600).
-pub const AUTH_FILE: &str = "/etc/crio/auth.json";
+pub(crate) const AUTH_FILE: &str = "/etc/crio/auth.json";
 
 pub(crate) fn node_files(cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<(), RenderError> {
     out.extend(cx.cached("crio", || files(cx))?);

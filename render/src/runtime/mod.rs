@@ -2,8 +2,8 @@
 //! driver, this version's pause image (from the mirror when there is one) and the registry mirror with
 //! its CA.
 
-pub mod containerd;
-pub mod crio;
+pub(crate) mod containerd;
+pub(crate) mod crio;
 
 use crate::ctx::Ctx;
 use crate::output::{RenderError, RenderedFile};

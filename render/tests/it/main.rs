@@ -6,6 +6,7 @@ mod upstream;
 
 mod golden;
 mod kind_loader;
+mod layers;
 mod node_labels;
 mod real_kubeadm;
 mod strict_upstream;
