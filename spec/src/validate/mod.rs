@@ -70,6 +70,8 @@ pub fn validate(loaded: &Loaded) -> Result<Validated, Diagnostics> {
         index: &index,
         loaded,
         diags: Vec::new(),
+        retried_bytes: 0,
+        retry_budget: parse::RECOVERY_BYTES,
     };
 
     let file = parse::parse(&mut ctx);
@@ -155,6 +157,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) index: &'a PathIndex,
     pub(crate) loaded: &'a Loaded,
     pub(crate) diags: Vec<Diagnostic>,
+    /// Bytes decoded again by the retries after schema errors (at most `retry_budget`).
+    pub(crate) retried_bytes: usize,
+    /// Most bytes those retries may decode: [`parse::RECOVERY_BYTES`].
+    pub(crate) retry_budget: usize,
 }
 
 impl Ctx<'_> {
