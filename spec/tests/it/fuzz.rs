@@ -231,6 +231,99 @@ fn case() -> impl Strategy<Value = Case> {
         })
 }
 
+/// Case `i` of the run seeded `seed`: the same case whatever thread or run generates it, so a case
+/// named in a report can be generated again.
+fn case_at(seed: u64, i: usize) -> Case {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(&(i as u64).to_le_bytes());
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    );
+    case().new_tree(&mut runner).expect("case").current()
+}
+
+/// The class of a case for reports: its mutations (sizes kept, inserted text left out) and the
+/// shape of its planted secret, e.g. `BadRoles(2000) + Nodes(1000) + secret 3`.
+fn describe(c: &Case) -> String {
+    let mut parts: Vec<String> = c
+        .mutations
+        .iter()
+        .map(|m| match m {
+            Mutation::Insert(..) => "Insert".to_string(),
+            Mutation::Control(..) => "Control".to_string(),
+            Mutation::Unicode(..) => "Unicode".to_string(),
+            Mutation::ReplaceValue(..) => "ReplaceValue".to_string(),
+            Mutation::Delete(_, n) => format!("Delete({n})"),
+            Mutation::DuplicateLine(_, n) => format!("DuplicateLine({n})"),
+            Mutation::SwapLines(..) => "SwapLines".to_string(),
+            Mutation::Spaces(_, n) => format!("Spaces({n})"),
+            Mutation::LongValue(_, n) => format!("LongValue({n})"),
+            Mutation::Deep(_, k, d) => format!("Deep({k}, {d})"),
+            Mutation::UnknownKeys(n) => format!("UnknownKeys({n})"),
+            Mutation::BadRoles(n) => format!("BadRoles({n})"),
+            Mutation::Nodes(n) => format!("Nodes({n})"),
+            Mutation::YamlEscapes => "YamlEscapes".to_string(),
+            Mutation::Tag(_, t) => format!("Tag({})", t.trim()),
+            Mutation::Anchors(..) => "Anchors".to_string(),
+            Mutation::Crlf => "Crlf".to_string(),
+            Mutation::Bom => "Bom".to_string(),
+        })
+        .collect();
+    if let Some((shape, ..)) = c.secret {
+        parts.push(format!("secret {shape}"));
+    }
+    parts.join(" + ")
+}
+
+/// The `n` slowest of some runs, slowest first: (CPU time, what identifies the run).
+struct Slowest<T> {
+    n: usize,
+    runs: Vec<(Duration, T)>,
+}
+
+impl<T> Slowest<T> {
+    fn new(n: usize) -> Self {
+        Slowest {
+            n,
+            runs: Vec::new(),
+        }
+    }
+
+    /// True when a run of `cpu` would be kept (so that costly details are made only for those).
+    fn would_keep(&self, cpu: Duration) -> bool {
+        self.runs.len() < self.n || self.runs.last().is_some_and(|(t, _)| cpu > *t)
+    }
+
+    fn offer(&mut self, cpu: Duration, what: T) {
+        if !self.would_keep(cpu) {
+            return;
+        }
+        let at = self.runs.partition_point(|(t, _)| *t >= cpu);
+        self.runs.insert(at, (cpu, what));
+        self.runs.truncate(self.n);
+    }
+}
+
+/// How many of the slowest cases a run keeps: `FUZZ_SLOWEST`, default 10.
+fn slowest_kept() -> usize {
+    std::env::var("FUZZ_SLOWEST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10)
+}
+
+/// The `q` quantile (0..=1) of `times`, sorted in place.
+fn quantile(times: &mut [Duration], q: f64) -> Duration {
+    if times.is_empty() {
+        return Duration::ZERO;
+    }
+    times.sort_unstable();
+    let i = ((times.len() - 1) as f64 * q).round() as usize;
+    times[i.min(times.len() - 1)]
+}
+
 /// A char boundary of `text` from any number.
 fn boundary(text: &str, n: usize) -> usize {
     let mut i = if text.is_empty() { 0 } else { n % text.len() };
@@ -467,28 +560,61 @@ fn check(text: &str, secret: Option<&str>) -> Duration {
     took
 }
 
-/// Counts the cases of [`cases_hold_the_invariants`] and their CPU time, and prints the totals, the
-/// mean and the slowest once the last case has run (the measured run of docs/testing.md).
-fn measured(took: Duration, bytes: usize) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNT: AtomicU64 = AtomicU64::new(0);
-    static TOTAL_MS: AtomicU64 = AtomicU64::new(0);
-    static MAX_MS: AtomicU64 = AtomicU64::new(0);
-    static MAX_BYTES: AtomicU64 = AtomicU64::new(0);
-    let ms = took.as_millis() as u64;
-    TOTAL_MS.fetch_add(ms, Ordering::Relaxed);
-    MAX_MS.fetch_max(ms, Ordering::Relaxed);
-    MAX_BYTES.fetch_max(bytes as u64, Ordering::Relaxed);
-    let n = COUNT.fetch_add(1, Ordering::Relaxed) + 1;
-    if n == u64::from(suite_cases()) {
-        println!(
-            "fuzz in process: {n} cases, CPU total {} ms, mean {:.2} ms, slowest {} ms; largest file {} bytes",
-            TOTAL_MS.load(Ordering::Relaxed),
-            TOTAL_MS.load(Ordering::Relaxed) as f64 / n as f64,
-            MAX_MS.load(Ordering::Relaxed),
-            MAX_BYTES.load(Ordering::Relaxed)
-        );
+/// Counts the cases of [`cases_hold_the_invariants`] and their CPU time, keeps the
+/// [`slowest_kept`] slowest (their class, and their text when it is within the size budget), and once
+/// the last case has run prints the totals, the mean, the 99th percentile and the slowest, and writes
+/// the slowest texts to `FUZZ_KEEP` (default `target/fuzz-failures`)`/slowest-in-process/` so that
+/// each can be run again with `clusterctl validate -f` (the measured run of docs/testing.md).
+fn measured(took: Duration, text: &str, class: String) {
+    use std::sync::Mutex;
+    struct Totals {
+        times: Vec<Duration>,
+        max_bytes: usize,
+        slowest: Slowest<(String, Option<String>)>,
     }
+    static TOTALS: Mutex<Option<Totals>> = Mutex::new(None);
+    let mut guard = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+    let t = guard.get_or_insert_with(|| Totals {
+        times: Vec::new(),
+        max_bytes: 0,
+        slowest: Slowest::new(slowest_kept()),
+    });
+    t.times.push(took);
+    t.max_bytes = t.max_bytes.max(text.len());
+    if t.slowest.would_keep(took) {
+        let within = text.len() as u64 <= clusterctl_spec::limits::CLUSTER_FILE.max_bytes;
+        t.slowest
+            .offer(took, (class, within.then(|| text.to_string())));
+    }
+    let n = t.times.len();
+    if n != suite_cases() as usize {
+        return;
+    }
+    let total: Duration = t.times.iter().sum();
+    let keep = std::path::PathBuf::from(
+        std::env::var("FUZZ_KEEP").unwrap_or_else(|_| "target/fuzz-failures".into()),
+    )
+    .join("slowest-in-process");
+    let _ = std::fs::create_dir_all(&keep);
+    let mut lines = String::new();
+    for (k, (cpu, (class, text))) in t.slowest.runs.iter().enumerate() {
+        let kept = match text {
+            Some(text) => {
+                let f = keep.join(format!("slow-{k}.yaml"));
+                let _ = std::fs::write(&f, text);
+                f.display().to_string()
+            }
+            None => "over the size budget, not kept".to_string(),
+        };
+        lines.push_str(&format!("  {cpu:?}: {class}: {kept}\n"));
+    }
+    println!(
+        "fuzz in process: {n} cases, CPU total {total:?}, mean {:?}, p99 {:?}, slowest {:?}; largest file {} bytes\nslowest:\n{lines}",
+        total / n as u32,
+        quantile(&mut t.times, 0.99),
+        quantile(&mut t.times, 1.0),
+        t.max_bytes,
+    );
 }
 
 /// Cases of the in-suite run: 96, or `FUZZ_SUITE_CASES`.
@@ -507,18 +633,21 @@ proptest! {
         let bases = bases();
         let (text, secret) = text_of(&c, &bases);
         let took = check(&text, secret.as_deref());
-        measured(took, text.len());
+        measured(took, &text, describe(&c));
         // Debug build, loaded machine: generous; the release run bounds it at 2 s wall.
         prop_assert!(took < Duration::from_secs(20), "{took:?}");
     }
 }
 
-/// `FUZZ_CASES` cases (default 200; 100,000 for the measured run) through `FUZZ_BIN`'s `validate -f`
+/// `FUZZ_CASES` cases (default 200; 100,000 for the measured run) from case `FUZZ_FIRST` (default
+/// 0) of seed `FUZZ_SEED` (default 17) through `FUZZ_BIN`'s `validate -f`
 /// (text output) or, unset, through this binary as a child ([`child_validates`]), `FUZZ_JOBS`
 /// (default 2) at a time; prints and writes to `FUZZ_REPORT` (if set) the exit codes seen, the
-/// panics, aborts and other signals, a planted secret or a terminal escape shown, and the slowest
-/// runs by CPU time (the process's own, from `wait4`) and by wall time (which a shared, loaded
-/// machine inflates); keeps each failing case in `FUZZ_KEEP` (default `target/fuzz-failures`). Fails
+/// panics, aborts and other signals, a planted secret or a terminal escape shown, the mean, 99th
+/// percentile and slowest CPU time (the process's own, from `wait4`) and the slowest wall time
+/// (which a shared, loaded machine inflates); keeps each failing case in `FUZZ_KEEP` (default
+/// `target/fuzz-failures`), and the `FUZZ_SLOWEST` (default 10) slowest by CPU time, with their
+/// class, in `FUZZ_KEEP/slowest-seed<seed>-from<first>/case-<index>.yaml`. Fails
 /// on any exit but 0 and 2, any signal, anything shown that must not be, or a run over
 /// `FUZZ_MAX_CPU_MS` of CPU (default 2,000 for `FUZZ_BIN`, 20,000 for this unoptimised child; one
 /// over 60 s of wall time is killed and fails too).
@@ -558,6 +687,10 @@ fn cases_in_their_own_process() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
+    let first: usize = std::env::var("FUZZ_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let seed: u64 = std::env::var("FUZZ_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -578,12 +711,15 @@ fn cases_in_their_own_process() {
         failures: Vec<String>,
         slow: Vec<(Duration, usize)>,
         max: (Duration, usize),
-        max_cpu: (Duration, usize),
+        cpus: Vec<Duration>,
+        slowest: Option<Slowest<(usize, String)>>,
         leaks: usize,
         total: Duration,
-        total_cpu: Duration,
     }
-    let tally = Mutex::new(Tally::default());
+    let tally = Mutex::new(Tally {
+        slowest: Some(Slowest::new(slowest_kept())),
+        ..Tally::default()
+    });
     let started = Instant::now();
     std::thread::scope(|s| {
         for w in 0..jobs {
@@ -596,14 +732,8 @@ fn cases_in_their_own_process() {
                     if i >= cases {
                         return;
                     }
-                    let mut bytes = [0u8; 32];
-                    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-                    bytes[8..16].copy_from_slice(&(i as u64).to_le_bytes());
-                    let mut runner = TestRunner::new_with_rng(
-                        Config::default(),
-                        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
-                    );
-                    let c = case().new_tree(&mut runner).expect("case").current();
+                    let i = first + i;
+                    let c = case_at(seed, i);
                     let (text, secret) = text_of(&c, bases);
                     let file = work.path().join(format!("w{w}.yaml"));
                     std::fs::write(&file, &text).expect("write");
@@ -679,12 +809,12 @@ fn cases_in_their_own_process() {
                     let mut t = tally.lock().expect("tally");
                     *t.exits.entry(kind.clone()).or_default() += 1;
                     t.total += took;
-                    t.total_cpu += cpu;
+                    t.cpus.push(cpu);
                     if took > t.max.0 {
                         t.max = (took, i);
                     }
-                    if cpu > t.max_cpu.0 {
-                        t.max_cpu = (cpu, i);
+                    if let Some(slowest) = t.slowest.as_mut() {
+                        slowest.offer(cpu, (i, kind.clone()));
                     }
                     if slow {
                         t.slow.push((cpu, i));
@@ -710,16 +840,25 @@ fn cases_in_their_own_process() {
             });
         }
     });
-    let t = tally.into_inner().expect("tally");
+    let mut t = tally.into_inner().expect("tally");
+    let slowest = write_slowest(
+        &keep.join(format!("slowest-seed{seed}-from{first}")),
+        seed,
+        &bases,
+        t.slowest.take().map(|s| s.runs).unwrap_or_default(),
+    );
+    let total_cpu: Duration = t.cpus.iter().sum();
     let report = format!(
-        "fuzz: {cases} cluster files through {bin} (seed {seed}, {jobs} at a time) in {:?}\n\
+        "fuzz: {cases} cluster files through {bin} (seed {seed}, cases {first}..{}, {jobs} at a time) in {:?}\n\
          exit codes: {:?}\n\
          panics (exit 101): {}\n\
          aborts and other signals: {}\n\
          secrets or escapes shown: {}\n\
-         CPU time: slowest {:?} (case {}), mean {:?}; over {max_cpu:?}: {}\n\
-         wall time (two at a time on a shared machine): slowest {:?} (case {}), mean {:?}\n\
+         CPU time: mean {:?}, p99 {:?}, slowest {:?}; over {max_cpu:?}: {}\n\
+         wall time ({jobs} at a time on a shared machine): slowest {:?} (case {}), mean {:?}\n\
+         slowest by CPU time (kept to run again with `validate -f`):\n{slowest}\
          failures kept: {}\n{}",
+        first + cases,
         started.elapsed(),
         t.exits,
         t.exits.get("exit 101").copied().unwrap_or(0),
@@ -729,9 +868,9 @@ fn cases_in_their_own_process() {
             .map(|(_, n)| n)
             .sum::<usize>(),
         t.leaks,
-        t.max_cpu.0,
-        t.max_cpu.1,
-        t.total_cpu / cases.max(1) as u32,
+        total_cpu / cases.max(1) as u32,
+        quantile(&mut t.cpus, 0.99),
+        quantile(&mut t.cpus, 1.0),
         t.slow.len(),
         t.max.0,
         t.max.1,
@@ -748,6 +887,39 @@ fn cases_in_their_own_process() {
         std::fs::write(p, &report).expect("report");
     }
     assert!(t.failures.is_empty(), "{report}");
+}
+
+/// Generates the `runs` again (CPU time, case index, how it ended), writes each text within the
+/// cluster file's size budget to `dir/case-<index>.yaml` (one over it is refused before it is read,
+/// and can be generated again from the seed and index) and returns one line per run for the report:
+/// time, case, size, exit, the case's class and where it was kept.
+fn write_slowest(
+    dir: &std::path::Path,
+    seed: u64,
+    bases: &[String],
+    runs: Vec<(Duration, (usize, String))>,
+) -> String {
+    let _ = std::fs::create_dir_all(dir);
+    let mut lines = String::new();
+    for (cpu, (i, kind)) in runs {
+        let c = case_at(seed, i);
+        let (text, _) = text_of(&c, bases);
+        let kept = if text.len() as u64 <= clusterctl_spec::limits::CLUSTER_FILE.max_bytes {
+            let f = dir.join(format!("case-{i}.yaml"));
+            match std::fs::write(&f, &text) {
+                Ok(()) => f.display().to_string(),
+                Err(e) => format!("not kept: {e}"),
+            }
+        } else {
+            "over the size budget, not kept".to_string()
+        };
+        lines.push_str(&format!(
+            "  {cpu:?}: case {i} ({} bytes, {kind}): {}: {kept}\n",
+            text.len(),
+            describe(&c)
+        ));
+    }
+    lines
 }
 
 /// The variable naming the file a child run of [`cases_in_their_own_process`] validates.
