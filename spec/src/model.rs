@@ -959,9 +959,11 @@ pub struct Node {
     /// after join (NodeRestriction keeps e.g. `node-role.kubernetes.io/*` out of the flag); kind `nodes[].labels`.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
-    /// Node taints. Becomes kubeadm `nodeRegistration.taints`.
-    #[serde(default)]
-    pub taints: Vec<Taint>,
+    /// Node taints. Becomes kubeadm `nodeRegistration.taints`. Unset: the role's default (kubeadm's
+    /// `node-role.kubernetes.io/control-plane:NoSchedule` on control planes, none on workers; none on
+    /// the control plane of a cluster without workers, as kind). `taints: []`: no taint at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taints: Option<Vec<Taint>>,
     /// Docker provider: host port mappings (kind `extraPortMappings`).
     #[serde(default)]
     pub port_mappings: Vec<PortMapping>,

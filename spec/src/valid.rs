@@ -65,8 +65,11 @@ pub struct ValidNode {
     pub vip_interface: Option<String>,
     /// Labels.
     pub labels: BTreeMap<String, String>,
-    /// Taints.
+    /// Taints the file gives (empty when none).
     pub taints: Vec<Taint>,
+    /// Whether the file gives `taints` at all (even `[]`): then they replace the role's default
+    /// taints; unset, the role's default applies.
+    pub taints_set: bool,
     /// Docker port mappings.
     pub port_mappings: Vec<PortMapping>,
 }

@@ -19,12 +19,12 @@ pub struct Taint {
     pub effect: &'static str,
 }
 
-/// The node's taints: the file's when it gives some; none at all (`taints: []`, which kubeadm
-/// registers as no taint) for a control plane of a cluster without workers, as kind does, so that
-/// CoreDNS and the user's pods can be scheduled somewhere; otherwise `None` (kubeadm's default: the
-/// `node-role.kubernetes.io/control-plane:NoSchedule` taint on control planes).
+/// The node's taints: the file's when it gives `taints` (`taints: []`: none at all, which kubeadm
+/// registers as no taint); none at all for a control plane of a cluster without workers, as kind
+/// does, so that CoreDNS and the user's pods can be scheduled somewhere; otherwise `None` (kubeadm's
+/// default: the `node-role.kubernetes.io/control-plane:NoSchedule` taint on control planes).
 pub(crate) fn taints(cx: &Ctx, node: &ValidNode) -> Option<Vec<Taint>> {
-    if !node.taints.is_empty() {
+    if node.taints_set || !node.taints.is_empty() {
         return Some(node.taints.iter().map(taint).collect());
     }
     (node.is_control_plane() && cx.c.workers().next().is_none()).then(Vec::new)

@@ -1032,3 +1032,55 @@ fn a_control_plane_without_workers_is_not_tainted() {
     let reg = &kind(&init, "InitConfiguration")["nodeRegistration"];
     assert_eq!(reg["taints"][0]["key"], Value::String("dedicated".into()));
 }
+
+/// Walkthrough finding: `taints: []` and no `taints` were the same thing. Now `taints: []` on a control
+/// plane of a cluster with workers means "no taint at all" (rendered `taints: []`, which kubeadm
+/// registers as none), while leaving `taints` out keeps the role's default (`null`: kubeadm's
+/// control-plane NoSchedule taint); on a worker `taints: []` renders as an explicit empty list too.
+#[test]
+fn explicit_empty_taints_differ_from_unset() {
+    let with_worker = |cp_extra: &str, w_extra: &str| {
+        fixture_text("single-node", |t| {
+            format!(
+                "{}    - {{name: w1, role: worker, address: 172.30.0.21/24{w_extra}}}\n",
+                t.replace(
+                    "role: control-plane,",
+                    &format!("role: control-plane,{cp_extra}")
+                )
+            )
+        })
+    };
+    let reg_of = |c: &ValidCluster, node: &str, file: &str, kind_name: &str| {
+        let d = docs(&rendered(c), node, file);
+        kind(&d, kind_name)["nodeRegistration"]["taints"].clone()
+    };
+    let unset = with_worker("", "");
+    assert_eq!(
+        reg_of(
+            &unset,
+            "cp1",
+            "/etc/kubernetes/kubeadm/init.yaml",
+            "InitConfiguration"
+        ),
+        Value::Null
+    );
+    let empty = with_worker(" taints: [],", ", taints: []");
+    assert_eq!(
+        reg_of(
+            &empty,
+            "cp1",
+            "/etc/kubernetes/kubeadm/init.yaml",
+            "InitConfiguration"
+        ),
+        Value::Sequence(vec![])
+    );
+    assert_eq!(
+        reg_of(
+            &empty,
+            "w1",
+            "/etc/kubernetes/kubeadm/join.yaml",
+            "JoinConfiguration"
+        ),
+        Value::Sequence(vec![])
+    );
+}

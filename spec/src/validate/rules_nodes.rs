@@ -228,7 +228,8 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Vec<ValidNode> {
                 }
             }),
             labels: node.labels.clone(),
-            taints: node.taints.clone(),
+            taints: node.taints.clone().unwrap_or_default(),
+            taints_set: node.taints.is_some(),
             port_mappings: node.port_mappings.clone(),
         });
     }
@@ -266,7 +267,7 @@ fn check_labels_taints(ctx: &mut Ctx<'_>, node: &Node, p: &str) {
         }
     }
     let mut seen = BTreeSet::new();
-    for (j, t) in node.taints.iter().enumerate() {
+    for (j, t) in node.taints.iter().flatten().enumerate() {
         let tp = format!("{p}.taints[{j}]");
         if let Err(why) = syntax::label_key(&t.key) {
             ctx.push(
