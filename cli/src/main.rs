@@ -62,6 +62,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Output piped into a reader that stops early (`clusterctl version | head -3`): end quietly of
+    // SIGPIPE as other Unix tools do, instead of panicking in `println!` on the closed pipe.
+    // SAFETY: sets the default disposition of one signal at start-up, before any other thread runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let argv0 = std::env::args_os().next().unwrap_or_default();
     let name = std::path::Path::new(&argv0)
         .file_name()

@@ -684,3 +684,25 @@ fn install_sh_installs_from_cargo_target_dir() {
     assert!(installed.contains("from the target dir"), "{installed}");
     assert!(text.contains("clusterctl from the target dir"), "{text}");
 }
+
+/// Walkthrough finding: `clusterctl version | head -3` panicked ("failed printing to stdout: Broken
+/// pipe") once `head` had closed the pipe. Output into a pipe closed before clusterctl writes ends
+/// quietly (SIGPIPE, as other Unix tools), never with a panic.
+#[test]
+fn output_into_a_closed_pipe_does_not_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for args in [&["version"][..], &["up", "--dry-run"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
