@@ -194,8 +194,25 @@ fn waiting_reason(cs: &ContainerStatus) -> Option<&str> {
         .and_then(|w| w.reason.as_deref())
 }
 
+/// The kubelet's `CreateContainerConfigError` message while it has not yet listed the cluster's
+/// Services (it builds each container's `*_SERVICE_HOST` variables from them): a kubelet that has just
+/// started or re-registered says this for a few seconds and retries on its own, so it is not stuck.
+/// Source: kubernetes `pkg/kubelet/kubelet_pods.go` (`getServiceEnvVarMap`).
+const SERVICES_NOT_YET_READ: &str = "services have not yet been read at least once";
+
+/// True for a wait the kubelet ends by itself within seconds (see [`SERVICES_NOT_YET_READ`]).
+fn transient_wait(cs: &ContainerStatus) -> bool {
+    let waiting = cs.state.as_ref().and_then(|s| s.waiting.as_ref());
+    waiting.is_some_and(|w| {
+        w.reason.as_deref() == Some("CreateContainerConfigError")
+            && w.message
+                .as_deref()
+                .is_some_and(|m| m.contains(SERVICES_NOT_YET_READ))
+    })
+}
+
 /// True for pods worth a closer look: `Pending`, or with a container waiting for a reason other than
-/// `ContainerCreating`/`PodInitializing`.
+/// `ContainerCreating`/`PodInitializing` or a transient kubelet start-up wait.
 fn looks_stuck(pod: &Pod) -> bool {
     let phase = pod
         .status
@@ -203,6 +220,9 @@ fn looks_stuck(pod: &Pod) -> bool {
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("");
     if phase == "Succeeded" || phase == "Failed" {
+        return false;
+    }
+    if all_container_statuses(pod).any(transient_wait) {
         return false;
     }
     phase == "Pending"

@@ -207,6 +207,44 @@ fn healthy_and_finished_pods_are_not_stuck() {
     assert_eq!(d.nodes.len(), 3);
 }
 
+/// Seen on a real HA cluster (CI on a fresh machine): right after a control plane joins, its kubelet
+/// reports kube-proxy's container as `CreateContainerConfigError` "services have not yet been read at
+/// least once, cannot construct envvars" and retries by itself a moment later — not stuck. The same
+/// reason with another message (a missing ConfigMap) still is.
+#[test]
+fn a_kubelet_that_has_not_yet_read_services_is_not_stuck() {
+    let nodes: Vec<Node> = items("nodes.json");
+    let mut pods: Vec<Pod> = items("pods.json");
+    pods.retain(|p| p.metadata.name.as_deref() == Some("postgres-0"));
+    let waiting = |message: &str| {
+        let mut pod = pods[0].clone();
+        let status = pod.status.as_mut().expect("fixture pod has a status");
+        status.phase = Some("Pending".into());
+        let cs = status
+            .container_statuses
+            .as_mut()
+            .and_then(|c| c.first_mut())
+            .expect("fixture pod has a container status");
+        cs.ready = false;
+        cs.state = Some(k8s_openapi::api::core::v1::ContainerState {
+            waiting: Some(k8s_openapi::api::core::v1::ContainerStateWaiting {
+                reason: Some("CreateContainerConfigError".into()),
+                message: Some(message.into()),
+            }),
+            ..Default::default()
+        });
+        pod
+    };
+    let transient =
+        waiting("services have not yet been read at least once, cannot construct envvars");
+    let d = diagnose(&nodes, &[transient], &mut |_| Vec::new(), &mut |_| None);
+    assert!(d.stuck.is_empty(), "{:?}", d.stuck);
+    let missing = waiting("configmap \"kube-proxy\" not found");
+    let d = diagnose(&nodes, &[missing], &mut |_| Vec::new(), &mut |_| None);
+    assert_eq!(d.stuck.len(), 1, "{:?}", d.stuck);
+    assert_eq!(d.stuck[0].reason, "CreateContainerConfigError");
+}
+
 /// Walkthrough findings: (1) a pod Pending on "untolerated taint(s)" (the scheduler's message names
 /// none since Kubernetes 1.32) gets the taint named with its nodes, tolerated taints and
 /// `PreferNoSchedule` left out; (2) a sandbox that fails because the runtime cannot pull the pause
