@@ -222,13 +222,15 @@ fn looks_stuck(pod: &Pod) -> bool {
     if phase == "Succeeded" || phase == "Failed" {
         return false;
     }
-    if all_container_statuses(pod).any(transient_wait) {
-        return false;
+    let troubled = |cs: &ContainerStatus| {
+        waiting_reason(cs).is_some_and(|r| r != "ContainerCreating" && r != "PodInitializing")
+            && !transient_wait(cs)
+    };
+    if all_container_statuses(pod).any(troubled) {
+        return true;
     }
-    phase == "Pending"
-        || all_container_statuses(pod).any(|cs| {
-            waiting_reason(cs).is_some_and(|r| r != "ContainerCreating" && r != "PodInitializing")
-        })
+    // A Pending pod whose only wait is the kubelet's start-up wait is not stuck.
+    phase == "Pending" && !all_container_statuses(pod).any(transient_wait)
 }
 
 fn latest_warning<'a>(events: &'a [Event], reasons: &[&str]) -> Option<&'a Event> {
