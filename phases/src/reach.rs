@@ -43,7 +43,7 @@ pub enum ReachError {
     #[error("connect thread panicked")]
     Panicked,
     /// No kubeconfig context of the cluster and the first control plane could not be reached.
-    #[error("no kubeconfig context `{cluster}` and the first control plane {node} cannot be reached: {source}")]
+    #[error("no kubeconfig context `clusterctl-{cluster}` and the first control plane {node} cannot be reached: {source}")]
     FirstControlPlane {
         /// The cluster's name.
         cluster: String,
@@ -63,7 +63,7 @@ pub enum ReachError {
         source: ExecError,
     },
     /// Neither a kubeconfig context nor `admin.conf` on the first control plane.
-    #[error("no context `{cluster}` in the kubeconfig and no {path} on {node}")]
+    #[error("no context `clusterctl-{cluster}` in the kubeconfig and no {path} on {node}")]
     NoAdminConf {
         /// The cluster's name.
         cluster: String,
@@ -350,9 +350,9 @@ pub fn on_each<T: Send>(
     })
 }
 
-/// The kubeconfig path and context for the cluster's API: `kubeconfig` (its context named after the
-/// cluster, else its current context); else the context named after the cluster in
-/// `$KUBECONFIG`/`~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
+/// The kubeconfig path and context for the cluster's API: `kubeconfig` (the cluster's context,
+/// `clusterctl-<cluster>` — see `clusterctl_kubeapi::kubeconfig::cluster_context` — else its current
+/// context); else the cluster's context in `$KUBECONFIG`/`~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
 /// the first control plane over its transport and kept 0600 in the local cache
 /// (`~/.cache/clusterctl/<cluster>/admin.conf`). Errors: what is missing.
 pub fn kubeconfig_for(
@@ -363,7 +363,7 @@ pub fn kubeconfig_for(
     let name = cluster.name().to_string();
     let with_context = |p: &Path| -> Option<String> {
         let text = std::fs::read_to_string(p).ok()?;
-        clusterctl_kubeapi::kubeconfig::has_context(&text, &name).then(|| name.clone())
+        clusterctl_kubeapi::kubeconfig::cluster_context(&text, &name)
     };
     if let Some(p) = kubeconfig {
         return Ok((p.to_path_buf(), with_context(p)));

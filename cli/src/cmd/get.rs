@@ -4,8 +4,10 @@
 //! its file, with the container, state and address the engine reports for the docker provider);
 //! `get kubeconfig` writes the cluster's admin kubeconfig (that context alone) to stdout — never to a
 //! terminal, since it holds credentials; `export kubeconfig` merges it into `$KUBECONFIG` /
-//! `~/.kube/config` (or `--kubeconfig PATH`, written 0600). Exit 0, 1 when the cluster cannot be asked,
-//! 2 for invalid input.
+//! `~/.kube/config` (or `--kubeconfig PATH`, written 0600), keeping every other entry, and makes it the
+//! current context. Cluster, user and context are all named `clusterctl-<name>` in both (kind names
+//! its own `kind-<name>`), as in the kubeconfig `up` merges. Exit 0, 1 when the cluster cannot be
+//! asked, 2 for invalid input.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -112,7 +114,7 @@ pub(crate) fn run_get(c: GetCommand) -> miette::Result<ExitCode> {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            match standalone(&cluster, &a) {
+            match standalone(&cluster, &a).and_then(|admin| merged_into("", &admin, &cluster)) {
                 Ok(text) => {
                     print!("{text}");
                     Ok(ExitCode::SUCCESS)
@@ -146,19 +148,8 @@ pub(crate) fn run_export(c: ExportCommand) -> miette::Result<ExitCode> {
         known_hosts: a.known_hosts.clone(),
     };
     let merged = standalone(&cluster, &source).and_then(|admin| {
-        let v: Value = serde_yaml::from_str(&admin).map_err(|e| e.to_string())?;
-        let c = &v["clusters"][0]["cluster"];
-        let server = c["server"]
-            .as_str()
-            .ok_or("the kubeconfig names no server")?;
         let existing = std::fs::read_to_string(&dest).unwrap_or_default();
-        clusterctl_phases::up::kubeconfig::merge(
-            &existing,
-            &admin,
-            cluster.name(),
-            server,
-            c["tls-server-name"].as_str(),
-        )
+        merged_into(&existing, &admin, &cluster)
     });
     let merged = match merged {
         Ok(m) => m,
@@ -171,11 +162,10 @@ pub(crate) fn run_export(c: ExportCommand) -> miette::Result<ExitCode> {
         eprintln!("export kubeconfig: writing {}: {e}", dest.display());
         return Ok(ExitCode::FAILURE);
     }
+    let context = clusterctl_kubeapi::kubeconfig::entry_name(cluster.name());
     println!(
-        "kubeconfig: context {} written to {} (kubectl --context {})",
-        cluster.name(),
+        "kubeconfig: context {context} written to {} and made the current context",
         dest.display(),
-        cluster.name()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -306,6 +296,28 @@ fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `admin` (a kubeconfig of one cluster and user) merged into `existing` (empty: alone) as cluster, user
+/// and current context `clusterctl-<name>`, with admin's server and `tls-server-name`. Errors: as text.
+fn merged_into(
+    existing: &str,
+    admin: &str,
+    cluster: &clusterctl_spec::ValidCluster,
+) -> Result<String, String> {
+    let v: Value = serde_yaml::from_str(admin).map_err(|e| e.to_string())?;
+    let c = &v["clusters"][0]["cluster"];
+    let server = c["server"]
+        .as_str()
+        .ok_or("the kubeconfig names no server")?;
+    clusterctl_phases::up::kubeconfig::merge(
+        existing,
+        admin,
+        cluster.name(),
+        server,
+        c["tls-server-name"].as_str(),
+        clusterctl_phases::up::kubeconfig::Current::Always,
+    )
 }
 
 /// The cluster's admin kubeconfig with only its own context (cluster, user, context, current-context):

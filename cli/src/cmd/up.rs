@@ -260,7 +260,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
                     spec.cluster,
                     summary.total_changes(),
                     summary.changes.values().filter(|c| **c > 0).count(),
-                    spec.cluster
+                    clusterctl_kubeapi::kubeconfig::entry_name(&spec.cluster)
                 ));
             }
             Ok(ExitCode::SUCCESS)

@@ -365,7 +365,7 @@ fn rendered_upgrade_config(cluster: &ValidCluster) -> Result<Option<Vec<u8>>, St
         .map(|f| f.content.clone()))
 }
 
-/// The API client: `--kubeconfig` (context named after the cluster when it has one), else admin.conf
+/// The API client: `--kubeconfig` (the cluster's context `clusterctl-<name>` when it has one), else admin.conf
 /// from the first control plane, written 0600 to the local cache.
 fn api_for(
     cluster: &ValidCluster,
@@ -375,8 +375,8 @@ fn api_for(
     let name = cluster.name();
     if let Some(p) = kubeconfig {
         let text = std::fs::read_to_string(p).unwrap_or_default();
-        let ctx = clusterctl_kubeapi::kubeconfig::has_context(&text, name).then_some(name);
-        return KubeClusterApi::from_kubeconfig(p, ctx).map_err(|e| e.to_string());
+        let ctx = clusterctl_kubeapi::kubeconfig::cluster_context(&text, name);
+        return KubeClusterApi::from_kubeconfig(p, ctx.as_deref()).map_err(|e| e.to_string());
     }
     let path = super::lifecycle::cache_admin_conf(cluster, first)?;
     KubeClusterApi::from_kubeconfig(&path, None).map_err(|e| e.to_string())

@@ -412,11 +412,24 @@ fn a_kind_config_is_recognised_and_converted() {
     assert!(err.contains("not a kind Cluster config"), "{err}");
 }
 
-/// A kubeconfig with two clusters' contexts, as `up` leaves it after building `lab` and `other`.
+/// A kubeconfig as `up` leaves it after building cluster `lab` (entries `clusterctl-<lab>`) beside
+/// the user's own cluster `other`, which is the current context.
 fn two_contexts(lab: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: other\nclusters:\n- name: {lab}\n  cluster: {{server: 'https://127.0.0.1:40001', certificate-authority-data: TEFC}}\n- name: other\n  cluster: {{server: 'https://127.0.0.1:40002'}}\nusers:\n- name: {lab}-admin\n  user: {{token: lab-token-1}}\n- name: other-admin\n  user: {{token: other-secret-token}}\ncontexts:\n- name: {lab}\n  context: {{cluster: {lab}, user: {lab}-admin}}\n- name: other\n  context: {{cluster: other, user: other-admin}}\n"
+        "apiVersion: v1\nkind: Config\ncurrent-context: other\nclusters:\n- name: clusterctl-{lab}\n  cluster: {{server: 'https://127.0.0.1:40001', certificate-authority-data: TEFC}}\n- name: other\n  cluster: {{server: 'https://127.0.0.1:40002'}}\nusers:\n- name: clusterctl-{lab}\n  user: {{token: lab-token-1}}\n- name: other\n  user: {{token: other-secret-token}}\ncontexts:\n- name: clusterctl-{lab}\n  context: {{cluster: clusterctl-{lab}, user: clusterctl-{lab}}}\n- name: other\n  context: {{cluster: other, user: other}}\n"
     )
+}
+
+/// The names of a kubeconfig's `list` entries (`clusters`, `users`, `contexts`).
+fn names(v: &serde_yaml::Value, list: &str) -> Vec<String> {
+    v[list]
+        .as_sequence()
+        .map(|s| {
+            s.iter()
+                .filter_map(|e| e["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[test]
@@ -424,17 +437,21 @@ fn get_and_export_kubeconfig_carry_only_the_clusters_context() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let name = clusterctl_testbed::unique_name("gk");
+    let entry = format!("clusterctl-{name}");
     std::fs::write(d.join("kubeconfig"), two_contexts(&name)).expect("write");
     std::fs::write(
         d.join("cluster.yaml"),
         format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {{name: cp1, role: control-plane}}\n"),
     )
     .expect("write");
-    // get kubeconfig (stdout is a pipe here): that context alone.
+    // get kubeconfig (stdout is a pipe here): that context alone, every entry `clusterctl-<name>`.
     let (code, out, err) = run(d, &["get", "kubeconfig", "-f", "cluster.yaml"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_yaml::Value = serde_yaml::from_str(&out).expect("yaml");
-    assert_eq!(v["current-context"].as_str(), Some(name.as_str()));
+    assert_eq!(v["current-context"].as_str(), Some(entry.as_str()));
+    for list in ["clusters", "users", "contexts"] {
+        assert_eq!(names(&v, list), [entry.as_str()], "{list}: {out}");
+    }
     assert_eq!(
         v["clusters"][0]["cluster"]["server"].as_str(),
         Some("https://127.0.0.1:40001")
@@ -443,13 +460,15 @@ fn get_and_export_kubeconfig_carry_only_the_clusters_context() {
         out.contains("lab-token-1") && !out.contains("other-secret-token"),
         "{out}"
     );
-    // export kubeconfig into another file: merged, 0600.
+    // export kubeconfig into another file with the user's own current context: merged beside it,
+    // made the current context (as kind's), 0600.
     let dest = d.join("merged");
     std::fs::write(
         &dest,
-        "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n",
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: mine\n  cluster: {server: 'https://10.1.1.1:6443'}\nusers:\n- name: mine\n  user: {token: my-token}\ncontexts:\n- name: mine\n  context: {cluster: mine, user: mine}\ncurrent-context: mine\n",
     )
     .expect("write");
+    let dest_arg = dest.to_string_lossy().into_owned();
     let (code, out, err) = run(
         d,
         &[
@@ -458,14 +477,28 @@ fn get_and_export_kubeconfig_carry_only_the_clusters_context() {
             "-f",
             "cluster.yaml",
             "--kubeconfig",
-            &dest.to_string_lossy(),
+            &dest_arg,
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(&format!("context {name} written")), "{out}");
-    let merged = std::fs::read_to_string(&dest).expect("read");
     assert!(
-        merged.contains("https://127.0.0.1:40001") && merged.contains("lab-token-1"),
+        out.contains(&format!("context {entry} written")) && out.contains("current context"),
+        "{out}"
+    );
+    let merged = std::fs::read_to_string(&dest).expect("read");
+    let v: serde_yaml::Value = serde_yaml::from_str(&merged).expect("yaml");
+    assert_eq!(
+        v["current-context"].as_str(),
+        Some(entry.as_str()),
+        "{merged}"
+    );
+    for list in ["clusters", "users", "contexts"] {
+        assert_eq!(names(&v, list), ["mine", &entry], "{list}: {merged}");
+    }
+    assert!(
+        merged.contains("https://127.0.0.1:40001")
+            && merged.contains("lab-token-1")
+            && merged.contains("my-token"),
         "{merged}"
     );
     assert!(!merged.contains("other-secret-token"), "{merged}");
@@ -473,6 +506,67 @@ fn get_and_export_kubeconfig_carry_only_the_clusters_context() {
     assert_eq!(
         std::fs::metadata(&dest).expect("meta").permissions().mode() & 0o777,
         0o600
+    );
+    // destroy removes exactly the cluster's entries and unsets the current context that named them.
+    // (No node container of this cluster exists; without a Docker engine only that step fails.)
+    let (_, out, err) = run(
+        d,
+        &[
+            "destroy",
+            "-f",
+            "cluster.yaml",
+            "--yes",
+            "--kubeconfig",
+            &dest_arg,
+        ],
+    );
+    assert!(
+        out.contains(&format!("context {entry} removed")),
+        "{out}{err}"
+    );
+    let left = std::fs::read_to_string(&dest).expect("read");
+    let v: serde_yaml::Value = serde_yaml::from_str(&left).expect("yaml");
+    for list in ["clusters", "users", "contexts"] {
+        assert_eq!(names(&v, list), ["mine"], "{list}: {left}");
+    }
+    assert_eq!(v["current-context"].as_str(), Some(""), "{left}");
+    assert!(left.contains("my-token"), "{left}");
+}
+
+#[test]
+fn an_earlier_releases_kubeconfig_entries_are_found_and_removed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let name = clusterctl_testbed::unique_name("gl");
+    // As up merged it before the entries were named `clusterctl-<name>`.
+    std::fs::write(
+        d.join("kubeconfig"),
+        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster: {{server: 'https://127.0.0.1:40003'}}\nusers:\n- name: {name}-admin\n  user: {{token: old-token}}\ncontexts:\n- name: {name}\n  context: {{cluster: {name}, user: {name}-admin}}\ncurrent-context: {name}\n"),
+    )
+    .expect("write");
+    std::fs::write(
+        d.join("cluster.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {{name: cp1, role: control-plane}}\n"),
+    )
+    .expect("write");
+    let (code, out, err) = run(d, &["get", "kubeconfig", "-f", "cluster.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_yaml::Value = serde_yaml::from_str(&out).expect("yaml");
+    assert_eq!(
+        v["current-context"].as_str(),
+        Some(format!("clusterctl-{name}").as_str()),
+        "{out}"
+    );
+    assert!(out.contains("old-token"), "{out}");
+    let (_, out, err) = run(d, &["destroy", "-f", "cluster.yaml", "--yes"]);
+    assert!(
+        out.contains(&format!("context {name} removed")),
+        "{out}{err}"
+    );
+    let left = std::fs::read_to_string(d.join("kubeconfig")).expect("read");
+    assert!(
+        !left.contains("old-token") && !left.contains(&name),
+        "{left}"
     );
 }
 

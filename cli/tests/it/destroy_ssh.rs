@@ -188,7 +188,7 @@ fn destroy_leaves_each_node_as_before_up() {
     let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir.path());
     std::fs::write(
         cli.kubeconfig(),
-        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster: {{server: 'https://{}:6443'}}\n- name: keep\n  cluster: {{server: 'https://10.9.9.9:6443'}}\nusers:\n- name: {name}-admin\n  user: {{token: t}}\n- name: keep-admin\n  user: {{token: u}}\ncontexts:\n- name: {name}\n  context: {{cluster: {name}, user: {name}-admin}}\n- name: keep\n  context: {{cluster: keep, user: keep-admin}}\ncurrent-context: {name}\n", cp.address),
+        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: clusterctl-{name}\n  cluster: {{server: 'https://{}:6443'}}\n- name: keep\n  cluster: {{server: 'https://10.9.9.9:6443'}}\nusers:\n- name: clusterctl-{name}\n  user: {{token: t}}\n- name: keep-admin\n  user: {{token: u}}\ncontexts:\n- name: clusterctl-{name}\n  context: {{cluster: clusterctl-{name}, user: clusterctl-{name}}}\n- name: keep\n  context: {{cluster: keep, user: keep-admin}}\ncurrent-context: clusterctl-{name}\n", cp.address),
     )
     .expect("kubeconfig");
     let kh = cp.known_hosts.to_string_lossy().into_owned();
@@ -211,7 +211,7 @@ fn destroy_leaves_each_node_as_before_up() {
         "reset/first-control-plane",
         "kubeadm reset -f --config /etc/kubernetes/kubeadm/reset.yaml",
         "KUBE-",
-        &format!("remove context {name} from"),
+        &format!("remove context clusterctl-{name} from"),
         "change(s) planned; nothing was changed (dry run).",
     ] {
         assert!(plan.contains(planned), "{planned}:\n{plan}");
@@ -224,7 +224,7 @@ fn destroy_leaves_each_node_as_before_up() {
     assert_eq!(cp.sh(LISTING).expect("listing"), traced);
     assert!(std::fs::read_to_string(cli.kubeconfig())
         .expect("kubeconfig")
-        .contains(&format!("{name}-admin")));
+        .contains(&format!("clusterctl-{name}")));
 
     // Not confirmed: nothing changes.
     let r = cli
@@ -306,7 +306,7 @@ fn destroy_leaves_each_node_as_before_up() {
 
     // The kubeconfig keeps only the other cluster.
     let kc = std::fs::read_to_string(cli.kubeconfig()).expect("kubeconfig");
-    assert!(!kc.contains(&format!("{name}-admin")), "{kc}");
+    assert!(!kc.contains(&format!("clusterctl-{name}")), "{kc}");
     assert!(kc.contains("keep-admin"), "{kc}");
 
     // A second destroy, with --purge, finds nothing of clusterctl's left and purges the package.

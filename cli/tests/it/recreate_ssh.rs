@@ -136,5 +136,5 @@ fn up_recreate_rebuilds_with_labels_taints_and_images() {
     );
     assert!(has_image(c1, &full) && has_image(w1, &full));
     let kc = std::fs::read_to_string(cli.kubeconfig()).expect("kubeconfig");
-    assert!(kc.contains("name: rclab"), "{kc}");
+    assert!(kc.contains("name: clusterctl-rclab"), "{kc}");
 }

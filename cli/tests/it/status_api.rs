@@ -245,10 +245,10 @@ fn text_output_and_context_named_after_the_cluster() {
     let Some(env) = lab() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("cluster.yaml"), CLUSTER).expect("file");
-    // $KUBECONFIG holds another current context; `status` must pick the one named `lab`. The other
-    // one is the recording server: it must see no request.
+    // $KUBECONFIG holds another current context; `status` must pick the cluster's, `clusterctl-lab`.
+    // The other one is the recording server: it must see no request.
     let other = ApiServer::start().expect("other server");
-    let lab = env.kubeconfig("lab");
+    let lab = env.kubeconfig("clusterctl-lab");
     let combined = other
         .kubeconfig("other")
         .replace("current-context: other\n", "")

@@ -65,7 +65,7 @@ fn dry_run_without_a_file_prints_the_lab_plan_offline() {
     );
     assert!(
         cp.iter()
-            .any(|l| l.contains("kubeconfig") && l.contains("context `lab`")),
+            .any(|l| l.contains("kubeconfig") && l.contains("context `clusterctl-lab`")),
         "{cp:#?}"
     );
     // A worker joins (with the credentials fetched on the first control plane) and never inits.

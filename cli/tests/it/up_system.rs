@@ -557,10 +557,11 @@ fn up_builds_the_ha_containerd_profile_on_node_containers() {
         "no kubectl on the node for Nodes"
     );
 
-    // The kubeconfig: context named after the cluster, VIP as server, 0600.
+    // The kubeconfig: context `clusterctl-<cluster>`, VIP as server, 0600.
     let kc = std::fs::read_to_string(home.path().join("kubeconfig")).expect("kubeconfig");
     assert!(
-        kc.contains("name: topgun") && kc.contains(&format!("server: https://{vip}:6443")),
+        kc.contains("name: clusterctl-topgun")
+            && kc.contains(&format!("server: https://{vip}:6443")),
         "{kc}"
     );
     use std::os::unix::fs::PermissionsExt;

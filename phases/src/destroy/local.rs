@@ -91,17 +91,19 @@ pub(super) fn docker(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseErro
     Ok(())
 }
 
-/// `kubeconfig`: removes the context named after the cluster (with its cluster and user).
+/// `kubeconfig`: removes exactly the cluster's entries (context, cluster and user
+/// `clusterctl-<cluster>`, or an earlier release's; `current-context` unset when it named them).
 pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
-    let name = data.cluster.name();
+    let name = clusterctl_kubeapi::kubeconfig::entry_name(data.cluster.name());
     let Some(path) = crate::up::kubeconfig::target(data.opts.kubeconfig.as_ref()) else {
         return Ok(());
     };
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(());
     };
-    let outcome = match clusterctl_kubeapi::kubeconfig::remove_context(&text, name) {
-        Ok((new, true)) => {
+    let outcome = match clusterctl_kubeapi::kubeconfig::remove_cluster(&text, data.cluster.name()) {
+        Ok((new, removed)) if !removed.is_empty() => {
+            let name = removed.join(", ");
             let what = format!("remove context {name} from {}", path.display());
             match ctx.local_change(&what, || {
                 crate::local::write_private(&path, 0o600, new.as_bytes())
@@ -113,7 +115,7 @@ pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), Phase
                 Err(e) => StepOutcome::Failed(reason(&e)),
             }
         }
-        Ok((_, false)) => StepOutcome::Done(format!("no context {name} in {}", path.display())),
+        Ok(_) => StepOutcome::Done(format!("no context {name} in {}", path.display())),
         Err(e) => StepOutcome::Failed(e.to_string()),
     };
     say(data, "kubeconfig", outcome);

@@ -1,7 +1,9 @@
 //! `kubeconfig`: the admin kubeconfig read from the first control plane (read-only), its server set to
 //! the control-plane endpoint (the VIP), and merged into the user's kubeconfig under a cluster, user and
-//! context named after the cluster (`<name>`, `<name>-admin`, `<name>`); entries of other clusters are
-//! kept, `current-context` is set only when there was none. Written 0600, only when it changes.
+//! context all named `clusterctl-<name>` (as kind names its own `kind-<name>`;
+//! `clusterctl_kubeapi::kubeconfig::entry_name`); entries of other clusters are kept, `current-context`
+//! is set only when there was none (`clusterctl export kubeconfig` always sets it, as kind's does).
+//! Written 0600, only when it changes.
 //! Format: the kubeconfig `v1.Config` (clusters/users/contexts as named lists).
 
 use super::{UpData, ADMIN_CONF};
@@ -42,15 +44,27 @@ fn upsert(root: &mut Mapping, list: &str, entry: Value) {
     }
 }
 
+/// When [`merge`] sets `current-context` to the merged context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Current {
+    /// Only when the kubeconfig has none (`up`).
+    IfUnset,
+    /// Always (`export kubeconfig`, as kind's).
+    Always,
+}
+
 /// Merges the admin kubeconfig `admin` into `existing` (empty: a new file) for `cluster` with `server`
 /// (`https://host:port`) and, when given, `tls-server-name` (the host the serving certificate names
-/// when `server` is a local forward). Errors: `admin` is not a kubeconfig with a cluster and a user.
+/// when `server` is a local forward): cluster, user and context `clusterctl-<cluster>` replace entries
+/// of those names, every other entry is kept; `current` says whether `current-context` is set.
+/// Errors: `admin` is not a kubeconfig with a cluster and a user.
 pub fn merge(
     existing: &str,
     admin: &str,
     cluster: &str,
     server: &str,
     tls_server_name: Option<&str>,
+    current: Current,
 ) -> Result<String, String> {
     let a: Value = serde_yaml::from_str(admin).map_err(|e| format!("admin kubeconfig: {e}"))?;
     let mut c = a["clusters"][0]["cluster"]
@@ -73,28 +87,28 @@ pub fn merge(
     root.entry("apiVersion".into())
         .or_insert_with(|| "v1".into());
     root.entry("kind".into()).or_insert_with(|| "Config".into());
-    let user = format!("{cluster}-admin");
+    let name = clusterctl_kubeapi::kubeconfig::entry_name(cluster);
     upsert(
         &mut root,
         "clusters",
-        named(cluster, "cluster", Value::Mapping(c)),
+        named(&name, "cluster", Value::Mapping(c)),
     );
-    upsert(&mut root, "users", named(&user, "user", Value::Mapping(u)));
+    upsert(&mut root, "users", named(&name, "user", Value::Mapping(u)));
     let mut ctxm = Mapping::new();
-    ctxm.insert("cluster".into(), cluster.into());
-    ctxm.insert("user".into(), user.as_str().into());
+    ctxm.insert("cluster".into(), name.as_str().into());
+    ctxm.insert("user".into(), name.as_str().into());
     upsert(
         &mut root,
         "contexts",
-        named(cluster, "context", Value::Mapping(ctxm)),
+        named(&name, "context", Value::Mapping(ctxm)),
     );
-    let cur = root
+    let unset = root
         .get("current-context")
         .and_then(Value::as_str)
         .unwrap_or_default()
-        .to_string();
-    if cur.is_empty() {
-        root.insert("current-context".into(), cluster.into());
+        .is_empty();
+    if unset || current == Current::Always {
+        root.insert("current-context".into(), name.into());
     }
     serde_yaml::to_string(&Value::Mapping(root)).map_err(|e| e.to_string())
 }
@@ -118,7 +132,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 text: format!(
                     "merge {ADMIN_CONF} into {} as context `{}` with server {server}{} (mode 0600)",
                     path.display(),
-                    data.spec.cluster,
+                    clusterctl_kubeapi::kubeconfig::entry_name(&data.spec.cluster),
                     tls_name
                         .map(|n| format!(", tls-server-name {n}"))
                         .unwrap_or_default()
@@ -134,8 +148,15 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         Some(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
     };
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    let merged = merge(&existing, &admin, &data.spec.cluster, &server, tls_name)
-        .map_err(|e| ctx.local_error(e))?;
+    let merged = merge(
+        &existing,
+        &admin,
+        &data.spec.cluster,
+        &server,
+        tls_name,
+        Current::IfUnset,
+    )
+    .map_err(|e| ctx.local_error(e))?;
     ctx.put_local(&path, 0o600, merged.as_bytes())?;
     Ok(())
 }
@@ -149,30 +170,62 @@ mod tests {
     #[test]
     fn merges_under_the_cluster_name_with_the_vip() {
         let existing = "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster: {server: https://1.2.3.4:6443}\ncontexts: []\nusers: []\ncurrent-context: other\n";
-        let out = merge(existing, ADMIN, "topgun", "https://10.0.0.10:6443", None).expect("merge");
+        let out = merge(
+            existing,
+            ADMIN,
+            "topgun",
+            "https://10.0.0.10:6443",
+            None,
+            Current::IfUnset,
+        )
+        .expect("merge");
         let v: Value = serde_yaml::from_str(&out).expect("yaml");
         assert_eq!(v["current-context"], Value::from("other"));
         let clusters = v["clusters"].as_sequence().expect("clusters");
         assert_eq!(clusters.len(), 2);
-        assert_eq!(clusters[1]["name"], Value::from("topgun"));
+        assert_eq!(clusters[0]["name"], Value::from("other"), "kept");
+        assert_eq!(clusters[1]["name"], Value::from("clusterctl-topgun"));
         assert_eq!(
             clusters[1]["cluster"]["server"],
             Value::from("https://10.0.0.10:6443")
         );
+        let ctx0 = &v["contexts"][0];
+        assert_eq!(ctx0["name"], Value::from("clusterctl-topgun"));
+        assert_eq!(ctx0["context"]["cluster"], Value::from("clusterctl-topgun"));
+        assert_eq!(ctx0["context"]["user"], Value::from("clusterctl-topgun"));
+        assert_eq!(v["users"][0]["name"], Value::from("clusterctl-topgun"));
+        // Merging again gives the same file; `Always` (export kubeconfig) switches to it.
+        let again = |current| {
+            merge(
+                &out,
+                ADMIN,
+                "topgun",
+                "https://10.0.0.10:6443",
+                None,
+                current,
+            )
+            .expect("merge")
+        };
+        assert_eq!(again(Current::IfUnset), out);
+        let switched: Value = serde_yaml::from_str(&again(Current::Always)).expect("yaml");
         assert_eq!(
-            v["contexts"][0]["context"]["user"],
-            Value::from("topgun-admin")
+            switched["current-context"],
+            Value::from("clusterctl-topgun")
         );
-        // Merging again gives the same file.
-        assert_eq!(
-            merge(&out, ADMIN, "topgun", "https://10.0.0.10:6443", None).expect("merge"),
-            out
-        );
+        assert_eq!(switched["clusters"].as_sequence().map(Vec::len), Some(2));
         let fresh: Value = serde_yaml::from_str(
-            &merge("", ADMIN, "lab", "https://x:6443", Some("lab-cp")).expect("merge"),
+            &merge(
+                "",
+                ADMIN,
+                "lab",
+                "https://x:6443",
+                Some("lab-cp"),
+                Current::IfUnset,
+            )
+            .expect("merge"),
         )
         .expect("yaml");
-        assert_eq!(fresh["current-context"], Value::from("lab"));
+        assert_eq!(fresh["current-context"], Value::from("clusterctl-lab"));
         assert_eq!(
             fresh["clusters"][0]["cluster"]["tls-server-name"],
             Value::from("lab-cp")

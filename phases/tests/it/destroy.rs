@@ -13,7 +13,7 @@ use clusterctl_phases::steps::{StepLine, Steps};
 use clusterctl_phases::{Mode, NodeCtx, NodeInfo, PlanKind, QuietReporter, Role, Secrets};
 use clusterctl_spec::ValidCluster;
 
-const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster: {server: 'https://10.0.0.1:6443'}\nusers:\n- name: lab-admin\n  user: {token: t}\ncontexts:\n- name: lab\n  context: {cluster: lab, user: lab-admin}\ncurrent-context: lab\n";
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: clusterctl-lab\n  cluster: {server: 'https://10.0.0.1:6443'}\nusers:\n- name: clusterctl-lab\n  user: {token: t}\ncontexts:\n- name: clusterctl-lab\n  context: {cluster: clusterctl-lab, user: clusterctl-lab}\ncurrent-context: clusterctl-lab\n";
 
 /// An SSH cluster `lab` of two control planes and a worker at unroutable addresses (never contacted).
 fn cluster(dir: &Path) -> ValidCluster {
@@ -87,7 +87,7 @@ fn a_dry_run_plans_every_nodes_reset_in_teardown_order_and_changes_nothing() {
         }
     }
     assert!(report.plan.iter().any(|e| e.kind == PlanKind::Local
-        && e.text == format!("remove context lab from {}", kc.display())));
+        && e.text == format!("remove context clusterctl-lab from {}", kc.display())));
     assert_eq!(
         std::fs::read_to_string(&kc).expect("kubeconfig"),
         KUBECONFIG,
