@@ -5,6 +5,7 @@
 //! read-only checks from changes, so that `--dry-run` changes nothing and every phase checks whether its
 //! work is done before changing anything. See `docs/phases.md`.
 
+pub mod connect;
 pub mod ctx;
 pub mod destroy;
 pub mod engine;
@@ -14,6 +15,7 @@ pub mod image_load;
 pub mod kubeadm;
 pub mod local;
 pub mod model;
+pub mod node_containers;
 pub mod node_join;
 pub mod node_remove;
 pub mod packages;

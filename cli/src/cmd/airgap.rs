@@ -78,63 +78,6 @@ pub(crate) enum Command {
     },
 }
 
-/// The air-gap settings of `up` for `cluster` loaded from `file` (`None`: a built-in profile, paths
-/// relative to the working directory): `Some` when the file names a bundle (`airgap.bundle`); images
-/// go to the mirror (with its CA and credential variable names) when one is set, else each node gets
-/// the images of the current version its role needs (`clusterctl_airgap::plan::node_images`).
-pub(crate) fn for_up(
-    cluster: &clusterctl_spec::ValidCluster,
-    file: Option<&Path>,
-) -> Option<clusterctl_phases::up::airgap::AirgapUp> {
-    let a = cluster.spec().airgap.as_ref()?;
-    let base = file.and_then(Path::parent).unwrap_or(Path::new(""));
-    let mirror = mirror_push(cluster);
-    Some(
-        clusterctl_phases::up::airgap::AirgapUp::new(base.join(&a.bundle), mirror)
-            .with_node_images(role_images(cluster))
-            .with_pull_names(clusterctl_airgap::plan::pull_names(cluster))
-            .with_extract_to(
-                a.packages
-                    .iter()
-                    .filter_map(|p| {
-                        let dir = p.extract_to.clone()?;
-                        Some(((p.name.clone(), p.os_family.clone(), p.arch.clone()), dir))
-                    })
-                    .collect(),
-            ),
-    )
-}
-
-/// Where `up` and `upgrade` push a bundle's images: the file's registry mirror (prefix, CA,
-/// credential variable names), `None` without one.
-pub(crate) fn mirror_push(
-    cluster: &clusterctl_spec::ValidCluster,
-) -> Option<clusterctl_phases::up::airgap::MirrorPush> {
-    cluster
-        .mirror_prefix()
-        .map(|prefix| clusterctl_phases::up::airgap::MirrorPush {
-            client: client_options(cluster),
-            prefix: prefix.to_string(),
-        })
-}
-
-/// The upstream references of the images each role needs at the file's `kubernetesVersion`
-/// (`clusterctl_airgap::plan::node_images`), as `up` and `upgrade` load them from a bundle.
-pub(crate) fn role_images(
-    cluster: &clusterctl_spec::ValidCluster,
-) -> clusterctl_phases::up::airgap::RoleImages {
-    let sources = |control_plane: bool| -> Vec<String> {
-        clusterctl_airgap::plan::node_images(cluster, control_plane)
-            .into_iter()
-            .map(|i| i.source)
-            .collect()
-    };
-    clusterctl_phases::up::airgap::RoleImages {
-        control_plane: sources(true),
-        worker: sources(false),
-    }
-}
-
 /// The validated cluster, or (diagnostics printed) `Err(exit code 2)`.
 fn load(file: &Path) -> Result<clusterctl_spec::ValidCluster, ExitCode> {
     match clusterctl_spec::load(file).and_then(|l| clusterctl_spec::validate(&l)) {

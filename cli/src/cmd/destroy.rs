@@ -91,44 +91,6 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     }
 }
 
-/// `clusterctl up --recreate`: destroys `cluster` as `destroy --yes` does (every node reset, the
-/// kubeconfig context and the local state cache removed) before `up` builds it again, so that no
-/// recorded phase is skipped. A dry run only says so. `None`: go on with `up`; `Some(code)`: stop
-/// (exit code 1 when a teardown step failed; each is printed).
-pub(crate) fn before_recreate(
-    cluster: &ValidCluster,
-    kubeconfig: Option<&PathBuf>,
-    known_hosts: Option<&PathBuf>,
-    dry_run: bool,
-) -> Option<ExitCode> {
-    if dry_run {
-        println!(
-            "--recreate: cluster {} would be destroyed first (as `clusterctl destroy --yes`)",
-            cluster.name()
-        );
-        return None;
-    }
-    let opts = Options {
-        kubeconfig: kubeconfig.cloned(),
-        known_hosts: known_hosts.cloned(),
-        ..Options::default()
-    };
-    let failures = destroy::run(cluster, &opts, &print_line).failures();
-    if failures == 0 {
-        println!(
-            "recreate: cluster {} destroyed; building it again",
-            cluster.name()
-        );
-        None
-    } else {
-        eprintln!(
-            "up --recreate: destroying cluster {} failed in {failures} step(s) (see above); not building it again",
-            cluster.name()
-        );
-        Some(ExitCode::FAILURE)
-    }
-}
-
 fn confirm(cluster: &ValidCluster) -> bool {
     let stdin = std::io::stdin();
     eprint!(

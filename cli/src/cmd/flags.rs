@@ -169,6 +169,75 @@ pub(crate) fn rewrite_deprecated(args: Vec<OsString>) -> Vec<OsString> {
     out
 }
 
+/// The options `up` and `node join` share: preflight fixes and ignores, output, parallelism, SSH host
+/// keys and the Ready timeout.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct NodeRunArgs {
+    /// Apply the fixes of the fixable preflight failures (swap, modules, sysctls, firewalld, SELinux).
+    #[arg(long)]
+    pub fix: bool,
+    /// Preflight checks reported as warnings instead of failures (ids such as `time-sync`, `swap`,
+    /// `module/br_netfilter`; an unknown id is refused, listing them all).
+    #[arg(long, value_delimiter = ',')]
+    pub ignore_preflight: Vec<String>,
+    /// Show every check and the output of every command.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Nodes worked on at once (at least 1).
+    #[arg(long, default_value_t = 16, value_parser = at_least_one)]
+    pub parallel: usize,
+    /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
+    #[arg(long)]
+    pub known_hosts: Option<PathBuf>,
+    /// Seconds to wait for every node to be Ready.
+    #[arg(long, default_value_t = 600)]
+    pub ready_timeout: u64,
+}
+
+impl NodeRunArgs {
+    /// Refuses `--ignore-preflight` entries that name no preflight check (exit 2, the valid ids
+    /// listed): a typo would otherwise ignore nothing, silently. `None` when every entry is a check.
+    pub(crate) fn refuse_unknown_checks(&self) -> Option<ExitCode> {
+        let unknown = clusterctl_phases::up::preflight::unknown_ids(&self.ignore_preflight);
+        if unknown.is_empty() {
+            return None;
+        }
+        eprintln!(
+            "--ignore-preflight: unknown check(s) {}; the preflight checks are: {}",
+            unknown
+                .iter()
+                .map(|u| format!("`{u}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            clusterctl_phases::up::preflight::CHECK_IDS.join(", ")
+        );
+        Some(ExitCode::from(crate::EXIT_INVALID))
+    }
+}
+
+/// Prints what `clusterctl_phases::connect::connect` reports while it connects to SSH nodes (it may
+/// take minutes: retries with backoff), one line each on stderr.
+pub(crate) fn connect_progress(p: clusterctl_phases::connect::Progress<'_>) {
+    use clusterctl_phases::connect::Progress;
+    match p {
+        Progress::Connecting {
+            node,
+            user,
+            address,
+            port,
+            attempts,
+        } => eprintln!(
+            "connecting to node {node} ({user}@{address}:{port}, up to {attempts} attempt(s))…"
+        ),
+        Progress::Connected { node, seconds } => {
+            eprintln!("  node {node}: connected ({seconds:.1} s)")
+        }
+        Progress::NotReached { node, seconds } => {
+            eprintln!("  node {node}: not reached after {seconds:.1} s")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

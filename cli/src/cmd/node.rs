@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clusterctl_phases::engine::{Engine, Options};
+use clusterctl_phases::connect::{self, ConnectOptions};
 use clusterctl_phases::up::api::ApiAccess;
-use clusterctl_phases::up::UpData;
+use clusterctl_phases::up::from_file::{self, SpecOptions};
+use clusterctl_phases::up::launch::{launch, Launch};
 use clusterctl_phases::{Mode, NodeCtx, PlainReporter, Reporter, Secrets};
 
-use super::{lifecycle, up};
+use super::flags::NodeRunArgs;
+use super::lifecycle;
 
 mod remove;
 
@@ -38,7 +40,7 @@ pub(crate) struct JoinArgs {
     pub nodes: Vec<String>,
     /// How nodes are reached and checked (as for `up`; fixes apply to the joining nodes).
     #[command(flatten)]
-    pub run: up::NodeRunArgs,
+    pub run: NodeRunArgs,
     /// Change nothing: reach the nodes and the API read-only and print every check, command and
     /// file write the join would make, per node.
     #[arg(long)]
@@ -62,20 +64,13 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let up_args = up::Args {
+    let options = SpecOptions {
         file: Some(args.file.clone()),
-        profile: None,
-        dry_run: args.dry_run,
-        // A dry run still reaches the nodes (read only): the join needs the running cluster's state.
-        probe: args.dry_run,
-        output: super::flags::Format::Text,
-        skip_phases: Vec::new(),
-        only: Vec::new(),
-        nodes: args.run.clone(),
-        kubeconfig: None,
-        recreate: false,
+        ready_timeout: std::time::Duration::from_secs(args.run.ready_timeout),
+        ignore_preflight: args.run.ignore_preflight.clone(),
+        ..SpecOptions::default()
     };
-    let mut spec = up::up_spec(&cluster, &up_args);
+    let mut spec = from_file::spec(&cluster, &options);
     // Refuse names the file does not declare before contacting anything.
     if let Err(e) = clusterctl_phases::node_join::engine_nodes(&spec.nodes, &args.nodes, &[]) {
         if !matches!(
@@ -86,9 +81,16 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     }
-    let mut provider_plan = Vec::new();
-    let transports = match up::connect(&cluster, &mut spec, &up_args, &mut provider_plan) {
-        Ok(t) => t,
+    // A dry run still reaches the nodes (read only): the join needs the running cluster's state.
+    let reach = ConnectOptions {
+        dry_run: args.dry_run,
+        probe: args.dry_run,
+        known_hosts: args.run.known_hosts.as_deref(),
+    };
+    let progress = super::flags::connect_progress;
+    let (transports, provider_plan) = match connect::connect(&cluster, &mut spec, reach, &progress)
+    {
+        Ok(c) => (c.transports, c.provider_plan),
         Err(e) => {
             eprintln!("node join: {e}");
             return Ok(ExitCode::FAILURE);
@@ -128,7 +130,9 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     let secrets = Secrets::default();
     // The Nodes registered now, through the API as the phases of `up` reach it (the first control
     // plane's admin.conf, kept in memory); the same client serves the phases below.
-    let api = ApiAccess::kube_via(up::local_api(&cluster, &spec, &up_args));
+    let api = ApiAccess::kube_via(clusterctl_phases::node_containers::local_api(
+        &cluster, false,
+    ));
     let registered = {
         let Some(info) = spec.nodes.iter().find(|n| n.name == first_cp).cloned() else {
             eprintln!("node join: the cluster file has no control plane");
@@ -165,30 +169,23 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
                 return Ok(ExitCode::from(crate::EXIT_INVALID));
             }
         };
-    let data = UpData {
-        renderer: Box::new(up::renderer(cluster.clone(), spec.nodes.clone())),
-        facts: Default::default(),
-        files: Default::default(),
-        join: Default::default(),
-        first_cp_transport: Some(cp),
-        mode,
-        reporter: reporter.clone(),
-        secrets: secrets.clone(),
-        api,
-        spec: spec.clone(),
-    };
-    let opts = Options {
-        cluster: spec.cluster.clone(),
+    let how = Launch {
         mode,
         parallel: args.run.parallel,
         skip: Vec::new(),
         only: Vec::new(),
-        cache: clusterctl_phases::local::cache_dir(&spec.cluster)
-            .map(clusterctl_phases::state::LocalCache::new),
+        reporter: reporter.clone(),
     };
     let phases = clusterctl_phases::node_join::phases(&spec);
-    let engine = Engine::new(nodes.clone(), transports, opts, reporter.clone(), secrets);
-    let (summary, result) = engine.run(&phases, &data);
+    let (summary, result) = launch(
+        &cluster,
+        &spec,
+        &phases,
+        nodes.clone(),
+        transports,
+        api,
+        &how,
+    );
     if args.dry_run {
         let width = summary
             .plan

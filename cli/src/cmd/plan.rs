@@ -5,6 +5,54 @@
 
 use clusterctl_phases::{NodeInfo, PlanEntry, PlanKind};
 
+/// Prints `up`'s dry-run plan: the header (offline or probing), the cluster line, the phase order,
+/// the provider's steps (`provider_plan`, docker only), then per node every check, command and file
+/// write.
+pub(crate) fn print_up_plan(
+    cluster: &clusterctl_spec::ValidCluster,
+    spec: &clusterctl_phases::up::UpSpec,
+    phases: &[clusterctl_phases::Phase<clusterctl_phases::up::UpData>],
+    provider_plan: &[String],
+    plan: &[PlanEntry],
+    probe: bool,
+) {
+    let cps = spec.nodes.iter().filter(|n| n.is_control_plane()).count();
+    let how = if probe {
+        "probing the nodes read-only"
+    } else {
+        "offline: no node is contacted"
+    };
+    println!(
+        "clusterctl up --dry-run: {} ({how}): nothing is changed",
+        spec.cluster
+    );
+    let provider = format!("{:?}", cluster.provider()).to_lowercase();
+    println!(
+        "cluster {}: Kubernetes v{}, provider {provider}, {} control plane(s) + {} worker(s), endpoint {}, runtime {}, CNI {}",
+        spec.cluster,
+        spec.kubernetes_version,
+        cps,
+        spec.nodes.len() - cps,
+        spec.endpoint,
+        spec.runtime.unit(),
+        match &spec.cni {
+            clusterctl_phases::CniChoice::Builtin => "builtin".to_string(),
+            clusterctl_phases::CniChoice::Manifests(n) => n.clone(),
+            clusterctl_phases::CniChoice::None => "none".to_string(),
+        }
+    );
+    let names: Vec<&str> = phases.iter().map(|p| p.name).collect();
+    println!("phases: {}", names.join(" → "));
+    if !provider_plan.is_empty() {
+        println!("\nprovider {provider}:");
+        for p in provider_plan {
+            println!("  {p}");
+        }
+    }
+    let width = phases.iter().map(|p| p.name.len()).max().unwrap_or(10);
+    print_entries(&groups(&spec.nodes), plan, width);
+}
+
 /// The plan groups for `nodes`, in their order, after this machine: `(node name, title)`, the title
 /// being `node NAME (ROLE, ADDRESS)` (`local (this machine)` for the local group).
 pub(crate) fn groups(nodes: &[NodeInfo]) -> Vec<(String, String)> {

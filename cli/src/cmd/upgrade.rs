@@ -189,7 +189,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             to: to.clone(),
             nodes: nodes.clone(),
             upgrade_config,
-            packages: super::up::package_settings(&cluster),
+            packages: clusterctl_phases::up::from_file::package_settings(&cluster),
         },
         api: Arc::new(ApiSteps {
             api: api.clone(),
@@ -423,8 +423,8 @@ impl NodeApi for ApiSteps {
 }
 
 /// The air-gap bundle of `cluster` (`airgap.bundle`, relative to `file`), verified completely, with
-/// the images of `to` each role needs ([`super::airgap::role_images`] of the file, which already
-/// says `to`): where the packages come from, and where the images do (pushed to the mirror
+/// the images of `to` each role needs ([`clusterctl_phases::up::from_file::role_images`] of the
+/// file, which already says `to`): where the packages come from, and where the images do (pushed to the mirror
 /// when one is set, else loaded into each node). `Ok(None)` without a bundle. Errors, in words: a bad
 /// entry (named), another cluster's bundle, a bundle without the images of `to`, or one carrying
 /// packages but no kubeadm package for `to`.
@@ -453,7 +453,7 @@ fn airgap_bundle(
             e => format!("bundle {}: {e}", path.display()),
         })?,
     );
-    let wanted = super::airgap::role_images(cluster);
+    let wanted = clusterctl_phases::up::from_file::role_images(cluster);
     let (control_plane, worker) = check_bundle(&vb.manifest, &path, cluster.name(), to, &wanted)?;
     // Loaded under the names the file's nodes pull, whatever mirror the bundle recorded.
     let names = clusterctl_airgap::plan::pull_names(cluster);
@@ -461,7 +461,7 @@ fn airgap_bundle(
         clusterctl_airgap::plan::renamed(control_plane, &names),
         clusterctl_airgap::plan::renamed(worker, &names),
     );
-    let images = if let Some(mirror) = super::airgap::mirror_push(cluster) {
+    let images = if let Some(mirror) = clusterctl_phases::up::from_file::mirror_push(cluster) {
         UpgradeImages::Mirror {
             bundle: vb.clone(),
             mirror,

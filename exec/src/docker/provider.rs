@@ -445,7 +445,20 @@ impl DockerProvider {
     /// As [`DockerProvider::remove`], saying what was removed: the containers' names and the networks'
     /// (both empty when the cluster has nothing on this engine).
     pub fn remove_all(&self) -> Result<Removed, ExecError> {
-        let nodes = self.list()?;
+        self.remove_where(|_| true)
+    }
+
+    /// Removes the cluster's node containers that are not in `before` (matched by container name),
+    /// then its labelled network unless containers still use it: what a failed [`DockerProvider::create`]
+    /// made when `before` is what [`DockerProvider::list`] gave ahead of it.
+    pub fn remove_created(&self, before: &[DockerNode]) -> Result<Removed, ExecError> {
+        self.remove_where(|n| !before.iter().any(|b| b.container == n.container))
+    }
+
+    /// Removes the cluster's node containers `which` selects, then its labelled networks that no
+    /// container uses any more.
+    fn remove_where(&self, which: impl Fn(&DockerNode) -> bool) -> Result<Removed, ExecError> {
+        let nodes: Vec<DockerNode> = self.list()?.into_iter().filter(which).collect();
         self.client
             .block_on(async {
                 let d = self.client.docker();
