@@ -54,12 +54,32 @@ fn out(s: &str) {
     let _ = o.write_all(s.as_bytes()).and_then(|()| o.flush());
 }
 
-/// Prints an error as the document a script asked for (`{"cluster", "error"}`) on stdout, and as
-/// text on stderr for a person.
+/// How a command's `-o json|yaml` document says it went (its `result` field; docs/commands.md,
+/// "Machine-readable output").
+#[derive(serde::Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum DocResult {
+    /// Done, and nothing wrong found.
+    Ok,
+    /// `status`: the cluster answered, but a node is not Ready, a pod is stuck, a node of the file is
+    /// not registered or a declared label or taint is missing.
+    Degraded,
+    /// The command could not do its job (`error` says why; a dry run's `failures` lists each).
+    Failed,
+    /// The input is invalid (exit 2; `diagnostics` as `validate -o json` gives them).
+    Invalid,
+}
+
+/// Prints an error as the document a script asked for (`{"cluster", "result": "failed", "error"}`) on
+/// stdout, and as text on stderr for a person.
 pub(crate) fn print_error(format: Format, cluster: &str, error: &str) {
     eprintln!("{error}");
     if format.is_structured() {
-        let doc = serde_json::json!({ "cluster": cluster, "error": error });
+        let doc = serde_json::json!({
+            "cluster": cluster,
+            "result": DocResult::Failed,
+            "error": error,
+        });
         // A value of two strings always serialises.
         let _ = format.print(&doc);
     }
@@ -93,7 +113,15 @@ impl Target {
                         .profile
                         .clone()
                         .unwrap_or_else(|| self.file.display().to_string());
-                    print_error(format, &name, &d.to_string());
+                    eprintln!("{d}");
+                    let doc = serde_json::json!({
+                        "cluster": name,
+                        "result": DocResult::Invalid,
+                        "error": d.to_string(),
+                        "diagnostics": super::validate::diagnostics(&d.items),
+                    });
+                    // Strings and numbers always serialise.
+                    let _ = format.print(&doc);
                 } else {
                     eprintln!("{d}");
                 }

@@ -130,10 +130,23 @@ fn kind_word(k: PlanKind) -> &'static str {
     }
 }
 
-/// Prints a dry run's plan as one machine-readable document (`up --dry-run -o json|yaml`):
-/// `{cluster, changes, error, steps: [{node, phase, kind, text}]}`, every command and file write in
-/// full (redacted as in the text plan); `error` is the phase failure that stopped the run, if any.
-/// Exit 0, or 1 when a phase failed.
+/// The `kind` of a plan entry in the machine-readable plan: as in the text plan, but a probe's
+/// failure is `phase` (the phase on that node; its `result` says `failed`) instead of `FAIL`.
+fn document_kind(k: PlanKind) -> &'static str {
+    match k {
+        PlanKind::Failed => "phase",
+        k => kind_word(k),
+    }
+}
+
+/// Prints a dry run's plan as one machine-readable document (`up --dry-run [--probe] -o json|yaml`;
+/// docs/commands.md, "Machine-readable output"): `{cluster, result, changes, error, failures: [{node,
+/// phase, message}], steps: [{node, phase, kind, result, text}]}`. `result` is `ok` or `failed`;
+/// a step's `kind` is `check`, `run`, `write`, `local`, `api`, `note`, or `phase` for a phase a probe
+/// found failing on that node, its `result` `planned` or `failed`; every command and file write is in
+/// full (redacted as in the text plan); `error` is the run's failure (every failing phase), else null;
+/// `failures` has one entry per failing phase and node, its message on one line. Exit 0, or 1 when a
+/// phase failed.
 pub(crate) fn print_document(
     format: super::flags::Format,
     cluster: &str,
@@ -141,22 +154,37 @@ pub(crate) fn print_document(
     changes: usize,
     error: Option<String>,
 ) -> miette::Result<std::process::ExitCode> {
+    use super::flags::DocResult;
     let steps: Vec<serde_json::Value> = plan
         .iter()
         .map(|e| {
             serde_json::json!({
                 "node": e.node,
                 "phase": e.phase,
-                "kind": kind_word(e.kind),
+                "kind": document_kind(e.kind),
+                "result": if e.kind == PlanKind::Failed { "failed" } else { "planned" },
                 "text": e.text,
             })
         })
         .collect();
-    let failed = error.is_some();
+    let failures: Vec<serde_json::Value> = plan
+        .iter()
+        .filter(|e| e.kind == PlanKind::Failed)
+        .map(|e| {
+            serde_json::json!({
+                "node": e.node,
+                "phase": e.phase,
+                "message": failure(&e.text, &e.phase, &e.node),
+            })
+        })
+        .collect();
+    let failed = error.is_some() || !failures.is_empty();
     let doc = serde_json::json!({
         "cluster": cluster,
+        "result": if failed { DocResult::Failed } else { DocResult::Ok },
         "changes": changes,
         "error": error,
+        "failures": failures,
         "steps": steps,
     });
     format.print(&doc)?;

@@ -19,6 +19,7 @@ use clusterctl_exec::Cmd;
 use clusterctl_kubeapi::{diagnose, image_matches, ClusterApi, Diagnosis, Node};
 use clusterctl_spec::ValidCluster;
 
+use super::flags::DocResult;
 use super::lifecycle::{self, reach};
 
 /// Arguments of `clusterctl status`.
@@ -27,8 +28,9 @@ pub(crate) struct Args {
     /// The cluster file (or `--profile`).
     #[command(flatten)]
     pub target: super::flags::Target,
-    /// Output format: `text`, or the report as one document (`json`, `yaml`; an error as
-    /// `{cluster, error}`).
+    /// Output format: `text`, or the report as one document (`json`, `yaml`: `result` `ok` or
+    /// `degraded`; an error as `{cluster, result: failed, error}`, invalid input as `{cluster,
+    /// result: invalid, error, diagnostics}`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: super::flags::Format,
     /// The kubeconfig to use (default: the cluster's context in `$KUBECONFIG`/`~/.kube/config`, else
@@ -68,6 +70,9 @@ pub(crate) struct TaintDrift {
 pub(crate) struct Report {
     /// Cluster name.
     pub cluster: String,
+    /// `ok` when every node is Ready, no pod is stuck, every node of the file is registered and
+    /// carries its declared labels and taints; `degraded` otherwise.
+    pub result: DocResult,
     /// Nodes and stuck pods.
     #[serde(flatten)]
     pub diagnosis: Diagnosis,
@@ -143,13 +148,23 @@ pub(crate) fn report(
         .filter(|n| !registered.contains(&n.name))
         .map(|n| n.name.clone())
         .collect();
-    Ok(Report {
+    let mut r = Report {
         cluster: cluster.name().to_string(),
+        result: DocResult::Ok,
         diagnosis,
         missing_nodes,
         label_drift: label_drift(cluster, &nodes),
         taint_drift: taint_drift(cluster, &nodes),
-    })
+    };
+    let healthy = r.diagnosis.nodes.iter().all(|n| n.ready)
+        && r.diagnosis.stuck.is_empty()
+        && r.missing_nodes.is_empty()
+        && r.label_drift.is_empty()
+        && r.taint_drift.is_empty();
+    if !healthy {
+        r.result = DocResult::Degraded;
+    }
+    Ok(r)
 }
 
 fn label_drift(cluster: &ValidCluster, nodes: &[Node]) -> Vec<LabelDrift> {

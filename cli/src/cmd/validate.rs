@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clusterctl_spec::{Diagnostic, Severity};
 
-use super::flags::Format;
+use super::flags::{DocResult, Format};
 
 /// Arguments of `clusterctl validate`.
 #[derive(clap::Args, Debug)]
@@ -23,8 +23,8 @@ pub(crate) struct Args {
     #[arg(long)]
     pub list_profiles: bool,
     /// Output format: graphical diagnostics and a summary line (`text`), or one document
-    /// `{file, valid, errors, warnings, diagnostics: [{severity, code, message, help, path, line,
-    /// column}]}` (`json`, `yaml`).
+    /// `{file, result, valid, errors, warnings, diagnostics: [{severity, code, message, help, path,
+    /// line, column}]}` (`json`, `yaml`; `result` is `ok` or `invalid`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Format,
 }
@@ -110,8 +110,10 @@ fn summary(name: &str, valid: bool, items: &[Diagnostic]) -> String {
     }
 }
 
-fn document(name: &str, valid: bool, items: &[Diagnostic]) -> serde_json::Value {
-    let diags: Vec<serde_json::Value> = items
+/// The diagnostics as `validate -o json` prints them (and every command's `invalid` document):
+/// `[{severity, code, message, help, path, line, column}]`.
+pub(crate) fn diagnostics(items: &[Diagnostic]) -> Vec<serde_json::Value> {
+    items
         .iter()
         .map(|d| {
             serde_json::json!({
@@ -124,16 +126,20 @@ fn document(name: &str, valid: bool, items: &[Diagnostic]) -> serde_json::Value 
                 "column": d.column,
             })
         })
-        .collect();
+        .collect()
+}
+
+fn document(name: &str, valid: bool, items: &[Diagnostic]) -> serde_json::Value {
     let errors = items
         .iter()
         .filter(|d| d.severity == Severity::Error)
         .count();
     serde_json::json!({
         "file": name,
+        "result": if valid { DocResult::Ok } else { DocResult::Invalid },
         "valid": valid,
         "errors": errors,
         "warnings": items.len() - errors,
-        "diagnostics": diags,
+        "diagnostics": diagnostics(items),
     })
 }

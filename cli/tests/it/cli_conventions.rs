@@ -174,26 +174,47 @@ fn yaml_and_json_outputs() {
     );
 }
 
+/// The fields every step of a machine-readable plan has, with the values `kind` and `result` take
+/// (docs/commands.md, "Machine-readable output").
+const STEP_KINDS: &[&str] = &["check", "run", "write", "local", "api", "note", "phase"];
+
 #[test]
 fn up_dry_run_prints_a_machine_readable_plan() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (code, out, err) = run(
-        dir.path(),
-        &["up", "--dry-run", "--profile", "lab", "-o", "json"],
-    );
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document on stdout");
-    assert_eq!(v["cluster"], "lab");
-    assert!(v["error"].is_null(), "{v}");
-    let steps = v["steps"].as_array().expect("steps");
-    assert!(v["changes"].as_u64().is_some_and(|c| c > 0), "{v}");
-    assert!(
-        steps.iter().any(|s| s["kind"] == "run"
-            && s["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("kubeadm init"))),
-        "{v}"
-    );
+    for format in ["json", "yaml"] {
+        let (code, out, err) = run(
+            dir.path(),
+            &["up", "--dry-run", "--profile", "lab", "-o", format],
+        );
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = if format == "json" {
+            serde_json::from_str(&out).expect("one JSON document on stdout")
+        } else {
+            serde_yaml::from_str(&out).expect("one YAML document on stdout")
+        };
+        assert_eq!(v["cluster"], "lab");
+        assert_eq!(v["result"], "ok", "{format}");
+        assert!(v["error"].is_null(), "{v}");
+        assert_eq!(v["failures"].as_array().map(Vec::len), Some(0), "{v}");
+        let steps = v["steps"].as_array().expect("steps");
+        assert!(v["changes"].as_u64().is_some_and(|c| c > 0), "{v}");
+        for s in steps {
+            let keys: Vec<&String> = s.as_object().expect("object").keys().collect();
+            assert_eq!(keys, ["kind", "node", "phase", "result", "text"], "{s}");
+            assert!(
+                STEP_KINDS.contains(&s["kind"].as_str().unwrap_or("?")),
+                "{s}"
+            );
+            assert_eq!(s["result"], "planned", "{s}");
+        }
+        assert!(
+            steps.iter().any(|s| s["kind"] == "run"
+                && s["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("kubeadm init"))),
+            "{v}"
+        );
+    }
     // -o needs --dry-run.
     let (code, _, err) = run(dir.path(), &["up", "--profile", "lab", "-o", "json"]);
     assert_eq!(code, 2, "{err}");
@@ -218,17 +239,29 @@ fn status_with_no_cluster_and_json_output_prints_json() {
             serde_yaml::from_str(&out).expect("a YAML document on stdout")
         };
         assert_eq!(v["cluster"], name.as_str(), "{out}");
+        assert_eq!(v["result"], "failed", "{out}");
         assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{out}");
     }
-    // An invalid file too.
+    // An invalid file too: `result: invalid` and each problem as `validate -o json` gives it.
     std::fs::write(d.join("bad.yaml"), "kind: Cluster\n").expect("write");
     let (code, out, _) = run(d, &["status", "-f", "bad.yaml", "-o", "json"]);
     assert_eq!(code, 2);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["result"], "invalid", "{out}");
     assert!(
         v["error"]
             .as_str()
             .is_some_and(|e| e.contains("apiVersion")),
+        "{out}"
+    );
+    let (_, validated, _) = run(d, &["validate", "-f", "bad.yaml", "-o", "json"]);
+    let validated: serde_json::Value = serde_json::from_str(&validated).expect("json");
+    assert_eq!(validated["result"], "invalid", "{validated}");
+    assert_eq!(v["diagnostics"], validated["diagnostics"], "{out}");
+    assert!(
+        v["diagnostics"].as_array().is_some_and(|d| d
+            .iter()
+            .any(|d| d["code"] == "spec::api-version" && d["line"] == 1)),
         "{out}"
     );
 }

@@ -155,6 +155,7 @@ fn json_names_the_stuck_layer_of_each_pod() {
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     let v: Value = serde_json::from_str(&out).expect("status -o json prints JSON");
     assert_eq!(v["cluster"], "lab");
+    assert_eq!(v["result"], "degraded", "stuck pods and a NotReady node");
 
     // Nodes: role, version, Ready, the reason when not Ready.
     let nodes = v["nodes"].as_array().expect("nodes");

@@ -375,6 +375,7 @@ fn a_probe_shows_every_phase_marking_failures_and_join_plans_its_container() {
         dir.path(),
     );
     assert_eq!(code, 1, "stdout:\n{out}\nstderr:\n{err}");
+    let text_fails = out.lines().filter(|l| l.contains(" FAIL ")).count();
     let cp = section(&out, "node cp1 (control-plane");
     let fails: Vec<&&str> = cp.iter().filter(|l| l.contains(" FAIL ")).collect();
     assert!(!fails.is_empty(), "{cp:#?}\nstderr:\n{err}");
@@ -395,6 +396,44 @@ fn a_probe_shows_every_phase_marking_failures_and_join_plans_its_container() {
             "{phase}: {err}"
         );
     }
+    // The same plan for a script: `result: failed`, each failure in `failures` and in place as a
+    // step of kind `phase` with `result: failed` (no `FAIL` kind), the rest `planned`.
+    let (code, out, err) = docker_env_clusterctl(
+        &[
+            "up",
+            "--dry-run",
+            "--probe",
+            "-f",
+            "cluster.yaml",
+            "-o",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 1, "stdout:\n{out}\nstderr:\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(v["result"], "failed", "{v}");
+    let failures = v["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), text_fails, "{v}");
+    let steps = v["steps"].as_array().expect("steps");
+    for f in failures {
+        assert!(
+            f["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty() && !m.contains('\n')),
+            "{f}"
+        );
+        assert!(
+            steps.iter().any(|s| s["kind"] == "phase"
+                && s["result"] == "failed"
+                && s["node"] == f["node"]
+                && s["phase"] == f["phase"]),
+            "{f}: {v}"
+        );
+    }
+    assert!(steps
+        .iter()
+        .all(|s| s["kind"] != "FAIL" && (s["result"] == "planned") == (s["kind"] != "phase")));
 
     let (_, out, err) = docker_env_clusterctl(
         &["node", "join", "--dry-run", "-f", "cluster.yaml", "w1"],
