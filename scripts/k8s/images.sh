@@ -15,7 +15,13 @@
 #   registry.k8s.io/pause:<tag>            /pause (scripts/k8s/pause.c, gcc -static), Entrypoint ["/pause"]
 #   ghcr.io/kube-vip/kube-vip:<version>    /kube-vip, Entrypoint ["/kube-vip"] (when it built)
 #   clusterctl.test/busybox:1              Debian's busybox-static at /bin/busybox with its applet links, Cmd ["sh"]
-# The names and tags are what `kubeadm config images list --kubernetes-version VERSION` prints.
+#   ghcr.io/flannel-io/flannel:<tag>       /opt/bin/flanneld (the manifest's command) + the iptables subset above
+#       (flanneld runs iptables, iptables-restore, ip6tables for --ip-masq) + busybox (the install-cni init
+#       container runs `cp`)
+#   ghcr.io/flannel-io/flannel-cni-plugin:<tag>  /flannel + busybox (its init container runs `cp -f /flannel ...`)
+# The names and tags are what `kubeadm config images list --kubernetes-version VERSION` prints; flannel's are
+# the two `image:` references of the pinned kube-flannel.yml that build.sh read from flannel's Go module
+# (the binaries: flanneld of that tag and the flannel plugin build.sh builds, see cni-versions.sh).
 #
 # Layout: $CACHE/images/VERSION/<name>/ (OCI layout dir), $CACHE/images/VERSION/<name>.oci.tar (oci-archive)
 # and $CACHE/images/VERSION/images.txt, one line per image: REF LAYOUT_DIR ARCHIVE. An image is rewritten
@@ -161,6 +167,16 @@ else
   log "no kube-vip binary for $VERSION: no kube-vip image"
 fi
 image clusterctl.test/busybox:1 --tree="$bb:/" --cmd='["sh"]'
+
+# flannel (issue 13): the two images the pinned kube-flannel.yml runs, named as it names them.
+"$here/build.sh" "$VERSION" flanneld flannel-cni flannel-manifest >/dev/null
+flannel_yml=$(bin flannel-manifest)
+flannel_ref() { grep -oE "image: *ghcr\.io/flannel-io/$1:[^ \"]+" "$flannel_yml" | sed 's/^image: *//' | sort -u \
+  | { read -r r || die "no ghcr.io/flannel-io/$1 image in $flannel_yml"; echo "$r"; }; }
+flannel_image=$(flannel_ref flannel); flannel_cni_image=$(flannel_ref flannel-cni-plugin)
+image "$flannel_image" --file="$(bin flanneld):/opt/bin/flanneld:0755" --tree="$ipt:/" --tree="$bb:/" \
+  --entrypoint='["/opt/bin/flanneld"]'
+image "$flannel_cni_image" --file="$(bin flannel-cni):/flannel:0755" --tree="$bb:/"
 
 mv "$out/images.txt.tmp" "$out/images.txt"
 cat "$out/images.txt"

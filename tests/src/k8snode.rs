@@ -7,8 +7,8 @@
 //!   `10-kubeadm.conf`) with the kubelet enabled — as the kubeadm/kubelet/kubectl packages leave a host.
 //!   Built once per machine and version (`docker build` on the node image, tagged by a hash of its
 //!   inputs, under a file lock).
-//! - [`ImageStore`]: the version's images (`scripts/k8s/images.sh`, no pulls) pushed once per machine into
-//!   a registry storage directory under the test-bed cache (`scripts/k8s/push.sh`), and
+//! - [`ImageStore`]: the version's images (`scripts/k8s/images.sh`, no pulls) pushed (again when one is
+//!   new or rebuilt) into a registry storage directory under the test-bed cache (`scripts/k8s/push.sh`), and
 //!   [`ImageStore::serve`]: that storage served read-only over HTTPS on a test network's gateway, with
 //!   a CA made for the test, as the cluster file's `registry.mirror` or an air-gap bundle's source.
 //! - [`prepare_resolver`]: `/etc/kubernetes/resolv.conf` naming the test network's gateway on each node,
@@ -195,10 +195,12 @@ impl K8sNodeImage {
 }
 
 /// The images of one Kubernetes version (`scripts/k8s/images.sh`: kube-apiserver, …, etcd, CoreDNS,
-/// pause, kube-vip, and the workload image `clusterctl.test/busybox:1`) in a registry storage directory
-/// under the cache, pushed once per machine with `scripts/k8s/push.sh` (upstream paths without the
-/// registry host: `kube-apiserver:v1.34.4`, `coredns/coredns:v1.12.1`, `kube-vip/kube-vip:v1.0.0`,
-/// `busybox:1`).
+/// pause, kube-vip, flannel and its CNI plugin, and the workload image `clusterctl.test/busybox:1`) in a
+/// registry storage directory under the cache, pushed with `scripts/k8s/push.sh` (upstream paths without
+/// the registry host: `kube-apiserver:v1.34.4`, `coredns/coredns:v1.12.1`, `kube-vip/kube-vip:v1.0.0`,
+/// `flannel-io/flannel:v0.28.4`, `busybox:1`) once per machine and again whenever `images.sh` wrote
+/// an image the storage does not hold yet (the storage's `.pushed` records each pushed reference with
+/// its layout's input key).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageStore {
     /// The storage directory (`<cache>/registry/<version>`).
@@ -207,53 +209,49 @@ pub struct ImageStore {
     pub version: String,
 }
 
+/// The storage's record of what it holds: one `REF KEY` line per image of `images.txt`.
+const PUSHED: &str = ".pushed";
+
 impl ImageStore {
-    /// Builds the images when missing (`images.sh`, minutes cold) and fills the storage once (a
-    /// loopback registry on a temporary copy, renamed into place), under a file lock. Errors: a
-    /// script failed.
+    /// Brings the images up to date (`images.sh`, once per process and version: under a second when
+    /// cached, minutes cold) and pushes them into the storage when it lacks one (a first fill goes
+    /// through a temporary copy renamed into place; a later one adds to the storage in place, which
+    /// readers serving it are unaffected by), under a file lock. Errors: a script failed.
     pub fn ensure(version: &str) -> Result<ImageStore> {
         let storage = cache_root().join("registry").join(version);
-        if storage.join("docker/registry/v2/repositories").is_dir() {
-            return Ok(ImageStore {
-                storage,
-                version: version.to_string(),
-            });
+        let want = images_record(version)?;
+        let current = |dir: &Path| {
+            dir.join("docker/registry/v2/repositories").is_dir()
+                && std::fs::read_to_string(dir.join(PUSHED)).is_ok_and(|s| s == want)
+        };
+        let store = ImageStore {
+            storage: storage.clone(),
+            version: version.to_string(),
+        };
+        if current(&storage) {
+            return Ok(store);
         }
         let lock = format!("{}/clusterctl-k8s-registry-{version}.lock", lock_dir());
         let _guard = FileLock::take(&lock)?;
-        if !storage.join("docker/registry/v2/repositories").is_dir() {
-            let parent = storage.parent().context("storage parent")?;
-            std::fs::create_dir_all(parent)?;
-            let tmp = tempfile::Builder::new()
-                .prefix(".filling-")
-                .tempdir_in(parent)?;
-            let reg = Registry::serve_readwrite(tmp.path())?;
-            let script = crate::k8sbin::scripts_dir().join("push.sh");
-            let out = Command::new("bash")
-                .arg(&script)
-                .arg(version)
-                .arg(reg.addr())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .output()
-                .context("running scripts/k8s/push.sh (skopeo)")?;
-            drop(reg);
-            if !out.status.success() {
-                bail!(
-                    "push.sh {version} failed ({}): {}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
-            let kept = tmp.keep();
-            std::fs::rename(&kept, &storage)
-                .with_context(|| format!("renaming {} into place", kept.display()))?;
+        if current(&storage) {
+            return Ok(store);
         }
-        Ok(ImageStore {
-            storage,
-            version: version.to_string(),
-        })
+        if storage.join("docker/registry/v2/repositories").is_dir() {
+            push(version, &storage)?;
+            std::fs::write(storage.join(PUSHED), &want)?;
+            return Ok(store);
+        }
+        let parent = storage.parent().context("storage parent")?;
+        std::fs::create_dir_all(parent)?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".filling-")
+            .tempdir_in(parent)?;
+        push(version, tmp.path())?;
+        std::fs::write(tmp.path().join(PUSHED), &want)?;
+        let kept = tmp.keep();
+        std::fs::rename(&kept, &storage)
+            .with_context(|| format!("renaming {} into place", kept.display()))?;
+        Ok(store)
     }
 
     /// Serves the storage read-only over HTTPS on `gateway` with a CA made for this call (its
@@ -266,6 +264,70 @@ impl ImageStore {
         let reg = Registry::serve_readonly_tls(&self.storage, ip, &ca)?;
         Ok((reg, ca))
     }
+}
+
+/// Runs `scripts/k8s/images.sh VERSION` (once per process and version) and returns one `REF KEY` line
+/// per image it lists (`KEY`: the layout's `.key`, a hash of the image's inputs).
+fn images_record(version: &str) -> Result<String> {
+    static DONE: OnceLock<Mutex<Vec<(String, String)>>> = OnceLock::new();
+    let mut done = DONE
+        .get_or_init(|| Mutex::new(Vec::new()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some((_, r)) = done.iter().find(|(v, _)| v == version) {
+        return Ok(r.clone());
+    }
+    let script = crate::k8sbin::scripts_dir().join("images.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(version)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("running scripts/k8s/images.sh")?;
+    if !out.status.success() {
+        bail!(
+            "images.sh {version} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let mut record = String::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut w = line.split_whitespace();
+        let (Some(r), Some(dir)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let key = std::fs::read_to_string(Path::new(dir).join(".key"))
+            .with_context(|| format!("{dir}/.key"))?;
+        record.push_str(&format!("{r} {}\n", key.trim()));
+    }
+    done.push((version.to_string(), record.clone()));
+    Ok(record)
+}
+
+/// `scripts/k8s/push.sh VERSION` into `storage` through a loopback registry serving it read-write.
+fn push(version: &str, storage: &Path) -> Result<()> {
+    let reg = Registry::serve_readwrite(storage)?;
+    let script = crate::k8sbin::scripts_dir().join("push.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(version)
+        .arg(reg.addr())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("running scripts/k8s/push.sh (skopeo)")?;
+    drop(reg);
+    if !out.status.success() {
+        bail!(
+            "push.sh {version} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 /// An exclusive `flock` held until dropped.

@@ -28,6 +28,7 @@ mod packages_apt;
 mod preflight_node;
 mod real_cluster;
 mod real_docker;
+mod real_flannel;
 mod real_lifecycle;
 mod real_upgrade;
 mod recreate_ssh;

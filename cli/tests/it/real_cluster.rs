@@ -64,16 +64,33 @@ pub(crate) fn pods_ready(
     Ok(())
 }
 
-/// The traffic checks from `web-0` (first worker): pod-to-pod across nodes over the VXLAN device, the
-/// ClusterIP through kube-proxy, the Service name through CoreDNS, the API server through the VIP.
-pub(crate) fn traffic(c: &dyn Kube) {
+/// What the checks expect of the cluster's CNI: the only file in `/etc/cni/net.d` of every node and the
+/// VXLAN device the route from one node's pod to another node's pod leaves through.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Overlay {
+    /// The CNI configuration file, alone in `/etc/cni/net.d`.
+    pub(crate) conflist: &'static str,
+    /// The VXLAN device between nodes.
+    pub(crate) device: &'static str,
+}
+
+/// The builtin CNI: `10-clusterctl.conflist`, `cc-vxlan`.
+pub(crate) const BUILTIN: Overlay = Overlay {
+    conflist: "10-clusterctl.conflist",
+    device: "cc-vxlan",
+};
+
+/// The traffic checks from `web-0` (first worker): pod-to-pod across nodes over `overlay`'s VXLAN
+/// device, the ClusterIP through kube-proxy, the Service name through CoreDNS, the API server through
+/// the VIP.
+pub(crate) fn traffic_over(c: &dyn Kube, overlay: &Overlay) {
     let exec = |cmd: &str| c.kubectl(&format!("exec web-0 -- {cmd}"));
     let ip1 = c.kubectl("get pod web-1 -o jsonpath='{.status.podIP}'");
     let host0 = c.kubectl("get pod web-0 -o jsonpath='{.spec.nodeName}'");
     // Across nodes: the route to the other worker's pod leaves the first worker through our VXLAN device.
     let route = c.node_sh(&host0, &format!("ip route get {ip1}"));
     assert!(
-        route.contains("dev cc-vxlan"),
+        route.contains(&format!("dev {}", overlay.device)),
         "route to {ip1} on {host0}: {route}"
     );
     let page = exec(&format!("wget -q -O- http://{ip1}:8080/index.html"));
@@ -104,23 +121,28 @@ pub(crate) fn traffic(c: &dyn Kube) {
     }
 }
 
-/// Nodes Ready, CoreDNS running, the web workload running on the workers, then [`traffic`].
+/// Nodes Ready, CoreDNS running, the web workload running on the workers, then [`traffic_over`].
 pub(crate) fn check_cluster(c: &RealCluster) {
     let workers: Vec<String> = c.workers().iter().map(|n| n.name.clone()).collect();
     check_cluster_on(c, &workers);
 }
 
 /// Nodes Ready through our CNI, CoreDNS running, the web pods running on `hosts` (two, on two nodes),
-/// then [`traffic`] from the first to the second.
+/// then [`traffic_over`] from the first to the second.
 pub(crate) fn check_cluster_on(c: &dyn Kube, hosts: &[String]) {
+    check_cluster_over(c, hosts, &BUILTIN);
+}
+
+/// [`check_cluster_on`] for the CNI `overlay` describes.
+pub(crate) fn check_cluster_over(c: &dyn Kube, hosts: &[String], overlay: &Overlay) {
     let t = Instant::now();
     wait_for("every node Ready", Duration::from_secs(180), || {
         all_ready(c)
     });
-    // Through our CNI: the only CNI configuration on every node is the builtin one.
+    // Through the CNI: the only CNI configuration on every node is its own.
     for n in c.node_names() {
         let confs = c.node_sh(&n, "ls /etc/cni/net.d");
-        assert_eq!(confs, "10-clusterctl.conflist", "{n}");
+        assert_eq!(confs, overlay.conflist, "{n}");
     }
     wait_for("CoreDNS Ready", Duration::from_secs(240), || {
         pods_ready(c, "kube-system", "k8s-app=kube-dns", 2)
@@ -131,7 +153,7 @@ pub(crate) fn check_cluster_on(c: &dyn Kube, hosts: &[String]) {
     wait_for("web pods Ready", Duration::from_secs(180), || {
         pods_ready(c, "default", "app=web", hosts.len())
     });
-    traffic(c);
+    traffic_over(c, overlay);
     eprintln!(
         "[real] cluster checks passed in {:.1}s",
         t.elapsed().as_secs_f64()
