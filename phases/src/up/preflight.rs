@@ -153,6 +153,10 @@ pub struct Rendered {
     pub containerd: bool,
     /// The CNI is the builtin one (whose conflist chains `portmap` from `/opt/cni/bin`).
     pub builtin_cni: bool,
+    /// The CNI is flannel, whose conflist (`10-flannel.conflist` of `kube-flannel.yml`) chains `portmap`
+    /// and whose plugin delegates to `bridge` with `host-local` IPAM, all from `/opt/cni/bin` (its
+    /// DaemonSet only copies the `flannel` plugin there).
+    pub flannel_cni: bool,
     /// The `packages` phase after preflight installs the Kubernetes packages (`packages.source`
     /// `upstream` or `mirror`), `kubernetes-cni` with them: the plugins are not checked here.
     pub cni_from_packages: bool,
@@ -401,7 +405,10 @@ pub fn evaluate(
     if rendered.containerd {
         plugins.push("loopback");
     }
-    if rendered.builtin_cni {
+    if rendered.flannel_cni {
+        plugins.extend(["bridge", "host-local"]);
+    }
+    if rendered.builtin_cni || rendered.flannel_cni {
         plugins.push("portmap");
     }
     let absent: Vec<&str> = plugins
@@ -409,9 +416,17 @@ pub fn evaluate(
         .filter(|n| !p.cni_bin.iter().any(|b| b == n))
         .collect();
     if !absent.is_empty() && !rendered.cni_from_packages {
-        push("cni-plugins", format!("{} missing from /opt/cni/bin: containerd runs `loopback` from there for every pod and the builtin CNI chains `portmap` (pod sandboxes fail with \"failed to find plugin ... in path [/opt/cni/bin]\"); install the CNI reference plugins there (package kubernetes-cni, or the containernetworking plugins)", absent.join(" and ")), None, false);
+        push("cni-plugins", format!("{} missing from /opt/cni/bin: containerd runs `loopback` from there for every pod, the builtin CNI and flannel chain `portmap`, flannel's plugin delegates to `bridge` with `host-local` IPAM (pod sandboxes fail with \"failed to find plugin ... in path [/opt/cni/bin]\"); install the CNI reference plugins there (package kubernetes-cni, or the containernetworking plugins)", join_and(&absent)), None, false);
     }
     out
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[&str]) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => items.join(""),
+    }
 }
 
 /// The kubelet's `resolvConf` as rendered (the `KubeletConfiguration` inside the first control plane's
@@ -456,6 +471,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 unprivileged_container: v.iter().any(|x| x.path == NODE_ENVIRONMENT_MARKER),
                 containerd: data.spec.runtime == crate::model::RuntimeKind::Containerd,
                 builtin_cni: data.spec.cni == crate::model::CniChoice::Builtin,
+                flannel_cni: matches!(&data.spec.cni, crate::model::CniChoice::Manifests(p) if p == "flannel"),
                 cni_from_packages: data.spec.packages.source.from_repositories(),
             })
         })
@@ -690,6 +706,31 @@ mod tests {
         );
         let plugins = format!("{base}cni_bin=bridge clusterctl-cni loopback portmap\n");
         assert!(ids(&plugins, cni).is_empty());
+        // flannel: its conflist chains portmap, its plugin delegates to bridge with host-local IPAM.
+        let flannel = Rendered {
+            containerd: true,
+            flannel_cni: true,
+            ..Default::default()
+        };
+        let f = evaluate(Role::Worker, &facts(), &parse(&plugins), "1.34.4", flannel);
+        assert!(
+            f.len() == 1 && f[0].message.starts_with("host-local missing"),
+            "{f:?}"
+        );
+        let f = evaluate(
+            Role::Worker,
+            &facts(),
+            &parse(&no_plugins),
+            "1.34.4",
+            flannel,
+        );
+        assert!(
+            f[0].message
+                .starts_with("loopback, bridge, host-local and portmap missing"),
+            "{f:?}"
+        );
+        let all = format!("{base}cni_bin=bridge flannel host-local loopback portmap\n");
+        assert!(ids(&all, flannel).is_empty());
         assert_eq!(ids(&missing, Rendered::default()), ["resolv-conf"]);
         assert!(
             resolv_script(Some("/etc/k.conf")).starts_with("rc='/etc/k.conf'")
