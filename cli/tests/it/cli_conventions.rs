@@ -682,23 +682,7 @@ fn a_failed_node_creation_removes_what_it_created() {
     let image = NodeImage::ensure().expect("node image");
     let name = clusterctl_testbed::unique_name("fc");
     let label = format!("label=io.clusterctl.cluster={name}");
-    // Whatever happens, nothing of this cluster stays.
-    struct Cleanup(String);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            if let Ok(ids) = docker(&["ps", "-aq", "--filter", &self.0]) {
-                for id in ids.split_whitespace() {
-                    let _ = docker(&["rm", "-f", "-v", id]);
-                }
-            }
-            if let Ok(nets) = docker(&["network", "ls", "-q", "--filter", &self.0]) {
-                for n in nets.split_whitespace() {
-                    let _ = docker(&["network", "rm", n]);
-                }
-            }
-        }
-    }
-    let _cleanup = Cleanup(label.clone());
+    let _cleanup = LabelCleanup(label.clone());
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     // 1k of memory: the engine refuses the container (its minimum is 6 MB) after the network exists.
@@ -719,6 +703,102 @@ fn a_failed_node_creation_removes_what_it_created() {
     assert!(left.trim().is_empty(), "containers left: {left}");
     let nets = docker(&["network", "ls", "-q", "--filter", &label]).expect("ls");
     assert!(nets.trim().is_empty(), "network left: {nets}");
+}
+
+/// Removes, when dropped, every container and network carrying the label filter it holds
+/// (`label=io.clusterctl.cluster=NAME`): whatever a test's `up` did, nothing of its cluster stays.
+struct LabelCleanup(String);
+
+impl Drop for LabelCleanup {
+    fn drop(&mut self) {
+        use clusterctl_testbed::docker::docker;
+        if let Ok(ids) = docker(&["ps", "-aq", "--filter", &self.0]) {
+            for id in ids.split_whitespace() {
+                let _ = docker(&["rm", "-f", "-v", id]);
+            }
+        }
+        if let Ok(nets) = docker(&["network", "ls", "-q", "--filter", &self.0]) {
+            for n in nets.split_whitespace() {
+                let _ = docker(&["network", "rm", n]);
+            }
+        }
+    }
+}
+
+/// Issue 16, point 6, on the real engine: this test bed's Docker refuses privileged containers (its
+/// daemon lacks CAP_SYS_RESOURCE: `unable to apply caps: operation not permitted`, TESTBED.md), so
+/// `up` of a file with the default (privileged, kind's) node options fails; it removes the container
+/// and network it made and names the whole set of unprivileged node settings; the same file with
+/// exactly those settings then gets its node containers created and booted by the same engine.
+#[test]
+fn a_refused_privileged_node_names_the_unprivileged_settings_that_work() {
+    use clusterctl_testbed::docker::{docker, docker_available, NodeImage};
+    if !clusterctl_testbed::require("a Docker engine", docker_available()) {
+        return;
+    }
+    let image = NodeImage::ensure().expect("node image");
+    let probe = docker(&["run", "--rm", "--privileged", "--entrypoint", "true", &image.tag]);
+    let refuses = probe
+        .as_ref()
+        .is_err_and(|e| e.to_string().contains("unable to apply caps"));
+    if !clusterctl_testbed::require(
+        &format!(
+            "a Docker engine that refuses privileged containers, as TESTBED.md's does ({probe:?})"
+        ),
+        refuses,
+    ) {
+        return;
+    }
+    let name = clusterctl_testbed::unique_name("priv");
+    let label = format!("label=io.clusterctl.cluster={name}");
+    let _cleanup = LabelCleanup(label.clone());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let file = |extra: &str| {
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n{extra}  docker:\n    nodeImage: {}\n{}  nodes:\n    - {{name: cp1, role: control-plane}}\n", image.tag, if extra.is_empty() { "" } else { "    runOptions: {privileged: false, capAdd: [SYS_ADMIN, NET_ADMIN, SYS_PTRACE], tmpfs: [\"/run:exec\", /run/lock, \"/tmp:exec\", \"/var/lib/containerd:exec\"], cgroupns: private}\n" })
+    };
+    std::fs::write(d.join("cluster.yaml"), file("")).expect("write");
+    let (code, out, err) = run(d, &["up", "-f", "cluster.yaml"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("unable to apply caps"), "{err}");
+    assert!(
+        err.contains("hint: this Docker engine refuses privileged containers"),
+        "{err}"
+    );
+    for setting in [
+        "spec.nodeEnvironment: unprivileged-container",
+        "privileged: false",
+        "capAdd: [SYS_ADMIN, NET_ADMIN, SYS_PTRACE]",
+        "tmpfs: [\"/run:exec\", /run/lock, \"/tmp:exec\", \"/var/lib/containerd:exec\"]",
+        "cgroupns: private",
+    ] {
+        assert!(err.contains(setting), "{setting} not named: {err}");
+    }
+    assert!(
+        err.contains(&format!("container {name}-cp1"))
+            && err.contains(&format!("network clusterctl-{name}")),
+        "{err}"
+    );
+    let left = docker(&["ps", "-aq", "--filter", &label]).expect("ps");
+    assert!(left.trim().is_empty(), "containers left: {left}");
+    let nets = docker(&["network", "ls", "-q", "--filter", &label]).expect("ls");
+    assert!(nets.trim().is_empty(), "network left: {nets}");
+
+    // The named settings, as the hint gives them: the engine creates and boots the node.
+    std::fs::write(
+        d.join("cluster.yaml"),
+        file("  nodeEnvironment: unprivileged-container\n"),
+    )
+    .expect("write");
+    let (code, out, err) = run(d, &["up", "-f", "cluster.yaml", "--only", "facts"]);
+    assert!(
+        !err.contains("creating the node containers failed"),
+        "{err}"
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let running =
+        docker(&["ps", "-q", "--filter", &label, "--filter", "status=running"]).expect("ps");
+    assert_eq!(running.split_whitespace().count(), 1, "{running}");
 }
 
 /// Issue 16, point 11: `airgap images` lists the node image the docker provider runs the nodes from
