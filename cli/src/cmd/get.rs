@@ -93,7 +93,10 @@ struct ClusterRow {
 struct NodeRow {
     name: String,
     role: String,
-    address: String,
+    /// The file's address (SSH nodes), else the node container's address on the cluster network;
+    /// `None` (`<none>` in text, as kubectl prints an empty cell) for a docker node whose container
+    /// does not exist or is not running (Docker releases a stopped container's address).
+    address: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     container: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -216,6 +219,9 @@ fn clusters(output: Format) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `get nodes` prints for a value it does not know (kubectl's placeholder).
+const NONE: &str = "<none>";
+
 fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
     let cluster = match target.load(Format::Text) {
         Ok(c) => c,
@@ -251,8 +257,7 @@ fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
                 address: n
                     .address
                     .map(|a| a.to_string())
-                    .or_else(|| d.and_then(|d| d.address.clone()))
-                    .unwrap_or_default(),
+                    .or_else(|| d.and_then(|d| d.address.clone())),
                 container: d.map(|d| d.container.clone()).or_else(|| {
                     (cluster.provider() == Provider::Docker).then(|| "(none)".to_string())
                 }),
@@ -280,17 +285,18 @@ fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
                 println!("{:w$}  {:13}  ADDRESS", "NAME", "ROLE");
             }
             for r in &rows {
+                let address = r.address.as_deref().unwrap_or(NONE);
                 if wide {
                     println!(
                         "{:w$}  {:13}  {:15}  {:30}  {}",
                         r.name,
                         r.role,
-                        r.address,
+                        address,
                         r.container.as_deref().unwrap_or("-"),
                         r.state.as_deref().unwrap_or("-")
                     );
                 } else {
-                    println!("{:w$}  {:13}  {}", r.name, r.role, r.address);
+                    println!("{:w$}  {:13}  {address}", r.name, r.role);
                 }
             }
         }

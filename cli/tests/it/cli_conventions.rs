@@ -604,6 +604,27 @@ fn an_earlier_releases_kubeconfig_entries_are_found_and_removed() {
 }
 
 #[test]
+fn get_nodes_of_ssh_hosts_shows_the_files_addresses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, out, err) = run(dir.path(), &["get", "nodes", "--profile", "builtin"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ["cp1", "control-plane", "10.10.0.11"],
+            ["node1", "worker", "10.10.0.21"],
+            ["node2", "worker", "10.10.0.22"]
+        ],
+        "{out}"
+    );
+}
+
+#[test]
 fn get_clusters_and_nodes_list_the_docker_nodes() {
     use clusterctl_testbed::docker::{docker, docker_available, NodeImage};
     if !clusterctl_testbed::require("a Docker engine", docker_available()) {
@@ -612,18 +633,24 @@ fn get_clusters_and_nodes_list_the_docker_nodes() {
     let image = NodeImage::ensure().expect("node image");
     let name = clusterctl_testbed::unique_name("gc");
     let container = format!("{name}-cp1");
-    struct Rm(String);
+    // On the cluster network, as the docker provider makes it.
+    let network = format!("clusterctl-{name}");
+    struct Rm(String, String);
     impl Drop for Rm {
         fn drop(&mut self) {
             let _ = docker(&["rm", "-f", "-v", &self.0]);
+            let _ = docker(&["network", "rm", &self.1]);
         }
     }
-    let _rm = Rm(container.clone());
+    let _rm = Rm(container.clone(), network.clone());
+    docker(&["network", "create", &network]).expect("network");
     docker(&[
         "run",
         "-d",
         "--name",
         &container,
+        "--network",
+        &network,
         "--label",
         &format!("io.clusterctl.cluster={name}"),
         "--label",
@@ -656,18 +683,39 @@ fn get_clusters_and_nodes_list_the_docker_nodes() {
         format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {{name: cp1, role: control-plane}}\n    - {{name: w1, role: worker}}\n"),
     )
     .expect("write");
-    let (code, out, err) = run(d, &["get", "nodes", "-o", "wide"]);
-    assert_eq!(code, 0, "{err}");
-    let cp1 = out
-        .lines()
-        .find(|l| l.starts_with("cp1"))
-        .unwrap_or_else(|| panic!("{out}"));
-    assert!(cp1.contains(&container) && cp1.contains("running"), "{out}");
-    let w1 = out
-        .lines()
-        .find(|l| l.starts_with("w1"))
-        .unwrap_or_else(|| panic!("{out}"));
-    assert!(w1.contains("(none)"), "{out}");
+    // ADDRESS: the container's address on the cluster network; `<none>` (kubectl's placeholder, not
+    // an empty cell) for a node without a running container.
+    let ip = docker(&[
+        "inspect",
+        "-f",
+        &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
+        &container,
+    ])
+    .expect("inspect");
+    let ip = ip.trim();
+    assert!(ip.parse::<std::net::Ipv4Addr>().is_ok(), "{ip}");
+    for format in ["text", "wide"] {
+        let (code, out, err) = run(d, &["get", "nodes", "-o", format]);
+        assert_eq!(code, 0, "{err}");
+        let row = |node: &str| -> Vec<String> {
+            out.lines()
+                .find(|l| l.starts_with(node))
+                .unwrap_or_else(|| panic!("{node}: {out}"))
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(row("cp1")[..3], ["cp1", "control-plane", ip], "{out}");
+        assert_eq!(row("w1")[..3], ["w1", "worker", "<none>"], "{out}");
+        if format == "wide" {
+            assert_eq!(row("cp1")[3..], [container.as_str(), "running"], "{out}");
+            assert_eq!(row("w1")[3..], ["(none)", "-"], "{out}");
+        }
+    }
+    let (_, out, _) = run(d, &["get", "nodes", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v[0]["address"], ip, "{v}");
+    assert!(v[1]["address"].is_null(), "{v}");
     let (code, out, _) = run(d, &["get", "nodes", "-o", "name"]);
     assert_eq!(code, 0);
     assert_eq!(out, "cp1\nw1\n");
