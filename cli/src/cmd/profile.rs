@@ -1,7 +1,11 @@
-//! `clusterctl profile list|print NAME`: the built-in profiles (complete cluster files embedded in the
-//! binary), listed, or one written out as a starting point (`clusterctl profile print lab >
-//! cluster.yaml`), as `kubeadm config print init-defaults` and `k0sctl init` do.
+//! `clusterctl profile list|print NAME [--output-dir DIR]`: the built-in profiles (complete cluster
+//! files embedded in the binary), listed, or one written out as a starting point (`clusterctl profile
+//! print lab > cluster.yaml`), as `kubeadm config print init-defaults` and `k0sctl init` do. With
+//! `--output-dir DIR` the profile is written as `DIR/cluster.yaml` beside the sample files it references
+//! (fake CAs, an audit policy), so that `validate -f DIR/cluster.yaml` passes as `--profile NAME` does;
+//! nothing is overwritten.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Subcommands of `clusterctl profile`.
@@ -9,10 +13,15 @@ use std::process::ExitCode;
 pub(crate) enum Command {
     /// List the built-in profiles.
     List,
-    /// Print a built-in profile's cluster file on stdout.
+    /// Print a built-in profile's cluster file on stdout (or write it with its sample files into a
+    /// directory).
     Print {
         /// The profile (`clusterctl profile list`).
         name: String,
+        /// Write `cluster.yaml` and the sample files it references into this directory (created if
+        /// missing; existing files are not overwritten) instead of printing.
+        #[arg(long)]
+        output_dir: Option<PathBuf>,
     },
 }
 
@@ -23,13 +32,16 @@ pub(crate) fn run(c: Command) -> miette::Result<ExitCode> {
             list();
             Ok(ExitCode::SUCCESS)
         }
-        Command::Print { name } => match clusterctl_spec::from_profile(&name) {
+        Command::Print { name, output_dir } => match clusterctl_spec::from_profile(&name) {
             Ok(l) => {
-                print!("{}", l.source_text);
                 let refs = clusterctl_spec::load::referenced_paths(&l.source_text);
+                if let Some(dir) = output_dir {
+                    return Ok(write_out(&dir, &l.source_text, &refs));
+                }
+                print!("{}", l.source_text);
                 if !refs.is_empty() {
                     eprintln!(
-                        "note: profile {name} references {} (sample files embedded in clusterctl): put your own files at those paths, relative to the cluster file",
+                        "note: profile {name} references {} (sample files embedded in clusterctl): put your own files at those paths, relative to the cluster file, or write the profile with them: `clusterctl profile print {name} --output-dir DIR`",
                         refs.join(", ")
                     );
                 }
@@ -41,6 +53,43 @@ pub(crate) fn run(c: Command) -> miette::Result<ExitCode> {
             }
         },
     }
+}
+
+/// Writes `text` as `dir/cluster.yaml` and each of `refs` (the sample files shipped with the profiles)
+/// beside it, saying what it wrote. Exit 2, nothing written, when one of them exists already; 1 when
+/// a write fails.
+fn write_out(dir: &Path, text: &str, refs: &[String]) -> ExitCode {
+    let mut files: Vec<(PathBuf, &str)> = vec![(dir.join("cluster.yaml"), text)];
+    for r in refs {
+        match clusterctl_spec::profiles::profile_file(r) {
+            Some(t) => files.push((dir.join(r), t)),
+            None => eprintln!("note: {r} is not shipped with clusterctl: put your own file there"),
+        }
+    }
+    let existing: Vec<String> = files
+        .iter()
+        .filter(|(p, _)| p.exists())
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    if !existing.is_empty() {
+        eprintln!(
+            "profile print: {} exist(s) already; nothing was written (choose another --output-dir or remove them)",
+            existing.join(", ")
+        );
+        return ExitCode::from(crate::EXIT_INVALID);
+    }
+    for (path, content) in &files {
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, content));
+        if let Err(e) = written {
+            eprintln!("profile print: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {}", path.display());
+    }
+    ExitCode::SUCCESS
 }
 
 /// Prints one line per profile: name, description, `(default)` for the default one.

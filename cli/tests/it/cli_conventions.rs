@@ -295,6 +295,41 @@ fn profiles_are_named_as_the_user_named_them_and_can_be_written_out() {
     assert!(err.contains("no profile named"), "{err}");
 }
 
+/// Walkthrough finding: `profile print ha-containerd > cluster.yaml` gave a file that does not
+/// validate (it references `harbor-ca.crt`, embedded in the binary) and no way to get that file.
+/// `--output-dir DIR` writes the profile with its sample files; it validates as it is, and nothing is
+/// overwritten.
+#[test]
+fn a_profile_is_written_out_with_the_files_it_references() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    for (profile, files) in [
+        ("ha-containerd", &["harbor-ca.crt"][..]),
+        ("oidc-audit", &["keycloak-ca.crt", "audit-policy.yaml"][..]),
+    ] {
+        let (code, _, err) = run(d, &["profile", "print", profile]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("--output-dir"), "{err}");
+        let (code, out, err) = run(d, &["profile", "print", profile, "--output-dir", profile]);
+        assert_eq!(code, 0, "{out}{err}");
+        for f in files.iter().chain(&["cluster.yaml"]) {
+            assert!(d.join(profile).join(f).is_file(), "{f}: {out}");
+        }
+        let file = format!("{profile}/cluster.yaml");
+        let (code, out, err) = run(d, &["validate", "-f", &file]);
+        assert_eq!(code, 0, "{out}{err}");
+        // Written once: a second time refuses and changes nothing.
+        std::fs::write(d.join(profile).join(files[0]), "mine").expect("write");
+        let (code, _, err) = run(d, &["profile", "print", profile, "--output-dir", profile]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("nothing was written"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(d.join(profile).join(files[0])).expect("read"),
+            "mine"
+        );
+    }
+}
+
 #[test]
 fn destroy_and_status_take_a_profile() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -785,7 +820,14 @@ fn a_refused_privileged_node_names_the_unprivileged_settings_that_work() {
         return;
     }
     let image = NodeImage::ensure().expect("node image");
-    let probe = docker(&["run", "--rm", "--privileged", "--entrypoint", "true", &image.tag]);
+    let probe = docker(&[
+        "run",
+        "--rm",
+        "--privileged",
+        "--entrypoint",
+        "true",
+        &image.tag,
+    ]);
     let refuses = probe
         .as_ref()
         .is_err_and(|e| e.to_string().contains("unable to apply caps"));
