@@ -8,7 +8,10 @@
 //! with `--source-registry-override`) and the file's `airgap.bundle`, which `up` imports into each
 //! node's containerd — the workload image too, as an `images.preload`. Asserts both nodes Ready through
 //! our CNI, CoreDNS running, pod-to-pod traffic across the nodes, a ClusterIP Service through
-//! kube-proxy and its name through CoreDNS; then `destroy` removes the containers and the network.
+//! kube-proxy and its name through CoreDNS; `get nodes` shows each node container's address on the
+//! cluster network, the kubeconfig `up` merged has cluster, user and current context
+//! `clusterctl-<name>` (and `status -o json` through it says `result: ok`); then `destroy` removes the
+//! containers, the network and exactly those kubeconfig entries.
 
 use std::process::Command;
 use std::time::Instant;
@@ -98,6 +101,58 @@ impl Drop for DockerCluster {
         }
         let _ = docker(&["network", "rm", &format!("clusterctl-{}", self.name)]);
     }
+}
+
+/// `get nodes -o json`: each node's address is its container's on `network`; the kubeconfig `up`
+/// merged names cluster, user and current context `clusterctl-<name>`; `status -o json` through it
+/// reports `result: ok`.
+fn check_get_and_kubeconfig(
+    cc: &clusterctl_testbed::cli::Clusterctl,
+    file: &str,
+    cluster: &DockerCluster,
+    network: &str,
+) {
+    let nodes = cc
+        .run(&["get", "nodes", "-f", file, "-o", "json"])
+        .expect("get nodes");
+    assert_eq!(nodes.code, 0, "{}", nodes.all());
+    let v: serde_json::Value = serde_json::from_str(&nodes.stdout).expect("json");
+    for n in &cluster.nodes {
+        let ip = docker(&[
+            "inspect",
+            "-f",
+            &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
+            &cluster.container(n),
+        ])
+        .expect("inspect");
+        let row = v
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["name"] == n.as_str()))
+            .unwrap_or_else(|| panic!("{n}: {v}"));
+        assert_eq!(row["address"], ip.trim(), "{n}: {v}");
+    }
+    let entry = format!("clusterctl-{}", cluster.name);
+    let kc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(cc.kubeconfig()).expect("kubeconfig"))
+            .expect("yaml");
+    assert_eq!(
+        kc["current-context"].as_str(),
+        Some(entry.as_str()),
+        "{kc:?}"
+    );
+    for list in ["clusters", "users", "contexts"] {
+        assert_eq!(
+            kc[list][0]["name"].as_str(),
+            Some(entry.as_str()),
+            "{list}: {kc:?}"
+        );
+    }
+    let status = cc
+        .run(&["status", "-f", file, "-o", "json"])
+        .expect("status");
+    assert_eq!(status.code, 0, "{}", status.all());
+    let s: serde_json::Value = serde_json::from_str(&status.stdout).expect("json");
+    assert_eq!(s["result"], "ok", "{s}");
 }
 
 #[test]
@@ -214,6 +269,7 @@ spec:
         "{imported}"
     );
     check_cluster_on(&cluster, &["w1".to_string(), "c1".to_string()]);
+    check_get_and_kubeconfig(&cc, &f, &cluster, &network);
     let again = cc.run(&["up", "-f", &f]).expect("up");
     assert_eq!(again.code, 0, "{}", again.all());
     assert!(
@@ -235,6 +291,17 @@ spec:
         docker(&["network", "inspect", &network]).is_err(),
         "destroy left the network"
     );
+    let kc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(cc.kubeconfig()).expect("kubeconfig"))
+            .expect("yaml");
+    for list in ["clusters", "users", "contexts"] {
+        assert_eq!(
+            kc[list].as_sequence().map(Vec::len),
+            Some(0),
+            "{list}: {kc:?}"
+        );
+    }
+    assert_eq!(kc["current-context"].as_str(), Some(""), "{kc:?}");
     eprintln!(
         "[real] docker provider test done in {:.1}s",
         t.elapsed().as_secs_f64()
