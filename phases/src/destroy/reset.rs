@@ -4,15 +4,17 @@
 //!    ResetConfiguration, placed first), when kubeadm is installed;
 //! 2. `units`: clusterctl's units (the CNI agent; the node environment of unprivileged-container
 //!    nodes) stopped and disabled;
-//! 3. `network`: the VXLAN device, the masquerade rule in either form and, on control planes, the
-//!    kube-vip VIP wherever it is still assigned;
+//! 3. `network`: the VXLAN device, the masquerade rule in either form, with flannel its `flannel.1`
+//!    and `cni0` devices and `FLANNEL-*` chains, and, on control planes, the kube-vip VIP wherever it
+//!    is still assigned;
 //! 4. `kube-proxy`: the `KUBE-*` iptables chains (and the jumps to them) and kube-proxy's nftables
 //!    tables, which `kubeadm reset` leaves;
 //! 5. `restore` (the undo record, `crate::undo`): runtime configuration files `up` replaced are copied
 //!    back (and the runtime restarted), `/etc/fstab` and the swap devices `--fix` turned off restored;
 //! 6. `files`: every file clusterctl rendered for the node (the runtime's own config only when recorded
 //!    and not restored) or recorded as placed (the state record), the CNI config, plugin binary and
-//!    IPAM state, the `--fix` module and sysctl files, removed; then the empty directories `up` made;
+//!    IPAM state (with flannel also its conflist, plugin, lease and IPAM state), the `--fix` module and
+//!    sysctl files, removed; then the empty directories `up` made;
 //! 7. `packages`, with `--purge` only: the packages machinery's removal (`crate::packages::script::purge`):
 //!    with the record `up`'s `packages` phase wrote, the node's package state as it was before `up`
 //!    (what it installed purged, holds it added released, its repository files, keyrings, CA and
@@ -38,6 +40,9 @@ pub struct Teardown {
     pub vip: Option<String>,
     /// Packages to purge; empty: none (no `--purge`).
     pub purge: Vec<String>,
+    /// The cluster's CNI is flannel: its devices, chains and files go too
+    /// ([`scripts::FLANNEL_DEVICES`], [`scripts::flannel_script`], [`scripts::FLANNEL_PATHS`]).
+    pub flannel: bool,
 }
 
 impl Teardown {
@@ -60,6 +65,8 @@ impl Teardown {
                 .then(|| cluster.vip().map(|v| v.to_string()))
                 .flatten(),
             purge: packages,
+            flannel: cluster.spec().networking.cni.plugin
+                == clusterctl_spec::model::CniPlugin::Flannel,
         }
     }
 }
@@ -79,7 +86,10 @@ pub fn reset_node(
     line("units", run(ctx, &scripts::units_script()));
     line(
         "network",
-        run(ctx, &scripts::network_script(teardown.vip.as_deref())),
+        run(
+            ctx,
+            &scripts::network_script(teardown.vip.as_deref(), teardown.flannel),
+        ),
     );
     line("kube-proxy", run(ctx, &scripts::kube_proxy_script()));
     let restored = match restore(ctx) {
@@ -92,7 +102,7 @@ pub fn reset_node(
             Vec::new()
         }
     };
-    line("files", files(ctx, cluster, rendered, &restored));
+    line("files", files(ctx, cluster, rendered, &restored, teardown));
     if !teardown.purge.is_empty() {
         line(
             "packages",
@@ -157,6 +167,7 @@ fn files(
     cluster: &str,
     rendered: &[RenderedFile],
     restored: &[String],
+    teardown: &Teardown,
 ) -> Result<String, PhaseError> {
     let recorded: BTreeSet<String> = match ctx.read_file(crate::state::STATE_PATH) {
         Ok(Some(Some(bytes))) => crate::state::NodeState::parse(&bytes, cluster, ctx.name())
@@ -172,6 +183,9 @@ fn files(
         .collect();
     paths.extend(recorded);
     paths.extend(scripts::INSTALLED_PATHS.iter().map(|s| s.to_string()));
+    if teardown.flannel {
+        paths.extend(scripts::FLANNEL_PATHS.iter().map(|s| s.to_string()));
+    }
     let paths: Vec<String> = paths
         .into_iter()
         .filter(|p| p.starts_with('/') && p.len() > 1 && !p.contains("/../"))
