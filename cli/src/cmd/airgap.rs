@@ -32,9 +32,9 @@ pub(crate) enum Command {
     },
     /// Pull images, packages and this binary into one bundle (resumable; same inputs, same bytes).
     Bundle {
-        /// The cluster file.
-        #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-        file: PathBuf,
+        /// The cluster file (or `--profile`).
+        #[command(flatten)]
+        target: super::flags::Target,
         /// The bundle file to write (default: `airgap.bundle` of the cluster file).
         #[arg(long = "bundle-file", value_name = "FILE")]
         output: Option<PathBuf>,
@@ -59,9 +59,9 @@ pub(crate) enum Command {
     Import {
         /// The bundle.
         bundle: PathBuf,
-        /// The cluster file.
-        #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-        file: PathBuf,
+        /// The cluster file (or `--profile`).
+        #[command(flatten)]
+        target: super::flags::Target,
         /// Push under this prefix (`host[:port][/path]`) instead of the cluster file's
         /// `registry.mirror` (the default; a file without a mirror needs this flag).
         #[arg(long)]
@@ -76,17 +76,6 @@ pub(crate) enum Command {
         #[arg(long)]
         verify_only: bool,
     },
-}
-
-/// The validated cluster, or (diagnostics printed) `Err(exit code 2)`.
-fn load(file: &Path) -> Result<clusterctl_spec::ValidCluster, ExitCode> {
-    match clusterctl_spec::load(file).and_then(|l| clusterctl_spec::validate(&l)) {
-        Ok(v) => Ok(v.cluster),
-        Err(d) => {
-            eprintln!("{d}");
-            Err(ExitCode::from(crate::EXIT_INVALID))
-        }
-    }
 }
 
 fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
@@ -142,7 +131,7 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bundle {
-            file,
+            target,
             output,
             overrides,
             cache,
@@ -150,11 +139,15 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
             plain_http,
             no_self,
         } => {
-            let cluster = match load(&file) {
+            let cluster = match target.load(Format::Text) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let base_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+            let base_dir = target
+                .path()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
             let out = match output.or_else(|| {
                 cluster
                     .spec()
@@ -229,13 +222,13 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
         }
         Command::Import {
             bundle,
-            file,
+            target,
             mirror,
             state,
             jobs,
             verify_only,
         } => {
-            let cluster = match load(&file) {
+            let cluster = match target.load(Format::Text) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };

@@ -11,8 +11,6 @@ use std::process::ExitCode;
 use clusterctl_phases::image_load::{self, Options};
 use clusterctl_phases::steps::StepLine;
 
-use super::lifecycle;
-
 /// Subcommands of `clusterctl image`.
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum Command {
@@ -23,9 +21,9 @@ pub(crate) enum Command {
 /// Arguments of `clusterctl image load`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct LoadArgs {
-    /// The cluster file.
-    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: PathBuf,
+    /// The cluster file (or `--profile`).
+    #[command(flatten)]
+    pub target: super::flags::Target,
     /// Load this archive (`docker save` tarball or OCI archive) instead of asking the local Docker engine.
     #[arg(long)]
     pub archive: Option<PathBuf>,
@@ -57,7 +55,7 @@ fn load(args: LoadArgs) -> miette::Result<ExitCode> {
         eprintln!("image load: {}", image_load::Refused::Nothing);
         return Ok(ExitCode::from(crate::EXIT_INVALID));
     }
-    let cluster = match lifecycle::load_cluster(&args.file) {
+    let cluster = match args.target.load(super::flags::Format::Text) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };

@@ -1,24 +1,11 @@
-//! Shared by the day-2 commands (`status`, `get`, `upgrade`): loading the cluster file, and the CLI's
-//! reading of `clusterctl_phases::reach` (reaching existing nodes, the kubeconfig for the API, one
+//! Shared by the day-2 commands (`status`, `get`, `upgrade`): the CLI's reading of `clusterctl_phases::reach` (reaching existing nodes, the kubeconfig for the API, one
 //! closure per node in parallel) with its errors as text.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clusterctl_exec::DockerProvider;
 use clusterctl_kubeapi::KubeClusterApi;
 use clusterctl_spec::{ValidCluster, ValidNode};
-
-/// Loads and validates `file`; on failure prints every diagnostic and returns exit code 2.
-pub(crate) fn load_cluster(file: &std::path::Path) -> Result<ValidCluster, ExitCode> {
-    match clusterctl_spec::load(file).and_then(|l| clusterctl_spec::validate(&l)) {
-        Ok(v) => Ok(v.cluster),
-        Err(d) => {
-            eprintln!("{d}");
-            Err(ExitCode::from(crate::EXIT_INVALID))
-        }
-    }
-}
 
 /// Transports to nodes, and why the others could not be reached (`clusterctl_phases::reach`).
 pub(crate) use clusterctl_phases::reach::{on_each, Reached};

@@ -14,7 +14,6 @@ use clusterctl_phases::up::launch::{launch, Launch};
 use clusterctl_phases::{Mode, NodeCtx, PlainReporter, Reporter, Secrets};
 
 use super::flags::NodeRunArgs;
-use super::lifecycle;
 
 mod remove;
 
@@ -32,9 +31,9 @@ pub(crate) enum Command {
 /// Arguments of `clusterctl node join`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct JoinArgs {
-    /// The cluster file (it must already declare the nodes to join).
-    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: PathBuf,
+    /// The cluster file (it must already declare the nodes to join), or `--profile`.
+    #[command(flatten)]
+    pub target: super::flags::Target,
     /// The nodes to join (names from the file).
     #[arg(required = true)]
     pub nodes: Vec<String>,
@@ -60,12 +59,12 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     if let Some(code) = args.run.refuse_unknown_checks() {
         return Ok(code);
     }
-    let cluster = match lifecycle::load_cluster(&args.file) {
+    let cluster = match args.target.load(super::flags::Format::Text) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
     let options = SpecOptions {
-        file: Some(args.file.clone()),
+        file: args.target.path().map(PathBuf::from),
         ready_timeout: std::time::Duration::from_secs(args.run.ready_timeout),
         ignore_preflight: args.run.ignore_preflight.clone(),
         ..SpecOptions::default()

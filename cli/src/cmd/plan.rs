@@ -82,7 +82,8 @@ pub(crate) fn groups(nodes: &[NodeInfo]) -> Vec<(String, String)> {
 /// Prints `plan` to stdout under each of `groups` that has entries (`NAME:` then `  PHASE  KIND
 /// TEXT`, the phase column at least `width` characters wide and as wide as the longest phase path in
 /// `plan`, sub-phases such as `join/worker/credentials` included), then an empty line. Checks and
-/// failures (`FAIL`, a probe's, on one line) are shortened; writes drop the leading `write `.
+/// failures (`FAIL`, a probe's, on one line) are shortened; writes drop the leading `write `; the
+/// further lines of a multi-line script are indented to the text column.
 pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], width: usize) {
     let width = plan
         .iter()
@@ -102,6 +103,8 @@ pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], wid
                 PlanKind::Failed => failure(&e.text, &e.phase, &e.node),
                 _ => e.text.clone(),
             };
+            // A multi-line script stays in its column: each further line indented to the text.
+            let text = text.replace('\n', &format!("\n{:1$}", "", width + 11));
             println!("  {:width$}  {kind:5}  {text}", e.phase);
         }
     }

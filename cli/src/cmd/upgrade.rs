@@ -39,14 +39,14 @@ use clusterctl_phases::{Mode, NodeInfo, PlainReporter, Reporter, Role, Secrets};
 use clusterctl_render::Purpose;
 use clusterctl_spec::ValidCluster;
 
-use super::lifecycle::{self, reach};
+use super::lifecycle::reach;
 
 /// Arguments of `clusterctl upgrade`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The cluster file (its `spec.kubernetesVersion` must already say `--to`).
-    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: PathBuf,
+    /// The cluster file (its `spec.kubernetesVersion` must already say `--to`), or `--profile`.
+    #[command(flatten)]
+    pub target: super::flags::Target,
     /// The exact target version, e.g. `1.35.0`: a higher patch, or a patch of the next minor.
     #[arg(long = "to")]
     pub to: String,
@@ -75,7 +75,7 @@ pub(crate) struct Args {
 /// Runs the command (see the module documentation for exit codes).
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let invalid = || Ok(ExitCode::from(crate::EXIT_INVALID));
-    let cluster = match lifecycle::load_cluster(&args.file) {
+    let cluster = match args.target.load(super::flags::Format::Text) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
@@ -92,12 +92,12 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         eprintln!(
             "upgrade: --to {to} but {} says kubernetesVersion {file_core}: set spec.kubernetesVersion \
              to {to} in the file first (the file describes the cluster), then run this again",
-            args.file.display()
+            args.target.flag()
         );
         return invalid();
     }
     // The air-gap bundle, checked before any node is reached.
-    let airgap = match airgap_bundle(&cluster, &args.file, &to) {
+    let airgap = match airgap_bundle(&cluster, args.target.path().unwrap_or(Path::new(".")), &to) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("upgrade: refused: {e}");
@@ -130,8 +130,8 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         }
         Ok(None) => {
             eprintln!(
-                "upgrade: {first} has no kube-apiserver static pod naming its version: is the cluster up? (run `clusterctl up -f {}`)",
-                args.file.display()
+                "upgrade: {first} has no kube-apiserver static pod naming its version: is the cluster up? (run `clusterctl up {}`)",
+                args.target.flag()
             );
             return Ok(ExitCode::FAILURE);
         }
@@ -306,9 +306,9 @@ fn resume_hint(args: &Args, to: &Version, node: Option<&str>) -> String {
         })
         .unwrap_or_default();
     format!(
-        "{cordoned}Fix the cause and run `clusterctl upgrade -f {} --to {to}` again: it resumes at the \
+        "{cordoned}Fix the cause and run `clusterctl upgrade {} --to {to}` again: it resumes at the \
          step that failed (finished steps are recorded on each node and skipped).",
-        args.file.display()
+        args.target.flag()
     )
 }
 

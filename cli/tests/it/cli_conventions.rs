@@ -57,7 +57,8 @@ fn help_texts_follow_the_conventions() {
     let h = help(d, &["airgap", "bundle"]);
     assert!(h.contains("--bundle-file <FILE>"), "{h}");
     assert!(!h.contains("-o, --output"), "{h}");
-    // Every command that addresses a cluster takes -f and --profile.
+    // Every command that addresses a cluster takes -f and --profile (walkthrough: the day-2 commands
+    // and `airgap bundle|import` took only -f).
     for cmd in [
         "validate",
         "render",
@@ -65,6 +66,15 @@ fn help_texts_follow_the_conventions() {
         "destroy",
         "status",
         "airgap images",
+        "airgap bundle",
+        "airgap import",
+        "get nodes",
+        "get kubeconfig",
+        "export kubeconfig",
+        "node join",
+        "node remove",
+        "upgrade",
+        "image load",
     ] {
         let cmd: Vec<&str> = cmd.split(' ').collect();
         let h = help(d, &cmd);
@@ -347,6 +357,34 @@ fn destroy_and_status_take_a_profile() {
     assert_ne!(code, 2, "{out}{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["cluster"], "lab");
+    // The day-2 commands too: node remove's plan for the profile's worker (contacting nothing).
+    let (code, out, err) = run(
+        d,
+        &["node", "remove", "--profile", "lab", "--dry-run", "worker"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("worker from cluster `lab`") && out.contains("delete Node worker"),
+        "{out}"
+    );
+    // Walkthrough finding: its multi-line reset scripts broke out of the plan's columns (lines at
+    // column 0). Every line is the header, a group title, an indented entry or the summary.
+    let text_column = out
+        .lines()
+        .find(|l| l.contains("  api    drain node worker"))
+        .and_then(|l| l.find("drain node"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let mut in_script = false;
+    for l in out.lines().skip(1).filter(|l| !l.is_empty()) {
+        let title = !l.starts_with(' ') && l.ends_with(':');
+        let summary = l.ends_with("nothing was changed (dry run).");
+        assert!(title || summary || l.starts_with("  "), "{l:?} in:\n{out}");
+        // A continuation line of a script starts at the text column.
+        if l.starts_with(&" ".repeat(text_column)) {
+            in_script = true;
+        }
+    }
+    assert!(in_script, "the reset scripts have further lines:\n{out}");
 }
 
 #[test]

@@ -13,14 +13,12 @@ use std::time::Duration;
 use clusterctl_phases::node_remove::{self, Options, Refused};
 use clusterctl_phases::steps::StepLine;
 
-use super::super::lifecycle;
-
 /// Arguments of `clusterctl node remove`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The cluster file (it must still declare the node, for its address).
-    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: PathBuf,
+    /// The cluster file (it must still declare the node, for its address), or `--profile`.
+    #[command(flatten)]
+    pub target: crate::cmd::flags::Target,
     /// The node to remove.
     pub node: String,
     /// Seconds the drain may take (evictions blocked by a PodDisruptionBudget are retried until then).
@@ -44,7 +42,7 @@ pub(crate) struct Args {
 
 /// Runs the command (exit codes in the module doc).
 pub(super) fn run(args: Args) -> miette::Result<ExitCode> {
-    let cluster = match lifecycle::load_cluster(&args.file) {
+    let cluster = match args.target.load(crate::cmd::flags::Format::Text) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
