@@ -19,7 +19,7 @@ use std::sync::Arc;
 use clusterctl_phases::model::{NodeFile, NodeInfo, Role};
 use clusterctl_phases::{Mode, NodeCtx, QuietReporter, Secrets};
 use clusterctl_testbed::cli::{
-    install_standin, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, KUBEADM_STANDIN,
+    install_standin, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, Run, KUBEADM_STANDIN,
 };
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
 use clusterctl_testbed::{is_root, require};
@@ -46,6 +46,20 @@ const DUMMY_PACKAGE: &str = "set -e; d=$(mktemp -d); mkdir -p $d/DEBIAN $d/usr/s
 fn exec(n: &TestNode, script: &str) {
     let (st, _, err) = n.exec(script, b"").expect("exec");
     assert_eq!(st, 0, "{} on {}: {err}", script, n.name);
+}
+
+/// `clusterctl destroy -f cluster.yaml --known-hosts KH ARGS…`.
+fn destroy(cli: &Clusterctl, kh: &str, args: &[&str]) -> Run {
+    let mut all = vec!["destroy", "-f", "cluster.yaml", "--known-hosts", kh];
+    all.extend_from_slice(args);
+    cli.run(&all).expect("destroy")
+}
+
+/// Asserts each of `nodes` lists ([`LISTING`]) as `want[i]`; `when` names the moment.
+fn assert_listings(nodes: &[&TestNode], want: &[String], when: &str) {
+    for (n, want) in nodes.iter().zip(want) {
+        assert_eq!(&n.sh(LISTING).expect("listing"), want, "{} {when}", n.name);
+    }
 }
 
 /// What `up` would have left on `n` (files, state record, VXLAN device, masquerade chain, replaced
@@ -194,16 +208,7 @@ fn destroy_leaves_each_node_as_before_up() {
     let kh = cp.known_hosts.to_string_lossy().into_owned();
 
     // --dry-run: every node's reset planned, in teardown order; nothing changes.
-    let r = cli
-        .run(&[
-            "destroy",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "--dry-run",
-        ])
-        .expect("destroy --dry-run");
+    let r = destroy(&cli, &kh, &["--dry-run"]);
     let plan = r.all();
     assert_eq!(r.code, 0, "{plan}");
     for planned in [
@@ -221,7 +226,7 @@ fn destroy_leaves_each_node_as_before_up() {
         plan.find(&format!("node {} (control-plane", cp.name)),
     );
     assert!(wpos.is_some() && cpos.is_some(), "{plan}");
-    assert_eq!(cp.sh(LISTING).expect("listing"), traced);
+    assert_listings(&[cp], std::slice::from_ref(&traced), "after a dry run");
     assert!(std::fs::read_to_string(cli.kubeconfig())
         .expect("kubeconfig")
         .contains(&format!("clusterctl-{name}")));
@@ -235,26 +240,16 @@ fn destroy_leaves_each_node_as_before_up() {
         .expect("destroy");
     assert_eq!(r.code, 2, "{}", r.all());
     assert!(r.stderr.contains("Type yes"), "{}", r.all());
-    assert_eq!(cp.sh(LISTING).expect("listing"), traced);
+    assert_listings(&[cp], std::slice::from_ref(&traced), "when not confirmed");
 
-    let r = cli
-        .run(&[
-            "destroy",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "--yes",
-        ])
-        .expect("destroy");
+    let r = destroy(&cli, &kh, &["--yes"]);
     let out = r.all();
     assert_eq!(r.code, 0, "{out}");
     eprintln!("--- session output ---\n{out}");
 
     // Each node as before.
-    for (i, n) in [cp, w].iter().enumerate() {
-        let after = n.sh(LISTING).expect("listing");
-        assert_eq!(after, before[i], "node {} differs from before up", n.name);
+    assert_listings(&[cp, w], &before, "differs from before up");
+    for n in [cp, w] {
         assert_eq!(
             n.sh("cat /etc/not-clusterctl.conf").expect("sh").trim(),
             "keep"
@@ -310,17 +305,7 @@ fn destroy_leaves_each_node_as_before_up() {
     assert!(kc.contains("keep-admin"), "{kc}");
 
     // A second destroy, with --purge, finds nothing of clusterctl's left and purges the package.
-    let r = cli
-        .run(&[
-            "destroy",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "-y",
-            "--purge",
-        ])
-        .expect("destroy");
+    let r = destroy(&cli, &kh, &["-y", "--purge"]);
     let out = r.all();
     assert_eq!(r.code, 0, "{out}");
     // Only the reset configuration it uploaded for its own `kubeadm reset` is removed again.
@@ -329,13 +314,8 @@ fn destroy_leaves_each_node_as_before_up() {
         out.contains(&format!("{}: packages: purged: cri-tools", w.name)),
         "{out}"
     );
-    for (i, n) in [cp, w].iter().enumerate() {
-        assert_eq!(
-            n.sh(LISTING).expect("listing"),
-            before[i],
-            "{} after a second destroy",
-            n.name
-        );
+    assert_listings(&[cp, w], &before, "after a second destroy");
+    for n in [cp, w] {
         assert!(n
             .sh("dpkg -s cri-tools >/dev/null 2>&1 && echo installed || echo gone")
             .expect("dpkg")

@@ -23,6 +23,32 @@ fn images_on(cluster: &TestCluster, i: usize) -> String {
         .expect("ctr images ls")
 }
 
+/// `clusterctl image load -f cluster.yaml --known-hosts KH ARGS…`.
+fn load(cli: &Clusterctl, kh: &str, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["image", "load", "-f", "cluster.yaml", "--known-hosts", kh];
+    all.extend_from_slice(args);
+    run(cli, &all)
+}
+
+/// [`load`], required to exit 0; its stdout.
+fn load_ok(cli: &Clusterctl, kh: &str, args: &[&str]) -> String {
+    let (code, out, err) = load(cli, kh, args);
+    assert_eq!(code, 0, "{args:?}\nstdout:\n{out}\nstderr:\n{err}");
+    out
+}
+
+/// Asserts which nodes' containerd holds `image` (a full reference): node `i` iff `held[i]`.
+fn assert_held(cluster: &TestCluster, image: &str, held: [bool; 2]) {
+    for (i, want) in held.into_iter().enumerate() {
+        let listed = images_on(cluster, i);
+        assert_eq!(
+            listed.lines().any(|l| l == image),
+            want,
+            "node {i}, {image}:\n{listed}"
+        );
+    }
+}
+
 #[test]
 fn image_load_puts_local_images_into_node_runtimes() {
     if !require("root and a Docker engine", is_root() && docker_available()) {
@@ -55,20 +81,7 @@ fn image_load_puts_local_images_into_node_runtimes() {
     let full_one = format!("docker.io/{one}");
 
     // --dry-run: the plan, no image on any node.
-    let (code, out, err) = run(
-        &cli,
-        &[
-            "image",
-            "load",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "--dry-run",
-            &one,
-        ],
-    );
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let out = load_ok(&cli, &kh, &["--dry-run", &one]);
     for planned in [
         "docker save -o",
         "ctr -n k8s.io images import /var/lib/clusterctl/images/load-",
@@ -77,36 +90,12 @@ fn image_load_puts_local_images_into_node_runtimes() {
     ] {
         assert!(out.contains(planned), "{planned}:\n{out}");
     }
-    for i in 0..2 {
-        assert!(!images_on(&cluster, i).contains(&full_one), "node {i}");
-    }
+    assert_held(&cluster, &full_one, [false, false]);
 
-    // Only the first node.
-    let (code, out, err) = run(
-        &cli,
-        &[
-            "image",
-            "load",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "--nodes",
-            &n0.name,
-            &one,
-        ],
-    );
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    // Only the first node: --nodes limits the load; the staged archive is removed.
+    let out = load_ok(&cli, &kh, &["--nodes", &n0.name, &one]);
     assert!(out.contains(&format!("{}: loaded {one}", n0.name)), "{out}");
-    assert!(
-        images_on(&cluster, 0).lines().any(|l| l == full_one),
-        "{}",
-        images_on(&cluster, 0)
-    );
-    assert!(
-        !images_on(&cluster, 1).contains(&full_one),
-        "--nodes limits the load"
-    );
+    assert_held(&cluster, &full_one, [true, false]);
     assert_eq!(
         n0.sh("ls /var/lib/clusterctl/images | wc -l")
             .expect("ls")
@@ -116,66 +105,17 @@ fn image_load_puts_local_images_into_node_runtimes() {
     );
 
     // Every node.
-    let (code, out, err) = run(
-        &cli,
-        &[
-            "image",
-            "load",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            &one,
-        ],
-    );
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    for i in 0..2 {
-        assert!(
-            images_on(&cluster, i).lines().any(|l| l == full_one),
-            "node {i}"
-        );
-    }
+    load_ok(&cli, &kh, &[&one]);
+    assert_held(&cluster, &full_one, [true, true]);
 
     // From an archive.
     let archive = dir.path().join("two.tar");
     docker(&["save", "-o", &archive.to_string_lossy(), &two]).expect("docker save");
-    let (code, out, err) = run(
-        &cli,
-        &[
-            "image",
-            "load",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "--archive",
-            &archive.to_string_lossy(),
-            &two,
-        ],
-    );
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    for i in 0..2 {
-        assert!(
-            images_on(&cluster, i)
-                .lines()
-                .any(|l| l == format!("docker.io/{two}")),
-            "node {i}"
-        );
-    }
+    load_ok(&cli, &kh, &["--archive", &archive.to_string_lossy(), &two]);
+    assert_held(&cluster, &format!("docker.io/{two}"), [true, true]);
 
     // An image Docker does not have: refused, naming it.
-    let (code, _, err) = run(
-        &cli,
-        &[
-            "image",
-            "load",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "clusterctl-test/absent:nope",
-        ],
-    );
+    let (code, _, err) = load(&cli, &kh, &["clusterctl-test/absent:nope"]);
     assert_eq!(code, 1);
     assert!(err.contains("clusterctl-test/absent:nope"), "{err}");
 

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use clusterctl_testbed::cli::{
-    install_standin, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, KUBEADM_STANDIN,
+    install_standin, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, Run, KUBEADM_STANDIN,
 };
 use clusterctl_testbed::docker::{docker_available, TestCluster};
 use clusterctl_testbed::envtest::Envtest;
@@ -59,6 +59,13 @@ fn exists(env: &Envtest, path: &str) -> bool {
     env.get(path).is_ok()
 }
 
+/// `clusterctl node remove -f cluster.yaml --known-hosts KH ARGS…`.
+fn remove(cli: &Clusterctl, kh: &str, args: &[&str]) -> Run {
+    let mut all = vec!["node", "remove", "-f", "cluster.yaml", "--known-hosts", kh];
+    all.extend_from_slice(args);
+    cli.run(&all).expect("node remove")
+}
+
 #[test]
 fn node_remove_drains_resets_and_deletes_the_node() {
     if !require("root and a Docker engine", is_root() && docker_available()) {
@@ -84,32 +91,14 @@ fn node_remove_drains_resets_and_deletes_the_node() {
     .expect("file");
 
     // Refused before anything runs: the first control plane, a node not in the file.
-    let r = cli
-        .run(&[
-            "node",
-            "remove",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            &cp.name,
-        ])
-        .expect("remove");
-    assert_eq!(r.code, 2, "{}", r.all());
-    assert!(r.stderr.contains("first control plane"), "{}", r.all());
-    let r = cli
-        .run(&[
-            "node",
-            "remove",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "nope",
-        ])
-        .expect("remove");
-    assert_eq!(r.code, 2, "{}", r.all());
-    assert!(r.stderr.contains("not in the cluster file"), "{}", r.all());
+    for (node, says) in [
+        (cp.name.as_str(), "first control plane"),
+        ("nope", "not in the cluster file"),
+    ] {
+        let r = remove(&cli, &kh, &[node]);
+        assert_eq!(r.code, 2, "{}", r.all());
+        assert!(r.stderr.contains(says), "{}", r.all());
+    }
     assert!(standin_calls(w).expect("calls").is_empty());
 
     // The API: the worker's Node, its pods (one behind a budget), a DaemonSet pod, a pod elsewhere.
@@ -151,18 +140,7 @@ fn node_remove_drains_resets_and_deletes_the_node() {
     let node_path = format!("/api/v1/nodes/{}", w.name);
 
     // --dry-run: the plan, and nothing changed — neither the Node, its pods nor the node.
-    let r = cli
-        .run(&[
-            "node",
-            "remove",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "--dry-run",
-            &w.name,
-        ])
-        .expect("dry run");
+    let r = remove(&cli, &kh, &["--dry-run", &w.name]);
     let out = r.all();
     assert_eq!(r.code, 0, "{out}");
     for planned in [
@@ -182,21 +160,19 @@ fn node_remove_drains_resets_and_deletes_the_node() {
     let kc = cli.kubeconfig().to_string_lossy().into_owned();
     let (kh2, wname) = (kh.clone(), w.name.clone());
     let handle = std::thread::spawn(move || {
-        runner.run(&[
-            "node",
-            "remove",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
+        remove(
+            &runner,
             &kh2,
-            "--kubeconfig",
-            &kc,
-            "--retry-interval",
-            "1",
-            "--timeout",
-            "90",
-            &wname,
-        ])
+            &[
+                "--kubeconfig",
+                &kc,
+                "--retry-interval",
+                "1",
+                "--timeout",
+                "90",
+                &wname,
+            ],
+        )
     });
     // Once the drain has started (the Node cordoned, web-1 evicted), give it a few retries against
     // the budget, then let the budget allow one disruption.
@@ -220,7 +196,7 @@ fn node_remove_drains_resets_and_deletes_the_node() {
         "the budget holds db-0 while it allows no disruption"
     );
     budget_status(&api, &ns, "db", 1);
-    let r = handle.join().expect("thread").expect("remove");
+    let r = handle.join().expect("thread");
     let out = r.all();
     assert_eq!(r.code, 0, "{out}");
     eprintln!("--- session output ---\n{out}");

@@ -7,7 +7,7 @@
 //!   the `cri-sockets` warning names CRI-O and the file's runtime, and the `files` phase writes
 //!   `/etc/crictl.yaml` for containerd, the file's runtime.
 
-use clusterctl_testbed::cli::{install_standins, ssh_cluster_yaml, Clusterctl, FileNode};
+use clusterctl_testbed::cli::{install_standins, ssh_cluster_yaml, Clusterctl, FileNode, Run};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
 use clusterctl_testbed::{is_root, require};
 
@@ -15,6 +15,23 @@ fn exec(n: &TestNode, script: &str) -> String {
     let (st, out, err) = n.exec(script, b"").expect("exec");
     assert_eq!(st, 0, "{script} on {}: {err}", n.name);
     out
+}
+
+/// `clusterctl up -f cluster.yaml --known-hosts KH --only PHASES --ignore-preflight` the two checks a
+/// node container cannot pass (its environment, its resolv.conf).
+fn up_only(cli: &Clusterctl, kh: &str, phases: &str) -> Run {
+    cli.run(&[
+        "up",
+        "-f",
+        "cluster.yaml",
+        "--known-hosts",
+        kh,
+        "--only",
+        phases,
+        "--ignore-preflight",
+        "node-environment,resolv-conf",
+    ])
+    .expect("up")
 }
 
 /// A listening Unix socket at CRI-O's path (the file stays a socket after the listener is gone), and
@@ -51,20 +68,7 @@ fn preflight_names_the_node_without_its_vip_interface_and_warns_of_a_second_runt
     std::fs::write(dir.path().join("cluster.yaml"), &file).expect("cluster file");
     let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir.path());
     let kh = n.known_hosts.to_string_lossy().into_owned();
-    let ignore = "node-environment,resolv-conf";
-    let r = cli
-        .run(&[
-            "up",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "--only",
-            "preflight",
-            "--ignore-preflight",
-            ignore,
-        ])
-        .expect("up");
+    let r = up_only(&cli, &kh, "preflight");
     let out = r.all();
     assert_ne!(r.code, 0, "preflight must stop up:\n{out}");
     for want in [
@@ -94,19 +98,7 @@ fn preflight_names_the_node_without_its_vip_interface_and_warns_of_a_second_runt
         ),
     )
     .expect("cluster file");
-    let r = cli
-        .run(&[
-            "up",
-            "-f",
-            "cluster.yaml",
-            "--known-hosts",
-            &kh,
-            "--only",
-            "preflight,files",
-            "--ignore-preflight",
-            ignore,
-        ])
-        .expect("up");
+    let r = up_only(&cli, &kh, "preflight,files");
     let out = r.all();
     assert_eq!(r.code, 0, "{out}");
     assert!(!out.contains("has no interface"), "{out}");
