@@ -17,8 +17,8 @@
 //! then the shared cluster checks with flannel's conflist and device (nodes Ready, CoreDNS, a web pod on
 //! each node, pod-to-pod across nodes routed through `flannel.1` — HTTP and ping —, a ClusterIP Service
 //! through kube-proxy, the Service name through CoreDNS); packets sent from one node's pod to the other
-//! node's pod are counted out of the first node's `flannel.1` and into the second's; a second `up`
-//! changes nothing; `destroy` leaves none of flannel's devices, chains or files on the nodes.
+//! node's pod are counted out of the first node's `flannel.1` and into the second's; `status` finds
+//! both nodes Ready and no stuck pod; a second `up` changes nothing; `destroy` leaves none of flannel's devices, chains or files on the nodes.
 
 use std::time::{Duration, Instant};
 
@@ -164,6 +164,17 @@ fn flannel_carries_pod_traffic_across_nodes_for_real() {
         "flannel.1 counters: {worker} tx {tx0} -> {tx1}, {cp} rx {rx0} -> {rx1}"
     );
 
+    // `status` finds the cluster healthy: both nodes Ready, no stuck pod (flannel's included).
+    let f = c.file.to_string_lossy().into_owned();
+    let status = c.clusterctl(&["status", "-f", &f]);
+    let s = status.all();
+    assert!(
+        status.code == 0
+            && s.contains("; 2 of 2 registered node(s) Ready")
+            && s.contains("no stuck pods"),
+        "status:\n{s}"
+    );
+
     // A second `up` changes nothing.
     let again = c.up(&[]);
     assert!(
@@ -172,7 +183,6 @@ fn flannel_carries_pod_traffic_across_nodes_for_real() {
         again.all()
     );
     // destroy takes flannel's devices, chains and files off every node.
-    let f = c.file.to_string_lossy().into_owned();
     let d = c.clusterctl(&["destroy", "-f", &f, "--yes"]);
     assert_eq!(d.code, 0, "destroy:\n{}", d.all());
     for n in &names {
