@@ -1,11 +1,22 @@
 //! The report of the best-effort commands (`destroy`, `node remove`, `image load`): one line per step
 //! and node (`NODE: STEP: what was done` or `NODE: STEP: FAILED: why`), collected while their phases
 //! run and handed to the caller's sink as each step ends, so that the command prints it live. A failed
-//! step does not stop the others: the phases record it here and go on.
+//! step does not stop the others: the phases record it here and go on. [`StepRun`] is their shared
+//! run loop (the engine with no reporter, no resume state, nodes reached only outside a dry run) and
+//! [`RunReport`] what each of them returns.
 
-use std::sync::Mutex;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-use crate::error::PhaseError;
+use clusterctl_exec::Transport;
+use clusterctl_spec::{ValidCluster, ValidNode};
+
+use crate::ctx::{Mode, PlanEntry, Secrets};
+use crate::engine::{Engine, Phase};
+use crate::error::{PhaseError, RunError};
+use crate::model::NodeInfo;
+use crate::report::QuietReporter;
 
 /// How one step ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +123,101 @@ impl<'a> Steps<'a> {
     /// Every line so far.
     pub fn lines(&self) -> Vec<StepLine> {
         self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+/// What a best-effort run (`destroy`, `node remove`, `image load`) did, or in a dry run would do.
+#[derive(Debug, Default)]
+pub struct RunReport {
+    /// Every step's line, in the order they ended (each also passed to the sink as it ended).
+    pub lines: Vec<StepLine>,
+    /// Why the run stopped before its steps could do their work (e.g. a drain failed, an archive
+    /// could not be made), with what to do; `None` when it ran through.
+    pub stopped: Option<String>,
+    /// The nodes the run is about, in file order (for grouping the plan).
+    pub nodes: Vec<NodeInfo>,
+    /// The dry-run plan (every check, command, API and local change, per node and `local`).
+    pub plan: Vec<PlanEntry>,
+    /// Changes made or planned.
+    pub changes: usize,
+}
+
+impl RunReport {
+    /// The number of failed steps.
+    pub fn failures(&self) -> usize {
+        self.lines.iter().filter(|l| l.failed()).count()
+    }
+}
+
+/// The transports to `on` and, as text, why the others could not be reached
+/// ([`crate::reach::reach`]); nothing is contacted in a dry run.
+pub fn reach_unless_dry_run(
+    cluster: &ValidCluster,
+    on: &[&ValidNode],
+    known_hosts: Option<&Path>,
+    dry_run: bool,
+) -> (
+    BTreeMap<String, Arc<dyn Transport>>,
+    BTreeMap<String, String>,
+) {
+    if dry_run {
+        return Default::default();
+    }
+    let reached = crate::reach::reach(cluster, on, known_hosts);
+    let unreachable = reached
+        .errors
+        .into_iter()
+        .map(|(n, e)| (n, e.to_string()))
+        .collect();
+    (reached.transports, unreachable)
+}
+
+/// One run of a best-effort command's phases.
+pub struct StepRun {
+    /// The cluster's name.
+    pub cluster: String,
+    /// The nodes the phases target, in file order.
+    pub nodes: Vec<NodeInfo>,
+    /// Transports to the reachable nodes (none in a dry run).
+    pub transports: BTreeMap<String, Arc<dyn Transport>>,
+    /// Record every change instead of making it.
+    pub dry_run: bool,
+    /// Nodes worked on at once.
+    pub parallel: usize,
+}
+
+impl StepRun {
+    /// Runs `phases` with `data` through the engine: no progress reporter, no resume state, no
+    /// secrets. Returns the report with its plan and changes (the caller adds the lines its
+    /// [`Steps`] collected, and `stopped`) and the engine's result.
+    pub fn run<C: Sync>(self, phases: &[Phase<C>], data: &C) -> (RunReport, Result<(), RunError>) {
+        let opts = crate::engine::Options {
+            cluster: self.cluster,
+            mode: Mode {
+                dry_run: self.dry_run,
+                ..Mode::default()
+            },
+            parallel: self.parallel.max(1),
+            skip: Vec::new(),
+            only: Vec::new(),
+            cache: None,
+        };
+        let engine = Engine::new(
+            self.nodes.clone(),
+            self.transports,
+            opts,
+            Arc::new(QuietReporter),
+            Secrets::default(),
+        );
+        let (summary, result) = engine.run(phases, data);
+        let report = RunReport {
+            lines: Vec::new(),
+            stopped: None,
+            nodes: self.nodes,
+            changes: summary.total_changes(),
+            plan: summary.plan,
+        };
+        (report, result)
     }
 }
 

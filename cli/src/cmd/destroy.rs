@@ -59,10 +59,11 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             if l.failed() {
                 print_line(l)
             }
-        });
+        })
+        .report;
         let header = format!(
             "clusterctl destroy --dry-run: cluster `{}`: nothing is changed (no node is contacted)",
-            report.cluster
+            cluster.name()
         );
         super::plan::print_dry_run(&header, &report.nodes, &report.plan, report.changes);
         return Ok(if report.failures() == 0 {
@@ -75,9 +76,9 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         eprintln!("destroy: not confirmed; nothing was changed");
         return Ok(ExitCode::from(crate::EXIT_INVALID));
     }
-    let report = destroy::run(&cluster, &opts, &print_line);
-    let (failures, name) = (report.failures(), cluster.name());
-    if failures == 0 && !report.found {
+    let destroyed = destroy::run(&cluster, &opts, &print_line);
+    let (failures, name) = (destroyed.report.failures(), cluster.name());
+    if failures == 0 && !destroyed.found {
         println!(
             "destroy: cluster {name} not found (no node container, network, kubeconfig context or local state): nothing was removed"
         );

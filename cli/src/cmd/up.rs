@@ -242,7 +242,9 @@ fn recreate(cluster: &ValidCluster, args: &Args) -> bool {
         known_hosts: args.nodes.known_hosts.clone(),
         ..Default::default()
     };
-    let failures = clusterctl_phases::destroy::run(cluster, &opts, &|l| println!("{l}")).failures();
+    let failures = clusterctl_phases::destroy::run(cluster, &opts, &|l| println!("{l}"))
+        .report
+        .failures();
     if failures == 0 {
         println!("recreate: cluster {name} destroyed; building it again");
     } else {

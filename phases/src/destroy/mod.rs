@@ -8,7 +8,7 @@
 //! time, each node reset as [`reset`] describes. Then, on this machine, `kubeconfig`: the context named
 //! after the cluster (with its cluster and user) removed from the kubeconfig, and `cache`: the local
 //! state cache removed. [`run`] is the entry point; the command asks for confirmation and prints
-//! [`Report`].
+//! [`Destroyed`].
 
 mod local;
 pub mod reset;
@@ -17,18 +17,16 @@ pub mod scripts;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use clusterctl_render::Rendered;
 use clusterctl_spec::model::Provider;
 use clusterctl_spec::{ValidCluster, ValidNode};
 
-use crate::ctx::{Mode, NodeCtx, PlanEntry, Secrets};
-use crate::engine::{Engine, Phase, Targets};
+use crate::ctx::NodeCtx;
+use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use crate::model::NodeInfo;
-use crate::report::QuietReporter;
-use crate::steps::{reason, Sink, StepLine, StepOutcome, Steps};
+use crate::steps::{reason, RunReport, Sink, StepLine, StepOutcome, StepRun, Steps};
 
 pub use reset::{reset_node, Teardown};
 
@@ -47,26 +45,11 @@ pub struct Options {
 
 /// What a `destroy` run did (or, in a dry run, would do).
 #[derive(Debug, Default)]
-pub struct Report {
-    /// The cluster's name.
-    pub cluster: String,
-    /// Every step's line, in the order they ended (each also passed to the sink as it ended).
-    pub lines: Vec<StepLine>,
+pub struct Destroyed {
+    /// The steps, the plan and the changes (every node of the file).
+    pub report: RunReport,
     /// Whether anything of the cluster was found and removed (an SSH node reset always is).
     pub found: bool,
-    /// The nodes, in file order (for grouping the plan).
-    pub nodes: Vec<NodeInfo>,
-    /// The dry-run plan (every check, command and local change, per node and `local`).
-    pub plan: Vec<PlanEntry>,
-    /// Changes made or planned.
-    pub changes: usize,
-}
-
-impl Report {
-    /// The number of failed steps.
-    pub fn failures(&self) -> usize {
-        self.lines.iter().filter(|l| l.failed()).count()
-    }
 }
 
 /// What the phases of one run share.
@@ -154,27 +137,19 @@ fn reset(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
 
 /// Destroys `cluster` (see the module doc); each step's line goes to `sink` as it ends. Never stops at
 /// a failed step: the report counts them.
-pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Report {
+pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Destroyed {
     let nodes: Vec<NodeInfo> = cluster
         .nodes()
         .iter()
         .map(crate::reach::node_info)
         .collect();
-    let mut transports = BTreeMap::new();
-    let mut unreachable = BTreeMap::new();
-    if cluster.provider() == Provider::Ssh && !opts.dry_run {
-        let reached = crate::reach::reach(
-            cluster,
-            &teardown_order(cluster),
-            opts.known_hosts.as_deref(),
-        );
-        transports = reached.transports;
-        unreachable = reached
-            .errors
-            .into_iter()
-            .map(|(n, e)| (n, e.to_string()))
-            .collect();
-    }
+    // Only SSH nodes are reached: the docker provider's steps run on this machine.
+    let (transports, unreachable) = crate::steps::reach_unless_dry_run(
+        cluster,
+        &teardown_order(cluster),
+        opts.known_hosts.as_deref(),
+        opts.dry_run || cluster.provider() != Provider::Ssh,
+    );
     let data = Data {
         cluster,
         opts,
@@ -184,37 +159,23 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Report {
         steps: Steps::new(sink),
         found: AtomicBool::new(cluster.provider() == Provider::Ssh),
     };
-    let engine_opts = crate::engine::Options {
+    let run = StepRun {
         cluster: cluster.name().to_string(),
-        mode: Mode {
-            dry_run: opts.dry_run,
-            ..Mode::default()
-        },
-        parallel: 1,
-        skip: Vec::new(),
-        only: Vec::new(),
-        cache: None,
-    };
-    let engine = Engine::new(
-        nodes.clone(),
+        nodes,
         transports,
-        engine_opts,
-        Arc::new(QuietReporter),
-        Secrets::default(),
-    );
-    let (summary, result) = engine.run(&phases(cluster.provider()), &data);
+        dry_run: opts.dry_run,
+        parallel: 1,
+    };
+    let (mut report, result) = run.run(&phases(cluster.provider()), &data);
     if let Err(e) = result {
         for pe in e.0 {
             data.steps
                 .push(StepLine::new(pe.node(), StepOutcome::Failed(reason(&pe))));
         }
     }
-    Report {
-        cluster: cluster.name().to_string(),
-        lines: data.steps.lines(),
+    report.lines = data.steps.lines();
+    Destroyed {
+        report,
         found: data.found.load(Ordering::SeqCst),
-        nodes,
-        changes: summary.total_changes(),
-        plan: summary.plan,
     }
 }

@@ -16,18 +16,17 @@ mod archive;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use clusterctl_exec::Cmd;
 use clusterctl_spec::model::RuntimeKind;
 use clusterctl_spec::ValidCluster;
 
-use crate::ctx::{Mode, NodeCtx, PlanEntry, Secrets};
-use crate::engine::{Engine, Phase, Targets};
+use crate::ctx::NodeCtx;
+use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use crate::model::NodeInfo;
-use crate::report::QuietReporter;
-use crate::steps::{reason, Sink, StepLine, StepOutcome, Steps};
+use crate::steps::{reason, RunReport, Sink, StepLine, StepOutcome, StepRun, Steps};
 use crate::util::sh_quote;
 
 /// Where the archive is staged on a node while it is imported (removed afterwards).
@@ -78,28 +77,6 @@ pub enum Refused {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// What an `image load` run did (or, in a dry run, would do).
-#[derive(Debug, Default)]
-pub struct Report {
-    /// One line per selected node (each also passed to the sink).
-    pub lines: Vec<StepLine>,
-    /// Why the run stopped before any node (the archive could not be made).
-    pub stopped: Option<String>,
-    /// The selected nodes, in file order.
-    pub nodes: Vec<NodeInfo>,
-    /// The dry-run plan.
-    pub plan: Vec<PlanEntry>,
-    /// Changes made or planned.
-    pub changes: usize,
-}
-
-impl Report {
-    /// The number of nodes that failed.
-    pub fn failures(&self) -> usize {
-        self.lines.iter().filter(|l| l.failed()).count()
-    }
 }
 
 /// What the phases of one run share.
@@ -233,7 +210,7 @@ impl Drop for RemoveOnDrop {
 /// Loads the images of `opts` into the runtimes of the selected nodes of `cluster` (see the module
 /// doc); each node's result line goes to `sink` as it ends. Errors: nothing to load, unknown nodes, an
 /// unreadable archive — before anything is contacted.
-pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Report, Refused> {
+pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<RunReport, Refused> {
     if opts.archive.is_none() && opts.images.is_empty() {
         return Err(Refused::Nothing);
     }
@@ -266,17 +243,12 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Rep
         .iter()
         .filter(|n| opts.nodes.is_empty() || opts.nodes.contains(&n.name))
         .collect();
-    let mut transports = BTreeMap::new();
-    let mut unreachable = BTreeMap::new();
-    if !opts.dry_run {
-        let reached = crate::reach::reach(cluster, &selected, opts.known_hosts.as_deref());
-        transports = reached.transports;
-        unreachable = reached
-            .errors
-            .into_iter()
-            .map(|(n, e)| (n, e.to_string()))
-            .collect();
-    }
+    let (transports, unreachable) = crate::steps::reach_unless_dry_run(
+        cluster,
+        &selected,
+        opts.known_hosts.as_deref(),
+        opts.dry_run,
+    );
     let staging = std::env::temp_dir().join(format!("clusterctl-image-{}", std::process::id()));
     let _cleanup = RemoveOnDrop(staging.clone());
     let nodes: Vec<NodeInfo> = selected
@@ -291,32 +263,18 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Rep
         unreachable,
         steps: Steps::new(sink),
     };
-    let engine_opts = crate::engine::Options {
+    let parallel = nodes.len();
+    let run = StepRun {
         cluster: cluster.name().to_string(),
-        mode: Mode {
-            dry_run: opts.dry_run,
-            ..Mode::default()
-        },
-        parallel: nodes.len().max(1),
-        skip: Vec::new(),
-        only: Vec::new(),
-        cache: None,
-    };
-    let engine = Engine::new(
-        nodes.clone(),
-        transports,
-        engine_opts,
-        Arc::new(QuietReporter),
-        Secrets::default(),
-    );
-    let (summary, result) = engine.run(&phases(), &data);
-    Ok(Report {
-        lines: data.steps.lines(),
-        stopped: result
-            .err()
-            .map(|e| e.0.iter().map(reason).collect::<Vec<_>>().join("\n")),
         nodes,
-        changes: summary.total_changes(),
-        plan: summary.plan,
-    })
+        transports,
+        dry_run: opts.dry_run,
+        parallel,
+    };
+    let (mut report, result) = run.run(&phases(), &data);
+    report.lines = data.steps.lines();
+    report.stopped = result
+        .err()
+        .map(|e| e.0.iter().map(reason).collect::<Vec<_>>().join("\n"));
+    Ok(report)
 }

@@ -11,7 +11,7 @@ use crate::error::PhaseError;
 use crate::steps::{StepLine, StepOutcome};
 
 /// Drains the node (cordon, evictions, wait until the evicted pods are gone). Errors: the drain
-/// failed (the node stays cordoned; [`super::Report::stopped`] says what to do).
+/// failed (the node stays cordoned; [`crate::steps::RunReport::stopped`] says what to do).
 pub(super) fn run(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
     let name = data.node.name.as_str();
     let interval = data

@@ -4,7 +4,7 @@
 //!    evictions of every pod but mirror and DaemonSet pods, an eviction refused with 429 by a
 //!    PodDisruptionBudget retried every `retry_interval` until `timeout`, then wait until the evicted
 //!    pods are gone. A drain that fails stops the run here, the node left cordoned
-//!    ([`Report::stopped`] says why and what to do);
+//!    ([`RunReport::stopped`] says why and what to do);
 //! 2. `reset` (the node): the same reset as `destroy` (`crate::destroy::reset`); on a control plane
 //!    `kubeadm reset` also removes the node's etcd member (its `remove-etcd-member` phase);
 //! 3. `etcd` (the first control plane, when the node is a control plane): the member list read
@@ -21,21 +21,20 @@ pub mod etcd;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use clusterctl_kubeapi::ClusterApi;
 use clusterctl_render::Rendered;
 use clusterctl_spec::{ValidCluster, ValidNode};
 
-use crate::ctx::{Mode, NodeCtx, PlanEntry, Secrets};
+use crate::ctx::NodeCtx;
 use crate::destroy::{reset_node, Teardown};
-use crate::engine::{Engine, Phase, Targets};
+use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use crate::model::NodeInfo;
 use crate::reach::ReachError;
-use crate::report::QuietReporter;
-use crate::steps::{reason, Sink, StepLine, StepOutcome, Steps};
+use crate::steps::{reason, RunReport, Sink, StepLine, StepOutcome, StepRun, Steps};
 
 /// How `node remove` runs.
 #[derive(Debug, Clone)]
@@ -72,28 +71,6 @@ pub enum Refused {
     /// The cluster's API could not be reached.
     #[error(transparent)]
     Api(#[from] ReachError),
-}
-
-/// What a `node remove` run did (or, in a dry run, would do).
-#[derive(Debug, Default)]
-pub struct Report {
-    /// Every step's line, in the order they ended (each also passed to the sink).
-    pub lines: Vec<StepLine>,
-    /// Why the run stopped before the reset (the drain failed), with what to do.
-    pub stopped: Option<String>,
-    /// The nodes the plan is about (the first control plane and the node), in file order.
-    pub nodes: Vec<NodeInfo>,
-    /// The dry-run plan.
-    pub plan: Vec<PlanEntry>,
-    /// Changes made or planned.
-    pub changes: usize,
-}
-
-impl Report {
-    /// The number of failed steps.
-    pub fn failures(&self) -> usize {
-        self.lines.iter().filter(|l| l.failed()).count()
-    }
 }
 
 /// What the phases of one run share.
@@ -197,7 +174,7 @@ fn node_object(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
 /// Takes `opts.node` out of `cluster` (see the module doc); each step's line goes to `sink` as it
 /// ends. Errors: the node is not in the file or is the first control plane, or (not in a dry run) the
 /// API cannot be reached — all before anything is changed.
-pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Report, Refused> {
+pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<RunReport, Refused> {
     let name = opts.node.as_str();
     let Some(node) = cluster.node(name) else {
         return Err(Refused::NotInFile {
@@ -223,21 +200,12 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Rep
             opts.known_hosts.as_deref(),
         )?)
     };
-    let mut transports = BTreeMap::new();
-    let mut unreachable = BTreeMap::new();
-    if !opts.dry_run {
-        let mut on: Vec<&ValidNode> = vec![node];
-        if node.is_control_plane() {
-            on.push(first);
-        }
-        let reached = crate::reach::reach(cluster, &on, opts.known_hosts.as_deref());
-        transports = reached.transports;
-        unreachable = reached
-            .errors
-            .into_iter()
-            .map(|(n, e)| (n, e.to_string()))
-            .collect();
+    let mut on: Vec<&ValidNode> = vec![node];
+    if node.is_control_plane() {
+        on.push(first);
     }
+    let (transports, unreachable) =
+        crate::steps::reach_unless_dry_run(cluster, &on, opts.known_hosts.as_deref(), opts.dry_run);
     let nodes: Vec<NodeInfo> = cluster
         .nodes()
         .iter()
@@ -255,25 +223,14 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Rep
         steps: Steps::new(sink),
         stopped: Mutex::new(None),
     };
-    let engine_opts = crate::engine::Options {
+    let run = StepRun {
         cluster: cluster.name().to_string(),
-        mode: Mode {
-            dry_run: opts.dry_run,
-            ..Mode::default()
-        },
-        parallel: 1,
-        skip: Vec::new(),
-        only: Vec::new(),
-        cache: None,
-    };
-    let engine = Engine::new(
-        nodes.clone(),
+        nodes,
         transports,
-        engine_opts,
-        Arc::new(QuietReporter),
-        Secrets::default(),
-    );
-    let (summary, result) = engine.run(&phases(node), &data);
+        dry_run: opts.dry_run,
+        parallel: 1,
+    };
+    let (mut report, result) = run.run(&phases(node), &data);
     let stopped = data.stopped.lock().ok().and_then(|mut s| s.take());
     if let (Err(e), None) = (&result, &stopped) {
         for pe in &e.0 {
@@ -281,11 +238,7 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Rep
                 .push(StepLine::new(pe.node(), StepOutcome::Failed(reason(pe))));
         }
     }
-    Ok(Report {
-        lines: data.steps.lines(),
-        stopped,
-        nodes,
-        changes: summary.total_changes(),
-        plan: summary.plan,
-    })
+    report.lines = data.steps.lines();
+    report.stopped = stopped;
+    Ok(report)
 }

@@ -43,7 +43,8 @@ fn a_dry_run_plans_every_nodes_reset_in_teardown_order_and_changes_nothing() {
             ..Default::default()
         },
         &|l: &StepLine| shown.lock().unwrap().push(l.to_string()),
-    );
+    )
+    .report;
     assert_eq!(report.failures(), 0, "{:?}", report.lines);
     // Steps end in teardown order (the plan itself is grouped per node).
     let shown = shown.into_inner().unwrap();
