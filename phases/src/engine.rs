@@ -117,19 +117,29 @@ fn matches(phase: &str, pattern: &str) -> bool {
     phase == p || phase.starts_with(&format!("{p}/"))
 }
 
-/// Checks `--skip-phases`/`--only` patterns against the phase names. Errors: a pattern that names no
-/// phase (with the list of valid names).
-pub fn check_selection<C>(phases: &[Phase<C>], patterns: &[String]) -> Result<(), String> {
-    for p in patterns {
-        if !phases.iter().any(|ph| matches(ph.name, p)) {
-            let names: Vec<&str> = phases.iter().map(|p| p.name).collect();
-            return Err(format!(
-                "unknown phase `{p}`; phases are: {}",
-                names.join(", ")
-            ));
-        }
+/// A `--skip-phases`/`--only` pattern that names no phase.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown phase `{pattern}`; phases are: {}", phases.join(", "))]
+pub struct UnknownPhase {
+    /// The pattern as given.
+    pub pattern: String,
+    /// The valid phase names, in order.
+    pub phases: Vec<&'static str>,
+}
+
+/// Checks `--skip-phases`/`--only` patterns against the phase names. Errors: the first pattern that
+/// names no phase (with the list of valid names).
+pub fn check_selection<C>(phases: &[Phase<C>], patterns: &[String]) -> Result<(), UnknownPhase> {
+    match patterns
+        .iter()
+        .find(|p| !phases.iter().any(|ph| matches(ph.name, p)))
+    {
+        Some(p) => Err(UnknownPhase {
+            pattern: p.clone(),
+            phases: phases.iter().map(|p| p.name).collect(),
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// True when `phase` runs under the `--skip-phases`/`--only` selection of `opts`.

@@ -66,8 +66,32 @@ fn split_docs(text: &str) -> Vec<String> {
     docs
 }
 
+/// Why a rendered kubeadm configuration could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    /// The configuration has no document of that kind.
+    #[error("no {kind} document in the kubeadm configuration")]
+    NoDocument {
+        /// The document kind looked for (`InitConfiguration`, `JoinConfiguration`).
+        kind: &'static str,
+    },
+    /// The patched document could not be written back as YAML.
+    #[error("writing the patched {kind} document: {source}")]
+    Yaml {
+        /// The document kind.
+        kind: &'static str,
+        /// serde_yaml's error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+}
+
 /// Applies `edit` to the document of `kind` in `text`. Errors: no such document, or YAML errors.
-fn patch_kind(text: &str, kind: &str, edit: impl FnOnce(&mut Mapping)) -> Result<String, String> {
+fn patch_kind(
+    text: &str,
+    kind: &'static str,
+    edit: impl FnOnce(&mut Mapping),
+) -> Result<String, PatchError> {
     let mut docs = split_docs(text);
     let mut edit = Some(edit);
     let mut found = false;
@@ -81,12 +105,13 @@ fn patch_kind(text: &str, kind: &str, edit: impl FnOnce(&mut Mapping)) -> Result
         if let Some(f) = edit.take() {
             f(&mut m);
         }
-        *doc = serde_yaml::to_string(&Value::Mapping(m)).map_err(|e| e.to_string())?;
+        *doc = serde_yaml::to_string(&Value::Mapping(m))
+            .map_err(|source| PatchError::Yaml { kind, source })?;
         found = true;
         break;
     }
     if !found {
-        return Err(format!("no {kind} document in the kubeadm configuration"));
+        return Err(PatchError::NoDocument { kind });
     }
     let mut out = String::new();
     for (i, d) in docs.iter().enumerate() {
@@ -114,7 +139,7 @@ fn map_at<'a>(m: &'a mut Mapping, key: &str) -> Option<&'a mut Mapping> {
 /// The init configuration with `token` as its (first) bootstrap token (ttl 24h, groups and usages of
 /// kubeadm's default token) and `certificate_key` as `InitConfiguration.certificateKey`.
 /// Errors: no `InitConfiguration` document, or invalid YAML.
-pub fn patch_init(text: &str, token: &str, certificate_key: &str) -> Result<String, String> {
+pub fn patch_init(text: &str, token: &str, certificate_key: &str) -> Result<String, PatchError> {
     patch_kind(text, "InitConfiguration", |m| {
         let mut t = Mapping::new();
         t.insert("token".into(), token.into());
@@ -153,7 +178,7 @@ pub fn patch_join(
     s: &JoinSecrets,
     control_plane: bool,
     endpoint: &str,
-) -> Result<String, String> {
+) -> Result<String, PatchError> {
     let text = text
         .replace(PLACEHOLDERS[0], &s.token)
         .replace(PLACEHOLDERS[1], &s.ca_cert_hash)

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clusterctl_render::Purpose;
+use clusterctl_render::{Purpose, RenderError};
 use clusterctl_spec::model::CniPlugin;
 use clusterctl_spec::ValidCluster;
 
@@ -229,15 +229,15 @@ fn render_facts(
 /// The renderer the `render` phase calls: `clusterctl_render::render` with the gathered facts,
 /// per-node files mapped to the engine's purposes, cluster-wide manifests placed on the first control
 /// plane under `/etc/clusterctl/`. `nodes`: the engine's nodes (their addresses as `connect` filled
-/// them in). Errors: render's, as text.
+/// them in). Errors: render's.
 pub fn renderer(
     cluster: ValidCluster,
     nodes: Vec<NodeInfo>,
-) -> impl Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String> + Send + Sync
-{
+) -> impl Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, RenderError>
+       + Send
+       + Sync {
     move |facts| {
-        let rendered = clusterctl_render::render(&cluster, &render_facts(&cluster, &nodes, facts))
-            .map_err(|e| e.to_string())?;
+        let rendered = clusterctl_render::render(&cluster, &render_facts(&cluster, &nodes, facts))?;
         let mut out: BTreeMap<String, Vec<NodeFile>> = BTreeMap::new();
         for (node, files) in &rendered.per_node {
             let list = out.entry(node.clone()).or_default();
@@ -315,8 +315,8 @@ mod tests {
         assert!(files["w1"]
             .iter()
             .any(|f| f.purpose == FilePurpose::KubeadmJoin));
-        let rendered = clusterctl_render::render(&c, &clusterctl_render::Facts::assumed(&c))
-            .expect("render");
+        let rendered =
+            clusterctl_render::render(&c, &clusterctl_render::Facts::assumed(&c)).expect("render");
         let manifests: Vec<String> = rendered
             .cluster
             .iter()

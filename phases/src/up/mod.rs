@@ -88,25 +88,28 @@ pub struct UpSpec {
     pub packages: crate::packages::Settings,
 }
 
-/// Renders every node's files from the gathered facts (the CLI wraps `clusterctl_render::render`).
+/// Renders every node's files from the gathered facts (`from_file::renderer` wraps
+/// `clusterctl_render::render`).
 pub trait Renderer: Send + Sync {
-    /// Files per node name. Errors: a message naming what could not be rendered.
+    /// Files per node name. Errors: render's, naming what could not be rendered.
     fn render(
         &self,
         facts: &BTreeMap<String, NodeFacts>,
-    ) -> Result<BTreeMap<String, Vec<NodeFile>>, String>;
+    ) -> Result<BTreeMap<String, Vec<NodeFile>>, clusterctl_render::RenderError>;
 }
 
 impl<F> Renderer for F
 where
-    F: Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, String>
+    F: Fn(
+            &BTreeMap<String, NodeFacts>,
+        ) -> Result<BTreeMap<String, Vec<NodeFile>>, clusterctl_render::RenderError>
         + Send
         + Sync,
 {
     fn render(
         &self,
         facts: &BTreeMap<String, NodeFacts>,
-    ) -> Result<BTreeMap<String, Vec<NodeFile>>, String> {
+    ) -> Result<BTreeMap<String, Vec<NodeFile>>, clusterctl_render::RenderError> {
         self(facts)
     }
 }

@@ -6,41 +6,83 @@
 
 pub use semver::Version;
 
+/// Why a version is not one, or a step between two is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    /// Not `MAJOR.MINOR.PATCH`.
+    #[error("`{0}` is not an exact Kubernetes version MAJOR.MINOR.PATCH (e.g. 1.35.0)")]
+    NotExact(String),
+    /// The target is older than what runs.
+    #[error("{what} runs v{current}, newer than the target v{target}: going down is not supported (kubeadm cannot downgrade; restore the etcd snapshot taken before the upgrade instead)")]
+    Down {
+        /// What runs `current` (`the control plane`, `node w1`).
+        what: String,
+        /// The running version.
+        current: Version,
+        /// The target version.
+        target: Version,
+    },
+    /// Another major version.
+    #[error(
+        "{what} runs v{current}: upgrading across a major version to v{target} is not supported"
+    )]
+    Major {
+        /// What runs `current`.
+        what: String,
+        /// The running version.
+        current: Version,
+        /// The target version.
+        target: Version,
+    },
+    /// More than one minor up.
+    #[error("{what} runs v{current}: v{target} skips a minor; upgrade one minor at a time (first to 1.{}.x)", current.minor + 1)]
+    SkipsMinor {
+        /// What runs `current`.
+        what: String,
+        /// The running version.
+        current: Version,
+        /// The target version.
+        target: Version,
+    },
+}
+
 /// Parses `1.34.1`/`v1.34.1` (suffixes after the patch number ignored). Errors: not three numbers.
-pub fn parse(text: &str) -> Result<Version, String> {
+pub fn parse(text: &str) -> Result<Version, VersionError> {
     let t = text.trim().trim_start_matches('v');
     let core = t.split(['-', '+']).next().unwrap_or_default();
     let parts: Vec<&str> = core.split('.').collect();
     let nums: Vec<u64> = parts.iter().filter_map(|p| p.parse().ok()).collect();
     if parts.len() != 3 || nums.len() != 3 {
-        return Err(format!(
-            "`{text}` is not an exact Kubernetes version MAJOR.MINOR.PATCH (e.g. 1.35.0)"
-        ));
+        return Err(VersionError::NotExact(text.to_string()));
     }
     Ok(Version::new(nums[0], nums[1], nums[2]))
 }
 
 /// Checks that `current` (a node's or the control plane's version) may be upgraded to `target`: same
 /// version (nothing to do), a higher patch of the same minor, or any patch of the next minor.
-/// Errors, in words: going down, skipping a minor, or a different major.
-pub fn check_step(what: &str, current: &Version, target: &Version) -> Result<(), String> {
+/// Errors: going down, skipping a minor, or a different major.
+pub fn check_step(what: &str, current: &Version, target: &Version) -> Result<(), VersionError> {
+    let (what, current, target) = (what.to_string(), current.clone(), target.clone());
     if current > target {
-        return Err(format!(
-            "{what} runs v{current}, newer than the target v{target}: going down is not supported \
-             (kubeadm cannot downgrade; restore the etcd snapshot taken before the upgrade instead)"
-        ));
+        return Err(VersionError::Down {
+            what,
+            current,
+            target,
+        });
     }
     if current.major != target.major {
-        return Err(format!(
-            "{what} runs v{current}: upgrading across a major version to v{target} is not supported"
-        ));
+        return Err(VersionError::Major {
+            what,
+            current,
+            target,
+        });
     }
     if target.minor > current.minor + 1 {
-        return Err(format!(
-            "{what} runs v{current}: v{target} skips a minor; upgrade one minor at a time \
-             (first to 1.{}.x)",
-            current.minor + 1
-        ));
+        return Err(VersionError::SkipsMinor {
+            what,
+            current,
+            target,
+        });
     }
     Ok(())
 }
@@ -84,12 +126,16 @@ mod tests {
         check_step("cluster", &v("1.34.1"), &v("1.35.0")).expect("next minor");
         check_step("cluster", &v("1.34.1"), &v("1.34.3")).expect("patch");
         check_step("cluster", &v("1.35.0"), &v("1.35.0")).expect("same");
-        let skip = check_step("cluster", &v("1.33.5"), &v("1.35.0")).expect_err("skip");
+        let skip = check_step("cluster", &v("1.33.5"), &v("1.35.0"))
+            .expect_err("skip")
+            .to_string();
         assert!(
             skip.contains("skips a minor") && skip.contains("1.34.x"),
             "{skip}"
         );
-        let down = check_step("node w1", &v("1.35.1"), &v("1.35.0")).expect_err("down");
+        let down = check_step("node w1", &v("1.35.1"), &v("1.35.0"))
+            .expect_err("down")
+            .to_string();
         assert!(
             down.contains("going down") && down.contains("node w1"),
             "{down}"

@@ -259,8 +259,9 @@ fn skip_phases_and_only_select_by_path_prefix() {
         c.fakes["c1"].file("/done/init").is_none() && c.fakes["w1"].file("/done/prepare").is_none()
     );
 
-    let err =
-        clusterctl_phases::engine::check_selection(&up_phases(), &["joins".into()]).unwrap_err();
+    let err = clusterctl_phases::engine::check_selection(&up_phases(), &["joins".into()])
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("unknown phase `joins`") && err.contains("join/worker"),
         "{err}"
