@@ -324,6 +324,7 @@ fn merged_into(
         c["tls-server-name"].as_str(),
         clusterctl_phases::up::kubeconfig::Current::Always,
     )
+    .map_err(|e| e.to_string())
 }
 
 /// The cluster's admin kubeconfig with only its own context (cluster, user, context, current-context):

@@ -6,6 +6,7 @@
 //! and which the user's kubeconfig will use too. One client per run, built at first use by `labels`
 //! or `wait-ready`.
 
+use super::kubeconfig::AdminKubeconfigError;
 use super::ADMIN_CONF;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
@@ -36,21 +37,21 @@ pub struct ApiAccess {
 
 /// `text` (kubeconfig `v1.Config`) with its first cluster's `server` set to `local.server` and its
 /// `tls-server-name` to `local.tls_server_name`. Errors: not YAML with `clusters[0].cluster`.
-pub fn via_local(text: &str, local: &LocalApi) -> Result<String, String> {
+pub fn via_local(text: &str, local: &LocalApi) -> Result<String, AdminKubeconfigError> {
     let mut v: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|_| "admin kubeconfig is not YAML".to_string())?;
+        serde_yaml::from_str(text).map_err(AdminKubeconfigError::NotYaml)?;
     let cluster = v
         .get_mut("clusters")
         .and_then(|c| c.get_mut(0))
         .and_then(|c| c.get_mut("cluster"))
         .and_then(serde_yaml::Value::as_mapping_mut)
-        .ok_or("admin kubeconfig has no cluster")?;
+        .ok_or(AdminKubeconfigError::NoCluster)?;
     cluster.insert("server".into(), local.server.as_str().into());
     cluster.insert(
         "tls-server-name".into(),
         local.tls_server_name.as_str().into(),
     );
-    serde_yaml::to_string(&v).map_err(|e| e.to_string())
+    serde_yaml::to_string(&v).map_err(AdminKubeconfigError::Write)
 }
 
 impl std::fmt::Debug for ApiAccess {

@@ -69,7 +69,7 @@ pub struct CniInstall {
 pub fn for_cluster(
     cluster: &clusterctl_spec::ValidCluster,
     cache: Option<PathBuf>,
-) -> Result<Option<CniInstall>, String> {
+) -> Result<Option<CniInstall>, clusterctl_render::RenderError> {
     use clusterctl_spec::model::CniPlugin;
     let cni = &cluster.spec().networking.cni;
     let plugin = match cni.plugin {
@@ -79,7 +79,7 @@ pub fn for_cluster(
         CniPlugin::Flannel => "flannel",
         CniPlugin::Kindnet => "kindnet",
     };
-    let pins = clusterctl_render::cni::versions::pins(cluster).map_err(|e| e.to_string())?;
+    let pins = clusterctl_render::cni::versions::pins(cluster)?;
     let over = |f: UpstreamFile| clusterctl_render::cni::versions::with_sources(cluster, f);
     let files = pins
         .as_ref()

@@ -53,6 +53,24 @@ pub enum Current {
     Always,
 }
 
+/// Why an admin kubeconfig could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminKubeconfigError {
+    /// It is not YAML (the parser's error is the source; the text holds credentials, so the
+    /// message names no part of it).
+    #[error("admin kubeconfig is not YAML")]
+    NotYaml(#[source] serde_yaml::Error),
+    /// It has no `clusters[0].cluster`.
+    #[error("admin kubeconfig has no cluster")]
+    NoCluster,
+    /// It has no `users[0].user`.
+    #[error("admin kubeconfig has no user")]
+    NoUser,
+    /// The result could not be written as YAML.
+    #[error("writing the kubeconfig as YAML")]
+    Write(#[source] serde_yaml::Error),
+}
+
 /// Merges the admin kubeconfig `admin` into `existing` (empty: a new file) for `cluster` with `server`
 /// (`https://host:port`) and, when given, `tls-server-name` (the host the serving certificate names
 /// when `server` is a local forward): cluster, user and context `clusterctl-<cluster>` replace entries
@@ -65,16 +83,16 @@ pub fn merge(
     server: &str,
     tls_server_name: Option<&str>,
     current: Current,
-) -> Result<String, String> {
-    let a: Value = serde_yaml::from_str(admin).map_err(|e| format!("admin kubeconfig: {e}"))?;
+) -> Result<String, AdminKubeconfigError> {
+    let a: Value = serde_yaml::from_str(admin).map_err(AdminKubeconfigError::NotYaml)?;
     let mut c = a["clusters"][0]["cluster"]
         .as_mapping()
         .cloned()
-        .ok_or("admin kubeconfig has no cluster")?;
+        .ok_or(AdminKubeconfigError::NoCluster)?;
     let u = a["users"][0]["user"]
         .as_mapping()
         .cloned()
-        .ok_or("admin kubeconfig has no user")?;
+        .ok_or(AdminKubeconfigError::NoUser)?;
     c.insert("server".into(), server.into());
     match tls_server_name {
         Some(n) => c.insert("tls-server-name".into(), n.into()),
@@ -110,7 +128,7 @@ pub fn merge(
     if unset || current == Current::Always {
         root.insert("current-context".into(), name.into());
     }
-    serde_yaml::to_string(&Value::Mapping(root)).map_err(|e| e.to_string())
+    serde_yaml::to_string(&Value::Mapping(root)).map_err(AdminKubeconfigError::Write)
 }
 
 /// The `kubeconfig` phase (first control plane; writes on this machine).
