@@ -96,6 +96,40 @@ pub fn engine_nodes(
         .collect())
 }
 
+/// Why the cluster's registered Nodes could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    /// No API client could be made from the first control plane's `admin.conf`.
+    #[error(transparent)]
+    Client(#[from] crate::error::PhaseError),
+    /// The nodes are not queried (an offline run) or `admin.conf` does not exist yet.
+    #[error("no API client: the first control plane has no admin.conf")]
+    NoClient,
+    /// Listing the Nodes failed.
+    #[error(transparent)]
+    Api(#[from] clusterctl_kubeapi::ApiError),
+}
+
+/// The names of the Nodes registered in the cluster now, read through `api` (the client the phases
+/// then use, built from `admin.conf` read over `first_cp`, the first control plane `first`'s
+/// transport, in `mode`, reporting to `reporter`). Errors: no client, or the list failed.
+pub fn registered(
+    api: &up::api::ApiAccess,
+    first: NodeInfo,
+    first_cp: std::sync::Arc<dyn clusterctl_exec::Transport>,
+    mode: crate::ctx::Mode,
+    reporter: std::sync::Arc<dyn crate::report::Reporter>,
+) -> Result<Vec<String>, ListError> {
+    let secrets = crate::ctx::Secrets::default();
+    let mut ctx = crate::ctx::NodeCtx::new(first, Some(first_cp), mode, reporter, secrets);
+    let client = api.get(&mut ctx)?.ok_or(ListError::NoClient)?;
+    Ok(client
+        .nodes()?
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

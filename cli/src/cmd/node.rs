@@ -11,7 +11,7 @@ use clusterctl_phases::connect::{self, ConnectOptions};
 use clusterctl_phases::up::api::ApiAccess;
 use clusterctl_phases::up::from_file::{self, SpecOptions};
 use clusterctl_phases::up::launch::{launch, Launch};
-use clusterctl_phases::{Mode, NodeCtx, PlainReporter, Reporter, Secrets};
+use clusterctl_phases::{Mode, PlainReporter, Reporter};
 
 use super::flags::NodeRunArgs;
 
@@ -101,7 +101,7 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             args.nodes.join(", "),
             spec.cluster
         );
-        print_provider_plan(
+        super::plan::print_join_provider_plan(
             &cluster,
             &spec.cluster,
             &args.nodes,
@@ -126,7 +126,6 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     } else {
         Arc::new(PlainReporter::stderr(args.run.verbose))
     };
-    let secrets = Secrets::default();
     // The Nodes registered now, through the API as the phases of `up` reach it (the first control
     // plane's admin.conf, kept in memory); the same client serves the phases below.
     let api = ApiAccess::kube_via(clusterctl_phases::node_containers::local_api(
@@ -137,23 +136,8 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             eprintln!("node join: the cluster file has no control plane");
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         };
-        let mut ctx = NodeCtx::new(
-            info,
-            Some(cp.clone()),
-            mode,
-            reporter.clone(),
-            secrets.clone(),
-        );
-        let listed = api
-            .get(&mut ctx)
-            .map_err(|e| e.to_string())
-            .and_then(|a| a.ok_or_else(|| "no API client".to_string()))
-            .and_then(|a| a.nodes().map_err(|e| e.to_string()));
-        match listed {
-            Ok(nodes) => nodes
-                .into_iter()
-                .filter_map(|n| n.metadata.name)
-                .collect::<Vec<String>>(),
+        match clusterctl_phases::node_join::registered(&api, info, cp, mode, reporter.clone()) {
+            Ok(names) => names,
             Err(e) => {
                 eprintln!("node join: cannot list the cluster's Nodes: {e}");
                 return Ok(ExitCode::FAILURE);
@@ -225,35 +209,6 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
                 "Fix the cause and run `clusterctl node join` again: finished phases are recorded and skipped."
             );
             Ok(ExitCode::FAILURE)
-        }
-    }
-}
-
-/// For a docker-provider dry run: the node containers `node join` creates, those of `joining` that
-/// have no container yet (`reached` holds the nodes whose container runs), taken from `connect`'s
-/// provider `plan` (`create container <cluster>-<node> (…)`).
-fn print_provider_plan(
-    cluster: &clusterctl_spec::ValidCluster,
-    name: &str,
-    joining: &[String],
-    reached: &std::collections::BTreeMap<String, Arc<dyn clusterctl_exec::Transport>>,
-    plan: &[String],
-) {
-    if cluster.provider() != clusterctl_spec::model::Provider::Docker {
-        return;
-    }
-    let lines: Vec<&String> = joining
-        .iter()
-        .filter(|n| !reached.contains_key(*n))
-        .filter_map(|n| {
-            let prefix = format!("create container {name}-{n} ");
-            plan.iter().find(|l| l.starts_with(&prefix))
-        })
-        .collect();
-    if !lines.is_empty() {
-        println!("\nprovider docker:");
-        for l in lines {
-            println!("  {l}");
         }
     }
 }

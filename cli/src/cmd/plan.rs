@@ -53,6 +53,35 @@ pub(crate) fn print_up_plan(
     print_entries(&groups(&spec.nodes), plan, width);
 }
 
+/// For a docker-provider dry run: the node containers `node join` creates, those of `joining` that
+/// have no container yet (`reached` holds the nodes whose container runs), taken from `clusterctl_phases::connect::connect`'s
+/// provider `plan` (`create container <cluster>-<node> (…)`).
+pub(crate) fn print_join_provider_plan(
+    cluster: &clusterctl_spec::ValidCluster,
+    name: &str,
+    joining: &[String],
+    reached: &std::collections::BTreeMap<String, std::sync::Arc<dyn clusterctl_exec::Transport>>,
+    plan: &[String],
+) {
+    if cluster.provider() != clusterctl_spec::model::Provider::Docker {
+        return;
+    }
+    let lines: Vec<&String> = joining
+        .iter()
+        .filter(|n| !reached.contains_key(*n))
+        .filter_map(|n| {
+            let prefix = format!("create container {name}-{n} ");
+            plan.iter().find(|l| l.starts_with(&prefix))
+        })
+        .collect();
+    if !lines.is_empty() {
+        println!("\nprovider docker:");
+        for l in lines {
+            println!("  {l}");
+        }
+    }
+}
+
 /// The plan groups for `nodes`, in their order, after this machine: `(node name, title)`, the title
 /// being `node NAME (ROLE, ADDRESS)` (`local (this machine)` for the local group).
 pub(crate) fn groups(nodes: &[NodeInfo]) -> Vec<(String, String)> {
