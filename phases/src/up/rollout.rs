@@ -103,16 +103,27 @@ pub fn kubelet_inputs(data: &UpData, _: &NodeInfo) -> String {
 /// own name and advertise address (bind port, CRI socket and the rest as rendered, without bootstrap
 /// token or certificate key), the ClusterConfiguration and the KubeletConfiguration as rendered.
 /// Errors: nothing rendered for the first control plane.
-pub fn rollout_config(data: &UpData, node: &NodeInfo) -> Result<String, String> {
+pub fn rollout_config(data: &UpData, node: &NodeInfo) -> Result<String, NotRendered> {
     rollout_config_from(&init_text(data), node)
 }
 
+/// A kubeadm document the rollout needs is missing from the first control plane's rendered
+/// configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no {kind} rendered for the first control plane")]
+pub struct NotRendered {
+    /// The document kind (`InitConfiguration`, `ClusterConfiguration`).
+    pub kind: &'static str,
+}
+
 /// [`rollout_config`] from the first control plane's rendered init configuration `text`.
-pub fn rollout_config_from(text: &str, node: &NodeInfo) -> Result<String, String> {
-    let mut init = doc(text, "InitConfiguration")
-        .ok_or("no InitConfiguration rendered for the first control plane")?;
-    let cluster = doc(text, "ClusterConfiguration")
-        .ok_or("no ClusterConfiguration rendered for the first control plane")?;
+pub fn rollout_config_from(text: &str, node: &NodeInfo) -> Result<String, NotRendered> {
+    let mut init = doc(text, "InitConfiguration").ok_or(NotRendered {
+        kind: "InitConfiguration",
+    })?;
+    let cluster = doc(text, "ClusterConfiguration").ok_or(NotRendered {
+        kind: "ClusterConfiguration",
+    })?;
     init.remove("bootstrapTokens");
     init.remove("certificateKey");
     let address = node
