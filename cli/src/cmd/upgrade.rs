@@ -454,7 +454,8 @@ fn airgap_bundle(
         })?,
     );
     let wanted = clusterctl_phases::up::from_file::role_images(cluster);
-    let (control_plane, worker) = check_bundle(&vb.manifest, &path, cluster.name(), to, &wanted)?;
+    let (control_plane, worker) = check_bundle(&vb.manifest, &path, cluster.name(), to, &wanted)
+        .map_err(|e| e.to_string())?;
     // Loaded under the names the file's nodes pull, whatever mirror the bundle recorded.
     let names = clusterctl_airgap::plan::pull_names(cluster);
     let (control_plane, worker) = (

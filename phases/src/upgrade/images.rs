@@ -47,38 +47,74 @@ pub enum UpgradeImages {
 }
 
 /// The bundle's images of version `to` for each role, `(control plane, worker)`, after checking that
+/// Why a bundle cannot serve an upgrade (each message says how to get one that can).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BundleRefused {
+    /// The bundle was made for another cluster.
+    #[error("bundle {} was made for cluster {made_for}, not {cluster}", path.display())]
+    OtherCluster {
+        /// The bundle.
+        path: PathBuf,
+        /// The cluster it was made for.
+        made_for: String,
+        /// This cluster.
+        cluster: String,
+    },
+    /// Images of the target version are missing.
+    #[error("bundle {} does not carry the images of v{to} ({} missing: {}); it was made for {made_for} with extraVersions [{}]. Add v{to} to airgap.extraVersions in the cluster file, write the bundle again with `clusterctl airgap bundle` on a connected machine, and carry it here", path.display(), missing.len(), missing.join(", "), extra_versions.join(", "))]
+    MissingImages {
+        /// The bundle.
+        path: PathBuf,
+        /// The target version.
+        to: Version,
+        /// The upstream references missing.
+        missing: Vec<String>,
+        /// The Kubernetes version the bundle was made for.
+        made_for: String,
+        /// Its `airgap.extraVersions`.
+        extra_versions: Vec<String>,
+    },
+    /// The bundle carries packages, but no kubeadm package of the target version.
+    #[error("bundle {} carries no kubeadm package for v{to} (it has {packages} package(s), none of them kubeadm tagged v{to} or named kubeadm_{to}-*.deb / kubeadm-{to}-*.rpm), so the nodes could not be upgraded. Add the kubeadm, kubelet and kubectl packages of v{to} to airgap.packages in the cluster file, each with `kubernetesVersion: v{to}` (and v{to} in airgap.extraVersions), write the bundle again with `clusterctl airgap bundle` on a connected machine, and carry it here", path.display())]
+    NoKubeadm {
+        /// The bundle.
+        path: PathBuf,
+        /// The target version.
+        to: Version,
+        /// How many packages it carries.
+        packages: usize,
+    },
+}
+
+/// The images of each role (control planes, workers) for the upgrade, after checking that
 /// `manifest` (of the bundle at `path`) was made for `cluster` and carries every image `wanted` names
-/// (upstream references, from `clusterctl_airgap::plan::node_images` of the file at `to`). Errors, in
-/// words: another cluster's bundle; images of `to` the bundle lacks, naming `to` and the way to a
-/// bundle that carries them (`airgap.extraVersions`, `clusterctl airgap bundle`).
+/// (upstream references, from `clusterctl_airgap::plan::node_images` of the file at `to`). Errors:
+/// another cluster's bundle; images of `to` the bundle lacks, naming `to` and the way to a bundle
+/// that carries them (`airgap.extraVersions`, `clusterctl airgap bundle`); no kubeadm package of `to`.
 pub fn check_bundle(
     manifest: &BundleManifest,
     path: &std::path::Path,
     cluster: &str,
     to: &Version,
     wanted: &RoleImages,
-) -> Result<(Vec<BundleImage>, Vec<BundleImage>), String> {
+) -> Result<(Vec<BundleImage>, Vec<BundleImage>), Box<BundleRefused>> {
     if manifest.cluster != cluster {
-        return Err(format!(
-            "bundle {} was made for cluster {}, not {cluster}",
-            path.display(),
-            manifest.cluster
-        ));
+        return Err(Box::new(BundleRefused::OtherCluster {
+            path: path.to_path_buf(),
+            made_for: manifest.cluster.clone(),
+            cluster: cluster.to_string(),
+        }));
     }
     let pick = |control_plane: bool| {
         clusterctl_airgap::plan::select(manifest, wanted.for_role(control_plane)).map_err(
             |missing| {
-                format!(
-                    "bundle {} does not carry the images of v{to} ({} missing: {}); it was made for \
-                     {} with extraVersions [{}]. Add v{to} to airgap.extraVersions in the cluster \
-                     file, write the bundle again with `clusterctl airgap bundle` on a connected \
-                     machine, and carry it here",
-                    path.display(),
-                    missing.len(),
-                    missing.join(", "),
-                    manifest.kubernetes_version,
-                    manifest.extra_versions.join(", ")
-                )
+                Box::new(BundleRefused::MissingImages {
+                    path: path.to_path_buf(),
+                    to: to.clone(),
+                    missing,
+                    made_for: manifest.kubernetes_version.clone(),
+                    extra_versions: manifest.extra_versions.clone(),
+                })
             },
         )
     };
@@ -94,21 +130,16 @@ fn check_kubeadm_package(
     manifest: &BundleManifest,
     path: &std::path::Path,
     to: &Version,
-) -> Result<(), String> {
+) -> Result<(), Box<BundleRefused>> {
     let v = format!("v{to}");
     if manifest.packages.is_empty() || has_kubeadm_for(manifest, &v) {
         return Ok(());
     }
-    Err(format!(
-        "bundle {} carries no kubeadm package for {v} (it has {} package(s), none of them \
-         kubeadm tagged {v} or named kubeadm_{to}-*.deb / kubeadm-{to}-*.rpm), so the nodes could \
-         not be upgraded. Add the kubeadm, kubelet and kubectl packages of {v} to airgap.packages \
-         in the cluster file, each with `kubernetesVersion: {v}` (and {v} in airgap.extraVersions), \
-         write the bundle again with `clusterctl airgap bundle` on a connected machine, and carry \
-         it here",
-        path.display(),
-        manifest.packages.len()
-    ))
+    Err(Box::new(BundleRefused::NoKubeadm {
+        path: path.to_path_buf(),
+        to: to.clone(),
+        packages: manifest.packages.len(),
+    }))
 }
 
 /// Digest material of `upgrade/images`: the target version, the runtime and the name and manifest
@@ -223,7 +254,9 @@ mod tests {
             "registry.k8s.io/kube-apiserver:v1.34.1",
             "registry.k8s.io/pause:3.10.1",
         ]);
-        let e = check_bundle(&old, path, "prod", &to, &wanted).expect_err("no v1.35.0");
+        let e = check_bundle(&old, path, "prod", &to, &wanted)
+            .expect_err("no v1.35.0")
+            .to_string();
         assert!(
             e.contains("does not carry the images of v1.35.0")
                 && e.contains("registry.k8s.io/kube-apiserver:v1.35.0")
@@ -231,7 +264,9 @@ mod tests {
                 && e.contains("clusterctl airgap bundle"),
             "{e}"
         );
-        let e = check_bundle(&m, path, "staging", &to, &wanted).expect_err("other cluster");
+        let e = check_bundle(&m, path, "staging", &to, &wanted)
+            .expect_err("other cluster")
+            .to_string();
         assert!(e.contains("made for cluster prod, not staging"), "{e}");
     }
 
@@ -263,7 +298,9 @@ mod tests {
             package("kubeadm", "kubeadm-1.34.1-1.x86_64.rpm", Some("v1.34.1")),
             package("kubelet", "kubelet-1.35.0-1.x86_64.rpm", Some("v1.35.0")),
         ];
-        let e = check_bundle(&m, path, "prod", &to, &wanted).expect_err("no kubeadm 1.35.0");
+        let e = check_bundle(&m, path, "prod", &to, &wanted)
+            .expect_err("no kubeadm 1.35.0")
+            .to_string();
         assert!(
             e.contains("no kubeadm package for v1.35.0")
                 && e.contains("kubernetesVersion: v1.35.0")
