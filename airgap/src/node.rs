@@ -393,7 +393,8 @@ pub fn install_step(f: &NodeFile) -> Option<(InstallKind, String)> {
             InstallKind::Deb,
             format!(
                 "p=$(dpkg-deb -f {q} Package) && v=$(dpkg-deb -f {q} Version) && \
-                 [ \"$(dpkg-query -W -f='${{Status}} ${{Version}}' \"$p\" 2>/dev/null)\" = \"install ok installed $v\" ]"
+                 s=$(dpkg-query -W -f='${{Status}} ${{Version}}' \"$p\" 2>/dev/null) && \
+                 [ \"${{s#* }}\" = \"ok installed $v\" ]"
             ),
         ))
     } else if f.remote.ends_with(".rpm") {
@@ -558,6 +559,36 @@ mod tests {
             mode: 0o644,
             binary,
         }
+    }
+
+    /// A `.deb` counts as installed whether it is held or not (`apt-mark hold` turns dpkg's
+    /// `install ok installed` into `hold ok installed`; the packages phase holds the Kubernetes
+    /// packages it installs from a bundle, and the next `up` must not install them again).
+    #[test]
+    fn a_held_deb_of_the_same_version_is_installed() {
+        let deb = file(
+            "kubeadm",
+            "packages/debian-amd64/kubeadm_1.deb",
+            "debian",
+            false,
+        );
+        let (_, check) = install_step(&deb).expect("a deb step");
+        let run = |status: &str| {
+            let stubs = format!(
+                "dpkg-deb() {{ case \"$3\" in Package) echo kubeadm;; Version) echo 1.34.4-1.1;; esac; }}\n\
+                 dpkg-query() {{ echo '{status}'; }}\n"
+            );
+            std::process::Command::new("bash")
+                .arg("-c")
+                .arg(format!("{stubs}{check}"))
+                .status()
+                .expect("bash")
+                .success()
+        };
+        assert!(run("install ok installed 1.34.4-1.1"));
+        assert!(run("hold ok installed 1.34.4-1.1"));
+        assert!(!run("hold ok installed 1.33.13-1.1"));
+        assert!(!run("deinstall ok config-files 1.34.4-1.1"));
     }
 
     #[test]

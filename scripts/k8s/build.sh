@@ -94,10 +94,16 @@ path_of() {
   [ -n "$v" ] || return 0
   if [ "$p" = cni-plugins ]; then echo "$CACHE/bin/$p/$v"; else echo "$CACHE/bin/$p/$v/$p"; fi
 }
+# libseccomp-dev is installed: runc is built with seccomp (scripts/packages/packages.list).
+seccomp_lib() { [ -f /usr/lib/x86_64-linux-gnu/libseccomp.a ] || [ -f /usr/lib/libseccomp.a ]; }
 have() {
   local f; f=$(path_of "$1"); [ -n "$f" ] || return 1
   case "$1" in
     cni-plugins) [ -x "$f/bridge" ] ;;
+    # A runc cached before libseccomp-dev was there counts as missing once it is: containerd 2 starts
+    # every pod sandbox with the default seccomp profile, which such a runc refuses ("seccomp: config
+    # provided but seccomp not supported").
+    runc) [ -x "$f" ] && { ! seccomp_lib || "$f" --version 2>/dev/null | grep -q '^libseccomp'; } ;;
     flannel-manifest|cilium-chart) [ -f "$f" ] ;;
     *) [ -f "$f" ] && [ -x "$f" ] ;;
   esac
@@ -373,7 +379,7 @@ build_runc() {
   # runc needs cgo (libcontainer/nsenter is C). With libseccomp-dev present it is built like upstream's
   # release: -tags seccomp, linked statically against libseccomp.a.
   local tags="urfave_cli_no_docs netgo osusergo"
-  if [ -f /usr/lib/x86_64-linux-gnu/libseccomp.a ] || [ -f /usr/lib/libseccomp.a ]; then tags="seccomp $tags"
+  if seccomp_lib; then tags="seccomp $tags"
   else log "libseccomp-dev missing: runc is built WITHOUT seccomp support"; fi
   go_build runc "$v" "$dir" github.com/opencontainers/runc \
     "-s -w -X main.version=${v#v} -X main.gitCommit=$(stable_commit github.com/opencontainers/runc "$v" | cut -c1-8) -extldflags -static" \

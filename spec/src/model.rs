@@ -151,18 +151,21 @@ pub struct PackageMirror {
 }
 
 impl ClusterSpec {
-    /// The effective `packages.source`: the file's; else `upstream` for SSH hosts (`up` takes bare
+    /// The effective `packages.source`: the file's; else for SSH hosts `upstream` (`up` takes bare
     /// hosts to a cluster; a node that already has exactly the wanted versions, held, is left alone
-    /// and nothing is downloaded), and `preinstalled` for the docker provider (its node image carries
-    /// the programs) and for a file naming an air-gap bundle (`airgap/packages` installs the bundle's
-    /// packages before the check, as it always has).
+    /// and nothing is downloaded) or, for a file naming an air-gap bundle, `bundle` when the bundle
+    /// carries kubeadm (`airgap.packages`; the `packages` phase installs from it offline) and
+    /// `preinstalled` otherwise (`airgap/packages` places the bundle's other files); `preinstalled` for
+    /// the docker provider (its node image carries the programs).
     pub fn package_source(&self) -> PackageSource {
         self.packages
             .source
-            .unwrap_or(if self.provider == Provider::Ssh && self.airgap.is_none() {
-                PackageSource::Upstream
-            } else {
-                PackageSource::Preinstalled
+            .unwrap_or(match (&self.provider, &self.airgap) {
+                (Provider::Ssh, None) => PackageSource::Upstream,
+                (Provider::Ssh, Some(a)) if a.packages.iter().any(|p| p.name == "kubeadm") => {
+                    PackageSource::Bundle
+                }
+                _ => PackageSource::Preinstalled,
             })
     }
 }

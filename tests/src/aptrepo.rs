@@ -258,6 +258,7 @@ pub fn write_sha256sum(file: &Path) -> Result<String> {
 /// path asked for; stopped on drop.
 pub struct FileServer {
     addr: SocketAddr,
+    scheme: &'static str,
     log: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -266,8 +267,44 @@ pub struct FileServer {
 impl FileServer {
     /// Serves `root` on `ip`, a free port.
     pub fn start(ip: &str, root: &Path) -> Result<FileServer> {
-        let listener = TcpListener::bind((ip, 0)).with_context(|| format!("bind {ip}:0"))?;
+        Self::start_on(ip, 0, root, None)
+    }
+
+    /// Serves `root` over HTTPS on `ip:port` (443 for the upstream host names a node resolves to
+    /// `ip`) with the serving certificate and key (PEM) of `ca` ([`crate::registry::TestCa`]).
+    pub fn start_tls(
+        ip: &str,
+        port: u16,
+        root: &Path,
+        ca: &crate::registry::TestCa,
+    ) -> Result<FileServer> {
+        use rustls::pki_types::pem::PemObject as _;
+        let certs =
+            rustls::pki_types::CertificateDer::pem_slice_iter(ca.server_cert_pem.as_bytes())
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .context("serving certificate")?;
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(ca.server_key_pem.as_bytes())
+            .context("serving key")?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let cfg = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .context("TLS versions")?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .context("TLS server configuration")?;
+        Self::start_on(ip, port, root, Some(Arc::new(cfg)))
+    }
+
+    fn start_on(
+        ip: &str,
+        port: u16,
+        root: &Path,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Result<FileServer> {
+        let listener =
+            TcpListener::bind((ip, port)).with_context(|| format!("bind {ip}:{port}"))?;
         let addr = listener.local_addr()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let log = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (l2, s2, root) = (log.clone(), stop.clone(), root.to_path_buf());
@@ -277,23 +314,39 @@ impl FileServer {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let (l3, root) = (l2.clone(), root.clone());
+                let (l3, root, tls) = (l2.clone(), root.clone(), tls.clone());
                 std::thread::spawn(move || {
-                    let _ = serve(conn, &root, &l3);
+                    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+                    match tls {
+                        None => {
+                            let _ = serve(conn, &root, &l3);
+                        }
+                        Some(cfg) => {
+                            let Ok(sc) = rustls::ServerConnection::new(cfg) else {
+                                return;
+                            };
+                            let mut stream = rustls::StreamOwned::new(sc, conn);
+                            if serve(&mut stream, &root, &l3).is_ok() {
+                                stream.conn.send_close_notify();
+                                let _ = stream.flush();
+                            }
+                        }
+                    }
                 });
             }
         });
         Ok(FileServer {
             addr,
+            scheme,
             log,
             stop,
             thread: Some(thread),
         })
     }
 
-    /// `http://ip:port`.
+    /// `http://ip:port` (`https://` for [`FileServer::start_tls`]).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// The paths asked for so far (decoded), in order.
@@ -337,9 +390,9 @@ fn decode(path: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) -> Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
+fn serve<S: Read + Write>(mut conn: S, root: &Path, log: &Mutex<Vec<String>>) -> Result<()> {
+    // A GET or HEAD has no body: what the reader reads ahead is only the rest of the headers.
+    let mut reader = BufReader::new(&mut conn);
     let mut line = String::new();
     reader.read_line(&mut line)?;
     loop {
@@ -348,6 +401,7 @@ fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) -> Result<()> {
             break;
         }
     }
+    drop(reader);
     let mut parts = line.split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or("/"));
     let path = decode(target.split('?').next().unwrap_or("/"));
@@ -357,7 +411,6 @@ fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) -> Result<()> {
     let rel = Path::new(path.trim_start_matches('/'));
     let safe = rel.components().all(|c| matches!(c, Component::Normal(_)));
     let file = root.join(rel);
-    let mut conn = conn;
     match std::fs::File::open(&file) {
         Ok(mut f) if safe && file.is_file() => {
             let len = f.metadata()?.len();
@@ -384,5 +437,132 @@ fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) -> Result<()> {
         }
     }
     conn.flush()?;
+    Ok(())
+}
+
+/// The kubelet unit of the upstream kubelet package (kubernetes/release, `cmd/krel/templates/latest/
+/// kubelet/kubelet.service`), at `/usr/lib/systemd/system/kubelet.service`.
+pub const KUBELET_SERVICE: &str = "[Unit]\nDescription=kubelet: The Kubernetes Node Agent\nDocumentation=https://kubernetes.io/docs/\nWants=network-online.target\nAfter=network-online.target\n\n[Service]\nExecStart=/usr/bin/kubelet\nRestart=always\nStartLimitInterval=0\nRestartSec=10\n\n[Install]\nWantedBy=multi-user.target\n";
+
+/// Where the upstream kubeadm package puts kubeadm's kubelet drop-in (kubernetes/release,
+/// `cmd/krel/templates/latest/kubeadm/10-kubeadm.conf`; its text is [`crate::k8snode::KUBEADM_DROPIN`]).
+pub const KUBEADM_DROPIN_PATH: &str = "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf";
+
+/// Builds and signs pkgs.k8s.io's repository of `bins`' minor under `root`
+/// (`core:/stable:/vX.Y/deb/`), packaged as upstream's: kubeadm (with its kubelet drop-in), kubelet
+/// (its unit; `Depends: kubernetes-cni (>= 1.2.0), mount, util-linux`) and kubectl at `X.Y.Z-1.1`,
+/// cri-tools (crictl) at `X.Y.0-1.1`, kubernetes-cni 1.10.0-1.1 (loopback, portmap, bridge, host-local
+/// of `cni-plugins`). `bins` holds kubeadm, kubelet, kubectl, crictl and cni-plugins. Returns the
+/// repository directory. Errors: `dpkg-deb`, `apt-ftparchive` or `gpg` failed.
+pub fn kubernetes_repository(
+    root: &Path,
+    bins: &crate::k8sbin::K8sBins,
+    key: &SigningKey,
+) -> Result<PathBuf> {
+    let v = bins.version().trim_start_matches('v');
+    let parts: Vec<&str> = v.split('.').collect();
+    if parts.len() != 3 {
+        bail!("version {v} is not X.Y.Z");
+    }
+    let dir = root.join(format!("core:/stable:/v{}.{}/deb", parts[0], parts[1]));
+    std::fs::create_dir_all(&dir)?;
+    let rev = format!("{v}-1.1");
+    build_deb(
+        &dir,
+        "kubeadm",
+        &rev,
+        "amd64",
+        None,
+        &[
+            DebFile::program(bins.path("kubeadm"), "/usr/bin/kubeadm"),
+            DebFile::text(crate::k8snode::KUBEADM_DROPIN, KUBEADM_DROPIN_PATH),
+        ],
+    )?;
+    build_deb(
+        &dir,
+        "kubectl",
+        &rev,
+        "amd64",
+        None,
+        &[DebFile::program(bins.path("kubectl"), "/usr/bin/kubectl")],
+    )?;
+    build_deb(
+        &dir,
+        "kubelet",
+        &rev,
+        "amd64",
+        Some("kubernetes-cni (>= 1.2.0), mount, util-linux"),
+        &[
+            DebFile::program(bins.path("kubelet"), "/usr/bin/kubelet"),
+            DebFile::text(KUBELET_SERVICE, "/usr/lib/systemd/system/kubelet.service"),
+        ],
+    )?;
+    build_deb(
+        &dir,
+        "cri-tools",
+        &format!("{}.{}.0-1.1", parts[0], parts[1]),
+        "amd64",
+        None,
+        &[DebFile::program(bins.path("crictl"), "/usr/bin/crictl")],
+    )?;
+    let plugins: Vec<DebFile> = ["loopback", "portmap", "bridge", "host-local"]
+        .iter()
+        .map(|p| {
+            DebFile::program(
+                &bins.path("cni-plugins").join(p),
+                &format!("/opt/cni/bin/{p}"),
+            )
+        })
+        .collect();
+    build_deb(
+        &dir,
+        "kubernetes-cni",
+        "1.10.0-1.1",
+        "amd64",
+        None,
+        &plugins,
+    )?;
+    publish(&dir, key)?;
+    Ok(dir)
+}
+
+/// containerd's and runc's release files under `root` at their GitHub paths, as the product's
+/// version table names them: `containerd/containerd/releases/download/v<containerd>/containerd-
+/// <containerd>-linux-amd64.tar.gz` (containerd, containerd-shim-runc-v2 and ctr of `bins` under
+/// `bin/`, root-owned, as the release archive) with its `.sha256sum`, and
+/// `opencontainers/runc/releases/download/v<runc>/runc.amd64` with `runc.sha256sum`. Errors: I/O,
+/// `tar` or `sha256sum` failed.
+pub fn release_files(
+    root: &Path,
+    bins: &crate::k8sbin::K8sBins,
+    containerd: &str,
+    runc: &str,
+) -> Result<()> {
+    let cd = root.join(format!(
+        "containerd/containerd/releases/download/v{containerd}"
+    ));
+    std::fs::create_dir_all(&cd)?;
+    let stage = tempfile::tempdir()?;
+    std::fs::create_dir_all(stage.path().join("bin"))?;
+    for p in ["containerd", "containerd-shim-runc-v2", "ctr"] {
+        std::fs::copy(bins.path(p), stage.path().join("bin").join(p))
+            .with_context(|| format!("copy {p}"))?;
+    }
+    let tgz = cd.join(format!("containerd-{containerd}-linux-amd64.tar.gz"));
+    run(
+        Command::new("tar")
+            .arg("-C")
+            .arg(stage.path())
+            .args(["--owner=0", "--group=0", "-czf"])
+            .arg(&tgz)
+            .arg("bin"),
+        "tar -czf",
+    )?;
+    write_sha256sum(&tgz)?;
+    let rd = root.join(format!("opencontainers/runc/releases/download/v{runc}"));
+    std::fs::create_dir_all(&rd)?;
+    std::fs::copy(bins.path("runc"), rd.join("runc.amd64")).context("copy runc")?;
+    let sum = write_sha256sum(&rd.join("runc.amd64"))?;
+    std::fs::write(rd.join("runc.sha256sum"), format!("{sum}  runc.amd64\n"))?;
     Ok(())
 }

@@ -371,6 +371,12 @@ impl TestCa {
     /// As [`TestCa::new`], with the serving certificate also naming `ips` (e.g. a docker network's
     /// gateway, where a registry serves node containers).
     pub fn for_ips(name: &str, ips: &[std::net::IpAddr]) -> Result<TestCa> {
+        Self::for_names(name, &[], ips)
+    }
+
+    /// As [`TestCa::for_ips`], with the serving certificate also naming the DNS names `dns` (e.g.
+    /// `pkgs.k8s.io`, which a test's nodes resolve to the test's server).
+    pub fn for_names(name: &str, dns: &[&str], ips: &[std::net::IpAddr]) -> Result<TestCa> {
         use rcgen::{
             BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
             SanType,
@@ -383,8 +389,9 @@ impl TestCa {
         let ca_cert = ca.self_signed(&ca_key).context("self-signing the CA")?;
         let issuer = Issuer::new(ca, ca_key);
         let key = KeyPair::generate().context("server key")?;
-        let mut leaf =
-            CertificateParams::new(vec!["localhost".to_string()]).context("server params")?;
+        let mut names = vec!["localhost".to_string()];
+        names.extend(dns.iter().map(|d| d.to_string()));
+        let mut leaf = CertificateParams::new(names).context("server params")?;
         leaf.distinguished_name.push(DnType::CommonName, "registry");
         leaf.subject_alt_names
             .push(SanType::IpAddress(std::net::IpAddr::V4(

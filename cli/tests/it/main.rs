@@ -10,6 +10,7 @@ mod airgap_cni;
 mod airgap_up;
 mod airgap_up_crio;
 mod airgap_up_mirror;
+mod bare_hosts;
 mod cli_conventions;
 mod cni_chain;
 mod cni_concurrency;

@@ -13,10 +13,13 @@
 //!   version installed and `replaceInstalled` not set; an OS family or architecture it cannot serve).
 //! - [`script`]: the repository files and the commands (apt on Debian/Ubuntu, dnf on EL 8/9), each a
 //!   short script the phases run through `NodeCtx`, so a dry run lists them.
+//! - [`bundle`]: the offline source (`packages.source: bundle`): what is left once the bundle's files
+//!   are installed (holds, the kubelet and containerd enabled, the archive containerd's unit).
 //!
 //! A node that already has exactly these versions (held, kubelet enabled, an accepted runtime) is left
 //! alone: the check is one query, nothing is downloaded and nothing restarted.
 
+pub mod bundle;
 pub mod probe;
 pub mod script;
 pub mod table;

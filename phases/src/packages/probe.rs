@@ -31,6 +31,8 @@ echo "crio_bin=$(crio --version 2>/dev/null | awk '/^Version/{print $2}')"
 echo "kubeadm_path=$(command -v kubeadm)"
 echo "kubelet_path=$(command -v kubelet)"
 echo "kubelet_enabled=$(systemctl is-enabled kubelet 2>/dev/null)"
+echo "containerd_enabled=$(systemctl is-enabled containerd 2>/dev/null)"
+[ -f /var/lib/clusterctl-packages/before ] && echo recorded=1
 [ -s /etc/apt/keyrings/kubernetes-apt-keyring.gpg ] && echo k8s_key=1
 [ -s /etc/apt/keyrings/cri-o-apt-keyring.gpg ] && echo crio_key=1
 true"#;
@@ -67,6 +69,10 @@ pub struct Installed {
     pub kubelet_path: String,
     /// `systemctl is-enabled kubelet`.
     pub kubelet_enabled: String,
+    /// `systemctl is-enabled containerd` (empty: no such unit).
+    pub containerd_enabled: String,
+    /// The record of the node's packages before `up` ([`super::script::record`]) exists.
+    pub recorded: bool,
     /// The Kubernetes apt keyring is there.
     pub k8s_key: bool,
     /// CRI-O's apt keyring is there.
@@ -101,6 +107,8 @@ impl Installed {
                 "kubeadm_path" => i.kubeadm_path = v.into(),
                 "kubelet_path" => i.kubelet_path = v.into(),
                 "kubelet_enabled" => i.kubelet_enabled = v.into(),
+                "containerd_enabled" => i.containerd_enabled = v.into(),
+                "recorded" => i.recorded = v == "1",
                 "k8s_key" => i.k8s_key = v == "1",
                 "crio_key" => i.crio_key = v == "1",
                 _ => {}
@@ -393,6 +401,45 @@ pub fn decide(
     })
 }
 
+/// The containerd a node runs once `up`'s `packages` phase is done with it, for rendering its
+/// configuration before the phase runs (containerd 1 and 2 read different configuration schemas):
+/// `installed` (the `containerd --version` the facts read, empty for none) when it is accepted for
+/// `version` or nothing replaces it; else, with a repository source (`upstream`, `mirror`), the
+/// distribution's `candidate` (Debian/Ubuntu, when accepted; `apt-cache policy`'s `Candidate:`) or
+/// the table's release archive — the same choice as [`decide`]. `None` when nothing is installed and
+/// nothing will be (CRI-O, `preinstalled`, `bundle`, a minor without a table row).
+pub fn containerd_after(
+    settings: &Settings,
+    installed: &str,
+    family: Option<Family>,
+    candidate: &str,
+    version: &Version,
+) -> Option<String> {
+    let have = (!installed.trim().is_empty()).then(|| installed.trim().to_string());
+    let row = table::row(minor_of(version));
+    let installs =
+        settings.runtime == RuntimeKind::Containerd && settings.source.from_repositories();
+    let (Some(row), true) = (row, installs) else {
+        return have;
+    };
+    match have {
+        Some(v) if table::containerd_accepted(row, &v) || !settings.replace => Some(v),
+        Some(_) => Some(row.containerd_archive.to_string()),
+        None => {
+            let cand = candidate.trim();
+            if family == Some(Family::Debian)
+                && !cand.is_empty()
+                && cand != "(none)"
+                && table::containerd_accepted(row, cand)
+            {
+                Some(cand.to_string())
+            } else {
+                Some(row.containerd_archive.to_string())
+            }
+        }
+    }
+}
+
 /// The refusals of a node for `settings` before anything is changed: for a repository source, what
 /// [`decide`] refuses; for the bundle, another version of a pinned package without
 /// `replaceInstalled`, an unsupported family, or a family the bundle serves no package for
@@ -475,6 +522,47 @@ mod tests {
             }
         );
         assert!(!p.is_done());
+    }
+
+    #[test]
+    fn the_containerd_rendered_for_is_the_one_the_phase_leaves() {
+        let v = Version::new(1, 34, 4);
+        let up = settings(false);
+        let deb = Some(Family::Debian);
+        let bookworm = "1.6.20~ds1-1+deb12u3";
+        // A bare bookworm node gets the release archive (2.x schema), trixie its own 1.7.
+        assert_eq!(
+            containerd_after(&up, "", deb, bookworm, &v).as_deref(),
+            Some("2.2.1")
+        );
+        assert_eq!(
+            containerd_after(&up, "", deb, "1.7.24~ds1-6", &v).as_deref(),
+            Some("1.7.24~ds1-6")
+        );
+        // What is installed stays, unless replaced.
+        assert_eq!(
+            containerd_after(&up, "1.6.20~ds1", deb, "", &v).as_deref(),
+            Some("1.6.20~ds1")
+        );
+        assert_eq!(
+            containerd_after(&settings(true), "1.6.20~ds1", deb, "", &v).as_deref(),
+            Some("2.2.1")
+        );
+        assert_eq!(
+            containerd_after(&settings(true), "v2.2.1", deb, "", &v).as_deref(),
+            Some("v2.2.1")
+        );
+        // Nothing installed by up: what the node has.
+        let pre = Settings {
+            source: Source::Preinstalled,
+            ..settings(false)
+        };
+        assert_eq!(containerd_after(&pre, "", deb, bookworm, &v), None);
+        let crio = Settings {
+            runtime: RuntimeKind::Crio,
+            ..settings(false)
+        };
+        assert_eq!(containerd_after(&crio, "", deb, bookworm, &v), None);
     }
 
     #[test]

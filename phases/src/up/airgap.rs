@@ -3,7 +3,8 @@
 //! been made for this cluster and carry this Kubernetes version) → `airgap/packages` (per node, before
 //! preflight: the node's packages and binaries streamed from the bundle to
 //! `/var/lib/clusterctl/airgap/`, then `.deb`s installed with `dpkg -i`, `.rpm`s with `rpm -U`,
-//! static binaries into `/usr/local/bin`) → … `runtime/<kind>` … → either `airgap/images` (per node,
+//! static binaries into `/usr/local/bin`; with `packages.source: bundle` this is the `packages`
+//! phase's work instead, [`packages`] called from there) → … `runtime/<kind>` … → either `airgap/images` (per node,
 //! no mirror: the images of the current version the node's role needs ([`RoleImages`]) and its runtime
 //! lacks, cut out of the bundle and imported with `clusterctl_airgap::node::load_into_node`) or
 //! `airgap/mirror` (once, a mirror is set: the bundle pushed to it with
@@ -162,23 +163,25 @@ fn no_inputs(_: &UpData, _: &NodeInfo) -> String {
     String::new()
 }
 
-/// The phases that run before preflight: `airgap/verify` (required: the others need it) and
-/// `airgap/packages`. Empty without `airgap` settings.
+/// The phases that run before preflight: `airgap/verify` (required: the others need it) and, unless
+/// the bundle is the `packages` phase's source (`packages.source: bundle`), `airgap/packages`. Empty
+/// without `airgap` settings.
 pub fn early_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
     if spec.airgap.is_none() {
         return Vec::new();
     }
-    vec![
-        Phase {
-            name: "airgap/verify",
-            targets: Targets::Local,
-            serial: false,
-            record: false,
-            required: true,
-            inputs: no_inputs,
-            run: verify,
-        },
-        Phase {
+    let mut v = vec![Phase {
+        name: "airgap/verify",
+        targets: Targets::Local,
+        serial: false,
+        record: false,
+        required: true,
+        inputs: no_inputs,
+        run: verify,
+    }];
+    // With `packages.source: bundle` the `packages` phase installs the bundle's files itself.
+    if spec.packages.source != crate::packages::Source::Bundle {
+        v.push(Phase {
             name: "airgap/packages",
             targets: Targets::All,
             serial: false,
@@ -186,8 +189,9 @@ pub fn early_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
             required: false,
             inputs: package_inputs,
             run: packages,
-        },
-    ]
+        });
+    }
+    v
 }
 
 /// The phase that runs once the runtime is configured: `airgap/mirror` when a mirror is set, else

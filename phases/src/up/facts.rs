@@ -38,6 +38,16 @@ pub struct NodeFacts {
     pub containerd_version: String,
     /// `crio --version` version, when installed.
     pub crio_version: String,
+    /// The version apt would install for `containerd` from the node's lists (`apt-cache policy`'s
+    /// `Candidate:`; empty or `(none)` when unknown or not apt).
+    #[serde(default)]
+    pub containerd_candidate: String,
+    /// The containerd the node runs once the `packages` phase is done with it (see
+    /// [`crate::packages::probe::containerd_after`]): what render writes containerd's configuration
+    /// for, so a node the phase gives containerd 2 gets the version 3 schema on the first `up` already.
+    /// Empty: none.
+    #[serde(default)]
+    pub containerd_expected: String,
     /// `/etc/kubernetes/admin.conf` exists: this node holds an initialised control plane.
     pub has_admin_conf: bool,
     /// `/etc/kubernetes/kubelet.conf` exists: the node is part of a cluster.
@@ -85,6 +95,16 @@ impl Link {
 }
 
 impl NodeFacts {
+    /// The containerd version render writes the configuration for: [`NodeFacts::containerd_expected`]
+    /// when known, else the installed one.
+    pub fn containerd_for_render(&self) -> &str {
+        if self.containerd_expected.is_empty() {
+            &self.containerd_version
+        } else {
+            &self.containerd_expected
+        }
+    }
+
     /// The interface named `name`, when the node has it.
     pub fn link(&self, name: &str) -> Option<&Link> {
         self.links.iter().find(|l| l.name == name)
@@ -113,6 +133,7 @@ echo "cni_mtu=$(grep -o '"mtu"[^0-9]*[0-9]*' /etc/clusterctl/cni/agent.json 2>/d
 ip -o -4 addr show 2>/dev/null | while read -r _ n _ a _; do echo "addr=$n $a"; done
 echo "containerd=$(containerd --version 2>/dev/null | awk '{print $3}')"
 echo "crio=$(crio --version 2>/dev/null | awk '/^Version/{print $2}')"
+command -v containerd >/dev/null 2>&1 || echo "containerd_candidate=$(apt-cache policy containerd 2>/dev/null | awk '/Candidate:/{print $2}')"
 test -f /etc/kubernetes/admin.conf && echo admin_conf=yes
 test -f /etc/kubernetes/kubelet.conf && echo kubelet_conf=yes
 true"#;
@@ -167,6 +188,7 @@ pub fn parse(out: &str) -> NodeFacts {
             }
             "containerd" => f.containerd_version = v,
             "crio" => f.crio_version = v,
+            "containerd_candidate" => f.containerd_candidate = v,
             "admin_conf" => f.has_admin_conf = v == "yes",
             "kubelet_conf" => f.has_kubelet_conf = v == "yes",
             _ => {}
@@ -180,13 +202,58 @@ pub fn parse(out: &str) -> NodeFacts {
     f
 }
 
+/// [`NodeFacts::containerd_expected`] of a node with `facts`: from a repository source,
+/// [`crate::packages::probe::containerd_after`]; from the bundle (`packages.source: bundle`, the
+/// bundle verified by `airgap/verify` before `facts`), on a node without containerd, the version of
+/// the containerd release archive the bundle unpacks there ([`crate::packages::bundle::bundle_containerd`]).
+fn expected_containerd(data: &UpData, facts: &NodeFacts) -> String {
+    let Ok(version) = semver::Version::parse(data.spec.kubernetes_version.trim_start_matches('v'))
+    else {
+        return facts.containerd_version.clone();
+    };
+    if !facts.known {
+        return facts.containerd_version.clone();
+    }
+    let settings = &data.spec.packages;
+    if settings.source == crate::packages::Source::Bundle
+        && settings.runtime == crate::model::RuntimeKind::Containerd
+        && facts.containerd_version.is_empty()
+    {
+        let Some(vb) = data.spec.airgap.as_ref().and_then(|a| a.verified()) else {
+            return String::new();
+        };
+        let family = clusterctl_airgap::node::os_family(&facts.os_id, &facts.os_like);
+        let arch = clusterctl_airgap::node::oci_arch(&facts.arch);
+        return crate::packages::bundle::bundle_containerd(
+            vb.manifest
+                .packages
+                .iter()
+                .filter(|p| {
+                    p.os.as_deref().is_none_or(|o| o == family || o == "any")
+                        && p.arch.as_deref().is_none_or(|a| a == arch)
+                })
+                .map(|p| (p.path.as_str(), p.extract_to.as_deref())),
+        )
+        .unwrap_or_default();
+    }
+    crate::packages::probe::containerd_after(
+        settings,
+        &facts.containerd_version,
+        crate::packages::Family::of(&facts.os_id, &facts.os_like),
+        &facts.containerd_candidate,
+        &version,
+    )
+    .unwrap_or_default()
+}
+
 /// The `facts` phase: gathers and stores the node's facts. Errors: the script failed or the node is
 /// unreachable.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    let facts = match ctx.read(FACTS_SCRIPT)? {
+    let mut facts = match ctx.read(FACTS_SCRIPT)? {
         Some(out) => parse(&out),
         None => NodeFacts::default(),
     };
+    facts.containerd_expected = expected_containerd(data, &facts);
     if let Ok(mut all) = data.facts.lock() {
         all.insert(ctx.name().to_string(), facts);
     }

@@ -196,7 +196,7 @@ fn render_facts(
     for (name, f) in facts.iter().filter(|(_, f)| f.known) {
         let entry = out.nodes.entry(name.clone()).or_default();
         if let Some(major) = f
-            .containerd_version
+            .containerd_for_render()
             .trim_start_matches('v')
             .split('.')
             .next()

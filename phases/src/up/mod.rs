@@ -2,8 +2,9 @@
 //! `runtime/<kind>` → `control-plane/kube-vip` → `init` → `control-plane/kube-vip-admin` → `cni` →
 //! `join/control-plane` (one at a time) → `join/worker` (in parallel) → `labels` → `images` →
 //! `wait-ready` → `kubeconfig`. [`phases`] builds the list for a cluster (kube-vip phases only with a
-//! VIP, the CNI phase shaped by the CNI choice; with an air-gap bundle, [`airgap`]'s phases after
-//! `render` and after the runtime); [`UpData`] is what they share.
+//! VIP, the CNI phase shaped by the CNI choice; with an air-gap bundle, [`airgap`]'s phases: its
+//! verification first, its packages after `render` unless the bundle is the `packages` phase's
+//! source, its images after the runtime); [`UpData`] is what they share.
 
 pub mod airgap;
 pub mod api;
@@ -181,7 +182,11 @@ fn no_inputs(_: &UpData, _: &NodeInfo) -> String {
 
 /// The phases of `up` for `spec`, in order.
 pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
-    let mut v = vec![
+    // `airgap/verify` first: with a bundle, `facts` reads which containerd its archive gives a node
+    // (rendered for on the first run) and `cni/sources` takes the CNI's files from it.
+    let mut early = airgap::early_phases(spec).into_iter();
+    let mut v: Vec<Phase<UpData>> = early.next().into_iter().collect();
+    v.extend([
         Phase {
             name: "facts",
             targets: Targets::All,
@@ -201,10 +206,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             run: files::render,
         },
         rollout::version_phase(),
-    ];
-    // `airgap/verify` first: with a bundle, `cni/sources` takes the CNI's files from it.
-    let mut early = airgap::early_phases(spec).into_iter();
-    v.extend(early.next());
+    ]);
     if spec.cni_install.is_some() {
         // Before any node is changed: a file that cannot be had, or has another sha256, stops `up` here.
         // Not required: a selection without it (`--only init`, `--skip-phases cni`) downloads nothing,

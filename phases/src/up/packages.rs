@@ -2,9 +2,13 @@
 //! exactly the packages the cluster file implies with the machinery of [`crate::packages`] — kubeadm,
 //! kubelet and kubectl at `kubernetesVersion` (with cri-tools and kubernetes-cni) from the Kubernetes
 //! repository of that minor (or the site mirror of it), held, the kubelet enabled, and the container
-//! runtime (`upstream`, the default on SSH hosts, or `mirror`) — or, with `packages.source:
-//! preinstalled` (the default for the docker provider and air-gapped files) and `bundle` (installed by
-//! `airgap/packages`), checks that kubeadm and kubelet are there (the check preflight used to make).
+//! runtime (`upstream`, the default on SSH hosts, or `mirror`); with `bundle` (the default for a file
+//! whose air-gap bundle carries kubeadm), the same from the verified bundle, offline: the node's files
+//! placed and installed (`.deb`s, `.rpm`s, static binaries, archives with `extractTo` — the work of
+//! `airgap/packages`, which with this source is not a phase of its own), then held, the kubelet
+//! enabled and the archive containerd given its unit ([`crate::packages::bundle`]); with
+//! `preinstalled` (the docker provider's default, and an air-gapped file's whose bundle carries no
+//! kubeadm) it checks that kubeadm and kubelet are there (the check preflight used to make).
 //! One read-only probe decides; a node that already has everything is left alone (nothing
 //! downloaded, nothing restarted). Offline (`--dry-run` without `--probe`) the plan lists what
 //! would be done on a node without packages, per OS family.
@@ -12,6 +16,7 @@
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::packages::probe::{self, Installed, Plan, RuntimeStep};
+use crate::packages::{bundle, CONTAINERD_ARCHIVE_UNIT, RECORD_DIR};
 use crate::packages::{script, Family, Settings, Source, APT_KEYRING, APT_LIST, APT_MIRROR_CONF};
 use crate::packages::{CRIO_APT_KEYRING, EXTRAS, MIRROR_CA, PINNED};
 use clusterctl_exec::Cmd;
@@ -45,7 +50,8 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     };
     let installed = Installed::parse(&out);
     match &settings.source {
-        Source::Preinstalled | Source::Bundle => check_present(ctx, settings, &installed, &version),
+        Source::Preinstalled => check_present(ctx, &installed, &version),
+        Source::Bundle => from_bundle(ctx, data, &installed, &version),
         Source::Upstream | Source::Mirror { .. } => {
             let plan = probe::decide(settings, &installed, &version)
                 .map_err(|problems| ctx.check_error(problems))?;
@@ -62,16 +68,12 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     }
 }
 
-/// `preinstalled` and `bundle`: kubeadm and kubelet must be on `PATH` (the programs are not run); with
-/// `bundle`, a kubeadm, kubelet or kubectl package of another version is refused unless
-/// `replaceInstalled`.
+/// `preinstalled`: kubeadm and kubelet must be on `PATH` (the programs are not run).
 fn check_present(
     ctx: &mut NodeCtx,
-    settings: &Settings,
     installed: &Installed,
     version: &Version,
 ) -> Result<(), PhaseError> {
-    let mut problems = Vec::new();
     let missing: Vec<&str> = [
         ("kubeadm", &installed.kubeadm_path),
         ("kubelet", &installed.kubelet_path),
@@ -80,28 +82,74 @@ fn check_present(
     .filter(|(_, v)| v.is_empty())
     .map(|(n, _)| *n)
     .collect();
-    if !missing.is_empty() {
-        problems.push(match settings.source {
-            Source::Bundle => format!(
-                "{} not installed: the bundle's packages did not provide it (list kubeadm, kubelet and kubectl {version} under airgap.packages and write the bundle again)",
-                missing.join(" and ")
-            ),
-            _ => format!(
-                "{} not installed: install kubeadm, kubelet and kubectl {version} yourself, or let up install them with `packages.source: upstream` (or `mirror`) in the cluster file",
-                missing.join(" and ")
-            ),
-        });
+    if missing.is_empty() {
+        return Ok(());
     }
-    if settings.source == Source::Bundle && !settings.replace {
-        for (p, v) in probe::pinned_mismatches(installed, version) {
-            problems.push(probe::mismatch_message(&p, &v, version));
+    Err(ctx.check_error(vec![format!(
+        "{} not installed: install kubeadm, kubelet and kubectl {version} yourself, or let up install them with `packages.source: upstream` (or `mirror`) in the cluster file",
+        missing.join(" and ")
+    )]))
+}
+
+/// `bundle`: the node's files from the verified bundle placed and installed (what `airgap/packages`
+/// does for the other sources), then [`bundle::finish`]'s steps. The node's package state is recorded
+/// first (for `destroy --purge`); another version of a pinned package is refused before anything is
+/// placed unless `replaceInstalled`.
+fn from_bundle(
+    ctx: &mut NodeCtx,
+    data: &UpData,
+    installed: &Installed,
+    version: &Version,
+) -> Result<(), PhaseError> {
+    let settings = &data.spec.packages;
+    if !settings.replace {
+        let refused: Vec<String> = probe::pinned_mismatches(installed, version)
+            .iter()
+            .map(|(p, v)| probe::mismatch_message(p, v, version))
+            .collect();
+        if !refused.is_empty() {
+            return Err(ctx.check_error(refused));
         }
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(ctx.check_error(problems))
+    if !installed.recorded {
+        step(ctx, script::record())?;
     }
+    let before = ctx.changes;
+    super::airgap::packages(ctx, data)?;
+    let now = if ctx.changes > before {
+        if ctx.mode.dry_run {
+            ctx.info("then: the Kubernetes packages held, the kubelet enabled, containerd from the bundle's release archive given its unit and enabled");
+            return Ok(());
+        }
+        match ctx.read(probe::PROBE_SCRIPT)? {
+            Some(out) => Installed::parse(&out),
+            None => return Ok(()),
+        }
+    } else {
+        installed.clone()
+    };
+    let todo = bundle::finish(settings, &now, version).map_err(|p| ctx.check_error(p))?;
+    if todo.containerd_unit {
+        ctx.put_file(
+            CONTAINERD_ARCHIVE_UNIT,
+            0o644,
+            script::CONTAINERD_UNIT.as_bytes(),
+        )?;
+        step(
+            ctx,
+            format!("mkdir -p {RECORD_DIR} && echo 'containerd from the bundle' > {RECORD_DIR}/containerd-archive && systemctl daemon-reload"),
+        )?;
+    }
+    if todo.enable_containerd {
+        step(ctx, "systemctl enable containerd".to_string())?;
+    }
+    if let Some(h) = script::hold(now.family().unwrap_or(Family::Debian), &todo.hold) {
+        step(ctx, h)?;
+    }
+    if todo.enable_kubelet {
+        step(ctx, script::ENABLE_KUBELET.to_string())?;
+    }
+    Ok(())
 }
 
 fn runtime_text(r: &RuntimeStep) -> String {
@@ -213,7 +261,7 @@ fn offline_plan(ctx: &mut NodeCtx, settings: &Settings, version: &Version) {
             "check: kubeadm and kubelet {version} installed (packages.source: preinstalled)"
         )),
         Source::Bundle => ctx.info(&format!(
-            "check: kubeadm and kubelet {version} installed from the bundle by airgap/packages"
+            "from the bundle: its packages for the node's OS family and architecture installed (kubeadm, kubelet, kubectl {version}), held; kubelet enabled; containerd from the bundle's release archive given its unit and enabled"
         )),
         Source::Upstream | Source::Mirror { .. } => {
             for family in [Family::Debian, Family::El] {

@@ -158,7 +158,7 @@ pub struct Rendered {
     /// DaemonSet only copies the `flannel` plugin there).
     pub flannel_cni: bool,
     /// The `packages` phase after preflight installs the Kubernetes packages (`packages.source`
-    /// `upstream` or `mirror`), `kubernetes-cni` with them: the plugins are not checked here.
+    /// `upstream`, `mirror` or `bundle`), `kubernetes-cni` with them: the plugins are not checked here.
     pub cni_from_packages: bool,
 }
 
@@ -472,7 +472,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 containerd: data.spec.runtime == crate::model::RuntimeKind::Containerd,
                 builtin_cni: data.spec.cni == crate::model::CniChoice::Builtin,
                 flannel_cni: matches!(&data.spec.cni, crate::model::CniChoice::Manifests(p) if p == "flannel"),
-                cni_from_packages: data.spec.packages.source.from_repositories(),
+                cni_from_packages: data.spec.packages.source != crate::packages::Source::Preinstalled,
             })
         })
         .unwrap_or_default();

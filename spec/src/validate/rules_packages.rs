@@ -216,7 +216,13 @@ mod tests {
                 .expect("valid")
                 .0,
             PackageSource::Preinstalled,
-            "unset with an air-gap bundle: airgap/packages installs, the phase checks"
+            "unset with an air-gap bundle without kubeadm: airgap/packages places its files, the phase checks"
+        );
+        let debs = "  airgap:\n    bundle: site.tar\n    packages:\n      - {name: kubeadm, osFamily: debian, arch: amd64, path: a.deb}\n      - {name: kubelet, osFamily: debian, arch: amd64, path: b.deb}\n      - {name: kubectl, osFamily: debian, arch: amd64, path: c.deb}\n";
+        assert_eq!(
+            check_text(debs, &[]).expect("valid").0,
+            PackageSource::Bundle,
+            "unset with a bundle carrying kubeadm: the packages phase installs from it"
         );
         assert_eq!(
             check_text("  packages: {source: upstream}\n", &[])

@@ -109,6 +109,9 @@ pub(crate) struct FileOptions {
     pub(crate) vip: bool,
     /// Extra lines under `spec:` (indented two spaces).
     pub(crate) extra_spec: String,
+    /// Extra `docker run` arguments of the node containers (e.g. `--cap-add SYS_PTRACE`, which runc
+    /// 1.2+ needs there).
+    pub(crate) run_args: Vec<String>,
 }
 
 /// Starts `control_planes` + `workers` node containers, serves the images on their network's gateway
@@ -126,7 +129,7 @@ pub(crate) fn start(
         nodes: control_planes + workers,
         image: Some(image.tag.clone()),
         boot_timeout: Duration::from_secs(180),
-        ..Default::default()
+        extra_run_args: opts.run_args.clone(),
     })
     .expect("node containers");
     let (registry, ca) = store
