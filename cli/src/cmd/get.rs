@@ -305,7 +305,10 @@ fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
 }
 
 /// `admin` (a kubeconfig of one cluster and user) merged into `existing` (empty: alone) as cluster, user
-/// and current context `clusterctl-<name>`, with admin's server and `tls-server-name`. Errors: as text.
+/// and current context `clusterctl-<name>`. The server: for the docker provider the first control
+/// plane's API port as Docker publishes it now on 127.0.0.1, with `tls-server-name` the endpoint host
+/// (as `up` writes it; admin.conf itself names the endpoint, which this machine cannot reach); else
+/// admin's server and `tls-server-name`. Errors: as text.
 fn merged_into(
     existing: &str,
     admin: &str,
@@ -313,23 +316,31 @@ fn merged_into(
 ) -> Result<String, String> {
     let v: Value = serde_yaml::from_str(admin).map_err(|e| e.to_string())?;
     let c = &v["clusters"][0]["cluster"];
-    let server = c["server"]
-        .as_str()
-        .ok_or("the kubeconfig names no server")?;
+    let local = clusterctl_phases::node_containers::local_api(cluster, false);
+    let (server, tls) = match &local {
+        Some(l) => (l.server.as_str(), Some(l.tls_server_name.as_str())),
+        None => (
+            c["server"]
+                .as_str()
+                .ok_or("the kubeconfig names no server")?,
+            c["tls-server-name"].as_str(),
+        ),
+    };
     clusterctl_phases::up::kubeconfig::merge(
         existing,
         admin,
         cluster.name(),
         server,
-        c["tls-server-name"].as_str(),
+        tls,
         clusterctl_phases::up::kubeconfig::Current::Always,
     )
     .map_err(|e| e.to_string())
 }
 
 /// The cluster's admin kubeconfig with only its own context (cluster, user, context, current-context):
-/// from the context named after the cluster in `--kubeconfig` / `$KUBECONFIG` / `~/.kube/config`, else
-/// admin.conf of the first control plane. Errors: as text.
+/// the cluster's context in `--kubeconfig` / `$KUBECONFIG` / `~/.kube/config` (`--kubeconfig` without
+/// it: its current context), else admin.conf of the first control plane. Never another context's
+/// entries. Errors: as text.
 fn standalone(
     cluster: &clusterctl_spec::ValidCluster,
     a: &KubeconfigArgs,
@@ -338,10 +349,19 @@ fn standalone(
         lifecycle::kubeconfig_for(cluster, a.kubeconfig.as_ref(), a.known_hosts.as_ref())?;
     let text =
         std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let Some(ctx_name) = context else {
-        return Ok(text);
-    };
     let v: Value = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let Some(ctx_name) = context.or_else(|| {
+        v["current-context"]
+            .as_str()
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+    }) else {
+        return Err(format!(
+            "{} has no context `{}` and no current context",
+            path.display(),
+            clusterctl_kubeapi::kubeconfig::entry_name(cluster.name())
+        ));
+    };
     let find = |list: &str, name: &str| -> Option<Value> {
         v[list]
             .as_sequence()?

@@ -639,6 +639,73 @@ fn get_and_export_kubeconfig_carry_only_the_clusters_context() {
     assert!(left.contains("my-token"), "{left}");
 }
 
+/// Walkthrough finding: `get kubeconfig --kubeconfig FILE` of a file without the cluster's context
+/// printed the whole file — every other cluster's credentials too. It takes the file's current
+/// context alone (as `status --kubeconfig` does), named `clusterctl-<name>`.
+#[test]
+fn get_kubeconfig_from_a_file_without_the_clusters_context_takes_its_current_one_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let name = clusterctl_testbed::unique_name("gc");
+    std::fs::write(
+        d.join("cluster.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {{name: cp1, role: control-plane}}\n"),
+    )
+    .expect("write");
+    std::fs::write(
+        d.join("two"),
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: mine\n  cluster: {server: 'https://10.1.1.1:6443'}\n- name: other\n  cluster: {server: 'https://10.2.2.2:6443'}\nusers:\n- name: mine\n  user: {token: my-token}\n- name: other\n  user: {token: other-secret-token}\ncontexts:\n- name: mine\n  context: {cluster: mine, user: mine}\n- name: other\n  context: {cluster: other, user: other}\ncurrent-context: mine\n",
+    )
+    .expect("write");
+    let (code, out, err) = run(
+        d,
+        &[
+            "get",
+            "kubeconfig",
+            "-f",
+            "cluster.yaml",
+            "--kubeconfig",
+            "two",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("my-token") && out.contains("https://10.1.1.1:6443"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("other-secret-token") && !out.contains("10.2.2.2"),
+        "{out}"
+    );
+    let v: serde_yaml::Value = serde_yaml::from_str(&out).expect("yaml");
+    let entry = format!("clusterctl-{name}");
+    for list in ["clusters", "users", "contexts"] {
+        assert_eq!(names(&v, list), [entry.as_str()], "{list}: {out}");
+    }
+    // Neither the cluster's context nor a current one: refused, nothing printed.
+    std::fs::write(
+        d.join("none"),
+        "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n",
+    )
+    .expect("write");
+    let (code, out, err) = run(
+        d,
+        &[
+            "get",
+            "kubeconfig",
+            "-f",
+            "cluster.yaml",
+            "--kubeconfig",
+            "none",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.is_empty() && err.contains("no current context"),
+        "{err}"
+    );
+}
+
 #[test]
 fn an_earlier_releases_kubeconfig_entries_are_found_and_removed() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -147,6 +147,32 @@ fn check_get_and_kubeconfig(
             "{list}: {kc:?}"
         );
     }
+    // From the node's own admin.conf (which names the endpoint, unreachable from here), `get
+    // kubeconfig` gives the server `up` wrote: the published port on 127.0.0.1, tls-server-name the
+    // endpoint host.
+    let admin = cluster.node_sh("c1", "cat /etc/kubernetes/admin.conf");
+    let admin_file = cc.kubeconfig().with_file_name("node-admin.conf");
+    std::fs::write(&admin_file, admin).expect("admin.conf");
+    let got = cc
+        .run(&[
+            "get",
+            "kubeconfig",
+            "-f",
+            file,
+            "--kubeconfig",
+            &admin_file.to_string_lossy(),
+        ])
+        .expect("get kubeconfig");
+    assert_eq!(got.code, 0, "{}", got.all());
+    let g: serde_yaml::Value = serde_yaml::from_str(&got.stdout).expect("yaml");
+    assert_eq!(g["current-context"].as_str(), Some(entry.as_str()));
+    for key in ["server", "tls-server-name"] {
+        assert_eq!(
+            g["clusters"][0]["cluster"][key], kc["clusters"][0]["cluster"][key],
+            "{key}: {}",
+            got.stdout
+        );
+    }
     let status = cc
         .run(&["status", "-f", file, "-o", "json"])
         .expect("status");
