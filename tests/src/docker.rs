@@ -316,12 +316,20 @@ impl Default for ClusterOptions {
 /// cgroup tree, which the image's entrypoint (`node-init.sh`, [`NODE_INIT`]) remounts read-write, so a
 /// node's systemd units (and a kubelet's pods) stay inside the node's cgroup instead of sharing the
 /// host's root cgroups (docs/testbed-kubernetes.md, "Node container").
+///
+/// `SYS_PTRACE`: runc, root in the node, opens `/proc/<sandbox pid>/ns/*` of the pod it joins; when the
+/// pod's sandbox runs as another user (a pod-level `runAsUser`, e.g. kubeadm's upgrade health-check
+/// Job) the kernel's ptrace access check refuses that without CAP_SYS_PTRACE (runc's log: `failed to
+/// open /proc/N/ns/ipc: Permission denied`, the kubelet's: `can't get final child's PID from pipe:
+/// EOF`), with any runc; runc ≥ 1.2 needs it for every pod.
 pub fn systemd_node_run_args() -> Vec<String> {
     [
         "--cap-add",
         "SYS_ADMIN",
         "--cap-add",
         "NET_ADMIN",
+        "--cap-add",
+        "SYS_PTRACE",
         "--security-opt",
         "seccomp=unconfined",
         "--security-opt",

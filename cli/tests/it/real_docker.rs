@@ -230,7 +230,7 @@ spec:
     nodeImage: {}
     runOptions:
       privileged: false
-      capAdd: [SYS_ADMIN, NET_ADMIN]
+      capAdd: [SYS_ADMIN, NET_ADMIN, SYS_PTRACE]
       tmpfs: [\"/run:exec\", \"/run/lock\", \"/tmp:exec\", \"/var/lib/containerd:exec\"]
       cgroupns: private
       extraMounts:

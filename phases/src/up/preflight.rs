@@ -384,6 +384,10 @@ pub fn evaluate(
         let runc_12 = minor_version(&p.runc).is_some_and(|v| v >= (1, 2));
         if runc_12 && !p.has_cap(CAP_SYS_PTRACE) {
             push("container-ptrace", format!("runc {} (≥ 1.2) needs CAP_SYS_PTRACE in this container to start containers that join a pod (\"open container mntns: permission denied\"): add it to the node container (`docker run --cap-add SYS_PTRACE`), or use runc < 1.2", p.runc), None, false);
+        } else if !p.has_cap(CAP_SYS_PTRACE) {
+            // runc, root here, opens /proc/<sandbox pid>/ns/* of the pod it joins: the kernel's
+            // ptrace access check refuses that for a sandbox running as another user.
+            push("container-ptrace", "no CAP_SYS_PTRACE in this container: a pod whose sandbox runs as a non-root user (a pod-level runAsUser, e.g. the health-check Job of `kubeadm upgrade plan|apply`) cannot start (\"can't get final child's PID from pipe: EOF\"; runc's log: \"failed to open /proc/N/ns/ipc: Permission denied\"): add it to the node container (`docker run --cap-add SYS_PTRACE`)".into(), None, true);
         }
     }
     if !p.resolv_file.is_empty() {
@@ -639,7 +643,8 @@ mod tests {
 
     /// An unprivileged container node (CapEff without CAP_SYS_RESOURCE): without the rendered
     /// unprivileged-container settings it is refused, saying which; a read-only cgroup tree and runc
-    /// ≥ 1.2 without CAP_SYS_PTRACE are refused either way; a privileged container (all capabilities)
+    /// ≥ 1.2 without CAP_SYS_PTRACE are refused either way, an older runc without it is warned about
+    /// (non-root pod sandboxes cannot be joined); a privileged container (all capabilities)
     /// is a host. A kubelet resolver file naming only loopback resolvers, or missing, is refused.
     #[test]
     fn unprivileged_containers_and_loopback_resolvers() {
@@ -659,6 +664,15 @@ mod tests {
             ..Default::default()
         };
         assert!(ids(&unpriv, set).is_empty());
+        // runc < 1.2 without SYS_PTRACE: root pods start, non-root sandboxes do not (a warning).
+        let warned: Vec<_> = evaluate(Role::Worker, &facts(), &parse(&unpriv), "1.34.4", set)
+            .into_iter()
+            .filter(|f| f.warning && f.id == "container-ptrace")
+            .collect();
+        assert!(
+            warned.len() == 1 && warned[0].message.contains("non-root"),
+            "{warned:?}"
+        );
         let ro = format!("{base}capeff=00000000a82435fb\ncgroup_ro=12\nrunc=1.3.3\n");
         assert_eq!(ids(&ro, set), ["container-cgroups", "container-ptrace"]);
         let ptrace = format!("{base}capeff=00000000a82c35fb\ncgroup_ro=0\nrunc=1.3.3\n");
