@@ -182,16 +182,11 @@ pub fn connect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::up::from_file::{spec, SpecOptions};
-
-    fn cluster(yaml: &str) -> ValidCluster {
-        let loaded = clusterctl_spec::Loaded::from_text("cluster.yaml", yaml);
-        clusterctl_spec::validate(&loaded).expect("valid").cluster
-    }
+    use crate::up::from_file::{spec, test_cluster, SpecOptions};
 
     #[test]
     fn an_offline_dry_run_reaches_nothing_and_plans_the_containers() {
-        let c = cluster("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: cn}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {name: cp1, role: control-plane}\n");
+        let c = test_cluster("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: cn}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {name: cp1, role: control-plane}\n");
         let mut s = spec(&c, &SpecOptions::default());
         let options = ConnectOptions {
             dry_run: true,
@@ -200,7 +195,7 @@ mod tests {
         let out = connect(&c, &mut s, options, &|_| panic!("no SSH")).expect("offline");
         assert!(out.transports.is_empty());
         assert_eq!(out.provider_plan.len(), 2, "{:?}", out.provider_plan);
-        let c = cluster("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: cs}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {user: ops}\n  nodes:\n    - {name: cp1, role: control-plane, address: 10.9.0.11}\n");
+        let c = test_cluster("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: cs}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {user: ops}\n  nodes:\n    - {name: cp1, role: control-plane, address: 10.9.0.11}\n");
         let mut s = spec(&c, &SpecOptions::default());
         let out = connect(&c, &mut s, options, &|_| panic!("no SSH")).expect("offline");
         assert!(out.transports.is_empty() && out.provider_plan.is_empty());
@@ -221,7 +216,7 @@ mod tests {
             .and_then(|l| l.local_addr())
             .expect("free port")
             .port();
-        let c = cluster(&format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: cu}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {{user: ops, port: {port}, connectAttempts: 1}}\n  nodes:\n    - {{name: cp1, role: control-plane, address: {addr}}}\n"));
+        let c = test_cluster(&format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: cu}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {{user: ops, port: {port}, connectAttempts: 1}}\n  nodes:\n    - {{name: cp1, role: control-plane, address: {addr}}}\n"));
         let mut s = spec(&c, &SpecOptions::default());
         let seen = std::sync::Mutex::new(Vec::new());
         let err = connect(&c, &mut s, ConnectOptions::default(), &|p| {

@@ -273,8 +273,7 @@ mod tests {
     #[test]
     fn the_plan_names_network_containers_and_the_published_api_server() {
         let yaml = "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: pl}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  docker:\n    runOptions: {memory: 1g}\n  nodes:\n    - {name: cp1, role: control-plane}\n    - {name: w1, role: worker}\n";
-        let loaded = clusterctl_spec::Loaded::from_text("cluster.yaml", yaml);
-        let cluster = clusterctl_spec::validate(&loaded).expect("valid").cluster;
+        let cluster = crate::up::from_file::test_cluster(yaml);
         let nodes: Vec<NodeInfo> = cluster
             .nodes()
             .iter()

@@ -271,18 +271,20 @@ pub fn renderer(
     }
 }
 
+/// A cluster file's text as a validated cluster; panics on an invalid file (unit tests of phases).
+#[cfg(test)]
+pub(crate) fn test_cluster(yaml: &str) -> ValidCluster {
+    let loaded = clusterctl_spec::Loaded::from_text("cluster.yaml", yaml);
+    clusterctl_spec::validate(&loaded).expect("valid").cluster
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cluster(yaml: &str) -> ValidCluster {
-        let loaded = clusterctl_spec::Loaded::from_text("cluster.yaml", yaml);
-        clusterctl_spec::validate(&loaded).expect("valid").cluster
-    }
-
     #[test]
     fn taints_labels_and_the_endpoint_come_from_the_file() {
-        let c = cluster(
+        let c = test_cluster(
             "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: fs}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {name: cp1, role: control-plane, labels: {disk: ssd}, taints: [{key: dedicated, value: batch, effect: NoSchedule}, {key: gpu, effect: NoExecute}]}\n    - {name: w1, role: worker}\n",
         );
         let s = spec(&c, &SpecOptions::default());
@@ -304,7 +306,7 @@ mod tests {
 
     #[test]
     fn cluster_manifests_go_to_the_first_control_plane() {
-        let c = cluster(
+        let c = test_cluster(
             "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: fr}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  nodes:\n    - {name: cp1, role: control-plane}\n    - {name: w1, role: worker}\n",
         );
         let s = spec(&c, &SpecOptions::default());
