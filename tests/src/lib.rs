@@ -21,6 +21,14 @@ pub mod registry;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// Whether `program` is on `PATH` (`sh -c 'command -v PROGRAM'` succeeds); `false` when `sh` cannot run.
+pub fn have(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// Decides whether a test that needs `what` may run. Returns `true` when `available`; otherwise, when
 /// the `CI` environment variable is set (CI must not skip silently) it panics naming the capability,
 /// and outside CI it prints a skip line to stderr and returns `false`.

@@ -29,20 +29,13 @@ use clusterctl_testbed::docker::TestNode;
 use clusterctl_testbed::k8sbin::require_programs;
 use clusterctl_testbed::registry::TestCa;
 
-use crate::real_support::{self, FileOptions, RealCluster, VERSION};
+use crate::real_support::{self, FileOptions, RealCluster, RealEnv, VERSION};
 
 /// The upstream hosts the nodes resolve to the test's server.
 const HOSTS: [&str; 2] = ["pkgs.k8s.io", "github.com"];
 /// The release archives of the product's version table for 1.34 (`phases/src/packages/table.rs`).
 const CONTAINERD: &str = "2.2.1";
 const RUNC: &str = "1.3.3";
-
-fn have(tool: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn sh(node: &TestNode, script: &str) -> String {
     node.sh(script)
@@ -96,6 +89,24 @@ fn packages(node: &TestNode) -> (String, String) {
         ),
         sh(node, "apt-mark showhold | sort | tr '\\n' ' '"),
     )
+}
+
+/// What both tests need first: the repository tools, the real node image and image store, and a
+/// directory holding the upstream-shaped repository and release files (the key lives as long as the
+/// tuple). `None` when a capability is missing outside CI (`require` panics in CI).
+fn prepare() -> Option<(RealEnv, tempfile::TempDir, SigningKey)> {
+    if !clusterctl_testbed::require(
+        "dpkg-deb, apt-ftparchive and gpg (scripts/packages/packages.list)",
+        clusterctl_testbed::have("dpkg-deb")
+            && clusterctl_testbed::have("apt-ftparchive")
+            && clusterctl_testbed::have("gpg"),
+    ) {
+        return None;
+    }
+    let env = real_support::available()?;
+    let www = tempfile::tempdir().expect("repository dir");
+    let key = build_upstream(www.path())?;
+    Some((env, www, key))
 }
 
 fn build_upstream(www: &Path) -> Option<SigningKey> {
@@ -173,32 +184,13 @@ fn per_node_checks(c: &RealCluster) {
 
 #[test]
 fn bare_hosts_become_a_cluster_with_one_up_from_the_default_upstream_urls() {
-    if !clusterctl_testbed::require(
-        "dpkg-deb, apt-ftparchive and gpg (scripts/packages/packages.list)",
-        have("dpkg-deb") && have("apt-ftparchive") && have("gpg"),
-    ) {
-        return;
-    }
-    let Some(env) = real_support::available() else {
-        return;
-    };
-    let www = tempfile::tempdir().expect("repository dir");
-    let Some(_key) = build_upstream(www.path()) else {
+    let Some((env, www, _key)) = prepare() else {
         return;
     };
     let t = Instant::now();
-    // runc 1.2+ (the archive's 1.3.3) needs CAP_SYS_PTRACE in an unprivileged node container
-    // (docs/testbed-kubernetes.md).
-    let c = real_support::start(
-        "bare",
-        1,
-        1,
-        FileOptions {
-            run_args: vec!["--cap-add".into(), "SYS_PTRACE".into()],
-            ..Default::default()
-        },
-        &env,
-    );
+    // runc 1.2+ (the archive's 1.3.3) needs CAP_SYS_PTRACE in an unprivileged node container, which
+    // every test-bed node has (docs/testbed-kubernetes.md).
+    let c = real_support::start("bare", 1, 1, FileOptions::default(), &env);
     let gateway: std::net::IpAddr = c.nodes.gateway.parse().expect("gateway address");
     let ca = TestCa::for_names("clusterctl test upstream", &HOSTS, &[gateway]).expect("test CA");
     let server = FileServer::start_tls(&c.nodes.gateway, 443, www.path(), &ca)
@@ -316,30 +308,11 @@ fn bundle_packages(www: &Path) -> String {
 
 #[test]
 fn bare_hosts_become_a_cluster_offline_from_a_bundle() {
-    if !clusterctl_testbed::require(
-        "dpkg-deb, apt-ftparchive and gpg (scripts/packages/packages.list)",
-        have("dpkg-deb") && have("apt-ftparchive") && have("gpg"),
-    ) {
-        return;
-    }
-    let Some(env) = real_support::available() else {
-        return;
-    };
-    let www = tempfile::tempdir().expect("package dir");
-    let Some(_key) = build_upstream(www.path()) else {
+    let Some((env, www, _key)) = prepare() else {
         return;
     };
     let t = Instant::now();
-    let c = real_support::start(
-        "obare",
-        1,
-        0,
-        FileOptions {
-            run_args: vec!["--cap-add".into(), "SYS_PTRACE".into()],
-            ..Default::default()
-        },
-        &env,
-    );
+    let c = real_support::start("obare", 1, 0, FileOptions::default(), &env);
     for n in &c.nodes.nodes {
         make_bare(n);
         // Offline: the upstream hosts lead nowhere.

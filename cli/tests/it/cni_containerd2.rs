@@ -220,12 +220,11 @@ fn containerd2_cri_with_cni_1_1_and_a_node_restart_frees_the_leases() {
     ) {
         return;
     }
-    // runc >= 1.2 opens the container's mount namespace from a helper thread: the node needs
-    // CAP_SYS_PTRACE for it (docs/testbed-kubernetes.md).
+    // runc >= 1.2 needs CAP_SYS_PTRACE in the node, which every test-bed node has
+    // (clusterctl_testbed::docker::systemd_node_run_args; docs/testbed-kubernetes.md).
     let cluster = TestCluster::start_with(ClusterOptions {
         prefix: "cd2".into(),
         nodes: 1,
-        extra_run_args: vec!["--cap-add".into(), "SYS_PTRACE".into()],
         ..Default::default()
     })
     .expect("node container");

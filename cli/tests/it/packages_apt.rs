@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use clusterctl_testbed::aptrepo::{
-    build_deb, publish, write_sha256sum, DebFile, FileServer, SigningKey,
+    build_deb, publish, release_files, DebFile, FileServer, SigningKey, KUBELET_SERVICE,
 };
 use clusterctl_testbed::cli::{ssh_cluster_yaml, Clusterctl, FileNode, Run};
 use clusterctl_testbed::docker::{docker, docker_available, TestCluster, TestNode};
@@ -19,19 +19,8 @@ use clusterctl_testbed::docker::{docker, docker_available, TestCluster, TestNode
 const K8S: &str = "v1.34.4";
 const OLD_KUBEADM: &str = "v1.33.13";
 
-/// The kubelet unit of the upstream kubelet package (kubernetes/release, `cmd/krel/templates/latest/
-/// kubelet/kubelet.service`).
-const KUBELET_SERVICE: &str = "[Unit]\nDescription=kubelet: The Kubernetes Node Agent\nDocumentation=https://kubernetes.io/docs/\nWants=network-online.target\nAfter=network-online.target\n\n[Service]\nExecStart=/usr/bin/kubelet\nRestart=always\nStartLimitInterval=0\nRestartSec=10\n\n[Install]\nWantedBy=multi-user.target\n";
-
 fn sh(node: &TestNode, script: &str) -> String {
     node.sh(script).unwrap_or_else(|e| panic!("{e:#}"))
-}
-
-fn have(tool: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// The repository tree served to the node: `core:/stable:/v1.34/deb/` and the release files.
@@ -103,29 +92,7 @@ fn build_repo(dir: &Path, bins: &clusterctl_testbed::k8sbin::K8sBins, old: &Path
     let key = SigningKey::generate().expect("gpg key");
     publish(&debs, &key).expect("publish");
     // The containerd release archive and runc, at their upstream paths, with their sha256 files.
-    let cd = root.join("containerd/containerd/releases/download/v2.2.1");
-    let stage = dir.join("containerd-stage/bin");
-    std::fs::create_dir_all(&cd).expect("dir");
-    std::fs::create_dir_all(&stage).expect("dir");
-    for p in ["containerd", "containerd-shim-runc-v2", "ctr"] {
-        std::fs::copy(bins.path(p), stage.join(p)).expect("copy");
-    }
-    let tgz = cd.join("containerd-2.2.1-linux-amd64.tar.gz");
-    let st = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(stage.parent().expect("stage"))
-        .args(["--owner=0", "--group=0", "-czf"])
-        .arg(&tgz)
-        .arg("bin")
-        .status()
-        .expect("tar");
-    assert!(st.success());
-    write_sha256sum(&tgz).expect("sha256sum");
-    let rd = root.join("opencontainers/runc/releases/download/v1.3.3");
-    std::fs::create_dir_all(&rd).expect("dir");
-    std::fs::copy(bins.path("runc"), rd.join("runc.amd64")).expect("runc");
-    let sum = write_sha256sum(&rd.join("runc.amd64")).expect("sha256sum");
-    std::fs::write(rd.join("runc.sha256sum"), format!("{sum}  runc.amd64\n")).expect("sums");
+    release_files(&root, bins, "2.2.1", "1.3.3").expect("containerd and runc release files");
     eprintln!("repository built and signed in {:?}", t.elapsed());
     Repo {
         root,
@@ -196,9 +163,9 @@ fn up_installs_exact_held_kubernetes_packages_from_a_signed_apt_repository() {
         "root, a Docker engine, dpkg-deb, apt-ftparchive and gpg (scripts/packages/packages.list)",
         clusterctl_testbed::is_root()
             && docker_available()
-            && have("dpkg-deb")
-            && have("apt-ftparchive")
-            && have("gpg"),
+            && clusterctl_testbed::have("dpkg-deb")
+            && clusterctl_testbed::have("apt-ftparchive")
+            && clusterctl_testbed::have("gpg"),
     ) {
         return;
     }

@@ -20,7 +20,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use clusterctl_testbed::aptrepo::{build_deb, publish, DebFile, FileServer, SigningKey};
+use clusterctl_testbed::aptrepo::{
+    build_deb, publish, DebFile, FileServer, SigningKey, KUBELET_SERVICE,
+};
 use clusterctl_testbed::k8sbin::{require_programs, K8sBins};
 use clusterctl_testbed::k8snode::{cache_root, ImageStore};
 
@@ -28,17 +30,6 @@ use crate::real_support::{self, wait_for, FileOptions, RealCluster};
 
 const FROM: &str = "v1.34.4";
 const TO: &str = "v1.35.4";
-
-/// The kubelet unit of the upstream kubelet package (kubernetes/release `cmd/krel/templates/latest/
-/// kubelet/kubelet.service`).
-const KUBELET_SERVICE: &str = "[Unit]\nDescription=kubelet: The Kubernetes Node Agent\nDocumentation=https://kubernetes.io/docs/\nWants=network-online.target\nAfter=network-online.target\n\n[Service]\nExecStart=/usr/bin/kubelet\nRestart=always\nStartLimitInterval=0\nRestartSec=10\n\n[Install]\nWantedBy=multi-user.target\n";
-
-fn have(tool: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// `core:/stable:/v1.MINOR/deb/` under `root` with kubeadm, kubelet, kubectl of `bins` (revision
 /// `-1.1`, as upstream's) and kubernetes-cni 1.10.0 (the kubelet depends on it), signed by `key`.
@@ -180,7 +171,9 @@ RuntimeDefault, no capabilities) does not start in the unprivileged node contain
 fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
     if !clusterctl_testbed::require(
         "dpkg-deb, apt-ftparchive and gpg (scripts/packages/packages.list)",
-        have("dpkg-deb") && have("apt-ftparchive") && have("gpg"),
+        clusterctl_testbed::have("dpkg-deb")
+            && clusterctl_testbed::have("apt-ftparchive")
+            && clusterctl_testbed::have("gpg"),
     ) {
         return;
     }

@@ -40,10 +40,13 @@ pub(crate) struct RealCluster {
     _dir: tempfile::TempDir,
 }
 
+/// The real node image and the image store its clusters pull from ([`available`], [`start`]).
+pub(crate) type RealEnv = (K8sNodeImage, ImageStore);
+
 /// When the test bed can run real clusters: root, Docker, the registry and skopeo, and the upstream
 /// programs and images (built when missing: minutes cold). `None` after a `SKIP:` line outside CI
 /// (a failure in CI).
-pub(crate) fn available() -> Option<(K8sNodeImage, ImageStore)> {
+pub(crate) fn available() -> Option<RealEnv> {
     if !clusterctl_testbed::require(
         "root, Docker, docker-registry and skopeo (real clusters)",
         clusterctl_testbed::is_root()
@@ -109,9 +112,6 @@ pub(crate) struct FileOptions {
     pub(crate) vip: bool,
     /// Extra lines under `spec:` (indented two spaces).
     pub(crate) extra_spec: String,
-    /// Extra `docker run` arguments of the node containers (e.g. `--cap-add SYS_PTRACE`, which runc
-    /// 1.2+ needs there).
-    pub(crate) run_args: Vec<String>,
 }
 
 /// Starts `control_planes` + `workers` node containers, serves the images on their network's gateway
@@ -121,7 +121,7 @@ pub(crate) fn start(
     control_planes: usize,
     workers: usize,
     opts: FileOptions,
-    (image, store): &(K8sNodeImage, ImageStore),
+    (image, store): &RealEnv,
 ) -> RealCluster {
     let t = Instant::now();
     let nodes = TestCluster::start_with(ClusterOptions {
@@ -129,7 +129,7 @@ pub(crate) fn start(
         nodes: control_planes + workers,
         image: Some(image.tag.clone()),
         boot_timeout: Duration::from_secs(180),
-        extra_run_args: opts.run_args.clone(),
+        extra_run_args: Vec::new(),
     })
     .expect("node containers");
     let (registry, ca) = store
