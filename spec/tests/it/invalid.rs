@@ -406,7 +406,7 @@ fn empty_and_non_yaml_inputs() {
 fn extract_to_on_archives_is_valid_and_kept() {
     let text = BASE.replacen(
         "  provider: ssh\n",
-        "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: cni-plugins, osFamily: any, arch: amd64, path: cni-plugins-linux-amd64-v1.6.2.tgz, extractTo: /opt/cni/bin}\n      - {name: crictl, osFamily: any, arch: amd64, path: crictl-v1.34.0-linux-amd64.tar.gz, extractTo: /usr/local/bin}\n      - {name: extras, osFamily: any, arch: amd64, path: extras.tar, extractTo: /}\n      - {name: kubeadm, osFamily: debian, arch: amd64, path: kubeadm.deb}\n",
+        "  provider: ssh\n  airgap:\n    bundle: site.tar\n    packages:\n      - {name: cni-plugins, osFamily: any, arch: amd64, path: cni-plugins-linux-amd64-v1.6.2.tgz, extractTo: /opt/cni/bin}\n      - {name: crictl, osFamily: any, arch: amd64, path: crictl-v1.34.0-linux-amd64.tar.gz, extractTo: /usr/local/bin}\n      - {name: extras, osFamily: any, arch: amd64, path: extras.tar, extractTo: /}\n      - {name: kubeadm, osFamily: debian, arch: amd64, path: kubeadm.deb}\n      - {name: kubelet, osFamily: debian, arch: amd64, path: kubelet.deb}\n      - {name: kubectl, osFamily: debian, arch: amd64, path: kubectl.deb}\n",
         1,
     );
     let loaded = clusterctl_spec::Loaded::from_text("ok.yaml", text);
@@ -432,6 +432,8 @@ fn extract_to_on_archives_is_valid_and_kept() {
             Some("/opt/cni/bin"),
             Some("/usr/local/bin"),
             Some("/"),
+            None,
+            None,
             None
         ]
     );
@@ -441,7 +443,7 @@ fn extract_to_on_archives_is_valid_and_kept() {
 fn packages_of_each_kubernetes_version_are_valid_and_kept() {
     let text = BASE.replacen(
         "  provider: ssh\n",
-        "  provider: ssh\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.1-150500.1.1.x86_64.rpm, kubernetesVersion: v1.34.1}\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.2-150500.1.1.x86_64.rpm, kubernetesVersion: \"1.34.2\"}\n      - {name: cri-tools, osFamily: rhel, arch: amd64, path: cri-tools.rpm}\n",
+        "  provider: ssh\n  airgap:\n    bundle: site.tar\n    extraVersions: [v1.34.2]\n    packages:\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.1-150500.1.1.x86_64.rpm, kubernetesVersion: v1.34.1}\n      - {name: kubelet, osFamily: rhel, arch: amd64, path: kubelet-1.34.1-150500.1.1.x86_64.rpm, kubernetesVersion: v1.34.1}\n      - {name: kubectl, osFamily: rhel, arch: amd64, path: kubectl-1.34.1-150500.1.1.x86_64.rpm, kubernetesVersion: v1.34.1}\n      - {name: kubeadm, osFamily: rhel, arch: amd64, path: kubeadm-1.34.2-150500.1.1.x86_64.rpm, kubernetesVersion: \"1.34.2\"}\n      - {name: kubelet, osFamily: rhel, arch: amd64, path: kubelet-1.34.2-150500.1.1.x86_64.rpm, kubernetesVersion: \"1.34.2\"}\n      - {name: kubectl, osFamily: rhel, arch: amd64, path: kubectl-1.34.2-150500.1.1.x86_64.rpm, kubernetesVersion: v1.34.2}\n      - {name: cri-tools, osFamily: rhel, arch: amd64, path: cri-tools.rpm}\n",
         1,
     );
     let loaded = clusterctl_spec::Loaded::from_text("ok.yaml", text);
@@ -458,7 +460,18 @@ fn packages_of_each_kubernetes_version_are_valid_and_kept() {
                 .collect()
         })
         .unwrap_or_default();
-    assert_eq!(tags, [Some("v1.34.1"), Some("1.34.2"), None]);
+    assert_eq!(
+        tags,
+        [
+            Some("v1.34.1"),
+            Some("v1.34.1"),
+            Some("v1.34.1"),
+            Some("1.34.2"),
+            Some("1.34.2"),
+            Some("v1.34.2"),
+            None
+        ]
+    );
 }
 
 #[test]
