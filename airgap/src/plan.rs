@@ -31,6 +31,100 @@ pub struct ListedImage {
     pub control_plane_only: bool,
 }
 
+/// What `clusterctl airgap images` lists: [`list_images`] with `source` and `pull` fully qualified
+/// (`cka-api:v4` → `docker.io/library/cka-api:v4`, the name the bundle stores and containerd pulls),
+/// then, for the docker provider, the node image (component `node-image`: pulled by this machine's
+/// Docker engine, never by the nodes, so it is not mirrored). A reference that does not parse is
+/// listed as written.
+pub fn listed_images(cluster: &ValidCluster) -> Vec<ListedImage> {
+    let qualified = |r: &str| {
+        reference::ImageRef::parse(r)
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| r.to_string())
+    };
+    let mut list: Vec<ListedImage> = list_images(cluster)
+        .into_iter()
+        .map(|mut i| {
+            i.source = qualified(&i.source);
+            i.pull = qualified(&i.pull);
+            i
+        })
+        .collect();
+    if cluster.provider() == clusterctl_spec::model::Provider::Docker {
+        let node = qualified(&cluster.docker_node_image());
+        list.push(ListedImage {
+            component: "node-image".into(),
+            pull: node.clone(),
+            source: node,
+            control_plane_only: false,
+        });
+    }
+    list
+}
+
+/// Why a source-registry override (`FROM=TO`) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OverrideError {
+    /// It is not `FROM=TO` with both sides given.
+    #[error("expected FROM=TO, e.g. registry.k8s.io=127.0.0.1:5000")]
+    Malformed {
+        /// The override as given.
+        given: String,
+    },
+    /// No image of the plan comes from `FROM` (a typo would otherwise silently pull from the
+    /// internet).
+    #[error("no image of the plan comes from {from:?} (registries: {}); give a registry host[:port] without scheme", registries.join(", "))]
+    Unused {
+        /// The override as given.
+        given: String,
+        /// Its `FROM`.
+        from: String,
+        /// The registries the plan's images come from.
+        registries: Vec<String>,
+    },
+}
+
+impl OverrideError {
+    /// The override as given.
+    pub fn given(&self) -> &str {
+        match self {
+            OverrideError::Malformed { given } | OverrideError::Unused { given, .. } => given,
+        }
+    }
+}
+
+/// Reads the source-registry overrides `given` (`FROM=TO`: fetch images of registry `FROM` from
+/// `TO`) as `(FROM, TO)` pairs, in order. Errors: the first that is not `FROM=TO`, or whose `FROM` is
+/// no registry the plan's images come from.
+pub fn source_overrides(
+    cluster: &ValidCluster,
+    given: &[String],
+) -> std::result::Result<Vec<(String, String)>, OverrideError> {
+    let used: std::collections::BTreeSet<String> = list_images(cluster)
+        .iter()
+        .filter_map(|i| reference::ImageRef::parse(&i.source).ok())
+        .map(|r| r.registry)
+        .collect();
+    let mut out = Vec::new();
+    for o in given {
+        let Some((from, to)) = o
+            .split_once('=')
+            .filter(|(f, t)| !f.is_empty() && !t.is_empty())
+        else {
+            return Err(OverrideError::Malformed { given: o.clone() });
+        };
+        if !used.contains(from) {
+            return Err(OverrideError::Unused {
+                given: o.clone(),
+                from: from.to_string(),
+                registries: used.iter().cloned().collect(),
+            });
+        }
+        out.push((from.to_string(), to.to_string()));
+    }
+    Ok(out)
+}
+
 /// The images of the cluster's current version, in render order (no extra versions).
 fn current_images(cluster: &ValidCluster) -> Vec<ListedImage> {
     clusterctl_render::images(cluster)

@@ -10,6 +10,7 @@
 //! ```
 
 pub mod audit;
+pub mod convert;
 pub mod diag;
 pub mod image;
 pub mod kubeadm_images;

@@ -82,39 +82,6 @@ fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
     miette::miette!("{e}")
 }
 
-/// What `airgap images` lists: the plan's images (`clusterctl_airgap::plan::list_images`) with
-/// `source` and `pull` fully qualified (`cka-api:v4` → `docker.io/library/cka-api:v4`, the name the
-/// bundle stores and containerd pulls), then, for the docker provider, the node image (component
-/// `node-image`: pulled by this machine's Docker engine, never by the nodes, so it is not mirrored).
-fn listed_images(
-    cluster: &clusterctl_spec::ValidCluster,
-) -> Vec<clusterctl_airgap::plan::ListedImage> {
-    let qualified = |r: &str| {
-        clusterctl_airgap::ImageRef::parse(r)
-            .map(|r| r.to_string())
-            .unwrap_or_else(|_| r.to_string())
-    };
-    let mut list: Vec<clusterctl_airgap::plan::ListedImage> =
-        clusterctl_airgap::plan::list_images(cluster)
-            .into_iter()
-            .map(|mut i| {
-                i.source = qualified(&i.source);
-                i.pull = qualified(&i.pull);
-                i
-            })
-            .collect();
-    if cluster.provider() == clusterctl_spec::model::Provider::Docker {
-        let node = qualified(&cluster.docker_node_image());
-        list.push(clusterctl_airgap::plan::ListedImage {
-            component: "node-image".into(),
-            pull: node.clone(),
-            source: node,
-            control_plane_only: false,
-        });
-    }
-    list
-}
-
 /// Runs the command. Exit code 2 for an invalid cluster file (its diagnostics printed). Errors (exit
 /// code 1): the first air-gap error, naming the image, blob or bundle entry (a refused bundle).
 pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
@@ -124,7 +91,7 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let list = listed_images(&cluster);
+            let list = clusterctl_airgap::plan::listed_images(&cluster);
             if !output.print(&list)? {
                 list.iter().for_each(|i| println!("{}", i.pull));
             }
@@ -162,32 +129,17 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
                     ))
                 }
             };
-            // FROM must be a registry the plan pulls from: a typo would otherwise silently pull
-            // from the internet.
-            let used: std::collections::BTreeSet<String> =
-                clusterctl_airgap::plan::list_images(&cluster)
-                    .iter()
-                    .filter_map(|i| clusterctl_airgap::ImageRef::parse(&i.source).ok())
-                    .map(|r| r.registry)
-                    .collect();
-            let mut registry_overrides = Vec::new();
-            for o in &overrides {
-                let Some((from, to)) = o
-                    .split_once('=')
-                    .filter(|(f, t)| !f.is_empty() && !t.is_empty())
-                else {
-                    eprintln!("airgap bundle: --source-registry-override {o:?}: expected FROM=TO, e.g. registry.k8s.io=127.0.0.1:5000");
-                    return Ok(ExitCode::from(crate::EXIT_INVALID));
+            let registry_overrides =
+                match clusterctl_airgap::plan::source_overrides(&cluster, &overrides) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        eprintln!(
+                            "airgap bundle: --source-registry-override {:?}: {e}",
+                            e.given()
+                        );
+                        return Ok(ExitCode::from(crate::EXIT_INVALID));
+                    }
                 };
-                if !used.contains(from) {
-                    eprintln!(
-                        "airgap bundle: --source-registry-override {o:?}: no image of the plan comes from {from:?} (registries: {}); give a registry host[:port] without scheme",
-                        used.iter().cloned().collect::<Vec<_>>().join(", ")
-                    );
-                    return Ok(ExitCode::from(crate::EXIT_INVALID));
-                }
-                registry_overrides.push((from.to_string(), to.to_string()));
-            }
             let mut client: ClientOptions = source_client_options(&cluster);
             client.plain_http = plain_http;
             let mut opts = BundleOptions {

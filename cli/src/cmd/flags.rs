@@ -55,15 +55,12 @@ fn out(s: &str) {
 }
 
 /// How a command's `-o json|yaml` document says it went (its `result` field; docs/commands.md,
-/// "Machine-readable output").
+/// "Machine-readable output"). `status`'s `ok` and `degraded` are `clusterctl_phases::status::Health`.
 #[derive(serde::Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum DocResult {
     /// Done, and nothing wrong found.
     Ok,
-    /// `status`: the cluster answered, but a node is not Ready, a pod is stuck, a node of the file is
-    /// not registered or a declared label or taint is missing.
-    Degraded,
     /// The command could not do its job (`error` says why; a dry run's `failures` lists each).
     Failed,
     /// The input is invalid (exit 2; `diagnostics` as `validate -o json` gives them).
@@ -145,13 +142,33 @@ impl Target {
     }
 }
 
+/// Why a count flag's value was refused ([`at_least_one`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CountError {
+    /// It is 0.
+    Zero,
+    /// It is not a whole number (the value as given).
+    NotANumber(String),
+}
+
+impl std::fmt::Display for CountError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CountError::Zero => f.write_str("must be at least 1"),
+            CountError::NotANumber(s) => write!(f, "{s:?} is not a whole number (give 1 or more)"),
+        }
+    }
+}
+
+impl std::error::Error for CountError {}
+
 /// A clap value parser for counts that must be at least 1 (`--parallel`, `--jobs`), saying so in
 /// words instead of clap's `0 is not in 1..18446744073709551615`.
-pub(crate) fn at_least_one(s: &str) -> Result<usize, String> {
+pub(crate) fn at_least_one(s: &str) -> Result<usize, CountError> {
     match s.trim().parse::<usize>() {
-        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(0) => Err(CountError::Zero),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("{s:?} is not a whole number (give 1 or more)")),
+        Err(_) => Err(CountError::NotANumber(s.to_string())),
     }
 }
 
@@ -324,7 +341,10 @@ mod tests {
 
     #[test]
     fn zero_is_refused_in_words() {
-        assert_eq!(at_least_one("0"), Err("must be at least 1".to_string()));
+        assert_eq!(
+            at_least_one("0").map_err(|e| e.to_string()),
+            Err("must be at least 1".to_string())
+        );
         assert_eq!(at_least_one("3"), Ok(3));
         assert!(at_least_one("x").is_err());
     }

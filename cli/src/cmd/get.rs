@@ -7,17 +7,13 @@
 //! `~/.kube/config` (or `--kubeconfig PATH`, written 0600), keeping every other entry, and makes it the
 //! current context. Cluster, user and context are all named `clusterctl-<name>` in both (kind names
 //! its own `kind-<name>`), as in the kubeconfig `up` merges. Exit 0, 1 when the cluster cannot be
-//! asked, 2 for invalid input.
+//! asked, 2 for invalid input. What they report is `clusterctl_phases::get`'s; this module prints it.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clusterctl_spec::model::Provider;
-use serde_yaml::Value;
-
 use super::flags::{Format, Target};
-use super::lifecycle;
 
 /// Subcommands of `clusterctl get`.
 #[derive(clap::Subcommand, Debug)]
@@ -78,31 +74,6 @@ pub(crate) enum NodesFormat {
     Yaml,
 }
 
-/// One cluster of `get clusters`.
-#[derive(serde::Serialize)]
-struct ClusterRow {
-    name: String,
-    /// `docker` (node containers found) or `cache` (only a local state cache).
-    found: String,
-    /// Node containers (docker).
-    containers: usize,
-}
-
-/// One node of `get nodes`.
-#[derive(serde::Serialize)]
-struct NodeRow {
-    name: String,
-    role: String,
-    /// The file's address (SSH nodes), else the node container's address on the cluster network;
-    /// `None` (`<none>` in text, as kubectl prints an empty cell) for a docker node whose container
-    /// does not exist or is not running (Docker releases a stopped container's address).
-    address: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    container: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    state: Option<String>,
-}
-
 /// Runs `get`.
 pub(crate) fn run_get(c: GetCommand) -> miette::Result<ExitCode> {
     match c {
@@ -117,7 +88,11 @@ pub(crate) fn run_get(c: GetCommand) -> miette::Result<ExitCode> {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            match standalone(&cluster, &a).and_then(|admin| merged_into("", &admin, &cluster)) {
+            match clusterctl_phases::get::admin_kubeconfig(
+                &cluster,
+                a.kubeconfig.as_deref(),
+                a.known_hosts.as_deref(),
+            ) {
                 Ok(text) => {
                     print!("{text}");
                     Ok(ExitCode::SUCCESS)
@@ -144,25 +119,11 @@ pub(crate) fn run_export(c: ExportCommand) -> miette::Result<ExitCode> {
         );
         return Ok(ExitCode::from(crate::EXIT_INVALID));
     };
-    // Read the context from the default kubeconfig (or the node), write into `dest`.
-    let source = KubeconfigArgs {
-        target: a.target.clone(),
-        kubeconfig: None,
-        known_hosts: a.known_hosts.clone(),
-    };
-    let merged = standalone(&cluster, &source).and_then(|admin| {
-        let existing = std::fs::read_to_string(&dest).unwrap_or_default();
-        merged_into(&existing, &admin, &cluster)
-    });
-    let merged = match merged {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("export kubeconfig: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    if let Err(e) = clusterctl_phases::local::write_private(&dest, 0o600, merged.as_bytes()) {
-        eprintln!("export kubeconfig: writing {}: {e}", dest.display());
+    // The context is read from the default kubeconfig (or the node) and written into `dest`.
+    if let Err(e) =
+        clusterctl_phases::get::export_kubeconfig(&cluster, &dest, a.known_hosts.as_deref())
+    {
+        eprintln!("export kubeconfig: {e}");
         return Ok(ExitCode::FAILURE);
     }
     let context = clusterctl_kubeapi::kubeconfig::entry_name(cluster.name());
@@ -174,37 +135,7 @@ pub(crate) fn run_export(c: ExportCommand) -> miette::Result<ExitCode> {
 }
 
 fn clusters(output: Format) -> miette::Result<ExitCode> {
-    let mut rows: Vec<ClusterRow> = Vec::new();
-    let mut failed = None;
-    match clusterctl_exec::DockerClient::connect()
-        .and_then(|c| clusterctl_exec::DockerProvider::clusters(&c))
-    {
-        Ok(list) => rows.extend(list.into_iter().map(|(name, n)| ClusterRow {
-            name,
-            found: "docker".into(),
-            containers: n,
-        })),
-        Err(e) => failed = Some(e.to_string()),
-    }
-    // Clusters with a local cache (SSH clusters built from here, or docker ones whose containers are gone).
-    if let Some(base) =
-        clusterctl_phases::local::cache_dir("x").and_then(|d| d.parent().map(PathBuf::from))
-    {
-        if let Ok(entries) = std::fs::read_dir(base) {
-            let mut names: Vec<String> = entries
-                .filter_map(Result::ok)
-                .filter(|e| e.path().is_dir())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !rows.iter().any(|r| &r.name == n))
-                .collect();
-            names.sort();
-            rows.extend(names.into_iter().map(|name| ClusterRow {
-                name,
-                found: "cache".into(),
-                containers: 0,
-            }));
-        }
-    }
+    let (rows, failed) = clusterctl_phases::get::clusters();
     if let Some(e) = &failed {
         eprintln!("get clusters: the Docker engine could not be asked ({e}); clusters from the local cache only");
     }
@@ -227,44 +158,10 @@ fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let listed = if cluster.provider() == Provider::Docker {
-        match lifecycle::docker_provider(&cluster).and_then(|p| p.list().map_err(|e| e.to_string()))
-        {
-            Ok(l) => Some(l),
-            Err(e) => {
-                eprintln!("get nodes: the Docker engine could not be asked: {e}");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let rows: Vec<NodeRow> = cluster
-        .nodes()
-        .iter()
-        .map(|n| {
-            let d = listed
-                .as_ref()
-                .and_then(|l| l.iter().find(|d| d.name == n.name));
-            NodeRow {
-                name: n.name.clone(),
-                role: if n.is_control_plane() {
-                    "control-plane"
-                } else {
-                    "worker"
-                }
-                .into(),
-                address: n
-                    .address
-                    .map(|a| a.to_string())
-                    .or_else(|| d.and_then(|d| d.address.clone())),
-                container: d.map(|d| d.container.clone()).or_else(|| {
-                    (cluster.provider() == Provider::Docker).then(|| "(none)".to_string())
-                }),
-                state: d.map(|d| d.state.clone()),
-            }
-        })
-        .collect();
+    let (rows, failed) = clusterctl_phases::get::nodes(&cluster);
+    if let Some(e) = failed {
+        eprintln!("get nodes: the Docker engine could not be asked: {e}");
+    }
     match output {
         NodesFormat::Json => {
             Format::Json.print(&rows)?;
@@ -302,94 +199,4 @@ fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `admin` (a kubeconfig of one cluster and user) merged into `existing` (empty: alone) as cluster, user
-/// and current context `clusterctl-<name>`. The server: for the docker provider the first control
-/// plane's API port as Docker publishes it now on 127.0.0.1, with `tls-server-name` the endpoint host
-/// (as `up` writes it; admin.conf itself names the endpoint, which this machine cannot reach); else
-/// admin's server and `tls-server-name`. Errors: as text.
-fn merged_into(
-    existing: &str,
-    admin: &str,
-    cluster: &clusterctl_spec::ValidCluster,
-) -> Result<String, String> {
-    let v: Value = serde_yaml::from_str(admin).map_err(|e| e.to_string())?;
-    let c = &v["clusters"][0]["cluster"];
-    let local = clusterctl_phases::node_containers::local_api(cluster, false);
-    let (server, tls) = match &local {
-        Some(l) => (l.server.as_str(), Some(l.tls_server_name.as_str())),
-        None => (
-            c["server"]
-                .as_str()
-                .ok_or("the kubeconfig names no server")?,
-            c["tls-server-name"].as_str(),
-        ),
-    };
-    clusterctl_phases::up::kubeconfig::merge(
-        existing,
-        admin,
-        cluster.name(),
-        server,
-        tls,
-        clusterctl_phases::up::kubeconfig::Current::Always,
-    )
-    .map_err(|e| e.to_string())
-}
-
-/// The cluster's admin kubeconfig with only its own context (cluster, user, context, current-context):
-/// the cluster's context in `--kubeconfig` / `$KUBECONFIG` / `~/.kube/config` (`--kubeconfig` without
-/// it: its current context), else admin.conf of the first control plane. Never another context's
-/// entries. Errors: as text.
-fn standalone(
-    cluster: &clusterctl_spec::ValidCluster,
-    a: &KubeconfigArgs,
-) -> Result<String, String> {
-    let (path, context) =
-        lifecycle::kubeconfig_for(cluster, a.kubeconfig.as_ref(), a.known_hosts.as_ref())?;
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let v: Value = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let Some(ctx_name) = context.or_else(|| {
-        v["current-context"]
-            .as_str()
-            .filter(|c| !c.is_empty())
-            .map(str::to_string)
-    }) else {
-        return Err(format!(
-            "{} has no context `{}` and no current context",
-            path.display(),
-            clusterctl_kubeapi::kubeconfig::entry_name(cluster.name())
-        ));
-    };
-    let find = |list: &str, name: &str| -> Option<Value> {
-        v[list]
-            .as_sequence()?
-            .iter()
-            .find(|e| e["name"].as_str() == Some(name))
-            .cloned()
-    };
-    let ctx = find("contexts", &ctx_name).ok_or("the context disappeared")?;
-    let cl = ctx["context"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let us = ctx["context"]["user"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let mut out = serde_yaml::Mapping::new();
-    out.insert("apiVersion".into(), "v1".into());
-    out.insert("kind".into(), "Config".into());
-    out.insert(
-        "clusters".into(),
-        Value::Sequence(find("clusters", &cl).into_iter().collect()),
-    );
-    out.insert(
-        "users".into(),
-        Value::Sequence(find("users", &us).into_iter().collect()),
-    );
-    out.insert("contexts".into(), Value::Sequence(vec![ctx]));
-    out.insert("current-context".into(), ctx_name.into());
-    serde_yaml::to_string(&Value::Mapping(out)).map_err(|e| e.to_string())
 }

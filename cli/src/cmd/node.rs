@@ -105,7 +105,7 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             &cluster,
             &spec.cluster,
             &args.nodes,
-            &transports,
+            &|n| transports.contains_key(n),
             &provider_plan,
         );
     }

@@ -54,13 +54,13 @@ pub(crate) fn print_up_plan(
 }
 
 /// For a docker-provider dry run: the node containers `node join` creates, those of `joining` that
-/// have no container yet (`reached` holds the nodes whose container runs), taken from `clusterctl_phases::connect::connect`'s
-/// provider `plan` (`create container <cluster>-<node> (…)`).
+/// have no container yet (`reached` says whether a node's container runs), taken from
+/// `clusterctl_phases::connect::connect`'s provider `plan` (`create container <cluster>-<node> (…)`).
 pub(crate) fn print_join_provider_plan(
     cluster: &clusterctl_spec::ValidCluster,
     name: &str,
     joining: &[String],
-    reached: &std::collections::BTreeMap<String, std::sync::Arc<dyn clusterctl_exec::Transport>>,
+    reached: &dyn Fn(&str) -> bool,
     plan: &[String],
 ) {
     if cluster.provider() != clusterctl_spec::model::Provider::Docker {
@@ -68,7 +68,7 @@ pub(crate) fn print_join_provider_plan(
     }
     let lines: Vec<&String> = joining
         .iter()
-        .filter(|n| !reached.contains_key(*n))
+        .filter(|n| !reached(n))
         .filter_map(|n| {
             let prefix = format!("create container {name}-{n} ");
             plan.iter().find(|l| l.starts_with(&prefix))

@@ -1,0 +1,267 @@
+//! `clusterctl status`'s report: nodes (role, version, Ready, the reason when not Ready), the nodes of
+//! the file that are not registered, labels and taints the file declares that a node has lost (e.g.
+//! after a re-create), and stuck pods with the layer they are stuck at
+//! (`clusterctl_kubeapi::diagnose`). For pods that cannot pull their image, the node runtimes are
+//! asked which nodes hold it ([`crate::image_load::LIST_IMAGES`]) over the transports of
+//! [`crate::reach`], since a Node's status lists at most 50 images. Read-only: nothing is changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Mutex;
+
+use clusterctl_exec::Cmd;
+use clusterctl_kubeapi::{diagnose, image_matches, ApiError, ClusterApi, Diagnosis, Node};
+use clusterctl_spec::ValidCluster;
+
+use crate::image_load::LIST_IMAGES;
+use crate::reach::{self, ReachError};
+
+/// Why the report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The cluster's API could not be reached (no kubeconfig context, first control plane not
+    /// reachable, no usable client).
+    #[error(transparent)]
+    Reach(#[from] ReachError),
+    /// The API could not list nodes or pods.
+    #[error(transparent)]
+    Api(#[from] ApiError),
+}
+
+/// How the cluster is: the `result` of `status -o json|yaml`.
+#[derive(serde::Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Health {
+    /// Every node is Ready, no pod is stuck, every node of the file is registered and carries its
+    /// declared labels and taints.
+    Ok,
+    /// Something of the above is not so.
+    Degraded,
+}
+
+/// A label the cluster file declares on a node that the Node object does not carry (with that value).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LabelDrift {
+    /// Node name.
+    pub node: String,
+    /// `key=value` as declared.
+    pub label: String,
+    /// The value the node has instead, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
+}
+
+/// A taint the cluster file declares on a node that the Node object does not carry (same key, value
+/// and effect).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TaintDrift {
+    /// Node name.
+    pub node: String,
+    /// `key[=value]:Effect` as declared.
+    pub taint: String,
+}
+
+/// The whole report (`status -o json` prints it).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    /// Cluster name.
+    pub cluster: String,
+    /// `ok` or `degraded` (see [`Health`]).
+    pub result: Health,
+    /// Nodes and stuck pods.
+    #[serde(flatten)]
+    pub diagnosis: Diagnosis,
+    /// Nodes in the file that are not registered in the cluster.
+    pub missing_nodes: Vec<String>,
+    /// Declared labels the nodes do not carry (`clusterctl up` restores them).
+    pub label_drift: Vec<LabelDrift>,
+    /// Declared taints the nodes do not carry (`clusterctl up` restores them).
+    pub taint_drift: Vec<TaintDrift>,
+}
+
+/// `status`'s entry point: the cluster's API client ([`reach::cluster_api`]: `kubeconfig`, else the
+/// cluster's context in `$KUBECONFIG`/`~/.kube/config`, else `admin.conf` of the first control plane,
+/// its host key checked against `known_hosts`), then [`report`]. Errors: the API could not be reached
+/// or read.
+pub fn run(
+    cluster: &ValidCluster,
+    kubeconfig: Option<&Path>,
+    known_hosts: Option<&Path>,
+) -> Result<StatusReport, StatusError> {
+    let api = reach::cluster_api(cluster, kubeconfig, known_hosts)?;
+    report(cluster, &api, known_hosts)
+}
+
+/// Builds the report from `api`: nodes, stuck pods (asking the node runtimes for images, reached with
+/// `known_hosts`), missing nodes, label and taint drift. Errors: the API could not list nodes or pods.
+pub fn report(
+    cluster: &ValidCluster,
+    api: &dyn ClusterApi,
+    known_hosts: Option<&Path>,
+) -> Result<StatusReport, StatusError> {
+    let nodes = api.nodes()?;
+    let pods = api.pods()?;
+    let lister = ImageLister::new(cluster, known_hosts);
+    let diagnosis = diagnose(
+        &nodes,
+        &pods,
+        &mut |p| {
+            api.events_for(
+                p.metadata.namespace.as_deref().unwrap_or(""),
+                "Pod",
+                p.metadata.name.as_deref().unwrap_or(""),
+            )
+            .unwrap_or_default()
+        },
+        &mut |img| lister.nodes_with(img),
+    );
+    let registered: BTreeSet<String> = nodes
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    let missing_nodes = cluster
+        .nodes()
+        .iter()
+        .filter(|n| !registered.contains(&n.name))
+        .map(|n| n.name.clone())
+        .collect();
+    let mut r = StatusReport {
+        cluster: cluster.name().to_string(),
+        result: Health::Ok,
+        diagnosis,
+        missing_nodes,
+        label_drift: label_drift(cluster, &nodes),
+        taint_drift: taint_drift(cluster, &nodes),
+    };
+    let healthy = r.diagnosis.nodes.iter().all(|n| n.ready)
+        && r.diagnosis.stuck.is_empty()
+        && r.missing_nodes.is_empty()
+        && r.label_drift.is_empty()
+        && r.taint_drift.is_empty();
+    if !healthy {
+        r.result = Health::Degraded;
+    }
+    Ok(r)
+}
+
+/// The Node object named like `name` among `nodes`.
+fn registered<'a>(nodes: &'a [Node], name: &str) -> Option<&'a Node> {
+    nodes
+        .iter()
+        .find(|n| n.metadata.name.as_deref() == Some(name))
+}
+
+fn label_drift(cluster: &ValidCluster, nodes: &[Node]) -> Vec<LabelDrift> {
+    let mut out = Vec::new();
+    for vn in cluster.nodes() {
+        let Some(n) = registered(nodes, &vn.name) else {
+            continue;
+        };
+        let have = n.metadata.labels.clone().unwrap_or_default();
+        for (k, v) in &vn.labels {
+            if have.get(k) != Some(v) {
+                out.push(LabelDrift {
+                    node: vn.name.clone(),
+                    label: format!("{k}={v}"),
+                    actual: have.get(k).cloned(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn taint_drift(cluster: &ValidCluster, nodes: &[Node]) -> Vec<TaintDrift> {
+    let mut out = Vec::new();
+    for vn in cluster.nodes() {
+        let Some(n) = registered(nodes, &vn.name) else {
+            continue;
+        };
+        let have = n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        for t in &vn.taints {
+            let value = t.value.clone().filter(|v| !v.is_empty());
+            let effect = format!("{:?}", t.effect);
+            let carried = have.iter().any(|h| {
+                h.key == t.key
+                    && h.value.clone().filter(|v| !v.is_empty()) == value
+                    && h.effect == effect
+            });
+            if !carried {
+                let shown = match &value {
+                    Some(v) => format!("{}={v}:{effect}", t.key),
+                    None => format!("{}:{effect}", t.key),
+                };
+                out.push(TaintDrift {
+                    node: vn.name.clone(),
+                    taint: shown,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Node name → the image references its runtime holds.
+type ImagesByNode = BTreeMap<String, Vec<String>>;
+
+/// Asks every node's runtime for its images once (lazily, on the first image asked about).
+struct ImageLister<'a> {
+    cluster: &'a ValidCluster,
+    known_hosts: Option<&'a Path>,
+    listed: Mutex<Option<Option<ImagesByNode>>>,
+}
+
+impl<'a> ImageLister<'a> {
+    fn new(cluster: &'a ValidCluster, known_hosts: Option<&'a Path>) -> Self {
+        ImageLister {
+            cluster,
+            known_hosts,
+            listed: Mutex::new(None),
+        }
+    }
+
+    /// The nodes whose runtime holds `image`; `None` when no node runtime could be asked.
+    fn nodes_with(&self, image: &str) -> Option<Vec<String>> {
+        let Ok(mut guard) = self.listed.lock() else {
+            return None;
+        };
+        if guard.is_none() {
+            *guard = Some(self.list_all());
+        }
+        let lists = guard.as_ref().and_then(|l| l.as_ref())?;
+        Some(
+            lists
+                .iter()
+                .filter(|(_, imgs)| imgs.iter().any(|i| image_matches(image, i)))
+                .map(|(n, _)| n.clone())
+                .collect(),
+        )
+    }
+
+    /// Every reachable node's image list; `None` when no node answered.
+    fn list_all(&self) -> Option<ImagesByNode> {
+        let all: Vec<_> = self.cluster.nodes().iter().collect();
+        let reached = reach::reach(self.cluster, &all, self.known_hosts);
+        let lists = reach::on_each(&reached.transports, |_, t| {
+            t.run(&Cmd::new(LIST_IMAGES).sudo())
+                .ok()
+                .filter(|o| o.success())
+                .map(|o| {
+                    o.stdout_str()
+                        .lines()
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                })
+        });
+        let ok: ImagesByNode = lists
+            .into_iter()
+            .filter_map(|(n, l)| l.map(|l| (n, l)))
+            .collect();
+        (!ok.is_empty()).then_some(ok)
+    }
+}
