@@ -86,17 +86,7 @@ fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
 /// code 1): the first air-gap error, naming the image, blob or bundle entry (a refused bundle).
 pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
     match cmd {
-        Command::Images { target, output } => {
-            let cluster = match target.load(output) {
-                Ok(c) => c,
-                Err(code) => return Ok(code),
-            };
-            let list = clusterctl_airgap::plan::listed_images(&cluster);
-            if !output.print(&list)? {
-                list.iter().for_each(|i| println!("{}", i.pull));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Images { target, output } => images(&target, output),
         Command::Bundle {
             target,
             output,
@@ -105,73 +95,9 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
             jobs,
             plain_http,
             no_self,
-        } => {
-            let cluster = match target.load(Format::Text) {
-                Ok(c) => c,
-                Err(code) => return Ok(code),
-            };
-            let base_dir = target
-                .path()
-                .and_then(Path::parent)
-                .map(Path::to_path_buf)
-                .unwrap_or_default();
-            let out = match output.or_else(|| {
-                cluster
-                    .spec()
-                    .airgap
-                    .as_ref()
-                    .map(|a| base_dir.join(&a.bundle))
-            }) {
-                Some(o) => o,
-                None => {
-                    return Err(miette::miette!(
-                        "no bundle file: give --bundle-file FILE or set airgap.bundle in the cluster file"
-                    ))
-                }
-            };
-            let registry_overrides =
-                match clusterctl_airgap::plan::source_overrides(&cluster, &overrides) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        eprintln!(
-                            "airgap bundle: --source-registry-override {:?}: {e}",
-                            e.given()
-                        );
-                        return Ok(ExitCode::from(crate::EXIT_INVALID));
-                    }
-                };
-            let mut client: ClientOptions = source_client_options(&cluster);
-            client.plain_http = plain_http;
-            let mut opts = BundleOptions {
-                out: out.clone(),
-                cache,
-                client,
-                base_dir,
-                // The cache `up` fills too: a CNI file `up` fetched is not downloaded again.
-                upstream_cache: clusterctl_phases::up::cni_install::default_cache(),
-                ..Default::default()
-            };
-            opts.pull.jobs = jobs.max(1);
-            opts.pull.registry_overrides = registry_overrides;
-            opts.pull.progress = std::io::stderr().is_terminal();
-            if !no_self {
-                opts.self_binary = std::env::current_exe().ok();
-            }
-            let (summary, stats) = bundle_cluster(&cluster, &opts).map_err(fail)?;
-            eprintln!(
-                "wrote {}: {} image(s), {} distinct blob(s) ({} bytes), {} package(s), {} bytes in all; layers and configs this run: {} fetched ({} bytes), {} from the cache",
-                out.display(),
-                summary.manifest.images.len(),
-                summary.blobs,
-                summary.blob_bytes,
-                summary.manifest.packages.len(),
-                summary.bytes,
-                stats.blobs_fetched,
-                stats.bytes_fetched,
-                stats.blobs_cached
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        } => bundle(
+            &target, output, &overrides, cache, jobs, plain_http, no_self,
+        ),
         Command::Import {
             bundle,
             target,
@@ -179,41 +105,140 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
             state,
             jobs,
             verify_only,
-        } => {
-            let cluster = match target.load(Format::Text) {
-                Ok(c) => c,
-                Err(code) => return Ok(code),
-            };
-            if verify_only {
-                let vb = clusterctl_airgap::bundle::verify_bundle(&bundle).map_err(fail)?;
-                check_matches(&vb, &cluster).map_err(fail)?;
-                eprintln!(
-                    "{}: verified {} entries, {} bytes",
-                    bundle.display(),
-                    vb.entries.len(),
-                    vb.bytes_verified
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            let opts = ImportOptions {
-                client: client_options(&cluster),
-                mirror_prefix: mirror,
-                state,
-                jobs: jobs.max(1),
-                expect: Some((cluster.name().to_string(), cluster.version_info().tag())),
-            };
-            let (vb, r) = import_bundle_for_cluster(&bundle, &cluster, &opts).map_err(fail)?;
-            eprintln!(
-                "{}: {} images pushed, {} already there; blobs: {} uploaded ({} bytes), {} mounted, {} present",
-                vb.path.display(),
-                r.images_pushed,
-                r.images_skipped,
-                r.blobs_uploaded,
-                r.bytes_uploaded,
-                r.blobs_mounted,
-                r.blobs_present
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        } => import(&bundle, &target, mirror, state, jobs, verify_only),
     }
+}
+
+/// `airgap images`: the list on stdout.
+fn images(target: &super::flags::Target, output: Format) -> miette::Result<ExitCode> {
+    let cluster = match target.load(output) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let list = clusterctl_airgap::plan::listed_images(&cluster);
+    if !output.print(&list)? {
+        list.iter().for_each(|i| println!("{}", i.pull));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `airgap bundle`: pulls and writes the bundle, then the summary on stderr.
+fn bundle(
+    target: &super::flags::Target,
+    output: Option<PathBuf>,
+    overrides: &[String],
+    cache: Option<PathBuf>,
+    jobs: usize,
+    plain_http: Vec<String>,
+    no_self: bool,
+) -> miette::Result<ExitCode> {
+    let cluster = match target.load(Format::Text) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let base_dir = target
+        .path()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let out = match output.or_else(|| {
+        cluster
+            .spec()
+            .airgap
+            .as_ref()
+            .map(|a| base_dir.join(&a.bundle))
+    }) {
+        Some(o) => o,
+        None => {
+            return Err(miette::miette!(
+                "no bundle file: give --bundle-file FILE or set airgap.bundle in the cluster file"
+            ))
+        }
+    };
+    let registry_overrides = match clusterctl_airgap::plan::source_overrides(&cluster, overrides) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!(
+                "airgap bundle: --source-registry-override {:?}: {e}",
+                e.given()
+            );
+            return Ok(ExitCode::from(crate::EXIT_INVALID));
+        }
+    };
+    let mut client: ClientOptions = source_client_options(&cluster);
+    client.plain_http = plain_http;
+    let mut opts = BundleOptions {
+        out: out.clone(),
+        cache,
+        client,
+        base_dir,
+        // The cache `up` fills too: a CNI file `up` fetched is not downloaded again.
+        upstream_cache: clusterctl_phases::up::cni_install::default_cache(),
+        ..Default::default()
+    };
+    opts.pull.jobs = jobs.max(1);
+    opts.pull.registry_overrides = registry_overrides;
+    opts.pull.progress = std::io::stderr().is_terminal();
+    if !no_self {
+        opts.self_binary = std::env::current_exe().ok();
+    }
+    let (summary, stats) = bundle_cluster(&cluster, &opts).map_err(fail)?;
+    eprintln!(
+        "wrote {}: {} image(s), {} distinct blob(s) ({} bytes), {} package(s), {} bytes in all; layers and configs this run: {} fetched ({} bytes), {} from the cache",
+        out.display(),
+        summary.manifest.images.len(),
+        summary.blobs,
+        summary.blob_bytes,
+        summary.manifest.packages.len(),
+        summary.bytes,
+        stats.blobs_fetched,
+        stats.bytes_fetched,
+        stats.blobs_cached
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `airgap import`: verifies the bundle, then (unless `verify_only`) pushes it to the mirror.
+fn import(
+    bundle: &Path,
+    target: &super::flags::Target,
+    mirror: Option<String>,
+    state: Option<PathBuf>,
+    jobs: usize,
+    verify_only: bool,
+) -> miette::Result<ExitCode> {
+    let cluster = match target.load(Format::Text) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    if verify_only {
+        let vb = clusterctl_airgap::bundle::verify_bundle(bundle).map_err(fail)?;
+        check_matches(&vb, &cluster).map_err(fail)?;
+        eprintln!(
+            "{}: verified {} entries, {} bytes",
+            bundle.display(),
+            vb.entries.len(),
+            vb.bytes_verified
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opts = ImportOptions {
+        client: client_options(&cluster),
+        mirror_prefix: mirror,
+        state,
+        jobs: jobs.max(1),
+        expect: Some((cluster.name().to_string(), cluster.version_info().tag())),
+    };
+    let (vb, r) = import_bundle_for_cluster(bundle, &cluster, &opts).map_err(fail)?;
+    eprintln!(
+        "{}: {} images pushed, {} already there; blobs: {} uploaded ({} bytes), {} mounted, {} present",
+        vb.path.display(),
+        r.images_pushed,
+        r.images_skipped,
+        r.blobs_uploaded,
+        r.bytes_uploaded,
+        r.blobs_mounted,
+        r.blobs_present
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -60,6 +60,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     }
 }
 
+/// The report as text: the cluster line, the node table, missing nodes, drift, stuck pods.
 fn print_text(cluster: &ValidCluster, r: &StatusReport) {
     let d = &r.diagnosis;
     let ready = d.nodes.iter().filter(|n| n.ready).count();
@@ -111,6 +112,12 @@ fn print_text(cluster: &ValidCluster, r: &StatusReport) {
             "{m:w$}  (in the file, not registered: run `clusterctl up` or `clusterctl node join`)"
         );
     }
+    print_drift(r);
+    print_stuck(&d.stuck);
+}
+
+/// The declared labels and taints the nodes do not carry.
+fn print_drift(r: &StatusReport) {
     if !r.label_drift.is_empty() {
         println!("\nlabels declared in the file but missing on the node (`clusterctl up` restores them):");
         for l in &r.label_drift {
@@ -126,12 +133,16 @@ fn print_text(cluster: &ValidCluster, r: &StatusReport) {
             println!("  {}: {}", t.node, t.taint);
         }
     }
-    if d.stuck.is_empty() {
+}
+
+/// Each stuck pod: where it is stuck, why, and what to look at next.
+fn print_stuck(stuck: &[clusterctl_kubeapi::StuckPod]) {
+    if stuck.is_empty() {
         println!("\nno stuck pods");
         return;
     }
-    println!("\nstuck pods ({}):", d.stuck.len());
-    for s in &d.stuck {
+    println!("\nstuck pods ({}):", stuck.len());
+    for s in stuck {
         println!(
             "\n  {}/{}  stuck at {}: {}{}",
             s.namespace,
