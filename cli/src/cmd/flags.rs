@@ -129,7 +129,7 @@ impl Target {
                         "cluster": name,
                         "result": DocResult::Invalid,
                         "error": d.to_string(),
-                        "diagnostics": super::validate::diagnostics(&d.items),
+                        "diagnostics": diagnostics(&d.items),
                     });
                     // Strings and numbers always serialise.
                     let _ = format.print(&doc);
@@ -161,6 +161,38 @@ impl std::fmt::Display for CountError {
 }
 
 impl std::error::Error for CountError {}
+
+/// The diagnostics as `validate -o json` prints them (and every command's `invalid` document):
+/// `[{severity, code, message, help, path, line, column}]`.
+pub(crate) fn diagnostics(items: &[clusterctl_spec::Diagnostic]) -> Vec<serde_json::Value> {
+    items
+        .iter()
+        .map(|d| {
+            serde_json::json!({
+                "severity": d.severity,
+                "code": d.code,
+                "message": d.message,
+                "help": d.help,
+                "path": d.path,
+                "line": d.line,
+                "column": d.column,
+            })
+        })
+        .collect()
+}
+
+/// `profile list` and `validate --list-profiles`: one line per profile (name, description,
+/// `(default)` for the default one).
+pub(crate) fn print_profiles() {
+    for (name, description) in clusterctl_spec::profiles() {
+        let default = if *name == clusterctl_spec::DEFAULT_PROFILE {
+            " (default)"
+        } else {
+            ""
+        };
+        println!("{name:<16} {description}{default}");
+    }
+}
 
 /// A clap value parser for counts that must be at least 1 (`--parallel`, `--jobs`), saying so in
 /// words instead of clap's `0 is not in 1..18446744073709551615`.

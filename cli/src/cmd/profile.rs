@@ -29,7 +29,7 @@ pub(crate) enum Command {
 pub(crate) fn run(c: Command) -> miette::Result<ExitCode> {
     match c {
         Command::List => {
-            list();
+            super::flags::print_profiles();
             Ok(ExitCode::SUCCESS)
         }
         Command::Print { name, output_dir } => match clusterctl_spec::from_profile(&name) {
@@ -90,16 +90,4 @@ fn write_out(dir: &Path, text: &str, refs: &[String]) -> ExitCode {
         println!("wrote {}", path.display());
     }
     ExitCode::SUCCESS
-}
-
-/// Prints one line per profile: name, description, `(default)` for the default one.
-pub(crate) fn list() {
-    for (name, description) in clusterctl_spec::profiles() {
-        let default = if *name == clusterctl_spec::DEFAULT_PROFILE {
-            " (default)"
-        } else {
-            ""
-        };
-        println!("{name:<16} {description}{default}");
-    }
 }

@@ -33,7 +33,7 @@ pub(crate) struct Args {
 /// otherwise.
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     if args.list_profiles {
-        super::profile::list();
+        super::flags::print_profiles();
         return Ok(ExitCode::SUCCESS);
     }
     let loaded = match &args.profile {
@@ -110,25 +110,6 @@ fn summary(name: &str, valid: bool, items: &[Diagnostic]) -> String {
     }
 }
 
-/// The diagnostics as `validate -o json` prints them (and every command's `invalid` document):
-/// `[{severity, code, message, help, path, line, column}]`.
-pub(crate) fn diagnostics(items: &[Diagnostic]) -> Vec<serde_json::Value> {
-    items
-        .iter()
-        .map(|d| {
-            serde_json::json!({
-                "severity": d.severity,
-                "code": d.code,
-                "message": d.message,
-                "help": d.help,
-                "path": d.path,
-                "line": d.line,
-                "column": d.column,
-            })
-        })
-        .collect()
-}
-
 fn document(name: &str, valid: bool, items: &[Diagnostic]) -> serde_json::Value {
     let errors = items
         .iter()
@@ -140,6 +121,6 @@ fn document(name: &str, valid: bool, items: &[Diagnostic]) -> serde_json::Value 
         "valid": valid,
         "errors": errors,
         "warnings": items.len() - errors,
-        "diagnostics": diagnostics(items),
+        "diagnostics": super::flags::diagnostics(items),
     })
 }
