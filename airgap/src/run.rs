@@ -131,7 +131,7 @@ pub fn default_cache(out: &Path) -> PathBuf {
 /// `v1.34.2` read the same on the nodes); text that is not a version (refused by validation) is kept.
 fn version_tag(text: &str) -> String {
     clusterctl_spec::versions::parse_version(text.trim())
-        .map(|v| format!("v{v}"))
+        .map(|v| clusterctl_spec::versions::tag(&v))
         .unwrap_or_else(|| text.to_string())
 }
 

@@ -3,7 +3,7 @@
 //! (offline otherwise: a query then answers "unknown" and the phase plans as if nothing were done).
 //! Every text shown or stored passes through the shared redaction list.
 
-use crate::error::PhaseError;
+use crate::error::{Cause, PhaseError};
 use crate::model::NodeInfo;
 use crate::report::Reporter;
 use crate::util::{sh_quote, tail};
@@ -53,6 +53,10 @@ impl Secrets {
         out
     }
 }
+
+/// The error of a change's call in [`NodeCtx::api_change`] and [`NodeCtx::local_change`]: any error
+/// (its causes are kept as the [`PhaseError`]'s source) or a message (`"no API client".into()`).
+pub type CallError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a dry-run plan entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,13 +179,19 @@ impl NodeCtx {
         self.record(PlanKind::Info, text);
     }
 
-    fn transport_err(&self, what: &str, e: impl std::fmt::Display) -> PhaseError {
+    fn transport_err(&self, what: &str, e: impl std::error::Error + 'static) -> PhaseError {
         PhaseError::Transport {
             phase: self.phase.clone(),
             node: self.node.name.clone(),
             command: self.secrets.redact(what),
             reason: self.secrets.redact(&e.to_string()),
+            source: Some(self.cause(&e)),
         }
+    }
+
+    /// `e` with its causes as a [`Cause`], every level redacted.
+    fn cause(&self, e: &(dyn std::error::Error + 'static)) -> Cause {
+        Cause::new(e, &|t| self.secrets.redact(t))
     }
 
     /// A [`PhaseError::Command`] for `cmd` that ended with `out`.
@@ -207,12 +217,39 @@ impl NodeCtx {
         }
     }
 
-    /// A [`PhaseError::Local`] with `reason`.
+    /// A [`PhaseError::Local`] with `reason` (a problem the phase found itself: no `source`).
     pub fn local_error(&self, reason: impl std::fmt::Display) -> PhaseError {
         PhaseError::Local {
             phase: self.phase.clone(),
             node: self.node.name.clone(),
             reason: self.secrets.redact(&reason.to_string()),
+            source: None,
+        }
+    }
+
+    /// A [`PhaseError::Local`] caused by `e`: the reason is `e`'s message, the source `e` with its
+    /// causes (each redacted).
+    pub fn local_error_from(&self, e: &(dyn std::error::Error + 'static)) -> PhaseError {
+        PhaseError::Local {
+            phase: self.phase.clone(),
+            node: self.node.name.clone(),
+            reason: self.secrets.redact(&e.to_string()),
+            source: Some(self.cause(e)),
+        }
+    }
+
+    /// A [`PhaseError::Local`] of step `what` caused by `e`: the reason is `what: <e's message>`, the
+    /// source `e` with its causes (each redacted).
+    pub fn local_error_in(
+        &self,
+        what: impl std::fmt::Display,
+        e: &(dyn std::error::Error + 'static),
+    ) -> PhaseError {
+        PhaseError::Local {
+            phase: self.phase.clone(),
+            node: self.node.name.clone(),
+            reason: self.secrets.redact(&format!("{what}: {e}")),
+            source: Some(self.cause(e)),
         }
     }
 
@@ -393,7 +430,7 @@ impl NodeCtx {
         mode: u32,
     ) -> Result<bool, PhaseError> {
         let read_err = |ctx: &Self, e: std::io::Error| {
-            ctx.local_error(format!("reading {}: {e}", local.display()))
+            ctx.local_error_in(format_args!("reading {}", local.display()), &e)
         };
         let want = crate::util::file_sha256(local).map_err(|e| read_err(self, e))?;
         if let Some(Some((sha, m))) = self.file_digest(path)? {
@@ -441,11 +478,11 @@ impl NodeCtx {
     /// A change made through the Kubernetes API from this machine (`what`, e.g. `node w1: set labels
     /// disktype=ssd (merge patch)`): counted as a change, reported as `api: WHAT`, and in dry-run only
     /// recorded in the plan. `call` makes the change; its error (never holding a credential) becomes a
-    /// [`PhaseError::Local`] naming the phase, the node and `what`.
-    pub fn api_change(
+    /// [`PhaseError::Local`] naming the phase, the node and `what`, with the error as its source.
+    pub fn api_change<E: Into<CallError>>(
         &mut self,
         what: &str,
-        call: impl FnOnce() -> Result<(), String>,
+        call: impl FnOnce() -> Result<(), E>,
     ) -> Result<(), PhaseError> {
         self.changes += 1;
         if self.mode.dry_run {
@@ -457,14 +494,17 @@ impl NodeCtx {
             &self.node.name,
             &format!("api: {}", self.secrets.redact(what)),
         );
-        call().map_err(|e| self.local_error(format!("Kubernetes API: {what}: {e}")))
+        call().map_err(|e| {
+            let e: CallError = e.into();
+            self.local_error_in(format_args!("Kubernetes API: {what}"), &*e)
+        })
     }
 
     /// A change on this machine other than a file write (removing the local cache, a kubeconfig
     /// context, the Docker provider's node containers, saving an image archive): counted as a change,
     /// reported as `what`, and in dry-run only recorded in the plan. `call` makes the change; its error
-    /// becomes a [`PhaseError::Local`] naming the phase and `what`.
-    pub fn local_change<E: std::fmt::Display>(
+    /// becomes a [`PhaseError::Local`] naming the phase and `what`, with the error as its source.
+    pub fn local_change<E: Into<CallError>>(
         &mut self,
         what: &str,
         call: impl FnOnce() -> Result<(), E>,
@@ -476,7 +516,10 @@ impl NodeCtx {
         }
         self.reporter
             .change(&self.phase, &self.node.name, &self.secrets.redact(what));
-        call().map_err(|e| self.local_error(format!("{what}: {e}")))
+        call().map_err(|e| {
+            let e: CallError = e.into();
+            self.local_error_in(what, &*e)
+        })
     }
 
     /// Writes a file on the local machine (mode `mode`, parents created) unless it already holds `data`.
@@ -502,7 +545,7 @@ impl NodeCtx {
         }
         self.reporter.change(&self.phase, &self.node.name, &what);
         crate::local::write_private(path, mode, data)
-            .map_err(|e| self.local_error(format!("{what}: {e}")))?;
+            .map_err(|e| self.local_error_in(&what, &e))?;
         Ok(true)
     }
 }

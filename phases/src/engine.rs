@@ -265,7 +265,7 @@ impl Engine {
                 owner: None,
             };
             t.upload(&state.to_json(), &spec)
-                .map_err(|e| ctx.local_error(format!("saving the state record: {e}")))?;
+                .map_err(|e| ctx.local_error_in("saving the state record", &e))?;
         }
         if let Some(c) = &self.opts.cache {
             if let Err(e) = c.store(state) {
@@ -309,6 +309,7 @@ impl Engine {
                 phase: phase.name.into(),
                 node: node.name.clone(),
                 reason: "internal lock poisoned".into(),
+                source: None,
             });
         };
         ctx.phase = phase.name.to_string();
@@ -424,6 +425,7 @@ impl Engine {
                     phase: phase.name.into(),
                     node: "local".into(),
                     reason: "internal lock poisoned".into(),
+                    source: None,
                 }),
             );
         };

@@ -27,8 +27,11 @@ pub enum PhaseError {
         node: String,
         /// The command or file operation, redacted.
         command: String,
-        /// The transport's message (never holds secrets).
+        /// The transport's message, redacted.
         reason: String,
+        /// The transport's error with its causes, each redacted ([`Cause`]).
+        #[source]
+        source: Option<Cause>,
     },
     /// A check found something wrong that the phase cannot or may not change (preflight failures,
     /// unexpected state). `problems` lists every one found.
@@ -48,9 +51,60 @@ pub enum PhaseError {
         phase: String,
         /// Node name, or `local`.
         node: String,
-        /// What went wrong.
+        /// What went wrong, redacted: the step, then the cause's own message when there is one.
         reason: String,
+        /// The error that made the step fail with its causes, each redacted ([`Cause`]); `None` when
+        /// the step found the problem itself.
+        #[source]
+        source: Option<Cause>,
     },
+}
+
+/// An error's message and its causes (`source()` chain), each level's text redacted of the run's
+/// secrets when it was taken: the `source` of [`PhaseError::Local`] and [`PhaseError::Transport`], so
+/// a report can show every cause while no secret leaves the run, and [`PhaseError`] stays `Clone`
+/// (and small: one pointer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause(Box<Level>);
+
+/// One level of a [`Cause`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Level {
+    message: String,
+    source: Option<Cause>,
+}
+
+impl Cause {
+    /// `error` and its whole `source()` chain, each message passed through `redact`.
+    pub fn new(
+        error: &(dyn std::error::Error + 'static),
+        redact: &dyn Fn(&str) -> String,
+    ) -> Cause {
+        Cause(Box::new(Level {
+            message: redact(&error.to_string()),
+            source: error.source().map(|s| Cause::new(s, redact)),
+        }))
+    }
+
+    /// The (redacted) message of this level.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_ref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
 }
 
 impl PhaseError {

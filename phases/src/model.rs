@@ -1,18 +1,10 @@
 //! The engine's view of a cluster: nodes with their role and address, and the files rendered for each
-//! node. Built by the CLI from `clusterctl_spec::ValidCluster` and `clusterctl_render::Rendered`, so the
-//! engine and the phases do not depend on the shape of the cluster file.
+//! node, built from `clusterctl_spec::ValidCluster` and `clusterctl_render::Rendered`
+//! (`up::from_file`). The role, the runtime and the taints are spec's own types.
 
 use std::collections::BTreeMap;
 
-/// The role a node plays, as in the cluster file's `nodes[].role`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// Runs the control plane (API server, etcd, scheduler, controller manager) and kube-vip.
-    ControlPlane,
-    /// Runs workloads only.
-    Worker,
-}
+pub use clusterctl_spec::model::{Role, RuntimeKind};
 
 /// One node of the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,8 +17,8 @@ pub struct NodeInfo {
     pub address: String,
     /// Labels to set on the Node object (`nodes[].labels`), reconciled through the API.
     pub labels: BTreeMap<String, String>,
-    /// Taints as `key[=value]:Effect` strings (`nodes[].taints`), reconciled through the API.
-    pub taints: Vec<String>,
+    /// Taints (`nodes[].taints`), reconciled through the API.
+    pub taints: Vec<clusterctl_spec::model::Taint>,
 }
 
 impl NodeInfo {
@@ -126,25 +118,6 @@ pub fn purpose_of(path: &str) -> FilePurpose {
         FilePurpose::Cni
     } else {
         FilePurpose::Other
-    }
-}
-
-/// The container runtime of the cluster (`spec.runtime.kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuntimeKind {
-    /// containerd (unit `containerd.service`).
-    Containerd,
-    /// CRI-O (unit `crio.service`).
-    Crio,
-}
-
-impl RuntimeKind {
-    /// The systemd unit that runs the runtime.
-    pub fn unit(self) -> &'static str {
-        match self {
-            RuntimeKind::Containerd => "containerd",
-            RuntimeKind::Crio => "crio",
-        }
     }
 }
 

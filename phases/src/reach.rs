@@ -15,7 +15,7 @@ use clusterctl_kubeapi::KubeClusterApi;
 use clusterctl_spec::model::{HostKeyPolicy, Provider};
 use clusterctl_spec::{ValidCluster, ValidNode};
 
-use crate::model::{NodeInfo, Role};
+use crate::model::NodeInfo;
 
 /// Why a node or the cluster's API could not be reached.
 #[derive(Debug, thiserror::Error)]
@@ -101,11 +101,7 @@ pub fn expand_home(p: &str) -> PathBuf {
 pub fn node_info(node: &ValidNode) -> NodeInfo {
     NodeInfo::new(
         node.name.clone(),
-        if node.is_control_plane() {
-            Role::ControlPlane
-        } else {
-            Role::Worker
-        },
+        node.role,
         node.address.map(|a| a.to_string()).unwrap_or_default(),
     )
 }

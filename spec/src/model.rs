@@ -554,6 +554,16 @@ pub enum RuntimeKind {
     Crio,
 }
 
+impl RuntimeKind {
+    /// The systemd unit that runs the runtime on a node: `containerd` or `crio`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            RuntimeKind::Containerd => "containerd",
+            RuntimeKind::Crio => "crio",
+        }
+    }
+}
+
 /// `spec.runtime.cgroupDriver`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -982,8 +992,9 @@ pub enum Role {
     Worker,
 }
 
-/// A node taint (Kubernetes `core/v1` `Taint`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A node taint (Kubernetes `core/v1` `Taint`). `Display` writes it as `kubectl taint` takes it:
+/// `key=value:Effect`, or `key:Effect` when the value is unset or empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Taint {
     /// Key, label-key syntax.
@@ -1004,6 +1015,26 @@ pub enum TaintEffect {
     PreferNoSchedule,
     /// Evict running pods.
     NoExecute,
+}
+
+impl TaintEffect {
+    /// The effect as core/v1 spells it: `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+impl std::fmt::Display for Taint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.value.as_deref().filter(|v| !v.is_empty()) {
+            Some(v) => write!(f, "{}={v}:{}", self.key, self.effect.as_str()),
+            None => write!(f, "{}:{}", self.key, self.effect.as_str()),
+        }
+    }
 }
 
 /// `spec.images`.

@@ -133,7 +133,7 @@ pub struct VersionInfo {
 impl VersionInfo {
     /// The version as Kubernetes writes it, `v1.34.1` (kubeadm `kubernetesVersion`, image tags).
     pub fn tag(&self) -> String {
-        format!("v{}", self.version)
+        tag(&self.version)
     }
 
     /// The upstream images kubeadm pulls for this version, as full references under `registry.k8s.io`, in
@@ -149,10 +149,28 @@ impl VersionInfo {
     }
 }
 
+/// A Kubernetes version as Kubernetes writes it, `v1.34.1` (kubeadm's `kubernetesVersion`, image
+/// tags, release URLs, bundle manifests). The one place that adds the `v`; `Display` of [`Version`]
+/// gives the bare `1.34.1`.
+pub fn tag(version: &Version) -> String {
+    format!("v{version}")
+}
+
+/// `vMAJOR.MINOR`, a Kubernetes minor as pkgs.k8s.io names its repositories (`/v1.34/deb/`).
+pub fn minor_tag(major: u64, minor: u64) -> String {
+    format!("v{major}.{minor}")
+}
+
+/// The text of a Kubernetes version without its one leading `v` (`v1.34.1` → `1.34.1`; `1.34.1` is
+/// returned as it is). The one place that strips the `v`.
+pub fn untagged(text: &str) -> &str {
+    text.strip_prefix('v').unwrap_or(text)
+}
+
 /// Parses `v1.34.1` or `1.34.1` (exact patch, no pre-release) into a [`Version`].
 /// Errors: `None` when the text is not `[v]MAJOR.MINOR.PATCH`.
 pub fn parse_version(text: &str) -> Option<Version> {
-    let t = text.strip_prefix('v').unwrap_or(text);
+    let t = untagged(text);
     let v = Version::parse(t).ok()?;
     if !v.pre.is_empty() || !v.build.is_empty() {
         return None;
@@ -207,7 +225,7 @@ pub fn ranges_text() -> String {
     minors.dedup();
     for m in minors {
         if let Some(newest) = newest_patch(m) {
-            out.push(format!("v1.{m}.0–v{newest}"));
+            out.push(format!("{}–{}", tag(&Version::new(1, m, 0)), tag(&newest)));
         }
     }
     out.join(", ")

@@ -9,8 +9,7 @@ use crate::bundle::{BundleFile, BundleManifest, VerifiedBundle};
 
 /// `version` without its leading `v` and surrounding blanks: `v1.34.2` → `1.34.2`.
 fn bare(version: &str) -> &str {
-    let v = version.trim();
-    v.strip_prefix('v').unwrap_or(v)
+    clusterctl_spec::versions::untagged(version.trim())
 }
 
 /// True when package entry `f` is to be installed at Kubernetes `version` (`v1.34.2` or `1.34.2`):

@@ -263,7 +263,7 @@ pub fn unhold(family: Family, names: &[&str]) -> Option<String> {
 /// switched in place to `minor`'s (`/vX.Y/deb/` or `/vX.Y/rpm/` in its apt source or yum repository
 /// file, whichever exists), then apt's lists refreshed (all sources: the file is the user's).
 pub fn switch_repository(family: Family, minor: (u64, u64)) -> String {
-    let v = format!("v{}.{}", minor.0, minor.1);
+    let v = clusterctl_spec::versions::minor_tag(minor.0, minor.1);
     match family {
         Family::Debian => [
             format!("for f in {APT_LIST} /etc/apt/sources.list.d/kubernetes.sources; do"),
@@ -453,9 +453,10 @@ pub fn record() -> String {
 /// `destroy --purge`: with the record `up` wrote ([`record`]), puts the node's packages back as they
 /// were before `up` — the packages `up` installed purged (`dpkg --purge` / `dnf remove`), holds it
 /// added released, the containerd and runc it unpacked and every repository file, keyring and CA it
-/// placed removed (paths that existed before are kept) — and prints what it did. Without a record
-/// (packages installed by hand, `source: preinstalled`), purges the installed ones of `legacy` as
-/// before this record existed.
+/// placed removed, with apt's lists of the repositories those apt sources named
+/// (`/var/lib/apt/lists/<URL without scheme, `/` as `_`>_*`; paths that existed before are kept) —
+/// and prints what it did. Without a record (packages installed by hand, `source: preinstalled`),
+/// purges the installed ones of `legacy` as before this record existed.
 pub fn purge(legacy: &[String]) -> String {
     let files = managed_files().join(" ");
     let legacy: Vec<String> = legacy.iter().map(|p| sh_quote(p)).collect();
@@ -481,7 +482,13 @@ pub fn purge(legacy: &[String]) -> String {
          \x20   grep -qx 'existed {CONTAINERD_ARCHIVE_UNIT}' \"$d/before\" || systemctl disable --now containerd >/dev/null 2>&1 || true\n\
          \x20 fi\n\
          \x20 for f in {files}; do\n\
-         \x20   if [ -e \"$f\" ] && ! grep -qx \"existed $f\" \"$d/before\"; then rm -f -- \"$f\" && out=\"$out removed $f;\"; fi\n\
+         \x20   if [ -e \"$f\" ] && ! grep -qx \"existed $f\" \"$d/before\"; then\n\
+         \x20     case \"$f\" in /etc/apt/sources.list.d/*.list) for u in $(grep -o 'https\\?://[^ ]*' \"$f\"); do\n\
+         \x20       p=$(printf %s \"$u\" | sed -e 's|^[a-z]*://||' -e 's|/*$||' -e 's|/|_|g')\n\
+         \x20       set -- /var/lib/apt/lists/\"$p\"_*; if [ -e \"$1\" ]; then rm -f -- \"$@\" && out=\"$out removed apt's lists of $u;\"; fi\n\
+         \x20     done ;; esac\n\
+         \x20     rm -f -- \"$f\" && out=\"$out removed $f;\"\n\
+         \x20   fi\n\
          \x20 done\n\
          \x20 rm -rf -- \"$d\" /etc/clusterctl-packages\n\
          \x20 echo \"as before up:${{out:- nothing to undo}}\"\n\
@@ -665,6 +672,11 @@ mod tests {
             "{p}"
         );
         assert!(p.contains("for p in kubeadm x-tool; do"), "{p}");
+        // An apt source it placed goes with apt's lists of its repository.
+        assert!(
+            p.contains("-e 's|/|_|g')") && p.contains("/var/lib/apt/lists/\"$p\"_*"),
+            "{p}"
+        );
         let r = record();
         assert!(r.contains("existed $f"), "{r}");
         assert!(

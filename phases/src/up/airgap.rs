@@ -220,10 +220,6 @@ pub fn image_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
     }
 }
 
-fn tag(version: &str) -> String {
-    format!("v{}", version.trim_start_matches('v'))
-}
-
 /// `airgap/verify`: checks every byte of the bundle once per run (also in a dry run: it only reads
 /// the local file) and that it was made for this cluster and carries this version (its
 /// `kubernetesVersion`, or one of its `extraVersions` once the file was moved on by an upgrade).
@@ -247,7 +243,7 @@ pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let vb = verify_bundle(&a.bundle).map_err(|e| ctx.local_error(e))?;
     let want = (
         data.spec.cluster.clone(),
-        tag(&data.spec.kubernetes_version),
+        clusterctl_spec::versions::tag(&data.spec.kubernetes_version),
     );
     if vb.manifest.cluster != want.0 || !vb.manifest.carries_version(&want.1) {
         return Err(ctx.local_error(format!(
@@ -328,7 +324,7 @@ fn node_files(vb: &VerifiedBundle, data: &UpData, node: &str) -> Vec<NodeFile> {
         os_family(&f.os_id, &f.os_like),
         &oci_arch(&f.arch),
         REMOTE_DIR,
-        &data.spec.kubernetes_version,
+        &data.spec.kubernetes_version.to_string(),
     )
 }
 

@@ -13,8 +13,9 @@ use crate::error::PhaseError;
 use clusterctl_kubeapi::{ApiError, ClusterApi, KubeClusterApi};
 use std::sync::{Arc, Mutex};
 
-/// Makes a client from an admin kubeconfig's text (YAML). Errors: a message without credentials.
-pub type ApiFactory = dyn Fn(&str) -> Result<Arc<dyn ClusterApi>, String> + Send + Sync;
+/// Makes a client from an admin kubeconfig's text (YAML). Errors: kubeapi's (never holding a
+/// credential).
+pub type ApiFactory = dyn Fn(&str) -> Result<Arc<dyn ClusterApi>, ApiError> + Send + Sync;
 
 /// How this machine reaches the API server when the endpoint itself is not reachable from here: the
 /// docker provider's port published on 127.0.0.1 (as kind does). The serving certificate is still
@@ -78,7 +79,6 @@ impl ApiAccess {
         let mut a = Self::with(Box::new(|text: &str| {
             KubeClusterApi::from_kubeconfig_text(text, "admin.conf of the first control plane")
                 .map(|a| Arc::new(a) as Arc<dyn ClusterApi>)
-                .map_err(|e| e.to_string())
         }));
         a.local = local;
         a
@@ -120,10 +120,10 @@ impl ApiAccess {
             Some(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
         };
         let text = match &self.local {
-            Some(l) => via_local(&text, l).map_err(|e| ctx.local_error(e))?,
+            Some(l) => via_local(&text, l).map_err(|e| ctx.local_error_from(&e))?,
             None => text,
         };
-        let api = (self.make)(&text).map_err(|e| ctx.local_error(e))?;
+        let api = (self.make)(&text).map_err(|e| ctx.local_error_from(&e))?;
         if let Ok(mut c) = self.cached.lock() {
             *c = Some(api.clone());
         }
@@ -133,7 +133,7 @@ impl ApiAccess {
 
 /// An API error as the phase's error (the call and the server's answer, never a credential).
 pub fn api_error(ctx: &NodeCtx, e: ApiError) -> PhaseError {
-    ctx.local_error(format!("Kubernetes API: {e}"))
+    ctx.local_error_in("Kubernetes API", &e)
 }
 
 #[cfg(test)]

@@ -441,9 +441,9 @@ pub fn apply_steps(
             match &api {
                 Some(api) => {
                     let api = api.clone();
-                    ctx.api_change(&what, || api.apply(o).map_err(|e| e.to_string()))?
+                    ctx.api_change(&what, || api.apply(o))?
                 }
-                None => ctx.api_change(&what, || Ok(()))?,
+                None => ctx.api_change(&what, || Ok::<(), clusterctl_kubeapi::ApiError>(()))?,
             }
         }
         if step.wait == Wait::CrdsEstablished {

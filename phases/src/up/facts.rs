@@ -207,10 +207,7 @@ pub fn parse(out: &str) -> NodeFacts {
 /// bundle verified by `airgap/verify` before `facts`), on a node without containerd, the version of
 /// the containerd release archive the bundle unpacks there ([`crate::packages::bundle::bundle_containerd`]).
 fn expected_containerd(data: &UpData, facts: &NodeFacts) -> String {
-    let Ok(version) = semver::Version::parse(data.spec.kubernetes_version.trim_start_matches('v'))
-    else {
-        return facts.containerd_version.clone();
-    };
+    let version = &data.spec.kubernetes_version;
     if !facts.known {
         return facts.containerd_version.clone();
     }
@@ -241,7 +238,7 @@ fn expected_containerd(data: &UpData, facts: &NodeFacts) -> String {
         &facts.containerd_version,
         crate::packages::Family::of(&facts.os_id, &facts.os_like),
         &facts.containerd_candidate,
-        &version,
+        version,
     )
     .unwrap_or_default()
 }

@@ -14,7 +14,7 @@ use clusterctl_spec::ValidCluster;
 
 use super::airgap::{AirgapUp, MirrorPush, RoleImages};
 use super::{cni_install, NodeFacts, UpSpec};
-use crate::model::{CniChoice, FilePurpose, NodeFile, NodeInfo, Role, RuntimeKind};
+use crate::model::{CniChoice, FilePurpose, NodeFile, NodeInfo, Role};
 
 /// What the command line adds to the cluster file for [`spec`].
 #[derive(Debug, Clone, Default)]
@@ -37,14 +37,7 @@ pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
         .nodes()
         .iter()
         .map(|n| NodeInfo {
-            taints: n
-                .taints
-                .iter()
-                .map(|t| match &t.value {
-                    Some(v) if !v.is_empty() => format!("{}={v}:{:?}", t.key, t.effect),
-                    _ => format!("{}:{:?}", t.key, t.effect),
-                })
-                .collect(),
+            taints: n.taints.clone(),
             labels: n.labels.clone(),
             ..crate::reach::node_info(n)
         })
@@ -58,11 +51,11 @@ pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
     let ep = cluster.endpoint();
     UpSpec {
         cluster: cluster.name().to_string(),
-        kubernetes_version: cluster.kubernetes_version().to_string(),
+        kubernetes_version: cluster.kubernetes_version().clone(),
         nodes,
         endpoint: format!("{}:{}", ep.host, ep.port),
         vip: cluster.vip().map(|v| v.to_string()),
-        runtime: runtime_kind(cluster),
+        runtime: cluster.spec().runtime.kind,
         cni,
         // An unpinnable CNI version is refused by render before any node is touched.
         cni_install: cni_install::for_cluster(cluster, cni_install::default_cache())
@@ -79,13 +72,6 @@ pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
 }
 
 /// `spec.runtime.kind` as the engine names it.
-fn runtime_kind(cluster: &ValidCluster) -> RuntimeKind {
-    match cluster.spec().runtime.kind {
-        clusterctl_spec::model::RuntimeKind::Containerd => RuntimeKind::Containerd,
-        clusterctl_spec::model::RuntimeKind::Crio => RuntimeKind::Crio,
-    }
-}
-
 /// `spec.packages` as the `packages` phase needs it (the mirror's CA read by validation).
 pub fn package_settings(cluster: &ValidCluster) -> crate::packages::Settings {
     use crate::packages::{Settings, Source};
@@ -108,7 +94,7 @@ pub fn package_settings(cluster: &ValidCluster) -> crate::packages::Settings {
     Settings {
         source,
         replace: s.packages.replace_installed,
-        runtime: runtime_kind(cluster),
+        runtime: cluster.spec().runtime.kind,
     }
 }
 
@@ -292,7 +278,11 @@ mod tests {
         assert_eq!(s.nodes.len(), 2);
         assert_eq!(s.nodes[0].role, Role::ControlPlane);
         assert_eq!(
-            s.nodes[0].taints,
+            s.nodes[0]
+                .taints
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
             ["dedicated=batch:NoSchedule", "gpu:NoExecute"]
         );
         assert_eq!(

@@ -66,17 +66,11 @@ pub const FINISH_CONTROL_PLANE_PHASES_1_33: &[&str] = &["etcd-join", "control-pl
 /// `control-plane-join all` adds the etcd member (`etcd`; an existing member is kept) and marks the node.
 pub const FINISH_CONTROL_PLANE_PHASES_1_32: &[&str] = &["control-plane-join all"];
 
-/// The finishing phases of the kubeadm of Kubernetes `version` (`1.34.4` or `v1.34.4`; an unparsable
-/// version gets the newest list).
-pub fn finish_control_plane_phases(version: &str) -> &'static [&'static str] {
-    let minor = version
-        .trim_start_matches('v')
-        .split('.')
-        .nth(1)
-        .and_then(|m| m.parse::<u64>().ok());
-    match minor {
-        Some(m) if m <= 32 => FINISH_CONTROL_PLANE_PHASES_1_32,
-        Some(m) if m <= 34 => FINISH_CONTROL_PLANE_PHASES_1_33,
+/// The finishing phases of the kubeadm of Kubernetes `version`.
+pub fn finish_control_plane_phases(version: &semver::Version) -> &'static [&'static str] {
+    match version.minor {
+        m if m <= 32 => FINISH_CONTROL_PLANE_PHASES_1_32,
+        m if m <= 34 => FINISH_CONTROL_PLANE_PHASES_1_33,
         _ => FINISH_CONTROL_PLANE_PHASES,
     }
 }
@@ -303,25 +297,29 @@ mod tests {
         assert!(!marked_control_plane("Error from server (NotFound)"));
     }
 
+    fn v(text: &str) -> semver::Version {
+        clusterctl_spec::versions::parse_version(text).expect("version")
+    }
+
     #[test]
     fn finishing_phases_follow_the_kubeadm_version() {
         // Real kubeadm 1.34 has no kubelet-wait-bootstrap phase (its run failed with "unknown flag:
         // --config" on the real HA cluster), and without etcd-join the joining node's own API server
         // (which its kubelet talks to) never answered; 1.35 and 1.36 have both; 1.31 neither.
         assert_eq!(
-            finish_control_plane_phases("1.34.4"),
+            finish_control_plane_phases(&v("1.34.4")),
             &["etcd-join", "control-plane-join all"]
         );
         assert_eq!(
-            finish_control_plane_phases("v1.33.13"),
+            finish_control_plane_phases(&v("v1.33.13")),
             FINISH_CONTROL_PLANE_PHASES_1_33
         );
         assert_eq!(
-            finish_control_plane_phases("v1.31.0"),
+            finish_control_plane_phases(&v("v1.31.0")),
             &["control-plane-join all"]
         );
         assert_eq!(
-            finish_control_plane_phases("1.35.4"),
+            finish_control_plane_phases(&v("1.35.4")),
             &[
                 "etcd-join",
                 "kubelet-wait-bootstrap",
@@ -329,7 +327,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            finish_control_plane_phases("v1.36.3"),
+            finish_control_plane_phases(&v("v1.36.3")),
             FINISH_CONTROL_PLANE_PHASES
         );
         assert!(wait_registered_script("c2").contains("get node c2 -o name"));

@@ -12,27 +12,28 @@ use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::model::NodeInfo;
 use clusterctl_kubeapi::{Node, TaintSpec};
+use clusterctl_spec::model::Taint;
 use std::collections::BTreeMap;
 
-/// Digest material: every node's labels and taints.
+/// Digest material: every node's labels and taints (each taint as `key[=value]:Effect`).
 pub fn inputs(data: &UpData, _: &NodeInfo) -> String {
     data.spec
         .nodes
         .iter()
-        .map(|n| format!("{} {:?} {:?}\n", n.name, n.labels, n.taints))
+        .map(|n| {
+            let taints: Vec<String> = n.taints.iter().map(ToString::to_string).collect();
+            format!("{} {:?} {:?}\n", n.name, n.labels, taints)
+        })
         .collect()
 }
 
-/// A taint `key[=value]:Effect` as a core/v1 `Taint` (`value` `None` when empty). `None` when
-/// malformed (no key or no effect).
-pub fn parse_taint(t: &str) -> Option<TaintSpec> {
-    let (kv, effect) = t.rsplit_once(':')?;
-    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-    (!k.is_empty() && !effect.is_empty()).then(|| TaintSpec {
-        key: k.to_string(),
-        value: (!v.is_empty()).then(|| v.to_string()),
-        effect: effect.to_string(),
-    })
+/// The cluster file's taint as the API's core/v1 `Taint` (`value` `None` when unset or empty).
+pub fn taint_spec(t: &Taint) -> TaintSpec {
+    TaintSpec {
+        key: t.key.clone(),
+        value: t.value.clone().filter(|v| !v.is_empty()),
+        effect: t.effect.as_str().to_string(),
+    }
 }
 
 /// The labels of `want` that `node` lacks or has with another value, as a merge-patch map.
@@ -115,16 +116,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 n.name
             )]));
         }
-        let mut want_taints = Vec::new();
-        for t in &n.taints {
-            let Some(spec) = parse_taint(t) else {
-                return Err(ctx.local_error(format!(
-                    "taint `{t}` of node {} is not key[=value]:Effect",
-                    n.name
-                )));
-            };
-            want_taints.push(spec);
-        }
+        let want_taints: Vec<TaintSpec> = n.taints.iter().map(taint_spec).collect();
         let labels = label_patch(node, &n.labels);
         if !labels.is_empty() {
             let shown: Vec<String> = labels
@@ -139,9 +131,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             let api = api.clone();
             let name = n.name.clone();
             ctx.api_change(&what, move || match api {
-                Some(a) => a
-                    .patch_node_labels(&name, &labels)
-                    .map_err(|e| e.to_string()),
+                Some(a) => a.patch_node_labels(&name, &labels),
                 None => Ok(()),
             })?;
         }
@@ -155,7 +145,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             let api = api.clone();
             let name = n.name.clone();
             ctx.api_change(&what, move || match api {
-                Some(a) => a.set_node_taints(&name, &all).map_err(|e| e.to_string()),
+                Some(a) => a.set_node_taints(&name, &all),
                 None => Ok(()),
             })?;
         }
@@ -166,6 +156,15 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clusterctl_spec::model::TaintEffect;
+
+    fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
+        Taint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect,
+        }
+    }
 
     fn node(json: &str) -> Node {
         serde_json::from_str(json).expect("node")
@@ -187,15 +186,20 @@ mod tests {
                 .into_iter()
                 .collect()
         );
-        let want_t = vec![parse_taint("dedicated=db:NoSchedule").expect("taint")];
+        let want_t = vec![taint_spec(&taint(
+            "dedicated",
+            "db",
+            TaintEffect::NoSchedule,
+        ))];
         let all = taint_update(&node_taints(Some(&n)), &want_t).expect("differs");
         assert_eq!(
             all.iter().map(show_taint).collect::<Vec<_>>(),
             vec!["other:NoExecute", "dedicated=db:NoSchedule"]
         );
         assert_eq!(taint_update(&all, &want_t), None);
-        assert_eq!(parse_taint("x:NoExecute").map(|t| t.value), Some(None));
-        assert_eq!(parse_taint("nothing"), None);
-        assert_eq!(parse_taint(":NoSchedule"), None);
+        assert_eq!(
+            taint_spec(&taint("x", "", TaintEffect::NoExecute)).value,
+            None
+        );
     }
 }

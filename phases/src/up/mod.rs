@@ -58,8 +58,9 @@ pub const KUBECTL: &str = "kubectl --kubeconfig /etc/kubernetes/admin.conf";
 pub struct UpSpec {
     /// `metadata.name`: kubeconfig context name, state and cache key.
     pub cluster: String,
-    /// `spec.kubernetesVersion`, e.g. `1.34.1` (a leading `v` is accepted).
-    pub kubernetes_version: String,
+    /// `spec.kubernetesVersion`, e.g. `1.34.1` (exact; `clusterctl_spec::versions::tag` writes it
+    /// with its `v`).
+    pub kubernetes_version: semver::Version,
     /// Nodes in file order; the first control plane runs `kubeadm init`.
     pub nodes: Vec<NodeInfo>,
     /// `controlPlaneEndpoint` as `host:port` (the VIP's when there is one).

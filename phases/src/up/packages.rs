@@ -28,32 +28,26 @@ use super::UpData;
 /// How long one install step (a download and `apt-get`/`dnf` run) may take.
 const STEP_TIMEOUT: Duration = Duration::from_secs(900);
 
-/// The cluster's Kubernetes version as semver (`v1.34.4` → `1.34.4`).
-fn version_of(data: &UpData) -> Result<Version, String> {
-    let v = data.spec.kubernetes_version.trim_start_matches('v');
-    Version::parse(v).map_err(|e| format!("kubernetesVersion {v:?}: {e}"))
-}
-
 /// The `packages` phase. Errors: [`PhaseError::Check`] with every reason the node is refused
 /// (kubeadm/kubelet missing with `preinstalled`, another version without `replaceInstalled`, an OS it
 /// cannot serve), or the failing install command (e.g. apt refusing an unsigned repository).
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let settings = &data.spec.packages;
-    let version = version_of(data).map_err(|e| ctx.local_error(e))?;
+    let version = &data.spec.kubernetes_version;
     let Some(out) = ctx.read_labelled(
         probe::PROBE_SCRIPT,
         Some("read the installed packages, holds and the kubelet unit (one query)"),
     )?
     else {
-        offline_plan(ctx, settings, &version);
+        offline_plan(ctx, settings, version);
         return Ok(());
     };
     let installed = Installed::parse(&out);
     match &settings.source {
-        Source::Preinstalled => check_present(ctx, &installed, &version),
-        Source::Bundle => from_bundle(ctx, data, &installed, &version),
+        Source::Preinstalled => check_present(ctx, &installed, version),
+        Source::Bundle => from_bundle(ctx, data, &installed, version),
         Source::Upstream | Source::Mirror { .. } => {
-            let plan = probe::decide(settings, &installed, &version)
+            let plan = probe::decide(settings, &installed, version)
                 .map_err(|problems| ctx.check_error(problems))?;
             if plan.is_done() {
                 ctx.info(&format!(
@@ -63,7 +57,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 ));
                 return Ok(());
             }
-            apply(ctx, settings, &plan, &version)
+            apply(ctx, settings, &plan, version)
         }
     }
 }

@@ -236,7 +236,7 @@ pub fn evaluate(
     role: Role,
     facts: &NodeFacts,
     p: &Probe,
-    k8s_version: &str,
+    k8s_version: &semver::Version,
     rendered: Rendered,
 ) -> Vec<Finding> {
     let kubelet_allows_cgroup_v1 = rendered.kubelet_allows_cgroup_v1;
@@ -331,7 +331,7 @@ pub fn evaluate(
         );
     }
     if facts.cgroup_version == 1 {
-        let needs = minor_version(k8s_version).is_some_and(|v| v >= (1, 35));
+        let needs = (k8s_version.major, k8s_version.minor) >= (1, 35);
         if needs && !kubelet_allows_cgroup_v1 {
             push("cgroup-version", format!("cgroup v1 host: Kubernetes {k8s_version} needs cgroup v2 or the kubelet's `failCgroupV1: false`"), None, false);
         } else {
@@ -537,6 +537,10 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 mod tests {
     use super::*;
 
+    fn v(text: &str) -> semver::Version {
+        clusterctl_spec::versions::parse_version(text).expect("version")
+    }
+
     fn facts() -> NodeFacts {
         NodeFacts {
             os_id: "debian".into(),
@@ -559,7 +563,7 @@ mod tests {
                 Role::ControlPlane,
                 &facts(),
                 &p,
-                "1.34.1",
+                &v("1.34.1"),
                 Rendered::default()
             ),
             vec![]
@@ -569,7 +573,13 @@ mod tests {
     #[test]
     fn a_container_nodes_clock_is_the_hosts() {
         let p = parse("swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=no\ncontainer=docker\n");
-        let f = evaluate(Role::Worker, &facts(), &p, "1.34.1", Rendered::default());
+        let f = evaluate(
+            Role::Worker,
+            &facts(),
+            &p,
+            &v("1.34.1"),
+            Rendered::default(),
+        );
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].id, "time-sync");
         assert!(f[0].warning && f[0].fix.is_none(), "{f:?}");
@@ -585,7 +595,13 @@ mod tests {
         f.os_version = "8.1".into();
         f.kernel = "3.10.0".into();
         f.init = "sh".into();
-        let found = evaluate(Role::ControlPlane, &f, &p, "v1.35.0", Rendered::default());
+        let found = evaluate(
+            Role::ControlPlane,
+            &f,
+            &p,
+            &v("v1.35.0"),
+            Rendered::default(),
+        );
         assert!(found.len() > 12, "{found:?}");
         for x in &found {
             assert!(
@@ -607,10 +623,16 @@ mod tests {
         f.cgroup_version = 1;
         f.os_id = "rocky".into();
         f.os_version = "9.6".into();
-        let ids: Vec<String> = evaluate(Role::ControlPlane, &f, &p, "v1.35.0", Rendered::default())
-            .into_iter()
-            .map(|f| f.id)
-            .collect();
+        let ids: Vec<String> = evaluate(
+            Role::ControlPlane,
+            &f,
+            &p,
+            &v("v1.35.0"),
+            Rendered::default(),
+        )
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
         assert_eq!(
             ids,
             [
@@ -631,7 +653,7 @@ mod tests {
             Role::ControlPlane,
             &f,
             &p,
-            "1.35.0",
+            &v("1.35.0"),
             Rendered {
                 kubelet_allows_cgroup_v1: true,
                 ..Default::default()
@@ -650,7 +672,7 @@ mod tests {
     fn unprivileged_containers_and_loopback_resolvers() {
         let base = "swap=0\nmod_overlay=1\nmod_br_netfilter=1\nip_forward=1\nbnf4=1\nbnf6=1\nntp=yes\ncontainer=docker\n";
         let ids = |probe: &str, r: Rendered| -> Vec<String> {
-            evaluate(Role::Worker, &facts(), &parse(probe), "1.34.4", r)
+            evaluate(Role::Worker, &facts(), &parse(probe), &v("1.34.4"), r)
                 .into_iter()
                 .filter(|f| !f.warning)
                 .map(|f| f.id)
@@ -665,7 +687,7 @@ mod tests {
         };
         assert!(ids(&unpriv, set).is_empty());
         // runc < 1.2 without SYS_PTRACE: root pods start, non-root sandboxes do not (a warning).
-        let warned: Vec<_> = evaluate(Role::Worker, &facts(), &parse(&unpriv), "1.34.4", set)
+        let warned: Vec<_> = evaluate(Role::Worker, &facts(), &parse(&unpriv), &v("1.34.4"), set)
             .into_iter()
             .filter(|f| f.warning && f.id == "container-ptrace")
             .collect();
@@ -683,7 +705,7 @@ mod tests {
             Role::Worker,
             &facts(),
             &parse(&unpriv),
-            "1.34.4",
+            &v("1.34.4"),
             Rendered::default(),
         );
         assert!(
@@ -699,7 +721,7 @@ mod tests {
             Role::Worker,
             &facts(),
             &parse(&docker_dns),
-            "1.34.4",
+            &v("1.34.4"),
             Rendered::default(),
         );
         assert!(f[0].message.contains("spec.kubelet.resolvConf"), "{f:?}");
@@ -713,7 +735,13 @@ mod tests {
         };
         let no_plugins = format!("{base}cni_bin=clusterctl-cni\n");
         assert_eq!(ids(&no_plugins, cni), ["cni-plugins"]);
-        let f = evaluate(Role::Worker, &facts(), &parse(&no_plugins), "1.34.4", cni);
+        let f = evaluate(
+            Role::Worker,
+            &facts(),
+            &parse(&no_plugins),
+            &v("1.34.4"),
+            cni,
+        );
         assert!(
             f[0].message.starts_with("loopback and portmap missing"),
             "{f:?}"
@@ -726,7 +754,13 @@ mod tests {
             flannel_cni: true,
             ..Default::default()
         };
-        let f = evaluate(Role::Worker, &facts(), &parse(&plugins), "1.34.4", flannel);
+        let f = evaluate(
+            Role::Worker,
+            &facts(),
+            &parse(&plugins),
+            &v("1.34.4"),
+            flannel,
+        );
         assert!(
             f.len() == 1 && f[0].message.starts_with("host-local missing"),
             "{f:?}"
@@ -735,7 +769,7 @@ mod tests {
             Role::Worker,
             &facts(),
             &parse(&no_plugins),
-            "1.34.4",
+            &v("1.34.4"),
             flannel,
         );
         assert!(

@@ -348,7 +348,7 @@ pub fn version_check(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError>
     else {
         return Ok(());
     };
-    let wanted = version::parse(&data.spec.kubernetes_version).map_err(|e| ctx.local_error(e))?;
+    let wanted = data.spec.kubernetes_version.clone();
     if running == wanted {
         return Ok(());
     }

@@ -2,7 +2,7 @@
 //! `node-labels`), and the kubeadm default timeouts written out explicitly.
 
 use crate::ctx::Ctx;
-use clusterctl_spec::model::{Taint as SpecTaint, TaintEffect};
+use clusterctl_spec::model::Taint as SpecTaint;
 use clusterctl_spec::ValidNode;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,11 +34,7 @@ fn taint(t: &SpecTaint) -> Taint {
     Taint {
         key: t.key.clone(),
         value: t.value.clone().filter(|v| !v.is_empty()),
-        effect: match t.effect {
-            TaintEffect::NoSchedule => "NoSchedule",
-            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-            TaintEffect::NoExecute => "NoExecute",
-        },
+        effect: t.effect.as_str(),
     }
 }
 

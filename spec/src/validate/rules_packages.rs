@@ -95,7 +95,7 @@ pub(crate) fn check(
                 let at_version = pkg
                     .kubernetes_version
                     .as_deref()
-                    .is_none_or(|k| k.trim_start_matches('v') == tag.trim_start_matches('v'));
+                    .is_none_or(|k| crate::versions::untagged(k) == v.version.to_string());
                 let set = families.entry(pkg.os_family.as_str()).or_default();
                 if at_version && PINNED.contains(&pkg.name.as_str()) {
                     set.insert(pkg.name.as_str());

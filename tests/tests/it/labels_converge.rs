@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use clusterctl_kubeapi::{ClusterApi, KubeClusterApi, Node, TaintSpec};
-use clusterctl_phases::up::labels::{label_patch, node_taints, parse_taint, taint_update};
+use clusterctl_phases::up::labels::{label_patch, node_taints, taint_spec, taint_update};
+use clusterctl_spec::model::{Taint, TaintEffect};
 use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::unique_name;
 use serde_json::json;
@@ -76,9 +77,15 @@ fn drifted_labels_and_taints_converge_and_stay_converged() {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let want_taints: Vec<TaintSpec> = ["dedicated=db:NoSchedule", "keyonly:NoSchedule"]
-        .iter()
-        .map(|t| parse_taint(t).expect("taint"))
+    let want_taints: Vec<TaintSpec> = [("dedicated", Some("db")), ("keyonly", None)]
+        .into_iter()
+        .map(|(key, value)| {
+            taint_spec(&Taint {
+                key: key.into(),
+                value: value.map(Into::into),
+                effect: TaintEffect::NoSchedule,
+            })
+        })
         .collect();
     assert!(converge(&api, &name, &want_labels, &want_taints), "drift");
     assert!(
