@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use clusterctl_phases::connect::{self, ConnectOptions};
 use clusterctl_phases::engine::check_selection;
+use clusterctl_phases::engine::Summary;
+use clusterctl_phases::error::RunError;
 use clusterctl_phases::progress::TtyReporter;
 use clusterctl_phases::up::from_file::{self, SpecOptions};
 use clusterctl_phases::up::launch::{launch, Launch};
@@ -99,15 +101,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         fix: args.nodes.fix,
         verbose: args.nodes.verbose,
     };
-    let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
-    let tty = std::io::stderr().is_terminal() && !args.dry_run;
-    let tty_reporter = tty.then(|| Arc::new(TtyReporter::new(&names, args.nodes.verbose)));
-    let reporter: Arc<dyn Reporter> = match &tty_reporter {
-        Some(t) => t.clone(),
-        // A dry run's output is the plan on stdout; per-phase progress would only repeat it.
-        None if args.dry_run && !args.nodes.verbose => Arc::new(QuietReporter),
-        None => Arc::new(PlainReporter::stderr(args.nodes.verbose)),
-    };
+    let (tty_reporter, reporter) = reporters(&args, &spec);
     let reach = ConnectOptions {
         dry_run: args.dry_run,
         probe: args.probe,
@@ -164,6 +158,33 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             args.probe,
         );
     }
+    Ok(outcome(&args, &spec, &summary, result, reporter.as_ref()))
+}
+
+/// The reporter of the run: a progress line per node on a terminal (also returned, to be finished),
+/// else plain lines on stderr — none for a dry run's plan unless `--verbose`.
+fn reporters(args: &Args, spec: &up::UpSpec) -> (Option<Arc<TtyReporter>>, Arc<dyn Reporter>) {
+    let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+    let tty = std::io::stderr().is_terminal() && !args.dry_run;
+    let tty_reporter = tty.then(|| Arc::new(TtyReporter::new(&names, args.nodes.verbose)));
+    let reporter: Arc<dyn Reporter> = match &tty_reporter {
+        Some(t) => t.clone(),
+        // A dry run's output is the plan on stdout; per-phase progress would only repeat it.
+        None if args.dry_run && !args.nodes.verbose => Arc::new(QuietReporter),
+        None => Arc::new(PlainReporter::stderr(args.nodes.verbose)),
+    };
+    (tty_reporter, reporter)
+}
+
+/// Says how the run ended (changes planned, up to date, converged, or why it failed and how to run
+/// it again) and gives the exit code.
+fn outcome(
+    args: &Args,
+    spec: &up::UpSpec,
+    summary: &Summary,
+    result: Result<(), RunError>,
+    reporter: &dyn Reporter,
+) -> ExitCode {
     match result {
         Ok(()) if args.dry_run => println!(
             "{} change(s) planned; nothing was changed (dry run).",
@@ -193,10 +214,10 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
                     "Fix the cause and run `{again}` again: finished phases are recorded and skipped."
                 );
             }
-            return Ok(ExitCode::FAILURE);
+            return ExitCode::FAILURE;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// The validated cluster of `-f`/`--profile` (default `cluster.yaml`, or with `--dry-run` and no file
