@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use clusterctl_airgap::bundle::{BundleImage, BundleManifest, VerifiedBundle};
 use clusterctl_airgap::node::versions::has_kubeadm_for;
+use clusterctl_spec::versions::tag;
 use semver::Version;
 
 use super::UpgradeData;
@@ -131,7 +132,7 @@ fn check_kubeadm_package(
     path: &std::path::Path,
     to: &Version,
 ) -> Result<(), Box<BundleRefused>> {
-    let v = format!("v{to}");
+    let v = tag(to);
     if manifest.packages.is_empty() || has_kubeadm_for(manifest, &v) {
         return Ok(());
     }
@@ -157,9 +158,9 @@ pub fn images_input(d: &UpgradeData, node: &NodeInfo) -> String {
             } else {
                 worker
             };
-            format!("v{}\n{}", d.spec.to, image_digests(*runtime, list))
+            format!("{}\n{}", tag(&d.spec.to), image_digests(*runtime, list))
         }
-        _ => format!("v{}", d.spec.to),
+        _ => tag(&d.spec.to),
     }
 }
 

@@ -48,7 +48,7 @@ pub enum VersionError {
 
 /// Parses `1.34.1`/`v1.34.1` (suffixes after the patch number ignored). Errors: not three numbers.
 pub fn parse(text: &str) -> Result<Version, VersionError> {
-    let t = text.trim().trim_start_matches('v');
+    let t = clusterctl_spec::versions::untagged(text.trim());
     let core = t.split(['-', '+']).next().unwrap_or_default();
     let parts: Vec<&str> = core.split('.').collect();
     let nums: Vec<u64> = parts.iter().filter_map(|p| p.parse().ok()).collect();
