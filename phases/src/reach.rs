@@ -87,6 +87,15 @@ pub enum ReachError {
     /// The kubeconfig does not give a usable API client.
     #[error(transparent)]
     Api(#[from] clusterctl_kubeapi::ApiError),
+    /// `admin.conf` of a docker-provider node could not be pointed at the API port Docker publishes.
+    #[error("admin.conf of {node}: {source}")]
+    AdminKubeconfig {
+        /// The first control plane.
+        node: String,
+        /// What is wrong with the file (its text, which holds credentials, is never in the message).
+        #[source]
+        source: crate::up::kubeconfig::AdminKubeconfigError,
+    },
 }
 
 /// `~/x` with `$HOME` expanded.
@@ -388,7 +397,11 @@ pub fn kubeconfig_for(
 
 /// Downloads `/etc/kubernetes/admin.conf` from the first control plane (`first`) and writes it 0600 to
 /// the cluster's local cache directory (`~/.cache/clusterctl/<cluster>/admin.conf`); returns that path.
-/// Errors: the download failed, the file is missing, or the cache is not writable.
+/// For the docker provider its server is the API port Docker publishes on 127.0.0.1 and its
+/// `tls-server-name` the endpoint host ([`crate::up::api::via_local`], as `up` merges it, and as kind
+/// reaches its nodes): the endpoint admin.conf names is the node's, which this machine may not reach.
+/// Errors: the download failed, the file is missing or (docker) not a kubeconfig, or the cache is not
+/// writable.
 pub fn cache_admin_conf(
     cluster: &ValidCluster,
     first: &dyn Transport,
@@ -405,6 +418,15 @@ pub fn cache_admin_conf(
             path: crate::up::ADMIN_CONF,
             node: first.node().to_string(),
         })?;
+    let admin = match crate::node_containers::local_api(cluster, false) {
+        Some(local) => crate::up::api::via_local(&String::from_utf8_lossy(&admin), &local)
+            .map_err(|source| ReachError::AdminKubeconfig {
+                node: first.node().to_string(),
+                source,
+            })?
+            .into_bytes(),
+        None => admin,
+    };
     let dir = crate::local::cache_dir(name).ok_or(ReachError::NoCache)?;
     let path = dir.join("admin.conf");
     crate::local::write_private(&path, 0o600, &admin).map_err(|source| ReachError::Write {

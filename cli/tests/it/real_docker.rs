@@ -10,8 +10,9 @@
 //! our CNI, CoreDNS running, pod-to-pod traffic across the nodes, a ClusterIP Service through
 //! kube-proxy and its name through CoreDNS; `get nodes` shows each node container's address on the
 //! cluster network, the kubeconfig `up` merged has cluster, user and current context
-//! `clusterctl-<name>` (and `status -o json` through it says `result: ok`); then `destroy` removes the
-//! containers, the network and exactly those kubeconfig entries.
+//! `clusterctl-<name>` (and `status -o json` through it says `result: ok`, as it does from a HOME
+//! without that kubeconfig, through the node's admin.conf pointed at the port Docker publishes);
+//! then `destroy` removes the containers, the network and exactly those kubeconfig entries.
 
 use std::process::Command;
 use std::time::Instant;
@@ -179,6 +180,24 @@ fn check_get_and_kubeconfig(
     assert_eq!(status.code, 0, "{}", status.all());
     let s: serde_json::Value = serde_json::from_str(&status.stdout).expect("json");
     assert_eq!(s["result"], "ok", "{s}");
+    // Walkthrough finding: without the kubeconfig `up` merged (another user, another machine, a
+    // deleted context) `status` read admin.conf from the first control plane and used its server,
+    // the endpoint `c1`, which this machine does not resolve; it reaches the API through the port
+    // Docker publishes on 127.0.0.1, as `up` and kind do.
+    let home = tempfile::tempdir().expect("home");
+    let fresh = clusterctl_testbed::cli::Clusterctl::new(cc.bin.clone(), home.path());
+    assert!(!fresh.kubeconfig().exists());
+    let status = fresh
+        .run(&["status", "-f", file, "-o", "json"])
+        .expect("status");
+    assert_eq!(status.code, 0, "{}", status.all());
+    let s: serde_json::Value = serde_json::from_str(&status.stdout).expect("json");
+    assert_eq!(s["result"], "ok", "{s}");
+    assert_eq!(
+        s["nodes"].as_array().map(Vec::len),
+        Some(cluster.nodes.len()),
+        "{s}"
+    );
 }
 
 #[test]
