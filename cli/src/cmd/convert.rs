@@ -1,5 +1,5 @@
-//! `clusterctl convert -f kind-config.yaml [--name NAME] [--kubernetes-version V]`: a kind `Cluster`
-//! config (`apiVersion: kind.x-k8s.io/v1alpha4`) written out as the equivalent cluster file on stdout
+//! `clusterctl convert -f kind-config.yaml|- [--name NAME] [--kubernetes-version V]`: a kind `Cluster`
+//! config (`apiVersion: kind.x-k8s.io/v1alpha4`; `-f -` reads it from stdin) written out as the equivalent cluster file on stdout
 //! (docker provider; kind's node names; kindnet unless `disableDefaultCNI`; pod and service subnets,
 //! kube-proxy mode, node labels and port mappings kept). What has no equivalent (extra mounts, kubeadm
 //! and containerd patches, feature gates, IPv6) is listed as a comment at the top and a warning on
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 /// Arguments of `clusterctl convert`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The kind config (`kind create cluster --config FILE`).
+    /// The kind config (`kind create cluster --config FILE`); `-` reads it from stdin.
     #[arg(short = 'f', long = "file")]
     pub file: PathBuf,
     /// The cluster name (default: the config's `name`, else `kind`, as kind does).
@@ -26,10 +26,21 @@ pub(crate) struct Args {
 
 /// Runs the command (exit codes in the module doc).
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
-    let text = match std::fs::read_to_string(&args.file) {
+    let stdin = args.file.as_os_str() == "-";
+    let source = if stdin {
+        "stdin".to_string()
+    } else {
+        args.file.display().to_string()
+    };
+    let read = if stdin {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    let text = match read {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("convert: cannot read {}: {e}", args.file.display());
+            eprintln!("convert: cannot read {source}: {e}");
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     };
@@ -40,7 +51,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     ) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("convert: {}: {e}", args.file.display());
+            eprintln!("convert: {source}: {e}");
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     };

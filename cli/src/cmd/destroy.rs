@@ -1,7 +1,8 @@
-//! `clusterctl destroy -f FILE|--profile NAME [--yes] [--purge] [--dry-run]`: tears the cluster down
+//! `clusterctl destroy -f FILE|--profile NAME [--yes] [--purge] [--dry-run [-o json|yaml]]`: tears the cluster down
 //! through `clusterctl_phases::destroy` (what it removes on each node and here, in which order), best
 //! effort per node, printing each step's line as it ends, then a summary. Asks for confirmation
-//! unless `--yes`; `--dry-run` prints the plan and changes nothing (no node is contacted).
+//! unless `--yes`; `--dry-run` prints the plan (as text, or `-o json|yaml` one document) and changes
+//! nothing (no node is contacted).
 //! Exit codes: 0 everything removed (or planned), 1 some step failed (each named), 2 invalid input or
 //! not confirmed.
 
@@ -35,6 +36,9 @@ pub(crate) struct Args {
     /// (no node is contacted; the Docker engine is only listed).
     #[arg(long)]
     pub dry_run: bool,
+    /// With `--dry-run`: the plan as text or one document.
+    #[command(flatten)]
+    pub output: super::flags::PlanOutput,
 }
 
 /// Prints a step's line as it ends.
@@ -44,7 +48,8 @@ fn print_line(line: &StepLine) {
 
 /// Runs the command (exit codes in the module doc).
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
-    let cluster = match args.target.load(super::flags::Format::Text) {
+    let format = args.output.output;
+    let cluster = match args.target.load(format) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
@@ -56,11 +61,16 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     };
     if opts.dry_run {
         let report = destroy::run(&cluster, &opts, &|l: &StepLine| {
-            if l.failed() {
+            if l.failed() && format.is_structured() {
+                eprintln!("{l}");
+            } else if l.failed() {
                 print_line(l)
             }
         })
         .report;
+        if format.is_structured() {
+            return super::plan::print_report_document(format, cluster.name(), &report);
+        }
         let header = format!(
             "clusterctl destroy --dry-run: cluster `{}`: nothing is changed (no node is contacted)",
             cluster.name()

@@ -82,6 +82,23 @@ pub(crate) fn print_error(format: Format, cluster: &str, error: &str) {
     }
 }
 
+/// [`print_error`] for a command that refuses its input (exit 2: a version, a node name, an archive
+/// it cannot take): `{"cluster", "result": "invalid", "error", "diagnostics": []}` (no validation
+/// finding: the file itself is valid).
+pub(crate) fn print_refusal(format: Format, cluster: &str, error: &str) {
+    eprintln!("{error}");
+    if format.is_structured() {
+        let doc = serde_json::json!({
+            "cluster": cluster,
+            "result": DocResult::Invalid,
+            "error": error,
+            "diagnostics": [],
+        });
+        // Strings and an empty list always serialise.
+        let _ = format.print(&doc);
+    }
+}
+
 /// How a command that addresses an existing cluster names it: `-f FILE` or `--profile NAME`.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Target {
@@ -258,6 +275,23 @@ pub(crate) fn rewrite_deprecated(args: Vec<OsString>) -> Vec<OsString> {
         }
     }
     out
+}
+
+/// `-o/--output` of the dry runs of `destroy`, `node join|remove`, `upgrade` and `image load`: the
+/// plan as text, or as one document (docs/commands.md, "Machine-readable output"). Only with
+/// `--dry-run` (the command's own flag).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub(crate) struct PlanOutput {
+    /// With `--dry-run`: the plan as text, or as one document (`json`, `yaml`: `{cluster, result,
+    /// changes, error, failures, steps: [{node, phase, kind, result, text}]}`).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_enum,
+        default_value = "text",
+        requires = "dry_run"
+    )]
+    pub output: Format,
 }
 
 /// The options `up` and `node join` share: preflight fixes and ignores, output, parallelism, SSH host

@@ -1,4 +1,4 @@
-//! `clusterctl image load -f FILE [--archive FILE.tar] [--nodes A,B] [--dry-run] IMAGE…`: puts local
+//! `clusterctl image load -f FILE [--archive FILE.tar] [--nodes A,B] [--dry-run [-o json|yaml]] IMAGE…`: puts local
 //! images into every node's runtime, like `kind load docker-image`, through
 //! `clusterctl_phases::image_load` (the images saved from the local Docker engine or the archive
 //! given, streamed to each node, imported, checked); every node gets a result line. `--dry-run`
@@ -37,6 +37,9 @@ pub(crate) struct LoadArgs {
     /// archive is saved; the local Docker engine is asked whether it has the images).
     #[arg(long)]
     pub dry_run: bool,
+    /// With `--dry-run`: the plan as text or one document.
+    #[command(flatten)]
+    pub output: super::flags::PlanOutput,
     /// Images, exactly as the pod specs name them (e.g. `cka-api:v4`). With `--archive`, the images
     /// to check for after the import (optional).
     pub images: Vec<String>,
@@ -55,7 +58,8 @@ fn load(args: LoadArgs) -> miette::Result<ExitCode> {
         eprintln!("image load: {}", image_load::Refused::Nothing);
         return Ok(ExitCode::from(crate::EXIT_INVALID));
     }
-    let cluster = match args.target.load(super::flags::Format::Text) {
+    let format = args.output.output;
+    let cluster = match args.target.load(format) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
@@ -67,17 +71,22 @@ fn load(args: LoadArgs) -> miette::Result<ExitCode> {
         dry_run: args.dry_run,
     };
     let sink = |l: &StepLine| {
-        if !opts.dry_run || l.failed() {
+        if format.is_structured() && l.failed() {
+            eprintln!("{l}");
+        } else if !opts.dry_run || l.failed() {
             println!("{l}");
         }
     };
     let report = match image_load::run(&cluster, &opts, &sink) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("image load: {e}");
+            super::flags::print_refusal(format, cluster.name(), &format!("image load: {e}"));
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     };
+    if format.is_structured() {
+        return super::plan::print_report_document(format, cluster.name(), &report);
+    }
     if let Some(why) = &report.stopped {
         eprintln!("image load: {why}");
         return Ok(ExitCode::FAILURE);

@@ -44,6 +44,9 @@ pub(crate) struct JoinArgs {
     /// file write the join would make, per node.
     #[arg(long)]
     pub dry_run: bool,
+    /// With `--dry-run`: the plan as text or one document.
+    #[command(flatten)]
+    pub output: super::flags::PlanOutput,
 }
 
 /// Runs the command. Exit codes: 0 done (or planned, with `--dry-run`), 1 a phase or step failed, 2
@@ -59,10 +62,16 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     if let Some(code) = args.run.refuse_unknown_checks() {
         return Ok(code);
     }
-    let cluster = match args.target.load(super::flags::Format::Text) {
+    let format = args.output.output;
+    let cluster = match args.target.load(format) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    // Errors and refusals go out as the document `-o` asks for (and as text on stderr).
+    let fail =
+        |e: String| super::flags::print_error(format, cluster.name(), &format!("node join: {e}"));
+    let refuse =
+        |e: String| super::flags::print_refusal(format, cluster.name(), &format!("node join: {e}"));
     let options = SpecOptions {
         file: args.target.path().map(PathBuf::from),
         ready_timeout: std::time::Duration::from_secs(args.run.ready_timeout),
@@ -76,7 +85,7 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             e,
             clusterctl_phases::node_join::JoinRefused::AlreadyJoined(_)
         ) {
-            eprintln!("node join: {e}");
+            refuse(e.to_string());
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     }
@@ -91,11 +100,11 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     {
         Ok(c) => (c.transports, c.provider_plan),
         Err(e) => {
-            eprintln!("node join: {e}");
+            fail(e.to_string());
             return Ok(ExitCode::FAILURE);
         }
     };
-    if args.dry_run {
+    if args.dry_run && !format.is_structured() {
         println!(
             "clusterctl node join --dry-run: {} into cluster `{}`: nothing is changed (nodes and API read only)",
             args.nodes.join(", "),
@@ -111,7 +120,9 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     }
     let first_cp = cluster.first_control_plane().name.clone();
     let Some(cp) = transports.get(&first_cp).cloned() else {
-        eprintln!("node join: the first control plane {first_cp} cannot be reached");
+        fail(format!(
+            "the first control plane {first_cp} cannot be reached"
+        ));
         return Ok(ExitCode::FAILURE);
     };
     let mode = Mode {
@@ -133,13 +144,13 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     ));
     let registered = {
         let Some(info) = spec.nodes.iter().find(|n| n.name == first_cp).cloned() else {
-            eprintln!("node join: the cluster file has no control plane");
+            refuse("the cluster file has no control plane".into());
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         };
         match clusterctl_phases::node_join::registered(&api, info, cp, mode, reporter.clone()) {
             Ok(names) => names,
             Err(e) => {
-                eprintln!("node join: cannot list the cluster's Nodes: {e}");
+                fail(format!("cannot list the cluster's Nodes: {e}"));
                 return Ok(ExitCode::FAILURE);
             }
         }
@@ -148,7 +159,7 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         match clusterctl_phases::node_join::engine_nodes(&spec.nodes, &args.nodes, &registered) {
             Ok(n) => n,
             Err(e) => {
-                eprintln!("node join: {e}");
+                refuse(e.to_string());
                 return Ok(ExitCode::from(crate::EXIT_INVALID));
             }
         };
@@ -169,6 +180,16 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         api,
         &how,
     );
+    if format.is_structured() {
+        let error = result.as_ref().err().map(|e| e.to_string());
+        return super::plan::print_document(
+            format,
+            &spec.cluster,
+            &summary.plan,
+            summary.total_changes(),
+            error,
+        );
+    }
     if args.dry_run {
         let width = summary
             .plan

@@ -3,6 +3,7 @@
 //! phase engine collected, grouped by where it happens — this machine first, then each node — one
 //! line per check, command, file write, API change or note.
 
+use clusterctl_phases::steps::{RunReport, StepOutcome};
 use clusterctl_phases::{NodeInfo, PlanEntry, PlanKind};
 
 /// Prints `up`'s dry-run plan: the header (offline or probing), the cluster line, the phase order,
@@ -171,9 +172,10 @@ fn document_kind(k: PlanKind) -> &'static str {
     }
 }
 
-/// Prints a dry run's plan as one machine-readable document (`up --dry-run [--probe] -o json|yaml`;
-/// docs/commands.md, "Machine-readable output"): `{cluster, result, changes, error, failures: [{node,
-/// phase, message}], steps: [{node, phase, kind, result, text}]}`. `result` is `ok` or `failed`;
+/// Prints a dry run's plan as one machine-readable document (`up`, `node join` and `upgrade` with
+/// `--dry-run [--probe] -o json|yaml`; docs/commands.md, "Machine-readable output"): `{cluster,
+/// result, changes, error, failures: [{node, phase, message}], steps: [{node, phase, kind, result,
+/// text}]}`. `result` is `ok` or `failed`;
 /// a step's `kind` is `check`, `run`, `write`, `local`, `api`, `note`, or `phase` for a phase a probe
 /// found failing on that node, its `result` `planned` or `failed`; every command and file write is in
 /// full (redacted as in the text plan); `error` is the run's failure (every failing phase), else null;
@@ -185,6 +187,45 @@ pub(crate) fn print_document(
     plan: &[PlanEntry],
     changes: usize,
     error: Option<String>,
+) -> miette::Result<std::process::ExitCode> {
+    print_with(format, cluster, plan, changes, error, Vec::new())
+}
+
+/// Prints the dry run of `destroy`, `node remove` or `image load` (their [`RunReport`]) as the
+/// document [`print_document`] prints: a failed step is a `failures` entry `{node: the step's subject,
+/// phase: the step, message}`, and `error` says why the run stopped, else how many steps failed.
+pub(crate) fn print_report_document(
+    format: super::flags::Format,
+    cluster: &str,
+    report: &RunReport,
+) -> miette::Result<std::process::ExitCode> {
+    let failed: Vec<serde_json::Value> = report
+        .lines
+        .iter()
+        .filter_map(|l| match &l.outcome {
+            StepOutcome::Failed(why) => Some(serde_json::json!({
+                "node": l.subject,
+                "phase": l.step,
+                "message": why,
+            })),
+            StepOutcome::Done(_) => None,
+        })
+        .collect();
+    let error = report
+        .stopped
+        .clone()
+        .or_else(|| (!failed.is_empty()).then(|| format!("{} step(s) failed", failed.len())));
+    print_with(format, cluster, &report.plan, report.changes, error, failed)
+}
+
+/// [`print_document`] with `failed` (entries of `failures` found outside the plan) added.
+fn print_with(
+    format: super::flags::Format,
+    cluster: &str,
+    plan: &[PlanEntry],
+    changes: usize,
+    error: Option<String>,
+    mut failures: Vec<serde_json::Value>,
 ) -> miette::Result<std::process::ExitCode> {
     use super::flags::DocResult;
     let steps: Vec<serde_json::Value> = plan
@@ -199,17 +240,13 @@ pub(crate) fn print_document(
             })
         })
         .collect();
-    let failures: Vec<serde_json::Value> = plan
-        .iter()
-        .filter(|e| e.kind == PlanKind::Failed)
-        .map(|e| {
-            serde_json::json!({
-                "node": e.node,
-                "phase": e.phase,
-                "message": failure(&e.text, &e.phase, &e.node),
-            })
+    failures.extend(plan.iter().filter(|e| e.kind == PlanKind::Failed).map(|e| {
+        serde_json::json!({
+            "node": e.node,
+            "phase": e.phase,
+            "message": failure(&e.text, &e.phase, &e.node),
         })
-        .collect();
+    }));
     let failed = error.is_some() || !failures.is_empty();
     let doc = serde_json::json!({
         "cluster": cluster,

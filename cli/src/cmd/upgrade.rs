@@ -70,37 +70,49 @@ pub(crate) struct Args {
     /// API change the upgrade would make.
     #[arg(long)]
     pub dry_run: bool,
+    /// With `--dry-run`: the plan as text or one document.
+    #[command(flatten)]
+    pub output: super::flags::PlanOutput,
 }
 
 /// Runs the command (see the module documentation for exit codes).
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let invalid = || Ok(ExitCode::from(crate::EXIT_INVALID));
-    let cluster = match args.target.load(super::flags::Format::Text) {
+    let out = args.output.output;
+    let cluster = match args.target.load(out) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    // An error as text on stderr, and as the document `-o json|yaml` asks for.
+    macro_rules! fail {
+        ($($t:tt)*) => {
+            super::flags::print_error(out, cluster.name(), &format!($($t)*))
+        };
+    }
+    // The same for a refused input (exit 2).
+    macro_rules! refuse {
+        ($($t:tt)*) => {
+            super::flags::print_refusal(out, cluster.name(), &format!($($t)*))
+        };
+    }
     let to = match version::parse(&args.to) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("upgrade: --to {e}");
+            refuse!("upgrade: --to {e}");
             return invalid();
         }
     };
     let file_version = cluster.kubernetes_version().clone();
     let file_core = Version::new(file_version.major, file_version.minor, file_version.patch);
     if file_core != to {
-        eprintln!(
-            "upgrade: --to {to} but {} says kubernetesVersion {file_core}: set spec.kubernetesVersion \
-             to {to} in the file first (the file describes the cluster), then run this again",
-            args.target.flag()
-        );
+        refuse!("{}", version_mismatch(&args.target, &to, &file_core));
         return invalid();
     }
     // The air-gap bundle, checked before any node is reached.
     let airgap = match airgap_bundle(&cluster, args.target.path().unwrap_or(Path::new(".")), &to) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("upgrade: refused: {e}");
+            fail!("upgrade: refused: {e}");
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -108,15 +120,18 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let all: Vec<_> = cluster.nodes().iter().collect();
     let reached = reach(&cluster, &all, args.known_hosts.as_ref());
     if !reached.errors.is_empty() {
-        for (n, e) in &reached.errors {
-            eprintln!("upgrade: node {n}: {e}");
-        }
+        let each: Vec<String> = reached
+            .errors
+            .iter()
+            .map(|(n, e)| format!("upgrade: node {n}: {e}"))
+            .collect();
+        fail!("{}", each.join("\n"));
         return Ok(ExitCode::FAILURE);
     }
     let transports = reached.transports;
     let first = cluster.first_control_plane().name.clone();
     let Some(first_t) = transports.get(&first).cloned() else {
-        eprintln!("upgrade: no connection to the first control plane {first}");
+        fail!("upgrade: no connection to the first control plane {first}");
         return Ok(ExitCode::FAILURE);
     };
 
@@ -124,26 +139,26 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     match control_plane_version(first_t.as_ref()) {
         Ok(Some(cp)) => {
             if let Err(e) = version::check_step("the control plane", &cp, &to) {
-                eprintln!("upgrade: refused: {e}");
+                refuse!("upgrade: refused: {e}");
                 return invalid();
             }
         }
         Ok(None) => {
-            eprintln!(
+            fail!(
                 "upgrade: {first} has no kube-apiserver static pod naming its version: is the cluster up? (run `clusterctl up {}`)",
                 args.target.flag()
             );
             return Ok(ExitCode::FAILURE);
         }
         Err(e) => {
-            eprintln!("upgrade: reading the control plane's version on {first}: {e}");
+            fail!("upgrade: reading the control plane's version on {first}: {e}");
             return Ok(ExitCode::FAILURE);
         }
     }
     let api = match api_for(&cluster, args.kubeconfig.as_deref(), first_t.as_ref()) {
         Ok(a) => Arc::new(a),
         Err(e) => {
-            eprintln!("upgrade: {e}");
+            fail!("upgrade: {e}");
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -158,13 +173,13 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
                     continue;
                 };
                 if let Err(e) = version::check_step(&format!("node {}", status.name), &v, &to) {
-                    eprintln!("upgrade: refused: {e}");
+                    refuse!("upgrade: refused: {e}");
                     return invalid();
                 }
             }
         }
         Err(e) => {
-            eprintln!("upgrade: reading the Nodes: {e}");
+            fail!("upgrade: reading the Nodes: {e}");
             return Ok(ExitCode::FAILURE);
         }
     }
@@ -172,7 +187,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let upgrade_config = match rendered_upgrade_config(&cluster) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("upgrade: rendering: {e}");
+            fail!("upgrade: rendering: {e}");
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -245,7 +260,11 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         (s.total_changes(), r)
     };
     if let Err(e) = result {
-        eprintln!("upgrade failed:\n{e}");
+        if out.is_structured() {
+            let error = Some(format!("upgrade failed: {e}"));
+            return super::plan::print_document(out, cluster.name(), &plan, total, error);
+        }
+        fail!("upgrade failed:\n{e}");
         eprintln!("{}", resume_hint(&args, &to, None));
         return Ok(ExitCode::FAILURE);
     }
@@ -265,10 +284,17 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         total += s.total_changes();
         plan.extend(s.plan.iter().cloned());
         if let Err(e) = r {
-            eprintln!("upgrade failed:\n{e}");
+            if out.is_structured() {
+                let error = Some(format!("upgrade failed: {e}"));
+                return super::plan::print_document(out, cluster.name(), &plan, total, error);
+            }
+            fail!("upgrade failed:\n{e}");
             eprintln!("{}", resume_hint(&args, &to, Some(&node.name)));
             return Ok(ExitCode::FAILURE);
         }
+    }
+    if out.is_structured() {
+        return super::plan::print_document(out, cluster.name(), &plan, total, None);
     }
     if args.dry_run {
         let order = ordered(&nodes, &first);
@@ -294,6 +320,25 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The refusal of a `--to` that is not the cluster file's version, with how to change that version:
+/// edit the file, or — a built-in profile cannot be edited — write the profile out and go on with
+/// that file.
+fn version_mismatch(target: &super::flags::Target, to: &Version, file: &Version) -> String {
+    match &target.profile {
+        Some(p) => format!(
+            "upgrade: --to {to} but profile {p} says kubernetesVersion {file}, and a built-in profile \
+             cannot be edited: write it out (`clusterctl profile print {p} --output-dir {p}`), set \
+             spec.kubernetesVersion to {to} in {p}/cluster.yaml, then run `clusterctl upgrade -f \
+             {p}/cluster.yaml --to {to}` (and name this cluster with that file from now on)"
+        ),
+        None => format!(
+            "upgrade: --to {to} but {} says kubernetesVersion {file}: set spec.kubernetesVersion to \
+             {to} in it first (the file describes the cluster), then run this again",
+            target.file.display()
+        ),
+    }
 }
 
 /// What to do after a failure: the node left cordoned and the command to resume.

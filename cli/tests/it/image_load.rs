@@ -90,6 +90,16 @@ fn image_load_puts_local_images_into_node_runtimes() {
     ] {
         assert!(out.contains(planned), "{planned}:\n{out}");
     }
+    // The same plan as one document (`-o json`).
+    let out = load_ok(&cli, &kh, &["--dry-run", "-o", "json", &one]);
+    let v = crate::cli_conventions::plan_document("json", &out, "imglab");
+    for n in [n0, n1] {
+        assert!(
+            crate::cli_conventions::has_step(&v, &n.name, "run", "ctr -n k8s.io images import"),
+            "{}: {v}",
+            n.name
+        );
+    }
     assert_held(&cluster, &full_one, [false, false]);
 
     // Only the first node: --nodes limits the load; the staged archive is removed.

@@ -182,6 +182,23 @@ fn node_join_adds_a_control_plane_and_a_worker_after_up() {
         "{}",
         r.stdout
     );
+    // The same plan as one document (`-o json`).
+    dry.extend_from_slice(&["-o", "json"]);
+    let r = cli.run(&dry).expect("dry run");
+    assert_eq!(r.code, 0, "{}", r.all());
+    let v = crate::cli_conventions::plan_document("json", &r.stdout, "joinlab");
+    for n in [c2, w2] {
+        assert!(
+            crate::cli_conventions::has_step(
+                &v,
+                &n.name,
+                "run",
+                "kubeadm join --config /etc/kubernetes/kubeadm/join.yaml"
+            ),
+            "{}: {v}",
+            n.name
+        );
+    }
     let after: Vec<Vec<String>> = tc
         .nodes
         .iter()

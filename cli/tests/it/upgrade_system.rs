@@ -410,6 +410,25 @@ fn upgrade_one_minor_one_node_at_a_time_and_resume_after_a_failure() {
         plan.contains("change(s) planned; nothing was changed (dry run)."),
         "{plan}"
     );
+    // The same plan as one document (`-o json`).
+    let r = upgrade_with(
+        &cc,
+        &file,
+        &known_hosts,
+        "1.35.0",
+        &["--dry-run", "-o", "json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+    let v = crate::cli_conventions::plan_document("json", &r.stdout, "upg");
+    let apply = "kubeadm upgrade apply --config /etc/kubernetes/kubeadm/upgrade.yaml --yes";
+    assert!(
+        crate::cli_conventions::has_step(&v, &c1.name, "run", apply),
+        "{v}"
+    );
+    assert!(
+        crate::cli_conventions::has_step(&v, &c2.name, "run", "kubeadm upgrade node --config"),
+        "{v}"
+    );
     for n in &cluster.nodes {
         let calls = standin_calls(n).expect("calls");
         assert!(

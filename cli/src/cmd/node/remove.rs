@@ -1,4 +1,4 @@
-//! `clusterctl node remove -f FILE NODE [--dry-run]`: takes one node out of the cluster through
+//! `clusterctl node remove -f FILE NODE [--dry-run [-o json|yaml]]`: takes one node out of the cluster through
 //! `clusterctl_phases::node_remove` (drain through the API, the node reset as `destroy` resets one,
 //! the etcd member of a control plane checked on the first control plane, the Node object deleted),
 //! printing each step's line as it ends. `--dry-run` prints the plan and contacts neither the nodes
@@ -38,11 +38,15 @@ pub(crate) struct Args {
     /// the nodes nor the API are contacted).
     #[arg(long)]
     pub dry_run: bool,
+    /// With `--dry-run`: the plan as text or one document.
+    #[command(flatten)]
+    pub output: crate::cmd::flags::PlanOutput,
 }
 
 /// Runs the command (exit codes in the module doc).
 pub(super) fn run(args: Args) -> miette::Result<ExitCode> {
-    let cluster = match args.target.load(crate::cmd::flags::Format::Text) {
+    let format = args.output.output;
+    let cluster = match args.target.load(format) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
@@ -56,21 +60,32 @@ pub(super) fn run(args: Args) -> miette::Result<ExitCode> {
     };
     let dry_run = opts.dry_run;
     let sink = move |l: &StepLine| {
-        if !dry_run || l.failed() {
+        if format.is_structured() && l.failed() {
+            eprintln!("{l}");
+        } else if !dry_run || l.failed() {
             println!("{l}");
         }
     };
     let report = match node_remove::run(&cluster, &opts, &sink) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("node remove: {e}");
+            let (text, name) = (format!("node remove: {e}"), cluster.name());
             return Ok(match e {
-                Refused::Api(_) => ExitCode::FAILURE,
-                _ => ExitCode::from(crate::EXIT_INVALID),
+                Refused::Api(_) => {
+                    crate::cmd::flags::print_error(format, name, &text);
+                    ExitCode::FAILURE
+                }
+                _ => {
+                    crate::cmd::flags::print_refusal(format, name, &text);
+                    ExitCode::from(crate::EXIT_INVALID)
+                }
             });
         }
     };
     let name = &args.node;
+    if format.is_structured() {
+        return super::super::plan::print_report_document(format, cluster.name(), &report);
+    }
     if let Some(why) = &report.stopped {
         println!("{why}");
         return Ok(ExitCode::FAILURE);
