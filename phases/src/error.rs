@@ -132,3 +132,53 @@ impl PhaseError {
 #[derive(Debug, thiserror::Error)]
 #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
 pub struct RunError(pub Vec<PhaseError>);
+
+#[cfg(test)]
+mod tests {
+    use crate::ctx::{Mode, NodeCtx, Secrets};
+    use crate::model::{NodeInfo, Role};
+    use std::error::Error as _;
+    use std::sync::Arc;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("pushing to the mirror")]
+    struct Push(#[source] std::io::Error);
+
+    fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut next = e.source();
+        while let Some(s) = next {
+            out.push(s.to_string());
+            next = s.source();
+        }
+        out
+    }
+
+    #[test]
+    fn a_phase_error_keeps_its_causes_each_redacted() {
+        let secrets = Secrets::default();
+        secrets.add("s3cr3t-token");
+        let ctx = NodeCtx::new(
+            NodeInfo::new("cp1", Role::ControlPlane, "10.0.0.1"),
+            None,
+            Mode::default(),
+            Arc::new(crate::report::QuietReporter),
+            secrets,
+        );
+        let e = Push(std::io::Error::other("token s3cr3t-token refused"));
+        let pe = ctx.local_error_in("images", &e);
+        assert_eq!(
+            pe.to_string(),
+            "phase `` failed on `cp1`: images: pushing to the mirror"
+        );
+        assert_eq!(
+            chain(&pe),
+            ["pushing to the mirror", "token <redacted> refused"]
+        );
+        let direct = ctx.local_error_from(&std::io::Error::other("s3cr3t-token"));
+        assert_eq!(direct.to_string(), "phase `` failed on `cp1`: <redacted>");
+        assert_eq!(chain(&direct), ["<redacted>"]);
+        let plain = ctx.local_error("no connection");
+        assert!(plain.source().is_none());
+    }
+}

@@ -240,7 +240,7 @@ pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         ));
         return Ok(());
     }
-    let vb = verify_bundle(&a.bundle).map_err(|e| ctx.local_error(e))?;
+    let vb = verify_bundle(&a.bundle).map_err(|e| ctx.local_error_from(&e))?;
     let want = (
         data.spec.cluster.clone(),
         clusterctl_spec::versions::tag(&data.spec.kubernetes_version),
@@ -382,7 +382,7 @@ fn place(ctx: &mut NodeCtx, vb: &VerifiedBundle, f: &NodeFile) -> Result<(), Pha
     upload_file(t.as_ref(), vb, f, &mut |done| {
         reporter.upload_progress(&node, &f.remote, done, total)
     })
-    .map_err(|e| ctx.local_error(e))
+    .map_err(|e| ctx.local_error_from(&e))
 }
 
 /// `airgap/packages`: places the node's packages and binaries, then installs what is not installed.
@@ -502,7 +502,7 @@ pub fn ensure_images(
                     let have = crio::parse_check(rest);
                     Some(
                         crio::present_in(vb, images, &oci_arch(arch), &have)
-                            .map_err(|e| ctx.local_error(e))?,
+                            .map_err(|e| ctx.local_error_from(&e))?,
                     )
                 }
                 None => None,
@@ -539,7 +539,8 @@ pub fn ensure_images(
         remote_dir: REMOTE_DIR.to_string(),
     };
     let mut state = clusterctl_airgap::import::ImportState::default();
-    load_into_node(t.as_ref(), vb, &todo, &opts, &mut state).map_err(|e| ctx.local_error(e))?;
+    load_into_node(t.as_ref(), vb, &todo, &opts, &mut state)
+        .map_err(|e| ctx.local_error_from(&e))?;
     Ok(())
 }
 
@@ -589,7 +590,8 @@ pub fn push_to_mirror(
         jobs: 4,
         ..Default::default()
     };
-    let r = clusterctl_airgap::run::import_verified(vb, &opts).map_err(|e| ctx.local_error(e))?;
+    let r =
+        clusterctl_airgap::run::import_verified(vb, &opts).map_err(|e| ctx.local_error_from(&e))?;
     if r.images_pushed > 0 {
         ctx.changes += r.images_pushed;
         ctx.reporter().change(

@@ -101,10 +101,10 @@ fn refresh(
             ));
         };
         let key = new_certificate_key()
-            .map_err(|e| cp.local_error(format!("generating a certificate key: {e}")))?;
+            .map_err(|e| cp.local_error_in("generating a certificate key", &e))?;
         cp.secrets().add(&key);
         let text = patch_init(&String::from_utf8_lossy(&cfg.content), &s.token, &key)
-            .map_err(|e| cp.local_error(e))?;
+            .map_err(|e| cp.local_error_from(&e))?;
         cp.put_file(&cfg.path, 0o600, text.as_bytes())?;
         cp.run(Cmd::new(format!(
             "kubeadm init phase upload-certs --upload-certs --config {}",
@@ -125,7 +125,7 @@ fn refresh(
         changed = true;
     }
     if changed {
-        let json = serde_json::to_vec(&s).map_err(|e| cp.local_error(e))?;
+        let json = serde_json::to_vec(&s).map_err(|e| cp.local_error_from(&e))?;
         cp.put_file(JOIN_SECRETS_PATH, 0o600, &json)?;
     }
     Ok(Some(s))

@@ -18,7 +18,7 @@ pub fn render(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let files = data
         .renderer
         .render(&facts)
-        .map_err(|e| ctx.local_error(format!("rendering: {e}")))?;
+        .map_err(|e| ctx.local_error_in("rendering", &e))?;
     let count: usize = files.values().map(Vec::len).sum();
     ctx.info(&format!("{count} files rendered for {} nodes", files.len()));
     if let Ok(mut slot) = data.files.write() {

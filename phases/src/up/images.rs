@@ -82,7 +82,9 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 .arg(&local)
                 .arg(image)
                 .output()
-                .map_err(|e| ctx.local_error(format!("running `docker save {image}`: {e}")))?;
+                .map_err(|e| {
+                    ctx.local_error_in(format_args!("running `docker save {image}`"), &e)
+                })?;
             if !st.status.success() {
                 let _ = std::fs::remove_file(&local);
                 return Err(ctx.local_error(format!(

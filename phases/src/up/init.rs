@@ -178,14 +178,13 @@ fn fresh_secrets(ctx: &mut NodeCtx, data: &UpData) -> Result<String, PhaseError>
             "no kubeadm init configuration was rendered for the first control plane",
         ));
     };
-    let token =
-        new_token().map_err(|e| ctx.local_error(format!("generating a bootstrap token: {e}")))?;
+    let token = new_token().map_err(|e| ctx.local_error_in("generating a bootstrap token", &e))?;
     let key = new_certificate_key()
-        .map_err(|e| ctx.local_error(format!("generating a certificate key: {e}")))?;
+        .map_err(|e| ctx.local_error_in("generating a certificate key", &e))?;
     ctx.secrets().add(&token);
     ctx.secrets().add(&key);
     let text = patch_init(&String::from_utf8_lossy(&cfg.content), &token, &key)
-        .map_err(|e| ctx.local_error(e))?;
+        .map_err(|e| ctx.local_error_from(&e))?;
     ctx.put_file(&cfg.path, 0o600, text.as_bytes())?;
     let now = now_secs();
     let secrets = JoinSecrets {
@@ -195,7 +194,7 @@ fn fresh_secrets(ctx: &mut NodeCtx, data: &UpData) -> Result<String, PhaseError>
         key_uploaded: now,
         ca_cert_hash: String::new(),
     };
-    let json = serde_json::to_vec(&secrets).map_err(|e| ctx.local_error(e))?;
+    let json = serde_json::to_vec(&secrets).map_err(|e| ctx.local_error_from(&e))?;
     ctx.put_file(JOIN_SECRETS_PATH, 0o600, &json)?;
     if let Ok(mut slot) = data.join.lock() {
         *slot = None; // re-read with the CA cert hash by the first join

@@ -231,7 +231,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         cp,
         &data.spec.endpoint,
     )
-    .map_err(|e| ctx.local_error(e))?;
+    .map_err(|e| ctx.local_error_from(&e))?;
     ctx.put_file(&cfg.path, 0o600, text.as_bytes())?;
     let scripts: Vec<String> = if finish_control_plane {
         let phases = finish_control_plane_phases(&data.spec.kubernetes_version);

@@ -174,7 +174,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         tls_name,
         Current::IfUnset,
     )
-    .map_err(|e| ctx.local_error(e))?;
+    .map_err(|e| ctx.local_error_from(&e))?;
     ctx.put_local(&path, 0o600, merged.as_bytes())?;
     Ok(())
 }

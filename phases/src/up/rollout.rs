@@ -202,7 +202,7 @@ fn baseline(ctx: &mut NodeCtx, data: &UpData) -> Result<bool, PhaseError> {
 
 fn place_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let node = ctx.node.clone();
-    let cfg = rollout_config(data, &node).map_err(|e| ctx.local_error(e))?;
+    let cfg = rollout_config(data, &node).map_err(|e| ctx.local_error_from(&e))?;
     ctx.put_file(ROLLOUT_CONFIG, 0o600, cfg.as_bytes())?;
     Ok(())
 }
