@@ -19,7 +19,10 @@
 //! kubernetes-cni) held, the kubelet enabled, containerd 2.2.1 and runc 1.3.3 from the archives with
 //! containerd's version-3 configuration written on the first run; the cluster works (nodes Ready
 //! through the builtin CNI, CoreDNS, pods on both nodes, pod-to-pod, ClusterIP, DNS); a second `up`
-//! changes nothing, downloads nothing and runs dpkg for nothing.
+//! changes nothing, downloads nothing and runs dpkg for nothing; `destroy --purge` then leaves every
+//! node's package state exactly as it was before `up` (issue 12 item 3: the packages purged and
+//! unheld, the repository source, its key and apt's lists of it gone, containerd and runc from the
+//! archives and their unit gone).
 
 use std::path::Path;
 use std::time::Instant;
@@ -89,6 +92,49 @@ fn packages(node: &TestNode) -> (String, String) {
         ),
         sh(node, "apt-mark showhold | sort | tr '\\n' ' '"),
     )
+}
+
+/// A node's package state, as `destroy --purge` must leave it: the installed packages of those `up`
+/// may install, the holds, which of the files `up` may place exist, the programs on `PATH`, apt's
+/// lists of the upstream repository, containerd's unit.
+fn package_state(node: &TestNode) -> String {
+    sh(
+        node,
+        "dpkg-query -W -f='${db:Status-Abbrev}${Package}=${Version}\\n' kubeadm kubelet kubectl cri-tools \
+           kubernetes-cni containerd containerd.io runc cri-o 2>/dev/null | grep '^ii' || true\n\
+         echo \"held: $(apt-mark showhold | tr '\\n' ' ')\"\n\
+         for f in /etc/apt/sources.list.d/kubernetes.list /etc/apt/keyrings/kubernetes-apt-keyring.gpg \
+           /etc/apt/apt.conf.d/90clusterctl-package-mirror /etc/clusterctl-packages \
+           /usr/local/bin/containerd /usr/local/bin/containerd-shim-runc-v2 /usr/local/bin/ctr \
+           /usr/local/sbin/runc /usr/local/lib/systemd/system/containerd.service \
+           /var/lib/clusterctl-packages; do [ ! -e $f ] || echo \"present: $f\"; done\n\
+         echo \"programs: $(command -v containerd runc kubeadm kubelet kubectl crictl | tr '\\n' ' ')\"\n\
+         echo \"apt lists: $(ls /var/lib/apt/lists | grep -c pkgs.k8s.io)\"\n\
+         echo \"containerd unit: $(systemctl show -P LoadState containerd)\"",
+    )
+}
+
+/// `destroy --purge` of `c` (file `f`), then each node's [`package_state`] as `before` (taken before
+/// `up`, in node order): nothing installed, held, placed or listed by apt for the upstream repository.
+fn purge_to(c: &RealCluster, f: &str, before: &[String]) {
+    let purge = c.clusterctl(&["destroy", "-f", f, "--yes", "--purge"]);
+    let out = purge.all();
+    assert_eq!(purge.code, 0, "destroy --purge:\n{out}");
+    for (n, before) in c.nodes.nodes.iter().zip(before) {
+        assert!(
+            out.contains(&format!("{}: packages: as before up:", n.name)),
+            "{}: {out}",
+            n.name
+        );
+        let after = package_state(n);
+        assert_eq!(
+            &after, before,
+            "{}: package state after destroy --purge",
+            n.name
+        );
+        assert!(!after.contains("present: "), "{}: {after}", n.name);
+        assert!(after.contains("apt lists: 0"), "{}: {after}", n.name);
+    }
 }
 
 /// What both tests need first: the repository tools, the real node image and image store, and a
@@ -195,9 +241,11 @@ fn bare_hosts_become_a_cluster_with_one_up_from_the_default_upstream_urls() {
     let ca = TestCa::for_names("clusterctl test upstream", &HOSTS, &[gateway]).expect("test CA");
     let server = FileServer::start_tls(&c.nodes.gateway, 443, www.path(), &ca)
         .expect("HTTPS server on the gateway");
+    let mut before = Vec::new();
     for n in &c.nodes.nodes {
         make_bare(n);
         point_upstream_at(n, &c.nodes.gateway, &ca.ca_pem);
+        before.push(package_state(n));
     }
     // The file says nothing about packages: `upstream` is the default on SSH hosts.
     let text = std::fs::read_to_string(&c.file).expect("cluster file");
@@ -258,6 +306,9 @@ fn bare_hosts_become_a_cluster_with_one_up_from_the_default_upstream_urls() {
     }
     let status = c.clusterctl(&["status", "-f", &f]);
     assert_eq!(status.code, 0, "status:\n{}", status.all());
+
+    // destroy --purge: each node's package state as before `up`.
+    purge_to(&c, &f, &before);
     eprintln!(
         "[real] bare-hosts test done in {:.1}s",
         t.elapsed().as_secs_f64()
@@ -313,6 +364,7 @@ fn bare_hosts_become_a_cluster_offline_from_a_bundle() {
     };
     let t = Instant::now();
     let c = real_support::start("obare", 1, 0, FileOptions::default(), &env);
+    let mut before = Vec::new();
     for n in &c.nodes.nodes {
         make_bare(n);
         // Offline: the upstream hosts lead nowhere.
@@ -320,6 +372,7 @@ fn bare_hosts_become_a_cluster_offline_from_a_bundle() {
             n,
             &format!("echo '127.0.0.9 {}' >> /etc/hosts", HOSTS.join(" ")),
         );
+        before.push(package_state(n));
     }
     // The file: no registry mirror (the images come from the bundle into each node's containerd),
     // the bundle carrying the packages; `packages.source` unset: `bundle`, as the bundle carries
@@ -435,6 +488,9 @@ fn bare_hosts_become_a_cluster_offline_from_a_bundle() {
         again.all()
     );
     assert_eq!(sh(n, "wc -l < /var/log/dpkg.log"), dpkg_log);
+
+    // destroy --purge: the node's package state as before `up`, the bundle's files included.
+    purge_to(&c, &f, &before);
     eprintln!(
         "[real] offline bare-hosts test done in {:.1}s",
         t.elapsed().as_secs_f64()
