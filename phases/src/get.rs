@@ -29,7 +29,7 @@ pub struct ClusterRow {
 
 /// The clusters on this machine: those with node containers on the local Docker engine, then those
 /// with only a local state cache (SSH clusters built from here, or docker ones whose containers are
-/// gone), sorted by name. The error says why the engine could not be asked (the cache's clusters are
+/// gone; not the cache's own `.`-directories), sorted by name. The error says why the engine could not be asked (the cache's clusters are
 /// listed all the same).
 pub fn clusters() -> (Vec<ClusterRow>, Option<ExecError>) {
     let mut rows: Vec<ClusterRow> = Vec::new();
@@ -48,6 +48,9 @@ pub fn clusters() -> (Vec<ClusterRow>, Option<ExecError>) {
                 .filter_map(Result::ok)
                 .filter(|e| e.path().is_dir())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                // A cluster name (DNS-1123) never starts with `.`: `.upstream` is the download cache
+                // of upstream files (`up::cni_install`), not a cluster.
+                .filter(|n| !n.starts_with('.'))
                 .filter(|n| !rows.iter().any(|r| &r.name == n))
                 .collect();
             names.sort();

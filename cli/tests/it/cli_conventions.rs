@@ -937,9 +937,17 @@ fn get_clusters_and_nodes_list_the_docker_nodes() {
     .expect("container");
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
+    // Walkthrough finding: the download cache of upstream files (`~/.cache/clusterctl/.upstream`,
+    // beside each cluster's state cache) was listed as a cluster named `.upstream`.
+    // A cluster with only a state cache here is listed.
+    let cached = format!("{name}c");
+    std::fs::create_dir_all(d.join(".cache/clusterctl/.upstream")).expect("cache");
+    std::fs::create_dir_all(d.join(".cache/clusterctl").join(&cached)).expect("cache");
     let (code, out, err) = run(d, &["get", "clusters"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.lines().any(|l| l == name), "{out}");
+    assert!(out.lines().any(|l| l == cached), "{out}");
+    assert!(!out.contains(".upstream"), "{out}");
     let (code, out, _) = run(d, &["get", "clusters", "-o", "json"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
