@@ -28,15 +28,20 @@ use clusterctl_testbed::require;
 
 /// A loopback listener on a thread: answers each connection with `body` (HTTP 200) when given,
 /// else closes it; counts the connections.
-struct Listener {
-    port: u16,
-    hits: Arc<AtomicUsize>,
+pub(crate) struct Listener {
+    pub(crate) port: u16,
+    pub(crate) hits: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
 }
 
 impl Listener {
     fn start(body: Option<Vec<u8>>) -> Listener {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        Listener::start_on("127.0.0.1:0", body)
+    }
+
+    /// The listener on `addr` (`127.0.0.1:0`: any free port).
+    pub(crate) fn start_on(addr: &str, body: Option<Vec<u8>>) -> Listener {
+        let l = TcpListener::bind(addr).expect("bind");
         let port = l.local_addr().expect("addr").port();
         l.set_nonblocking(true).expect("nonblocking");
         let hits = Arc::new(AtomicUsize::new(0));

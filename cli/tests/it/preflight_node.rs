@@ -5,7 +5,9 @@
 //!   the node's own `vipInterface` (the file may give it per node) makes the check pass;
 //! * containerd's and CRI-O's CRI sockets both present (a listening Unix socket made at CRI-O's path):
 //!   the `cri-sockets` warning names CRI-O and the file's runtime, and the `files` phase writes
-//!   `/etc/crictl.yaml` for containerd, the file's runtime.
+//!   `/etc/crictl.yaml` for containerd, the file's runtime;
+//! * the builtin CNI's conflist on the node and `cni.plugin: flannel` in the file (issue 13): `up` stops
+//!   in preflight with `cni-switch` naming the file and `up --recreate`; the builtin file passes.
 
 use clusterctl_testbed::cli::{install_standins, ssh_cluster_yaml, Clusterctl, FileNode, Run};
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
@@ -110,4 +112,45 @@ fn preflight_names_the_node_without_its_vip_interface_and_warns_of_a_second_runt
             && !crictl.contains("crio"),
         "{crictl}"
     );
+
+    // The node carries the builtin CNI's conflist (as a builtin cluster's nodes do) and the file now
+    // says flannel: preflight refuses the switch, naming the file and `up --recreate`; with the
+    // builtin CNI again it passes.
+    exec(
+        n,
+        "mkdir -p /etc/cni/net.d && echo '{\"cniVersion\":\"1.1.0\",\"name\":\"clusterctl\",\"plugins\":[]}' > /etc/cni/net.d/10-clusterctl.conflist",
+    );
+    let fixed = file.replace(
+        "      role: control-plane\n",
+        "      role: control-plane\n      vipInterface: eth0\n",
+    );
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        fixed.replace("cni: {plugin: builtin}", "cni: {plugin: flannel}"),
+    )
+    .expect("cluster file");
+    let r = up_only(&cli, &kh, "preflight");
+    let out = r.all();
+    assert_ne!(r.code, 0, "a CNI switch must stop up:\n{out}");
+    // Compared without whitespace: the report may wrap long lines.
+    let flat = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !c.is_whitespace() && !matches!(c, '│' | '×' | '╰' | '─' | '├'))
+            .collect()
+    };
+    for want in [
+        "cni-switch",
+        "/etc/cni/net.d/10-clusterctl.conflist is the configuration of the builtin CNI",
+        "the file says cni.plugin: flannel",
+        "clusterctl up --recreate",
+    ] {
+        assert!(
+            flat(&out).contains(&flat(want)),
+            "{want:?} missing in:\n{out}"
+        );
+    }
+    std::fs::write(dir.path().join("cluster.yaml"), &fixed).expect("cluster file");
+    let r = up_only(&cli, &kh, "preflight");
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert!(!r.all().contains("cni-switch"), "{}", r.all());
 }

@@ -5,7 +5,8 @@
 //! 2. `units`: clusterctl's units (the CNI agent; the node environment of unprivileged-container
 //!    nodes) stopped and disabled;
 //! 3. `network`: the VXLAN device, the masquerade rule in either form, with flannel its `flannel.1`
-//!    and `cni0` devices and `FLANNEL-*` chains, and, on control planes, the kube-vip VIP wherever it
+//!    and `cni0` devices and `FLANNEL-*` chains (when the file says flannel or the node still has
+//!    flannel's conflist or lease directory), and, on control planes, the kube-vip VIP wherever it
 //!    is still assigned;
 //! 4. `kube-proxy`: the `KUBE-*` iptables chains (and the jumps to them) and kube-proxy's nftables
 //!    tables, which `kubeadm reset` leaves;
@@ -13,7 +14,9 @@
 //!    back (and the runtime restarted), `/etc/fstab` and the swap devices `--fix` turned off restored;
 //! 6. `files`: every file clusterctl rendered for the node (the runtime's own config only when recorded
 //!    and not restored) or recorded as placed (the state record), the CNI config, plugin binary and
-//!    IPAM state (with flannel also its conflist, plugin, lease and IPAM state), the `--fix` module and
+//!    IPAM state (with flannel also its conflist, plugin, lease and IPAM state), the configuration
+//!    file of each CNI clusterctl installs (`up::preflight::cni_switch::CONFLISTS`: a cluster rebuilt
+//!    with `up --recreate` after its file changed `cni.plugin` starts clean), the `--fix` module and
 //!    sysctl files, removed; then the empty directories `up` made;
 //! 7. `packages`, with `--purge` only: the packages machinery's removal (`crate::packages::script::purge`):
 //!    with the record `up`'s `packages` phase wrote, the node's package state as it was before `up`
@@ -82,6 +85,13 @@ pub fn reset_node(
 ) {
     let node = ctx.name().to_string();
     let line = |step: &str, r: Result<String, PhaseError>| steps.push(StepLine::of(&node, step, r));
+    // flannel's teardown also when the file names another CNI now but the node still runs flannel
+    // (`up --recreate` of a cluster whose file switched its CNI away from flannel).
+    let mut teardown = teardown.clone();
+    if !teardown.flannel && ctx.can_query() {
+        teardown.flannel = matches!(ctx.test(scripts::HAS_FLANNEL), Ok(Some(true)));
+    }
+    let teardown = &teardown;
     line("kubeadm reset", kubeadm_reset(ctx, rendered));
     line("units", run(ctx, &scripts::units_script()));
     line(
@@ -183,6 +193,8 @@ fn files(
         .collect();
     paths.extend(recorded);
     paths.extend(scripts::INSTALLED_PATHS.iter().map(|s| s.to_string()));
+    // The configuration of whichever CNI clusterctl installed (kubeadm reset leaves /etc/cni/net.d).
+    paths.extend(scripts::cni_conflists());
     if teardown.flannel {
         paths.extend(scripts::FLANNEL_PATHS.iter().map(|s| s.to_string()));
     }

@@ -44,6 +44,19 @@ pub const FLANNEL_PATHS: &[&str] = &[
     "/var/lib/cni/networks/cbr0",
 ];
 
+/// Succeeds when the node has flannel's conflist or lease directory (a node of a flannel cluster).
+pub const HAS_FLANNEL: &str = "[ -e /etc/cni/net.d/10-flannel.conflist ] || [ -d /run/flannel ]";
+
+/// The configuration file of every CNI clusterctl installs
+/// (`crate::up::preflight::cni_switch::CONFLISTS`), as paths.
+pub fn cni_conflists() -> Vec<String> {
+    use crate::up::preflight::cni_switch::{CONFLISTS, NET_D};
+    CONFLISTS
+        .iter()
+        .map(|(_, name)| format!("{NET_D}/{name}"))
+        .collect()
+}
+
 /// flannel's devices: flanneld's VXLAN device (VNI 1) and the bridge of the `bridge` plugin its CNI
 /// plugin delegates to (the plugin's default name).
 pub const FLANNEL_DEVICES: &[&str] = &["flannel.1", "cni0"];

@@ -32,7 +32,7 @@ use crate::ctx::{Mode, NodeCtx, Secrets};
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use crate::kubeadm::JoinSecrets;
-use crate::model::{placed, CniChoice, NodeFile, NodeInfo, Purpose, RuntimeKind};
+use crate::model::{CniChoice, FilePurpose, NodeFile, NodeInfo, RuntimeKind};
 use crate::report::Reporter;
 use clusterctl_exec::Transport;
 use std::collections::BTreeMap;
@@ -145,19 +145,13 @@ impl UpData {
     pub fn first_cp(&self) -> Option<&NodeInfo> {
         self.spec.nodes.iter().find(|n| n.is_control_plane())
     }
-    /// The rendered files of `node` with one of `purposes` (a [`crate::model::placed`] group), in
-    /// render order.
-    pub fn files_of(&self, node: &str, purposes: &[Purpose]) -> Vec<NodeFile> {
+    /// The rendered files of `node` with `purpose`.
+    pub fn files_of(&self, node: &str, purpose: FilePurpose) -> Vec<NodeFile> {
         self.files
             .read()
             .map(|f| {
                 f.get(node)
-                    .map(|v| {
-                        v.iter()
-                            .filter(|x| purposes.contains(&x.purpose))
-                            .cloned()
-                            .collect()
-                    })
+                    .map(|v| v.iter().filter(|x| x.purpose == purpose).cloned().collect())
                     .unwrap_or_default()
             })
             .unwrap_or_default()
@@ -173,10 +167,10 @@ impl UpData {
 }
 
 /// Digest material: the purpose-filtered files of the node (path, mode, sha256).
-fn files_inputs(data: &UpData, node: &NodeInfo, groups: &[&[Purpose]]) -> String {
+fn files_inputs(data: &UpData, node: &NodeInfo, purposes: &[FilePurpose]) -> String {
     let mut s = String::new();
-    for g in groups {
-        for f in data.files_of(&node.name, g) {
+    for p in purposes {
+        for f in data.files_of(&node.name, *p) {
             s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
         }
     }
@@ -256,7 +250,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             serial: false,
             record: true,
             required: false,
-            inputs: |d, n| files_inputs(d, n, &[placed::HOST, placed::OTHER]),
+            inputs: |d, n| files_inputs(d, n, &[FilePurpose::Host, FilePurpose::Other]),
             run: files::run,
         },
     ]);
@@ -270,7 +264,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         serial: false,
         record: true,
         required: false,
-        inputs: |d, n| files_inputs(d, n, &[placed::RUNTIME]),
+        inputs: |d, n| files_inputs(d, n, &[FilePurpose::Runtime]),
         run: runtime::run,
     });
     v.extend(airgap::image_phases(spec));
@@ -281,7 +275,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             serial: false,
             record: true,
             required: false,
-            inputs: |d, n| files_inputs(d, n, &[placed::KUBE_VIP]),
+            inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeVip]),
             run: kubevip::run,
         });
     }
@@ -291,7 +285,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         serial: false,
         record: true,
         required: false,
-        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_INIT]),
+        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmInit]),
         run: init::run,
     });
     if spec.vip.is_some() {
@@ -301,7 +295,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             serial: false,
             record: true,
             required: false,
-            inputs: |d, n| files_inputs(d, n, &[placed::KUBE_VIP]),
+            inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeVip]),
             run: kubevip::switch_to_admin,
         });
     }
@@ -355,7 +349,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         serial: true,
         record: true,
         required: false,
-        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_JOIN]),
+        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmJoin]),
         run: join::run,
     });
     v.push(Phase {
@@ -364,7 +358,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         serial: false,
         record: true,
         required: false,
-        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_JOIN]),
+        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmJoin]),
         run: join::run,
     });
     v.extend(rollout::phases());

@@ -13,6 +13,7 @@ use crate::error::PhaseError;
 use crate::model::Role;
 use serde::Deserialize;
 
+pub(crate) mod cni_switch;
 mod runtime_vip;
 
 /// Read-only probe script; prints `key=value` lines. A module counts as loaded when what it provides
@@ -84,6 +85,7 @@ pub const CHECK_IDS: &[&str] = &[
     "cni-plugins",
     "cri-sockets",
     "vip-interface",
+    "cni-switch",
 ];
 
 /// The entries of `ignored` (`--ignore-preflight`) that name no preflight check ([`CHECK_IDS`]), in
@@ -452,9 +454,10 @@ fn kubelet_resolv_conf(data: &UpData) -> Option<String> {
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let resolv_conf = kubelet_resolv_conf(data);
     let script = format!(
-        "{PREFLIGHT_SCRIPT}\n{}\n{}",
+        "{PREFLIGHT_SCRIPT}\n{}\n{}\n{}",
         resolv_script(resolv_conf.as_deref()),
-        runtime_vip::SOCKETS_SCRIPT
+        runtime_vip::SOCKETS_SCRIPT,
+        cni_switch::CONF_SCRIPT
     );
     let Some(out) = ctx.read(&script)? else {
         if ctx.mode.fix {
@@ -491,9 +494,15 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         data.spec.runtime,
         &runtime_vip::sockets(&out),
     ));
+    let chosen = match &data.spec.cni {
+        crate::model::CniChoice::Builtin => "builtin",
+        crate::model::CniChoice::Manifests(p) => p.as_str(),
+        crate::model::CniChoice::None => "none",
+    };
+    findings.extend(cni_switch::other_cni(chosen, &cni_switch::confs(&out)));
     if let Some(vip) = &data.spec.vip {
         let interface = data
-            .files_of(ctx.name(), crate::model::placed::KUBE_VIP)
+            .files_of(ctx.name(), crate::model::FilePurpose::KubeVip)
             .iter()
             .find_map(|f| runtime_vip::manifest_interface(&String::from_utf8_lossy(&f.content)));
         if let Some(i) = interface {
