@@ -319,7 +319,8 @@ fn changed_oidc_rolls_out_one_control_plane_at_a_time() {
     assert!(
         r.all()
             .contains("the control plane runs v1.34.1 and the file says kubernetesVersion 1.35.0")
-            && r.all().contains("clusterctl upgrade -f <file> --to 1.35.0"),
+            && r.all()
+                .contains("clusterctl upgrade -f FILE --to 1.35.0` (or `--profile NAME`"),
         "{}",
         r.all()
     );
