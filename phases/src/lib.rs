@@ -35,5 +35,5 @@ pub mod util;
 pub use ctx::{Mode, NodeCtx, PlanEntry, PlanKind, Secrets};
 pub use engine::{Engine, Options, Phase, Summary, Targets};
 pub use error::{PhaseError, RunError};
-pub use model::{CniChoice, FilePurpose, NodeFile, NodeInfo, Role, RuntimeKind};
+pub use model::{CniChoice, NodeFile, NodeInfo, Role, RuntimeKind};
 pub use report::{Outcome, PlainReporter, QuietReporter, Reporter};

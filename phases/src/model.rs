@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+pub use clusterctl_render::Purpose;
 pub use clusterctl_spec::model::{Role, RuntimeKind};
 
 /// One node of the cluster.
@@ -38,32 +39,55 @@ impl NodeInfo {
     }
 }
 
-/// What a rendered file is for; decides which phase places it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum FilePurpose {
-    /// Kernel modules and sysctls (`/etc/modules-load.d`, `/etc/sysctl.d`): placed by `preflight --fix`
-    /// and by `files`.
-    Host,
-    /// Container runtime configuration (containerd `config.toml`, `certs.d/*/hosts.toml`, CRI-O drop-ins,
-    /// `registries.conf`, registry CA files): placed by `runtime/*`, which restarts the runtime when one
-    /// changed.
-    Runtime,
+/// Which phase places a rendered file, as the render purposes ([`Purpose`]) it places
+/// (`up::UpData::files_of`).
+pub mod placed {
+    use clusterctl_render::Purpose;
+
+    /// Kernel modules, sysctls and the node environment of an unprivileged node container: placed by
+    /// `preflight --fix` and by `files`.
+    pub const HOST: &[Purpose] = &[
+        Purpose::Sysctl,
+        Purpose::KernelModules,
+        Purpose::NodeEnvironment,
+    ];
+    /// Container runtime configuration (containerd `config.toml`, `certs.d/*/hosts.toml`, CRI-O
+    /// drop-ins, `registries.conf`, registry CA files): placed by `runtime/*`, which restarts the
+    /// runtime when one changed.
+    pub const RUNTIME: &[Purpose] = &[
+        Purpose::ContainerdConfig,
+        Purpose::ContainerdHosts,
+        Purpose::RegistryCa,
+        Purpose::CrioConfig,
+        Purpose::RegistriesConf,
+    ];
     /// The kube-vip static pod manifest (`/etc/kubernetes/manifests/kube-vip.yaml`).
-    KubeVip,
+    pub const KUBE_VIP: &[Purpose] = &[Purpose::KubeVip];
     /// The kubeadm `InitConfiguration`/`ClusterConfiguration` (first control plane).
-    KubeadmInit,
-    /// The kubeadm `JoinConfiguration` (other nodes); bootstrap token, CA cert hash and certificate key
-    /// are filled in by the join phase, never by the renderer.
-    KubeadmJoin,
-    /// CNI files: manifests to apply (`*.yaml`) or the builtin agent's unit and config.
-    Cni,
-    /// The kubeadm `ResetConfiguration` (v1beta4): placed by `init` only when it finds a `kubeadm init`
-    /// that failed half-way and resets it (`kubeadm reset --config …`, the file saying `force: true`)
-    /// before trying again.
-    KubeadmReset,
-    /// Anything else the control plane or kubelet reads (audit policy, authentication configuration,
-    /// OIDC CA, kubelet drop-ins): placed by `files` before `init`/`join`.
-    Other,
+    pub const KUBEADM_INIT: &[Purpose] = &[Purpose::KubeadmInit];
+    /// The kubeadm `JoinConfiguration` (other nodes); bootstrap token, CA cert hash and certificate
+    /// key are filled in by the join phase, never by the renderer.
+    pub const KUBEADM_JOIN: &[Purpose] = &[Purpose::KubeadmJoin];
+    /// The kubeadm `ResetConfiguration` (v1beta4): placed by `init` only when it finds a `kubeadm
+    /// init` that failed half-way and resets it before trying again.
+    pub const KUBEADM_RESET: &[Purpose] = &[Purpose::KubeadmReset];
+    /// CNI files: manifests and Helm values to apply (on the first control plane) or the builtin
+    /// agent's unit and config.
+    pub const CNI: &[Purpose] = &[
+        Purpose::CniConfig,
+        Purpose::CniAgentConfig,
+        Purpose::CniAgentUnit,
+        Purpose::ClusterManifest,
+        Purpose::HelmValues,
+    ];
+    /// Anything else the control plane or kubelet reads (audit policy, authentication
+    /// configuration, OIDC CA, crictl's configuration): placed by `files` before `init`/`join`.
+    pub const OTHER: &[Purpose] = &[
+        Purpose::AuditPolicy,
+        Purpose::AuthenticationConfig,
+        Purpose::OidcCa,
+        Purpose::CrictlConfig,
+    ];
 }
 
 /// One file rendered for one node.
@@ -75,17 +99,20 @@ pub struct NodeFile {
     pub mode: u32,
     /// The file's bytes.
     pub content: Vec<u8>,
-    /// Which phase places it.
-    pub purpose: FilePurpose,
+    /// What it is for (render's purpose; [`placed`] says which phase places it).
+    pub purpose: Purpose,
 }
 
 impl NodeFile {
-    /// A file whose purpose is guessed from its path with [`purpose_of`].
-    pub fn new(path: impl Into<String>, mode: u32, content: impl Into<Vec<u8>>) -> Self {
-        let path = path.into();
-        let purpose = purpose_of(&path);
+    /// A file with `purpose`.
+    pub fn new(
+        path: impl Into<String>,
+        mode: u32,
+        content: impl Into<Vec<u8>>,
+        purpose: Purpose,
+    ) -> Self {
         NodeFile {
-            path,
+            path: path.into(),
             mode,
             content: content.into(),
             purpose,
@@ -94,30 +121,6 @@ impl NodeFile {
     /// Lower-case hex sha256 of the content.
     pub fn sha256(&self) -> String {
         crate::util::sha256_hex(&self.content)
-    }
-}
-
-/// The purpose of a rendered file from its path: the paths the renderer writes (kubeadm's, kube-vip's,
-/// containerd's and CRI-O's well-known locations). Unknown paths are [`FilePurpose::Other`].
-pub fn purpose_of(path: &str) -> FilePurpose {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    if path.starts_with("/etc/modules-load.d/") || path.starts_with("/etc/sysctl.d/") {
-        FilePurpose::Host
-    } else if path.starts_with("/etc/containerd/")
-        || path.starts_with("/etc/crio/")
-        || path.starts_with("/etc/containers/")
-    {
-        FilePurpose::Runtime
-    } else if path.ends_with("/manifests/kube-vip.yaml") {
-        FilePurpose::KubeVip
-    } else if name.contains("kubeadm") && name.contains("init") {
-        FilePurpose::KubeadmInit
-    } else if name.contains("kubeadm") && name.contains("join") {
-        FilePurpose::KubeadmJoin
-    } else if path.contains("/cni/") || name.starts_with("clusterctl-cni") {
-        FilePurpose::Cni
-    } else {
-        FilePurpose::Other
     }
 }
 

@@ -80,6 +80,7 @@ fn leave_up_traces(n: &TestNode, cluster: &str, vip: Option<&str>) {
         "/etc/containerd/config.toml",
         0o644,
         "version = 2\n# written by clusterctl up (test)\n",
+        clusterctl_phases::model::Purpose::ContainerdConfig,
     );
     clusterctl_phases::undo::backup_before_overwrite(&mut ctx, std::slice::from_ref(&config))
         .expect("backup");

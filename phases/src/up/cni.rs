@@ -11,7 +11,7 @@
 use super::{UpData, KUBECTL};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::{FilePurpose, NodeInfo};
+use crate::model::{placed, NodeInfo};
 use crate::util::sh_quote;
 
 /// Where the builtin plugin binary is installed (CNI `binDir`).
@@ -27,7 +27,7 @@ pub const DEFAULT_UNIT: &str = "[Unit]\nDescription=clusterctl CNI overlay agent
 /// Digest material: the CNI files of the node, and the binary's size and modification time.
 pub fn inputs(data: &UpData, node: &NodeInfo) -> String {
     let mut s = String::new();
-    for f in data.files_of(&node.name, FilePurpose::Cni) {
+    for f in data.files_of(&node.name, placed::CNI) {
         s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
     }
     if let Some(b) = &data.spec.binary {
@@ -59,7 +59,7 @@ pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         clusterctl_cni_embed::MODE,
         clusterctl_cni_embed::PLUGIN,
     )?;
-    let files = data.files_of(ctx.name(), FilePurpose::Cni);
+    let files = data.files_of(ctx.name(), placed::CNI);
     let unit_path = format!("/etc/systemd/system/{AGENT_UNIT}");
     let has_unit = files.iter().any(|f| f.path == unit_path);
     let mut unit_changed = false;
@@ -94,7 +94,7 @@ pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 /// The manifest CNI phase (first control plane): places the manifests and applies them (server-side
 /// idempotent; the phase runs only when not recorded done with the same manifests).
 pub fn run_manifests(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    let files = data.files_of(ctx.name(), FilePurpose::Cni);
+    let files = data.files_of(ctx.name(), placed::CNI);
     super::files::place(ctx, &files)?;
     for f in files.iter().filter(|f| {
         f.path.ends_with(".yaml") || f.path.ends_with(".yml") || f.path.ends_with(".json")

@@ -19,7 +19,7 @@
 use super::{UpData, ADMIN_CONF};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::FilePurpose;
+use crate::model::placed;
 use crate::util::sh_quote;
 use clusterctl_airgap::upstream::{Trust, UpstreamCache, WantedFile};
 use clusterctl_airgap::Digest;
@@ -299,7 +299,7 @@ fn remember(ci: &CniInstall, name: &str, path: PathBuf) {
 /// upstream files' names and digests (so a new release or a changed value runs the phase again).
 pub fn inputs(data: &UpData, node: &crate::model::NodeInfo) -> String {
     let mut s = String::new();
-    for f in data.files_of(&node.name, FilePurpose::Cni) {
+    for f in data.files_of(&node.name, placed::CNI) {
         s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
     }
     if let Some(ci) = &data.spec.cni_install {
@@ -323,7 +323,7 @@ pub fn inputs(data: &UpData, node: &crate::model::NodeInfo) -> String {
 
 /// The rendered cluster files of the CNI by file name (without the directory).
 fn rendered(data: &UpData, node: &str) -> BTreeMap<String, Vec<u8>> {
-    data.files_of(node, FilePurpose::Cni)
+    data.files_of(node, placed::CNI)
         .into_iter()
         .filter_map(|f| {
             f.path
@@ -356,7 +356,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         return Ok(());
     };
     // The rendered files stay on the node for reference (`/etc/clusterctl/cni/…`).
-    let files = data.files_of(ctx.name(), FilePurpose::Cni);
+    let files = data.files_of(ctx.name(), placed::CNI);
     super::files::place(ctx, &files)?;
     // The phase is recorded once done, so it never passes without the upstream files: when
     // `cni/sources` did not run (a phase selection without it), they are obtained here.
@@ -548,7 +548,7 @@ fn run_helm(ctx: &mut NodeCtx, data: &UpData, ci: &CniInstall) -> Result<(), Pha
     let chart_sha = crate::util::file_sha256(chart)
         .map_err(|e| ctx.local_error(format!("reading {}: {e}", chart.display())))?;
     let values = data
-        .files_of(ctx.name(), FilePurpose::Cni)
+        .files_of(ctx.name(), placed::CNI)
         .into_iter()
         .find(|f| f.path == VALUES_PATH)
         .ok_or_else(|| ctx.local_error(format!("no rendered Cilium values ({VALUES_PATH})")))?;

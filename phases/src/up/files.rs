@@ -9,7 +9,7 @@
 use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::{FilePurpose, NodeFile};
+use crate::model::{placed, NodeFile};
 
 /// The `render` phase (runs once, locally): renders every node's files from the facts.
 /// Errors: the renderer's message.
@@ -40,8 +40,8 @@ pub fn place(ctx: &mut NodeCtx, files: &[NodeFile]) -> Result<Vec<String>, Phase
 
 /// The `files` phase.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    let host = data.files_of(ctx.name(), FilePurpose::Host);
-    let other = data.files_of(ctx.name(), FilePurpose::Other);
+    let host = data.files_of(ctx.name(), placed::HOST);
+    let other = data.files_of(ctx.name(), placed::OTHER);
     // The directories the node has before anything is placed, for `destroy` (`crate::undo`).
     crate::undo::record_dirs(ctx)?;
     let changed = place(ctx, &host)?;

@@ -14,7 +14,7 @@ use clusterctl_spec::ValidCluster;
 
 use super::airgap::{AirgapUp, MirrorPush, RoleImages};
 use super::{cni_install, NodeFacts, UpSpec};
-use crate::model::{CniChoice, FilePurpose, NodeFile, NodeInfo, Role};
+use crate::model::{CniChoice, NodeFile, NodeInfo, Role};
 
 /// What the command line adds to the cluster file for [`spec`].
 #[derive(Debug, Clone, Default)]
@@ -145,33 +145,6 @@ pub fn role_images(cluster: &ValidCluster) -> RoleImages {
     }
 }
 
-/// The engine's purpose for a rendered file; `None` for files `up` does not place (upgrade, kind
-/// configuration).
-fn purpose(p: Purpose) -> Option<FilePurpose> {
-    Some(match p {
-        Purpose::KubeadmInit => FilePurpose::KubeadmInit,
-        Purpose::KubeadmJoin => FilePurpose::KubeadmJoin,
-        Purpose::KubeVip => FilePurpose::KubeVip,
-        Purpose::AuditPolicy
-        | Purpose::AuthenticationConfig
-        | Purpose::OidcCa
-        | Purpose::CrictlConfig => FilePurpose::Other,
-        Purpose::ContainerdConfig
-        | Purpose::ContainerdHosts
-        | Purpose::RegistryCa
-        | Purpose::CrioConfig
-        | Purpose::RegistriesConf => FilePurpose::Runtime,
-        Purpose::Sysctl | Purpose::KernelModules | Purpose::NodeEnvironment => FilePurpose::Host,
-        Purpose::CniConfig
-        | Purpose::CniAgentConfig
-        | Purpose::CniAgentUnit
-        | Purpose::ClusterManifest
-        | Purpose::HelmValues => FilePurpose::Cni,
-        Purpose::KubeadmReset => FilePurpose::KubeadmReset,
-        Purpose::KubeadmUpgrade | Purpose::KindConfig => return None,
-    })
-}
-
 /// Render facts from the gathered ones (assumed facts for nodes not reached).
 fn render_facts(
     cluster: &ValidCluster,
@@ -228,13 +201,14 @@ pub fn renderer(
         for (node, files) in &rendered.per_node {
             let list = out.entry(node.clone()).or_default();
             for f in files {
-                if let Some(p) = purpose(f.purpose) {
-                    list.push(NodeFile {
-                        path: f.path.clone(),
-                        mode: f.mode,
-                        content: f.content.clone(),
-                        purpose: p,
-                    });
+                // The upgrade's configuration and kind's are not placed by `up`.
+                if !matches!(f.purpose, Purpose::KubeadmUpgrade | Purpose::KindConfig) {
+                    list.push(NodeFile::new(
+                        f.path.clone(),
+                        f.mode,
+                        f.content.clone(),
+                        f.purpose,
+                    ));
                 }
             }
         }
@@ -249,7 +223,7 @@ pub fn renderer(
                     path: format!("/etc/clusterctl/{}", f.path.trim_start_matches('/')),
                     mode: f.mode,
                     content: f.content.clone(),
-                    purpose: FilePurpose::Cni,
+                    purpose: f.purpose,
                 });
             }
         }
@@ -303,10 +277,10 @@ mod tests {
         let files = renderer(c.clone(), s.nodes.clone())(&BTreeMap::new()).expect("render");
         assert!(files["cp1"]
             .iter()
-            .any(|f| f.purpose == FilePurpose::KubeadmInit));
+            .any(|f| f.purpose == Purpose::KubeadmInit));
         assert!(files["w1"]
             .iter()
-            .any(|f| f.purpose == FilePurpose::KubeadmJoin));
+            .any(|f| f.purpose == Purpose::KubeadmJoin));
         let rendered =
             clusterctl_render::render(&c, &clusterctl_render::Facts::assumed(&c)).expect("render");
         let manifests: Vec<String> = rendered

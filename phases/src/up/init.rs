@@ -37,7 +37,7 @@ use super::{UpData, ADMIN_CONF};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::kubeadm::{new_certificate_key, new_token, patch_init, JoinSecrets};
-use crate::model::FilePurpose;
+use crate::model::placed;
 use crate::util::{now_secs, sh_quote};
 use clusterctl_exec::Cmd;
 use std::time::Duration;
@@ -47,9 +47,7 @@ pub const JOIN_SECRETS_PATH: &str = "/var/lib/clusterctl/join.json";
 
 /// The init configuration path on the node (the rendered one's path).
 pub fn init_config(data: &UpData, node: &str) -> Option<crate::model::NodeFile> {
-    data.files_of(node, FilePurpose::KubeadmInit)
-        .into_iter()
-        .next()
+    data.files_of(node, placed::KUBEADM_INIT).into_iter().next()
 }
 
 /// What `kubeadm init` leaves behind before it writes `admin.conf`: any of these means a half-done
@@ -152,7 +150,7 @@ pub fn parse_state(out: &str) -> InitState {
 /// Resets a half-done init and puts the kube-vip manifest back (see the module documentation).
 fn reset_half_init(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let reset = data
-        .files_of(ctx.name(), FilePurpose::KubeadmReset)
+        .files_of(ctx.name(), placed::KUBEADM_RESET)
         .into_iter()
         .next();
     let mut cmd = match &reset {
@@ -164,7 +162,7 @@ fn reset_half_init(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     };
     cmd.timeout = Some(Duration::from_secs(300));
     ctx.run(cmd)?;
-    for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
+    for f in data.files_of(ctx.name(), placed::KUBE_VIP) {
         ctx.put_file(&f.path, f.mode, &f.content)?;
     }
     Ok(())

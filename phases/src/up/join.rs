@@ -36,7 +36,7 @@ use super::{credentials, UpData, KUBECTL};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::kubeadm::patch_join;
-use crate::model::FilePurpose;
+use crate::model::placed;
 use crate::util::sh_quote;
 use clusterctl_exec::Cmd;
 use std::time::Duration;
@@ -162,7 +162,7 @@ fn reset_half_join(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         ctx.reporter().change(&ctx.phase, ctx.name(), why);
     }
     let reset = data
-        .files_of(ctx.name(), FilePurpose::KubeadmReset)
+        .files_of(ctx.name(), placed::KUBEADM_RESET)
         .into_iter()
         .next();
     let mut cmd = match &reset {
@@ -174,7 +174,7 @@ fn reset_half_join(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     };
     cmd.timeout = Some(Duration::from_secs(300));
     ctx.run(cmd)?;
-    for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
+    for f in data.files_of(ctx.name(), placed::KUBE_VIP) {
         ctx.put_file(&f.path, f.mode, &f.content)?;
     }
     Ok(())
@@ -215,7 +215,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         JoinState::Fresh => {}
     }
     let Some(cfg) = data
-        .files_of(ctx.name(), FilePurpose::KubeadmJoin)
+        .files_of(ctx.name(), placed::KUBEADM_JOIN)
         .into_iter()
         .next()
     else {

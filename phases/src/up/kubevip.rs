@@ -7,7 +7,7 @@
 use super::{UpData, ADMIN_CONF, SUPER_ADMIN_CONF};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::FilePurpose;
+use crate::model::placed;
 
 /// `content` with the kubeconfig hostPath (`path: /etc/kubernetes/admin.conf`) pointing at
 /// `super-admin.conf`, as the seed's `sed` does; the mount path inside the pod stays `admin.conf`.
@@ -38,7 +38,7 @@ fn is_first_cp(ctx: &NodeCtx, data: &UpData) -> bool {
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let initialised = ctx.test(&format!("test -f {ADMIN_CONF}"))?.unwrap_or(false);
     let first = is_first_cp(ctx, data);
-    for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
+    for f in data.files_of(ctx.name(), placed::KUBE_VIP) {
         let content = if first && !initialised {
             with_super_admin(&f.content)
         } else {
@@ -58,7 +58,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 /// The `control-plane/kube-vip-admin` phase (first control plane, after `init`).
 pub fn switch_to_admin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let mut changed = false;
-    for f in data.files_of(ctx.name(), FilePurpose::KubeVip) {
+    for f in data.files_of(ctx.name(), placed::KUBE_VIP) {
         changed |= ctx.put_file(&f.path, f.mode, &with_admin(&f.content))?;
     }
     if changed {

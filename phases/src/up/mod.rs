@@ -32,7 +32,7 @@ use crate::ctx::{Mode, NodeCtx, Secrets};
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use crate::kubeadm::JoinSecrets;
-use crate::model::{CniChoice, FilePurpose, NodeFile, NodeInfo, RuntimeKind};
+use crate::model::{placed, CniChoice, NodeFile, NodeInfo, Purpose, RuntimeKind};
 use crate::report::Reporter;
 use clusterctl_exec::Transport;
 use std::collections::BTreeMap;
@@ -145,13 +145,19 @@ impl UpData {
     pub fn first_cp(&self) -> Option<&NodeInfo> {
         self.spec.nodes.iter().find(|n| n.is_control_plane())
     }
-    /// The rendered files of `node` with `purpose`.
-    pub fn files_of(&self, node: &str, purpose: FilePurpose) -> Vec<NodeFile> {
+    /// The rendered files of `node` with one of `purposes` (a [`crate::model::placed`] group), in
+    /// render order.
+    pub fn files_of(&self, node: &str, purposes: &[Purpose]) -> Vec<NodeFile> {
         self.files
             .read()
             .map(|f| {
                 f.get(node)
-                    .map(|v| v.iter().filter(|x| x.purpose == purpose).cloned().collect())
+                    .map(|v| {
+                        v.iter()
+                            .filter(|x| purposes.contains(&x.purpose))
+                            .cloned()
+                            .collect()
+                    })
                     .unwrap_or_default()
             })
             .unwrap_or_default()
@@ -167,10 +173,10 @@ impl UpData {
 }
 
 /// Digest material: the purpose-filtered files of the node (path, mode, sha256).
-fn files_inputs(data: &UpData, node: &NodeInfo, purposes: &[FilePurpose]) -> String {
+fn files_inputs(data: &UpData, node: &NodeInfo, groups: &[&[Purpose]]) -> String {
     let mut s = String::new();
-    for p in purposes {
-        for f in data.files_of(&node.name, *p) {
+    for g in groups {
+        for f in data.files_of(&node.name, g) {
             s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
         }
     }
@@ -250,7 +256,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             serial: false,
             record: true,
             required: false,
-            inputs: |d, n| files_inputs(d, n, &[FilePurpose::Host, FilePurpose::Other]),
+            inputs: |d, n| files_inputs(d, n, &[placed::HOST, placed::OTHER]),
             run: files::run,
         },
     ]);
@@ -264,7 +270,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         serial: false,
         record: true,
         required: false,
-        inputs: |d, n| files_inputs(d, n, &[FilePurpose::Runtime]),
+        inputs: |d, n| files_inputs(d, n, &[placed::RUNTIME]),
         run: runtime::run,
     });
     v.extend(airgap::image_phases(spec));
@@ -275,7 +281,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             serial: false,
             record: true,
             required: false,
-            inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeVip]),
+            inputs: |d, n| files_inputs(d, n, &[placed::KUBE_VIP]),
             run: kubevip::run,
         });
     }
@@ -285,7 +291,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         serial: false,
         record: true,
         required: false,
-        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmInit]),
+        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_INIT]),
         run: init::run,
     });
     if spec.vip.is_some() {
@@ -295,7 +301,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             serial: false,
             record: true,
             required: false,
-            inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeVip]),
+            inputs: |d, n| files_inputs(d, n, &[placed::KUBE_VIP]),
             run: kubevip::switch_to_admin,
         });
     }
@@ -349,7 +355,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         serial: true,
         record: true,
         required: false,
-        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmJoin]),
+        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_JOIN]),
         run: join::run,
     });
     v.push(Phase {
@@ -358,7 +364,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         serial: false,
         record: true,
         required: false,
-        inputs: |d, n| files_inputs(d, n, &[FilePurpose::KubeadmJoin]),
+        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_JOIN]),
         run: join::run,
     });
     v.extend(rollout::phases());

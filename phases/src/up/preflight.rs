@@ -502,7 +502,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     findings.extend(cni_switch::other_cni(chosen, &cni_switch::confs(&out)));
     if let Some(vip) = &data.spec.vip {
         let interface = data
-            .files_of(ctx.name(), crate::model::FilePurpose::KubeVip)
+            .files_of(ctx.name(), crate::model::placed::KUBE_VIP)
             .iter()
             .find_map(|f| runtime_vip::manifest_interface(&String::from_utf8_lossy(&f.content)));
         if let Some(i) = interface {

@@ -32,7 +32,7 @@ use super::{UpData, ADMIN_CONF};
 use crate::ctx::NodeCtx;
 use crate::engine::{InputsFn, Phase, PhaseFn, Targets};
 use crate::error::PhaseError;
-use crate::model::{FilePurpose, NodeInfo};
+use crate::model::{placed, NodeInfo};
 use crate::state::{NodeState, STATE_PATH};
 use crate::upgrade::version;
 use clusterctl_exec::Cmd;
@@ -86,7 +86,7 @@ pub fn cluster_inputs(data: &UpData, _: &NodeInfo) -> String {
 /// files (path, mode, sha256).
 pub fn apiserver_inputs(data: &UpData, node: &NodeInfo) -> String {
     let mut s = cluster_inputs(data, node);
-    for f in data.files_of(&node.name, FilePurpose::Other) {
+    for f in data.files_of(&node.name, placed::OTHER) {
         s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
     }
     s
@@ -256,7 +256,7 @@ pub fn apiserver(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             "{ADMIN_CONF} is missing: this control plane was not set up by kubeadm"
         )]));
     }
-    for f in data.files_of(ctx.name(), FilePurpose::Other) {
+    for f in data.files_of(ctx.name(), placed::OTHER) {
         ctx.put_file(&f.path, f.mode, &f.content)?;
     }
     place_config(ctx, data)?;
@@ -354,7 +354,7 @@ pub fn version_check(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError>
     }
     let how = if running < wanted {
         format!(
-            "run `clusterctl upgrade -f <file> --to {wanted}` (one minor at a time); `up` never changes the version of a running cluster"
+            "run `clusterctl upgrade -f FILE --to {wanted}` (or `--profile NAME`: name the cluster as you did for `up`; one minor at a time); `up` never changes the version of a running cluster"
         )
     } else {
         format!("going down is not supported: set kubernetesVersion back to {running}")

@@ -8,12 +8,12 @@
 use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::FilePurpose;
+use crate::model::placed;
 
 /// The runtime phase.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let unit = data.spec.runtime.unit();
-    let files = data.files_of(ctx.name(), FilePurpose::Runtime);
+    let files = data.files_of(ctx.name(), placed::RUNTIME);
     crate::undo::record_dirs(ctx)?;
     crate::undo::backup_before_overwrite(ctx, &files)?;
     let changed = super::files::place(ctx, &files)?;
