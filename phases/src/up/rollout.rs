@@ -360,7 +360,8 @@ pub fn version_check(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError>
         format!("going down is not supported: set kubernetesVersion back to {running}")
     };
     Err(ctx.check_error(vec![format!(
-        "the control plane runs v{running} and the file says kubernetesVersion {wanted}: {how}"
+        "the control plane runs {} and the file says kubernetesVersion {wanted}: {how}",
+        clusterctl_spec::versions::tag(&running)
     )]))
 }
 

@@ -62,8 +62,9 @@ fn version_at(ctx: &mut Ctx<'_>, text: &str, path: &str) -> Option<VersionInfo> 
         None => {
             let hint = match versions::newest_patch(v.minor) {
                 Some(n) if v.major == 1 => format!(
-                    "the newest known 1.{} patch is v{n}; supported: {}",
+                    "the newest known 1.{} patch is {}; supported: {}",
                     v.minor,
+                    versions::tag(&n),
                     versions::ranges_text()
                 ),
                 _ => format!("supported: {}", versions::ranges_text()),
@@ -71,7 +72,10 @@ fn version_at(ctx: &mut Ctx<'_>, text: &str, path: &str) -> Option<VersionInfo> 
             ctx.push(
                 Diagnostic::error(
                     "spec::version",
-                    format!("Kubernetes v{v} is not in the supported version table"),
+                    format!(
+                        "Kubernetes {} is not in the supported version table",
+                        versions::tag(&v)
+                    ),
                 )
                 .help(hint)
                 .at(path),

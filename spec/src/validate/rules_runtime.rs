@@ -232,7 +232,7 @@ fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&Version
                     "spec.kubernetesVersion"
                 };
                 ctx.push(
-                    Diagnostic::warning("spec::cgroup-v1", format!("Kubernetes v{} kubelets refuse to start on cgroup v1 hosts unless failCgroupV1 is false; {why}", v.version))
+                    Diagnostic::warning("spec::cgroup-v1", format!("Kubernetes {} kubelets refuse to start on cgroup v1 hosts unless failCgroupV1 is false; {why}", v.tag()))
                         .help("set `kubelet: {failCgroupV1: false}` (or move the hosts to cgroup v2)")
                         .at(at),
                 );
@@ -551,7 +551,7 @@ fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
         if !refused && !seen.insert(key) {
             let of = version
                 .as_ref()
-                .map(|v| format!(" and Kubernetes v{v}"))
+                .map(|v| format!(" and Kubernetes {}", crate::versions::tag(v)))
                 .unwrap_or_default();
             ctx.push(
                 Diagnostic::error(
@@ -611,9 +611,10 @@ fn check_package_version(
                 ),
             )
             .help(format!(
-                "use one of {}, add v{v} to `airgap.extraVersions` (its images go into the bundle \
+                "use one of {}, add {} to `airgap.extraVersions` (its images go into the bundle \
                  too), or remove the entry (e.g. the old version's packages after an upgrade)",
-                listed.join(", ")
+                listed.join(", "),
+                crate::versions::tag(&v)
             ))
             .at(at),
         );
