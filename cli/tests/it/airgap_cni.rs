@@ -85,7 +85,8 @@ fn cluster_yaml(dir: &Path, source_url: &str, sha256: Option<&str>) -> String {
     )
 }
 
-fn dry_run(file: &Path, home: &Path) -> (i32, String) {
+/// `up --dry-run -f FILE` with `home` as `HOME` and an empty `PATH`: exit code and output.
+pub(crate) fn dry_run(file: &Path, home: &Path) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
         .args(["up", "--dry-run", "-f"])
         .arg(file)

@@ -161,3 +161,41 @@ fn skipping_the_cni_phases_downloads_nothing() {
     );
     assert!(!text.contains("download "), "{text}");
 }
+
+/// The seed profiles by name (`up --dry-run --profile NAME`, the profiles built into the binary) plan
+/// the same CNI install as their files.
+#[test]
+fn the_seed_profiles_by_name_plan_their_cni_install() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = |name: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+            .args(["up", "--dry-run", "--profile", name])
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", dir.path().join("empty-path"))
+            .env("HOME", dir.path())
+            .env("DOCKER_HOST", "unix:///nonexistent.sock")
+            .output()
+            .expect("run clusterctl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {text}");
+        text
+    };
+    let calico = plan("kind-calico");
+    assert!(
+        phases(&calico).contains(&"cni/sources".to_string()),
+        "{calico}"
+    );
+    assert!(
+        calico.contains("download operator-crds.yaml from https://raw.githubusercontent.com/projectcalico/calico/v3.32.1/")
+            && calico.contains("server-side apply the Installation and APIServer of calico-installation.yaml"),
+        "{calico}"
+    );
+    let cilium = plan("kubeadm-cilium");
+    assert!(
+        cilium.contains("download cilium.tgz from https://helm.cilium.io/cilium-1.17.6.tgz")
+            && cilium.contains("helm upgrade --install cilium /etc/clusterctl/cni/cilium.tgz"),
+        "{cilium}"
+    );
+}

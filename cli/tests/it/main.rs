@@ -7,6 +7,7 @@ mod real_support;
 
 mod airgap_cli;
 mod airgap_cni;
+mod airgap_cni_each;
 mod airgap_flannel;
 mod airgap_up;
 mod airgap_up_crio;
