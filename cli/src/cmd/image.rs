@@ -53,12 +53,19 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
 }
 
 fn load(args: LoadArgs) -> miette::Result<ExitCode> {
-    // Refused before the file is read, as before the phases existed.
+    let format = args.output.output;
+    // Refused before the file is read, as before the phases existed (the document names the cluster
+    // as given: the profile or the file).
     if args.archive.is_none() && args.images.is_empty() {
-        eprintln!("image load: {}", image_load::Refused::Nothing);
+        let named = args
+            .target
+            .profile
+            .clone()
+            .unwrap_or_else(|| args.target.file.display().to_string());
+        let text = format!("image load: {}", image_load::Refused::Nothing);
+        super::flags::print_refusal(format, &named, &text);
         return Ok(ExitCode::from(crate::EXIT_INVALID));
     }
-    let format = args.output.output;
     let cluster = match args.target.load(format) {
         Ok(c) => c,
         Err(code) => return Ok(code),

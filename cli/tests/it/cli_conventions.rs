@@ -337,6 +337,12 @@ fn the_dry_runs_print_machine_readable_plans() {
             assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
         }
     }
+    // Nothing to load (no image, no archive): refused before the file is read, as a document too.
+    let (code, out, err) = run(d, &["image", "load", "--dry-run", "-o", "json"]);
+    assert_eq!(code, 2, "{out}{err}");
+    let v = document("json", &out);
+    assert_eq!(v["cluster"], "cluster.yaml", "{v}");
+    assert_eq!(v["result"], "invalid", "{v}");
     // -o is the dry run's.
     for args in [
         &["destroy", "--yes", "-o", "json"][..],
