@@ -10,14 +10,12 @@ pub(crate) mod api;
 mod apply;
 pub mod diagnose;
 pub mod drain;
-pub(crate) mod image;
 pub(crate) mod kube_impl;
 pub mod kubeconfig;
 pub(crate) mod node;
 
 pub use api::{ApiError, ClusterApi, EvictOutcome, TaintSpec};
 pub use diagnose::{diagnose, Diagnosis, Layer, StuckPod, Termination};
-pub use image::{image_matches, normalize_image};
 pub use kube_impl::KubeClusterApi;
 pub use node::{node_status, NodeStatus};
 

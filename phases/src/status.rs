@@ -10,7 +10,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use clusterctl_exec::Cmd;
-use clusterctl_kubeapi::{diagnose, image_matches, ApiError, ClusterApi, Diagnosis, Node};
+use clusterctl_kubeapi::{diagnose, ApiError, ClusterApi, Diagnosis, Node};
+use clusterctl_spec::image::same_image;
 use clusterctl_spec::ValidCluster;
 
 use crate::image_load::LIST_IMAGES;
@@ -237,7 +238,7 @@ impl<'a> ImageLister<'a> {
         Some(
             lists
                 .iter()
-                .filter(|(_, imgs)| imgs.iter().any(|i| image_matches(image, i)))
+                .filter(|(_, imgs)| imgs.iter().any(|i| same_image(image, i)))
                 .map(|(n, _)| n.clone())
                 .collect(),
         )

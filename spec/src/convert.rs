@@ -91,7 +91,7 @@ pub fn convert(
         _ => vec![control_plane()],
     };
     let image_version = nodes.iter().filter_map(|n| s(n, "image")).find_map(|i| {
-        let tag = i.split('@').next()?.rsplit_once(':')?.1.to_string();
+        let tag = crate::image::ImageRef::parse(&i).ok()?.tag?;
         tag.starts_with('v').then_some(tag)
     });
     let version = version

@@ -217,6 +217,23 @@ impl fmt::Display for ImageRef {
     }
 }
 
+/// The fully qualified form of `text` as a runtime lists it (`ctr images ls -q`, `crictl images`):
+/// registry, repository and `:latest` when neither tag nor digest is written (`cka-api:v4` →
+/// `docker.io/library/cka-api:v4`). Text that does not parse is returned trimmed, as written.
+pub fn normalized(text: &str) -> String {
+    let text = text.trim();
+    match ImageRef::parse(text) {
+        Ok(r) => r.with_default_tag().to_string(),
+        Err(_) => text.to_string(),
+    }
+}
+
+/// True when `listed` (as a runtime lists it) names the same image as `wanted` (as a pod spec or
+/// `image load` writes it), after [`normalized`] on both.
+pub fn same_image(wanted: &str, listed: &str) -> bool {
+    normalized(wanted) == normalized(listed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,5 +318,33 @@ mod tests {
             r.with_registry("127.0.0.1:5000").to_string(),
             "127.0.0.1:5000/coredns/coredns:v1.12.1"
         );
+    }
+
+    #[test]
+    fn short_names_gain_registry_library_and_tag() {
+        assert_eq!(normalized("cka-api:v4"), "docker.io/library/cka-api:v4");
+        assert_eq!(normalized("nginx"), "docker.io/library/nginx:latest");
+        assert_eq!(
+            normalized("calico/node:v3.32.2"),
+            "docker.io/calico/node:v3.32.2"
+        );
+        assert_eq!(
+            normalized("quay.io/calico/node:v3.32.2"),
+            "quay.io/calico/node:v3.32.2"
+        );
+        assert_eq!(
+            normalized("localhost:5000/app"),
+            "localhost:5000/app:latest"
+        );
+        assert_eq!(
+            normalized("registry.k8s.io/pause@sha256:abc"),
+            "registry.k8s.io/pause@sha256:abc"
+        );
+    }
+
+    #[test]
+    fn matching_ignores_spelling_but_not_tag() {
+        assert!(same_image("cka-api:v4", "docker.io/library/cka-api:v4"));
+        assert!(!same_image("cka-api:v3", "docker.io/library/cka-api:v4"));
     }
 }

@@ -13,6 +13,7 @@ use crate::oci::{
     OCI_LAYOUT_FILE,
 };
 use crate::pull::PulledImage;
+use crate::reference::ImageRef;
 use crate::store::BlobStore;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Read, Write};
@@ -113,17 +114,18 @@ pub struct BundleSummary {
 }
 
 /// The name an image gets in the OCI layout's `index.json`: the mirror reference (what nodes pull)
-/// without a digest when it has a tag.
+/// without a digest when it has a tag (read by [`ImageRef::parse`]; the text is kept as written).
 pub fn layout_name(image: &BundleImage) -> String {
-    match image.mirror.split_once('@') {
-        Some((name, _))
-            if name
-                .rsplit('/')
-                .next()
-                .is_some_and(|last| last.contains(':')) =>
-        {
-            name.to_string()
-        }
+    match ImageRef::parse(&image.mirror) {
+        Ok(ImageRef {
+            tag: Some(_),
+            digest: Some(d),
+            ..
+        }) => image
+            .mirror
+            .strip_suffix(&format!("@{d}"))
+            .unwrap_or(&image.mirror)
+            .to_string(),
         _ => image.mirror.clone(),
     }
 }

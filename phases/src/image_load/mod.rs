@@ -185,7 +185,7 @@ fn load_on_node(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<Option<u64>, Phase
         .filter(|i| {
             !listed
                 .iter()
-                .any(|l| clusterctl_kubeapi::image_matches(i, l))
+                .any(|l| clusterctl_spec::image::same_image(i, l))
         })
         .map(String::as_str)
         .collect();
