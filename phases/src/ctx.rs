@@ -6,7 +6,7 @@
 use crate::error::{Cause, PhaseError};
 use crate::model::NodeInfo;
 use crate::report::Reporter;
-use crate::util::{sh_quote, tail};
+use crate::util::{output_tail, sh_quote};
 use clusterctl_exec::{Cmd, FileSpec, Output, Transport};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -197,14 +197,12 @@ impl NodeCtx {
     /// A [`PhaseError::Command`] for `cmd` that ended with `out`.
     pub fn command_error(&self, cmd: &Cmd, out: &Output) -> PhaseError {
         let cmd = self.with_secrets(cmd.clone());
-        let mut both = out.stderr.clone();
-        both.extend_from_slice(&out.stdout);
         PhaseError::Command {
             phase: self.phase.clone(),
             node: self.node.name.clone(),
             command: cmd.redact(&cmd.script),
             status: out.status,
-            output_tail: cmd.redact(&tail(&both, 15)),
+            output_tail: cmd.redact(&output_tail(&out.stdout, &out.stderr, 15)),
         }
     }
 

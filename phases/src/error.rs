@@ -15,7 +15,7 @@ pub enum PhaseError {
         command: String,
         /// Exit status (`-1`: killed by a signal).
         status: i32,
-        /// The last lines of stderr and stdout.
+        /// The last lines of stdout, then of stderr (`util::output_tail`).
         output_tail: String,
     },
     /// The transport failed (unreachable node, refused host key, timeout, transfer error).

@@ -45,6 +45,24 @@ pub fn tail(text: &[u8], lines: usize) -> String {
     all[start..].join("\n")
 }
 
+/// What a failed command's error shows of its output, at most `lines` lines: the last lines of
+/// `stdout`, then the last lines of `stderr` (at least a third of `lines` for stdout when it has any,
+/// the rest for stderr). Programs print their error last on stderr after pages of stdout (kubeadm's
+/// system verification prints its whole `CONFIG_*`/`CGROUPS_*` report to stdout, then the
+/// `[ERROR SystemVerification]` line to stderr), so stderr's end is kept whatever stdout's length.
+pub fn output_tail(stdout: &[u8], stderr: &[u8], lines: usize) -> String {
+    let count = |t: &str| if t.is_empty() { 0 } else { t.lines().count() };
+    let has_out = !tail(stdout, 1).is_empty();
+    let err_room = if has_out { lines - lines / 3 } else { lines };
+    let err = tail(stderr, err_room);
+    let out = tail(stdout, lines - count(&err));
+    match (out.is_empty(), err.is_empty()) {
+        (true, _) => err,
+        (false, true) => out,
+        (false, false) => format!("{out}\n{err}"),
+    }
+}
+
 /// Seconds since the Unix epoch, local clock (0 if the clock is before 1970).
 pub fn now_secs() -> u64 {
     SystemTime::now()
@@ -96,6 +114,30 @@ mod tests {
         assert_eq!(sh_quote("a b"), "'a b'");
         assert_eq!(sh_quote("it's"), "'it'\\''s'");
         assert_eq!(sh_quote(""), "''");
+    }
+
+    /// The real run's defect (issue 11, `upgrade` for real): kubeadm's error line on stderr was
+    /// lost behind the last 15 lines of its stdout report.
+    #[test]
+    fn output_tail_keeps_the_error_on_stderr_after_a_long_stdout() {
+        let stdout: String = (0..60).map(|i| format!("CONFIG_{i}: enabled\n")).collect();
+        let stderr =
+            b"[preflight] Some fatal errors occurred:\n\t[ERROR SystemVerification]: cgroups v1\n";
+        let t = output_tail(stdout.as_bytes(), stderr, 15);
+        assert!(
+            t.ends_with("\t[ERROR SystemVerification]: cgroups v1"),
+            "{t}"
+        );
+        assert!(t.contains("CONFIG_59: enabled"), "{t}");
+        assert_eq!(t.lines().count(), 15, "{t}");
+        // A long stderr still leaves stdout's last lines a third of the room.
+        let long_err: String = (0..40).map(|i| format!("e{i}\n")).collect();
+        let t = output_tail(stdout.as_bytes(), long_err.as_bytes(), 15);
+        assert_eq!(t.lines().count(), 15, "{t}");
+        assert!(t.starts_with("CONFIG_55") && t.ends_with("e39"), "{t}");
+        assert_eq!(output_tail(b"only out\n", b"", 15), "only out");
+        assert_eq!(output_tail(b"", b"only err\n", 15), "only err");
+        assert_eq!(output_tail(b"", b"", 15), "");
     }
 
     #[test]

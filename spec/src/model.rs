@@ -178,13 +178,42 @@ pub struct Kubeadm {
     /// defaults.
     #[serde(default, skip_serializing_if = "KubeadmTimeouts::is_empty")]
     pub timeouts: KubeadmTimeouts,
+    /// kubeadm preflight checks whose failure kubeadm reports as a warning instead of stopping, each
+    /// with the reason the file gives (kubeadm's `ignorePreflightErrors`, written into the
+    /// `nodeRegistration` of every Init and Join configuration and the `apply`, `node` and `plan` of
+    /// the UpgradeConfiguration; `--ignore-preflight-errors` of `kubeadm upgrade apply` where the kubeadm
+    /// API has no UpgradeConfiguration). The known case: kubeadm ≥ 1.35's `SystemVerification` refuses
+    /// cgroup v1 hosts, and kubeadm documents that running there needs both kubelet `failCgroupV1:
+    /// false` and skipping that check (KEP 5573).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore_preflight_errors: Vec<IgnoredPreflightError>,
 }
 
 impl Kubeadm {
     /// True when nothing is set.
     pub fn is_empty(&self) -> bool {
-        self.timeouts.is_empty()
+        self.timeouts.is_empty() && self.ignore_preflight_errors.is_empty()
     }
+
+    /// The names of the ignored kubeadm preflight checks, in file order (kubeadm's
+    /// `ignorePreflightErrors` list).
+    pub fn ignored_checks(&self) -> Vec<String> {
+        self.ignore_preflight_errors
+            .iter()
+            .map(|i| i.check.clone())
+            .collect()
+    }
+}
+
+/// One entry of `spec.kubeadm.ignorePreflightErrors`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IgnoredPreflightError {
+    /// The kubeadm preflight check, as kubeadm names it in `[ERROR <check>]` (e.g.
+    /// `SystemVerification`, `Swap`, `Port-6443`). `all` is refused: name the checks one by one.
+    pub check: String,
+    /// Why the check is ignored on this cluster (free text, required; shown when kubeadm runs).
+    pub reason: String,
 }
 
 /// `spec.kubeadm.timeouts`: kubeadm v1beta4 `Timeouts` (cmd/kubeadm/app/apis/kubeadm/v1beta4/types.go),

@@ -205,6 +205,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             nodes: nodes.clone(),
             upgrade_config,
             packages: clusterctl_phases::up::from_file::package_settings(&cluster),
+            ignore_preflight_errors: cluster.spec().kubeadm.ignored_checks(),
         },
         api: Arc::new(ApiSteps {
             api: api.clone(),
@@ -245,6 +246,12 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(" → ")
     ));
+    for i in &cluster.spec().kubeadm.ignore_preflight_errors {
+        reporter.note(&format!(
+            "upgrade: kubeadm's preflight check {} is ignored (spec.kubeadm.ignorePreflightErrors): {}",
+            i.check, i.reason
+        ));
+    }
     let engine = Engine::new(
         nodes.clone(),
         transports.clone(),

@@ -70,6 +70,10 @@ pub struct UpgradeSpec {
     pub upgrade_config: Option<Vec<u8>>,
     /// Where the packages come from (`spec.packages`; an air-gap bundle named by the file wins).
     pub packages: crate::packages::Settings,
+    /// The kubeadm preflight checks the file ignores (`spec.kubeadm.ignorePreflightErrors`, check
+    /// names). The UpgradeConfiguration carries them; without one (v1beta3) they become
+    /// `--ignore-preflight-errors` of `kubeadm upgrade plan`, `apply` and `node`.
+    pub ignore_preflight_errors: Vec<String>,
 }
 
 /// What the upgrade phases share.

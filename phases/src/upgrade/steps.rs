@@ -108,6 +108,18 @@ pub fn drain(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     api_change(ctx, &format!("drain node {node}"), || data.api.drain(&node))
 }
 
+/// ` --ignore-preflight-errors=A,B` for the file's ignored kubeadm preflight checks (without an
+/// UpgradeConfiguration, which otherwise carries them), or nothing.
+fn ignore_flag(checks: &[String]) -> String {
+    if checks.is_empty() {
+        return String::new();
+    }
+    format!(
+        " --ignore-preflight-errors={}",
+        crate::util::sh_quote(&checks.join(","))
+    )
+}
+
 /// `upgrade/apply` (first control plane): places the UpgradeConfiguration, runs `kubeadm upgrade plan`
 /// (fails when kubeadm refuses the target) and `kubeadm upgrade apply --config … --yes`.
 pub fn apply(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
@@ -117,6 +129,7 @@ pub fn apply(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
         )]));
     }
     let to = &data.spec.to;
+    let flag = ignore_flag(&data.spec.ignore_preflight_errors);
     let (plan, apply) = match &data.spec.upgrade_config {
         Some(cfg) => {
             ctx.put_file(UPGRADE_CONFIG, 0o600, cfg)?;
@@ -126,8 +139,8 @@ pub fn apply(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
             )
         }
         None => (
-            format!("kubeadm upgrade plan v{to}"),
-            format!("kubeadm upgrade apply v{to} --yes"),
+            format!("kubeadm upgrade plan v{to}{flag}"),
+            format!("kubeadm upgrade apply v{to} --yes{flag}"),
         ),
     };
     ctx.run(long(plan))?;
@@ -148,18 +161,64 @@ pub fn node(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
             ctx.put_file(UPGRADE_CONFIG, 0o600, cfg)?;
             format!("kubeadm upgrade node --config {UPGRADE_CONFIG}")
         }
-        None => "kubeadm upgrade node".to_string(),
+        None => format!(
+            "kubeadm upgrade node{}",
+            ignore_flag(&data.spec.ignore_preflight_errors)
+        ),
     };
     ctx.run(long(cmd))?;
     Ok(())
 }
 
 /// `upgrade/kubelet`: installs the target kubelet and kubectl, then `systemctl daemon-reload && systemctl
-/// restart kubelet`.
+/// restart kubelet`; on a control plane it then waits until the control plane has settled
+/// ([`settled_script`]), so that the next node's drain does not meet an API server being replaced.
 pub fn kubelet(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     install(ctx, data, &["kubelet", "kubectl"])?;
     ctx.run_script("systemctl daemon-reload && systemctl restart kubelet")?;
+    if ctx.node.is_control_plane() {
+        ctx.run(long(settled_script(SETTLE_TIMEOUT_SECS)))?;
+    }
     Ok(())
+}
+
+/// How long [`settled_script`] waits for a control plane to settle after its kubelet restarted.
+pub const SETTLE_TIMEOUT_SECS: u64 = 300;
+
+/// The script waiting, on a control plane whose kubelet was just replaced, until its control plane
+/// has settled: the kubelet active for at least 20 s, a running container for each control-plane
+/// static pod manifest (`etcd`, `kube-apiserver`, `kube-controller-manager`, `kube-scheduler` under
+/// `/etc/kubernetes/manifests`), the same containers 5 s apart, and the API server's `/readyz` (which
+/// includes its informer sync and RBAC bootstrap) answering through `admin.conf`. Found on the real
+/// cluster (issue 11): a kubelet of the next minor restarts the static pods' containers a few seconds
+/// after it starts (their container hash changed), so the next node's drain met a refused connection,
+/// or the new API server's `403 Forbidden` before its RBAC caches synced. Exits 1 after
+/// `timeout_secs`, saying which condition is missing.
+pub fn settled_script(timeout_secs: u64) -> String {
+    format!(
+        "set -u\n\
+         names=$(ls /etc/kubernetes/manifests 2>/dev/null | sed -n 's/^\\(etcd\\|kube-apiserver\\|kube-controller-manager\\|kube-scheduler\\)\\.yaml$/\\1/p')\n\
+         want=$(printf '%s\\n' $names | grep -c .)\n\
+         regex=\"^($(echo $names | tr ' ' '|'))$\"\n\
+         ready() {{ kubectl --kubeconfig {ADMIN_CONF} --request-timeout=5s get --raw=/readyz 2>&1 | tail -n1; }}\n\
+         end=$(( $(date +%s) + {timeout_secs} ))\n\
+         while :; do\n\
+         \x20 up=$(( $(date +%s) - $(date -d \"$(systemctl show -p ActiveEnterTimestamp --value kubelet)\" +%s) ))\n\
+         \x20 a=$(crictl ps --state running --name \"$regex\" -q 2>/dev/null | sort)\n\
+         \x20 sleep 5\n\
+         \x20 b=$(crictl ps --state running --name \"$regex\" -q 2>/dev/null | sort)\n\
+         \x20 n=$(printf '%s\\n' $b | grep -c .)\n\
+         \x20 r=$(ready)\n\
+         \x20 if [ \"$up\" -ge 20 ] && [ \"$a\" = \"$b\" ] && [ \"$n\" -ge \"$want\" ] && [ \"$r\" = ok ]; then\n\
+         \x20   echo \"control plane settled: $n static-pod container(s) running, kubelet up ${{up}}s, API ready\"; exit 0\n\
+         \x20 fi\n\
+         \x20 if [ \"$(date +%s)\" -ge \"$end\" ]; then\n\
+         \x20   same=yes; [ \"$a\" = \"$b\" ] || same='no (still being replaced)'\n\
+         \x20   echo \"the control plane did not settle within {timeout_secs}s after the kubelet restart: kubelet up ${{up}}s; $n of $want static-pod container(s) ($names) running; unchanged for 5s: $same; API /readyz: $r\" >&2\n\
+         \x20   exit 1\n\
+         \x20 fi\n\
+         done\n"
+    )
 }
 
 /// `upgrade/uncordon`: uncordons the node, then waits until it is Ready with the target kubelet.
@@ -182,4 +241,36 @@ pub fn uncordon(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError>
         &format!("node {node} Ready with kubelet {want}"),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settled_script_is_valid_sh_naming_every_condition() {
+        let script = settled_script(300);
+        let out = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .expect("sh");
+        assert!(out.status.success(), "{script}\n{out:?}");
+        for part in [
+            "^($(echo $names | tr ' ' '|'))$",
+            "get --raw=/readyz",
+            "[ \"$up\" -ge 20 ]",
+            "within 300s",
+        ] {
+            assert!(script.contains(part), "{part}: {script}");
+        }
+    }
+
+    #[test]
+    fn ignored_preflight_checks_become_one_flag_without_an_upgrade_configuration() {
+        assert_eq!(ignore_flag(&[]), "");
+        assert_eq!(
+            ignore_flag(&["SystemVerification".into(), "Swap".into()]),
+            " --ignore-preflight-errors=SystemVerification,Swap"
+        );
+    }
 }

@@ -23,6 +23,8 @@ struct NodeRegistration {
     taints: Option<Vec<Taint>>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     kubelet_extra_args: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    ignore_preflight_errors: Vec<String>,
     image_pull_policy: &'static str,
 }
 
@@ -32,6 +34,7 @@ fn node_registration(cx: &Ctx, node: &ValidNode) -> NodeRegistration {
         cri_socket: cx.cri_socket,
         taints: common::taints(cx, node),
         kubelet_extra_args: common::kubelet_args(node),
+        ignore_preflight_errors: cx.c.spec().kubeadm.ignored_checks(),
         image_pull_policy: "IfNotPresent",
     }
 }

@@ -40,6 +40,8 @@ struct NodeRegistration {
     taints: Option<Vec<Taint>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     kubelet_extra_args: Vec<Arg>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    ignore_preflight_errors: Vec<String>,
     image_pull_policy: &'static str,
     image_pull_serial: bool,
 }
@@ -50,6 +52,7 @@ fn node_registration(cx: &Ctx, node: &ValidNode) -> NodeRegistration {
         cri_socket: cx.cri_socket,
         taints: common::taints(cx, node),
         kubelet_extra_args: args(&common::kubelet_args(node)),
+        ignore_preflight_errors: cx.c.spec().kubeadm.ignored_checks(),
         image_pull_policy: "IfNotPresent",
         image_pull_serial: true,
     }
@@ -344,6 +347,8 @@ struct UpgradeApply {
     kubernetes_version: String,
     certificate_renewal: bool,
     etcd_upgrade: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    ignore_preflight_errors: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -351,12 +356,16 @@ struct UpgradeApply {
 struct UpgradeNode {
     certificate_renewal: bool,
     etcd_upgrade: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    ignore_preflight_errors: Vec<String>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct UpgradePlan {
     kubernetes_version: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    ignore_preflight_errors: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -370,8 +379,10 @@ struct UpgradeConfiguration {
     timeouts: Timeouts,
 }
 
-/// upgrade.yaml: the target is this file's kubernetesVersion.
+/// upgrade.yaml: the target is this file's kubernetesVersion; `kubeadm.ignorePreflightErrors` in
+/// `apply`, `node` and `plan`.
 pub(crate) fn upgrade(cx: &Ctx) -> Result<String, RenderError> {
+    let ignored = cx.c.spec().kubeadm.ignored_checks();
     yaml::doc(
         "UpgradeConfiguration",
         &UpgradeConfiguration {
@@ -381,13 +392,16 @@ pub(crate) fn upgrade(cx: &Ctx) -> Result<String, RenderError> {
                 kubernetes_version: cx.kimg.version_tag.clone(),
                 certificate_renewal: true,
                 etcd_upgrade: true,
+                ignore_preflight_errors: ignored.clone(),
             },
             node: UpgradeNode {
                 certificate_renewal: true,
                 etcd_upgrade: true,
+                ignore_preflight_errors: ignored.clone(),
             },
             plan: UpgradePlan {
                 kubernetes_version: cx.kimg.version_tag.clone(),
+                ignore_preflight_errors: ignored,
             },
             timeouts: timeouts(cx),
         },

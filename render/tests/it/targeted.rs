@@ -2,7 +2,7 @@
 //! super-admin.conf vs admin.conf, OIDC never both ways and one username-prefix default, audit and every
 //! flag path mounted, containerd schema by major version, the CNI pool equal to podSubnet, join secrets
 //! as placeholders, the kind config, failCgroupV1 from facts, kubeadm timeouts from the file, audit to
-//! the API server's standard output.
+//! the API server's standard output, kubeadm's ignored preflight checks in init, join and upgrade.
 
 use crate::common;
 
@@ -887,6 +887,46 @@ fn kubeadm_timeouts_from_the_file_in_every_configuration() {
         t.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(),
         ["4m0s", "4m0s", "1m0s", "2m0s", "5m0s", "5m0s", "5m0s"]
     );
+}
+
+#[test]
+fn ignored_preflight_checks_in_every_kubeadm_configuration_that_runs_preflight() {
+    // Issue 11 (upgrade for real on cgroup v1): kubeadm.ignorePreflightErrors reaches the
+    // nodeRegistration of init and join and the apply, node and plan of the UpgradeConfiguration.
+    let c = fixture("docker-calico");
+    let r = rendered(&c);
+    let cp = c.first_control_plane().name.clone();
+    let want = Value::Sequence(vec![Value::String("SystemVerification".into())]);
+    let init = docs(&r, &cp, "/etc/kubernetes/kubeadm/init.yaml");
+    assert_eq!(
+        kind(&init, "InitConfiguration")["nodeRegistration"]["ignorePreflightErrors"],
+        want
+    );
+    let join = docs(&r, "worker", "/etc/kubernetes/kubeadm/join.yaml");
+    assert_eq!(
+        kind(&join, "JoinConfiguration")["nodeRegistration"]["ignorePreflightErrors"],
+        want
+    );
+    let up = docs(&r, &cp, "/etc/kubernetes/kubeadm/upgrade.yaml");
+    let up = kind(&up, "UpgradeConfiguration");
+    for part in ["apply", "node", "plan"] {
+        assert_eq!(up[part]["ignorePreflightErrors"], want, "{part}");
+    }
+    // Without the setting: no such field anywhere.
+    let plain = fixture_text("docker-calico", |t| {
+        let start = t.find("  kubeadm:\n").expect("kubeadm block");
+        let end = t[start..].find("  nodes:").expect("nodes") + start;
+        format!("{}{}", &t[..start], &t[end..])
+    });
+    let r = rendered(&plain);
+    for (node, path) in [
+        (cp.as_str(), "/etc/kubernetes/kubeadm/init.yaml"),
+        ("worker", "/etc/kubernetes/kubeadm/join.yaml"),
+        (cp.as_str(), "/etc/kubernetes/kubeadm/upgrade.yaml"),
+    ] {
+        let text = r.node_file(node, path).expect(path).as_text();
+        assert!(!text.contains("ignorePreflightErrors"), "{path}: {text}");
+    }
 }
 
 #[test]

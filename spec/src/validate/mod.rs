@@ -128,6 +128,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     let source_auth = rules_sources::check(ctx, &file);
     let packages_ca = rules_packages::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_kubeadm::check(ctx, &file);
+    rules_kubeadm::check_ignored(ctx, &file);
 
     let meta = meta?;
     let net = net?;

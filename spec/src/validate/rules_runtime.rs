@@ -1,6 +1,7 @@
 //! Rules on the runtime, kubelet, SSH, docker and air-gap settings: CRI-O only on ssh hosts; kubelet
 //! reservations and eviction thresholds are quantities, durations are Go durations and consistent;
-//! Kubernetes ≥ 1.35 on cgroup v1 hosts needs `failCgroupV1: false` (a warning says so); SSH defaults are
+//! Kubernetes ≥ 1.35 on cgroup v1 hosts needs `failCgroupV1: false` and kubeadm's `SystemVerification`
+//! preflight check ignored (warnings say so); SSH defaults are
 //! usable; docker settings are used with the docker provider; air-gap packages name a file or a URL with
 //! its sha256, `extractTo` is an absolute, normalized directory on archives only, and a package's
 //! `kubernetesVersion` is the file's version or an `extraVersions` entry.
@@ -237,6 +238,24 @@ fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&Version
                         .at(at),
                 );
             }
+        }
+        // kubeadm ≥ 1.35's SystemVerification refuses cgroup v1 even then: kubeadm documents that
+        // the check must also be skipped (system-validators' cgroup validator, KEP 5573).
+        let skipped = file
+            .spec
+            .kubeadm
+            .ignore_preflight_errors
+            .iter()
+            .any(|i| i.check == "SystemVerification");
+        if v.version.minor >= 35 && k.fail_cgroup_v1 == Some(false) && !skipped {
+            ctx.push(
+                Diagnostic::warning(
+                    "spec::cgroup-v1",
+                    format!("kubeadm v{} refuses cgroup v1 hosts in its SystemVerification preflight check (kubeadm init, join and upgrade stop there) even with failCgroupV1 false", v.version),
+                )
+                .help("on cgroup v1 hosts add `kubeadm: {ignorePreflightErrors: [{check: SystemVerification, reason: \"cgroup v1 hosts, failCgroupV1 false\"}]}`, as kubeadm documents")
+                .at("spec.kubelet.failCgroupV1"),
+            );
         }
     }
 }

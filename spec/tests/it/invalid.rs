@@ -173,6 +173,18 @@ const ROWS: &[Row] = &[
         context: "",
         needle: "v1.35.0",
     },
+    err("kubeadm ignores all preflight checks", &[("  networking:\n", "  kubeadm:\n    ignorePreflightErrors:\n      - {check: all, reason: fast}\n  networking:\n")], "`all` would turn every kubeadm preflight failure into a warning", "check:", "all"),
+    err("kubeadm ignored check without reason", &[("  networking:\n", "  kubeadm:\n    ignorePreflightErrors:\n      - {check: Swap, reason: \" \"}\n  networking:\n")], "ignored kubeadm preflight check \"Swap\" has no reason", "reason:", "\" \""),
+    err("kubeadm ignored check named twice", &[("  networking:\n", "  kubeadm:\n    ignorePreflightErrors:\n      - {check: Swap, reason: a}\n      - {check: swap, reason: b}\n  networking:\n")], "\"swap\": named twice", "reason: a", "swap"),
+    Row {
+        name: "cgroup v1 on 1.35 without skipping kubeadm's SystemVerification",
+        edits: &[("v1.34.1", "v1.35.0"), ("  networking:\n", "  kubelet: {failCgroupV1: false}\n  networking:\n")],
+        files: &[],
+        severity: Severity::Warning,
+        message: "refuses cgroup v1 hosts in its SystemVerification preflight check",
+        context: "failCgroupV1",
+        needle: "false",
+    },
     Row {
         name: "even control planes",
         edits: &[("role: worker", "role: control-plane")],
