@@ -95,6 +95,10 @@ k8s_build() {
   # The real clusters (cli/tests/it/real_*.rs): kubelet and crictl go into the node image with kubeadm
   # and kubectl; images.sh (next step) builds what the images carry.
   scripts/k8s/build.sh v1.34.4 kubelet crictl >/dev/null || rc=1
+  # The real upgrade (cli/tests/it/real_upgrade.rs, v1.34.4 -> v1.35.4): the v1.35.4 kubeadm, kubelet
+  # and kubectl it packages (crictl and the CNI plugins are the ones above); k8s-images builds the
+  # v1.35.4 control-plane programs its images carry. Cached by version like the rest.
+  scripts/k8s/build.sh v1.35.4 kubeadm kubelet kubectl >/dev/null || rc=1
   # The third-party CNI tests (issue 13): helm, flanneld, flannel's CNI plugin, kube-flannel.yml and the
   # cilium chart, read from their Go modules at the versions of scripts/k8s/cni-versions.sh.
   scripts/k8s/build.sh v1.34.4 cni >/dev/null || rc=1
@@ -118,8 +122,13 @@ k8s_build() {
 step k8s-build k8s_build
 # The images the real clusters run (kube-apiserver … etcd, CoreDNS, pause, kube-vip, busybox), written as
 # OCI layouts into the cache, never pulled (scripts/k8s/images.sh; a second run writes nothing). The tests
-# push them once into a registry storage under the cache and serve it to the nodes.
-step k8s-images scripts/k8s/images.sh v1.34.4
+# push them once into a registry storage under the cache and serve it to the nodes. v1.35.4's are the
+# images the real upgrade moves the cluster to (kube-apiserver, kube-controller-manager, kube-scheduler,
+# kube-proxy, etcd 3.6.6, CoreDNS 1.13.1; kube-vip, flannel and busybox are the v1.34.4 ones, cached).
+k8s_images() {
+  scripts/k8s/images.sh v1.34.4 && scripts/k8s/images.sh v1.35.4
+}
+step k8s-images k8s_images
 step tests cargo test --workspace --locked --no-fail-fast -- --test-threads="${TEST_THREADS:-4}"
 step benches env BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast
 

@@ -1,8 +1,9 @@
 //! The `packages` phase of `up` (issue 12) with real parts: a systemd Debian node container from which
 //! containerd, runc and the CNI plugins are purged (a bare host), a real signed apt repository laid out
-//! as pkgs.k8s.io's (`core:/stable:/v1.34/deb/`) holding `.deb` packages built in the test with
-//! `dpkg-deb` from the real kubeadm, kubelet, kubectl v1.34.4, crictl and the CNI reference plugins
-//! (Go-built, test-bed cache), signed with a key the test generates, and the containerd 2.2.1 and runc
+//! as pkgs.k8s.io's (`core:/stable:/v1.34/deb/`, `clusterctl_testbed::aptrepo::kubernetes_repository`:
+//! kubeadm with its kubelet drop-in) holding `.deb` packages built in the test with `dpkg-deb` from the
+//! real kubeadm, kubelet, kubectl v1.34.4, crictl and the CNI reference plugins (Go-built, test-bed
+//! cache), signed with a key the test generates, and the containerd 2.2.1 and runc
 //! 1.3.3 release files with their sha256 files, all served over HTTP from this machine on the test
 //! network. The cluster file names that server as the package mirror (`packages.source: mirror`), so
 //! nothing upstream is contacted. The node's own apt (signature checked with the downloaded key), dpkg
@@ -11,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use clusterctl_testbed::aptrepo::{
-    build_deb, publish, release_files, DebFile, FileServer, SigningKey, KUBELET_SERVICE,
+    build_deb, kubernetes_repository, release_files, DebFile, FileServer, SigningKey,
 };
 use clusterctl_testbed::cli::{ssh_cluster_yaml, Clusterctl, FileNode, Run};
 use clusterctl_testbed::docker::{docker, docker_available, TestCluster, TestNode};
@@ -33,50 +34,9 @@ struct Repo {
 
 fn build_repo(dir: &Path, bins: &clusterctl_testbed::k8sbin::K8sBins, old: &Path) -> Repo {
     let root = dir.join("www");
-    let debs = root.join("core:/stable:/v1.34/deb");
-    std::fs::create_dir_all(&debs).expect("repo dir");
     let t = std::time::Instant::now();
-    let v = "1.34.4-1.1";
-    let deb = |name: &str, version: &str, depends: Option<&str>, files: &[DebFile]| {
-        build_deb(&debs, name, version, "amd64", depends, files).expect("dpkg-deb")
-    };
-    deb(
-        "kubeadm",
-        v,
-        None,
-        &[DebFile::program(bins.path("kubeadm"), "/usr/bin/kubeadm")],
-    );
-    deb(
-        "kubectl",
-        v,
-        None,
-        &[DebFile::program(bins.path("kubectl"), "/usr/bin/kubectl")],
-    );
-    deb(
-        "kubelet",
-        v,
-        Some("kubernetes-cni (>= 1.2.0), mount, util-linux"),
-        &[
-            DebFile::program(bins.path("kubelet"), "/usr/bin/kubelet"),
-            DebFile::text(KUBELET_SERVICE, "/usr/lib/systemd/system/kubelet.service"),
-        ],
-    );
-    deb(
-        "cri-tools",
-        "1.34.0-1.1",
-        None,
-        &[DebFile::program(bins.path("crictl"), "/usr/bin/crictl")],
-    );
-    let cni: Vec<DebFile> = ["loopback", "portmap", "bridge", "host-local"]
-        .iter()
-        .map(|p| {
-            DebFile::program(
-                &bins.path("cni-plugins").join(p),
-                &format!("/opt/cni/bin/{p}"),
-            )
-        })
-        .collect();
-    deb("kubernetes-cni", "1.10.0-1.1", None, &cni);
+    let key = SigningKey::generate().expect("gpg key");
+    let debs = kubernetes_repository(&root, bins, &key).expect("the v1.34 repository");
     // The other version a node may carry: kubeadm of the previous minor, not in this repository.
     let old_dir = dir.join("old");
     std::fs::create_dir_all(&old_dir).expect("old dir");
@@ -89,8 +49,6 @@ fn build_repo(dir: &Path, bins: &clusterctl_testbed::k8sbin::K8sBins, old: &Path
         &[DebFile::program(old, "/usr/bin/kubeadm")],
     )
     .expect("old kubeadm deb");
-    let key = SigningKey::generate().expect("gpg key");
-    publish(&debs, &key).expect("publish");
     // The containerd release archive and runc, at their upstream paths, with their sha256 files.
     release_files(&root, bins, "2.2.1", "1.3.3").expect("containerd and runc release files");
     eprintln!("repository built and signed in {:?}", t.elapsed());

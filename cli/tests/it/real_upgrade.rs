@@ -2,75 +2,48 @@
 //! control plane + 1 worker, `real_support`) of the upstream v1.34.4 programs built from their Go
 //! modules is upgraded to v1.35.4 (built the same way) with `clusterctl upgrade`, its kubeadm, kubelet
 //! and kubectl packages coming from a real signed apt repository served from this machine
-//! (`clusterctl_testbed::aptrepo`, laid out as pkgs.k8s.io's: `core:/stable:/v1.34/deb/` and
-//! `core:/stable:/v1.35/deb/`, `.deb`s built with `dpkg-deb` from the Go-built programs, signed with a
-//! key the test makes), named by the file as the package mirror. The images of both versions
-//! (`scripts/k8s/images.sh`, no pulls) are served by one registry on the test network's gateway.
+//! (`clusterctl_testbed::aptrepo::kubernetes_repository`, laid out and packaged as pkgs.k8s.io's:
+//! `core:/stable:/v1.34/deb/` and `core:/stable:/v1.35/deb/`, `.deb`s built with `dpkg-deb` from the
+//! Go-built programs, signed with a key the test makes), named by the file as the package mirror. The
+//! images of both versions (`scripts/k8s/images.sh`, no pulls) are served by one registry on the test
+//! network's gateway.
 //!
 //! Before `up`, each node gets the 1.34.4 packages from the v1.34 repository by hand, as a user
 //! following the kubeadm install guide would (held); `up` runs with `packages.source: preinstalled`
 //! (these node containers carry Debian 12's containerd 1.6.20, which `up` would refuse to keep for
-//! 1.34 under `mirror`). The file then says v1.35.4 and `packages.source: mirror`, and `upgrade`
-//! switches each node to the v1.35 repository (key, source, apt's signature-checked lists), installs
-//! exactly `1.35.4-*` and holds it. Asserted: every node reports kubelet v1.35.4 and is Ready, the
-//! control plane runs v1.35.4, the packages are `1.35.4-1.1` and held, the apt source names
-//! `/v1.35/deb/`, a Deployment's pods run again behind their Service (its ClusterIP through
-//! kube-proxy, its name resolved by CoreDNS), `status` is clean and a second `upgrade` changes nothing.
+//! 1.34 under `mirror`). On a cgroup v1 host (this test bed) the file says kubelet `failCgroupV1:
+//! false` and ignores kubeadm's `SystemVerification` preflight check with its reason, as kubeadm
+//! documents for 1.35 on cgroup v1. The file then says v1.35.4 and `packages.source: mirror`, and
+//! `upgrade` switches each node to the v1.35 repository (key, source, apt's signature-checked lists),
+//! installs exactly `1.35.4-*` and holds it.
+//!
+//! Asserted while the upgrade runs: at most one node is unschedulable at any time and the cordons and
+//! uncordons come one node at a time in upgrade order, control plane then worker (the real `kubectl
+//! get nodes --watch`, in the API server's order), and the app's ClusterIP Service (two replicas, a
+//! PodDisruptionBudget of one) answers every second from every node's network namespace through
+//! kube-proxy throughout. After it: every node reports
+//! kubelet v1.35.4 and is Ready, the control plane runs v1.35.4, the packages are `1.35.4-1.1` and
+//! held, the apt source names `/v1.35/deb/`, the app serves (ClusterIP, CoreDNS name), `status` is
+//! clean, and a second `upgrade` changes nothing.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use clusterctl_testbed::aptrepo::{
-    build_deb, publish, DebFile, FileServer, SigningKey, KUBELET_SERVICE,
-};
-use clusterctl_testbed::k8sbin::{require_programs, K8sBins};
+use clusterctl_testbed::aptrepo::{kubernetes_repository, FileServer, SigningKey};
+use clusterctl_testbed::docker::TestNode;
+use clusterctl_testbed::k8sbin::require_programs;
 use clusterctl_testbed::k8snode::{cache_root, ImageStore};
 
 use crate::real_support::{self, wait_for, FileOptions, RealCluster};
 
 const FROM: &str = "v1.34.4";
 const TO: &str = "v1.35.4";
-
-/// `core:/stable:/v1.MINOR/deb/` under `root` with kubeadm, kubelet, kubectl of `bins` (revision
-/// `-1.1`, as upstream's) and kubernetes-cni 1.10.0 (the kubelet depends on it), signed by `key`.
-fn minor_repo(root: &Path, bins: &K8sBins, cni: &K8sBins, key: &SigningKey) {
-    let v = bins.version().trim_start_matches('v');
-    let minor: Vec<&str> = v.split('.').collect();
-    let dir = root.join(format!("core:/stable:/v{}.{}/deb", minor[0], minor[1]));
-    std::fs::create_dir_all(&dir).expect("repo dir");
-    let rev = format!("{v}-1.1");
-    let deb = |name: &str, version: &str, depends: Option<&str>, files: &[DebFile]| {
-        build_deb(&dir, name, version, "amd64", depends, files).expect("dpkg-deb")
-    };
-    for p in ["kubeadm", "kubectl"] {
-        deb(
-            p,
-            &rev,
-            None,
-            &[DebFile::program(bins.path(p), &format!("/usr/bin/{p}"))],
-        );
-    }
-    deb(
-        "kubelet",
-        &rev,
-        Some("kubernetes-cni (>= 1.2.0), mount, util-linux"),
-        &[
-            DebFile::program(bins.path("kubelet"), "/usr/bin/kubelet"),
-            DebFile::text(KUBELET_SERVICE, "/usr/lib/systemd/system/kubelet.service"),
-        ],
-    );
-    let plugins: Vec<DebFile> = ["loopback", "portmap", "bridge", "host-local"]
-        .iter()
-        .map(|p| {
-            DebFile::program(
-                &cni.path("cni-plugins").join(p),
-                &format!("/opt/cni/bin/{p}"),
-            )
-        })
-        .collect();
-    deb("kubernetes-cni", "1.10.0-1.1", None, &plugins);
-    publish(&dir, key).expect("publish");
-}
+/// What `aptrepo::kubernetes_repository` packages.
+const PACKAGED: [&str; 5] = ["kubeadm", "kubelet", "kubectl", "crictl", "cni-plugins"];
 
 /// One registry storage holding the images of both versions: hard links of the two stores' files
 /// (content-addressed blobs, tags per repository), so nothing is copied.
@@ -132,10 +105,11 @@ fn packages_of(c: &RealCluster, node: &str) -> (String, String) {
     (v.trim().to_string(), held.trim().to_string())
 }
 
-/// A Deployment of two busybox httpd pods (tolerating every taint) and its ClusterIP Service.
+/// A Deployment of two busybox httpd pods (tolerating every taint), a PodDisruptionBudget keeping one
+/// of them available through drains, and their ClusterIP Service.
 fn app(image: &str) -> String {
     format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: app}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: app}}}}\n  template:\n    metadata: {{labels: {{app: app}}}}\n    spec:\n      tolerations: [{{operator: Exists}}]\n      containers:\n      - name: web\n        image: {image}\n        command: [\"sh\", \"-c\", \"echo hello > /tmp/index.html; exec httpd -f -p 8080 -h /tmp\"]\n---\napiVersion: v1\nkind: Service\nmetadata: {{name: app}}\nspec:\n  selector: {{app: app}}\n  ports: [{{port: 80, targetPort: 8080}}]\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: app}}\nspec:\n  replicas: 2\n  selector: {{matchLabels: {{app: app}}}}\n  template:\n    metadata: {{labels: {{app: app}}}}\n    spec:\n      tolerations: [{{operator: Exists}}]\n      containers:\n      - name: web\n        image: {image}\n        command: [\"sh\", \"-c\", \"echo hello > /tmp/index.html; exec httpd -f -p 8080 -h /tmp\"]\n        readinessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1}}\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: app}}\nspec:\n  minAvailable: 1\n  selector: {{matchLabels: {{app: app}}}}\n---\napiVersion: v1\nkind: Service\nmetadata: {{name: app}}\nspec:\n  selector: {{app: app}}\n  ports: [{{port: 80, targetPort: 8080}}]\n"
     )
 }
 
@@ -164,30 +138,155 @@ fn app_serves(c: &RealCluster) -> Result<(), String> {
     Ok(())
 }
 
+/// What the watchers saw during the upgrade.
+#[derive(Debug, Default)]
+struct Watched {
+    /// `cordon NODE` / `uncordon NODE`, in the API server's order (watch events).
+    transitions: Vec<String>,
+    /// The most nodes unschedulable at once after any event, with the state then.
+    most_unschedulable: (usize, String),
+    /// Node events seen, and how many times the watch was (re)started (the API server restarts).
+    events: usize,
+    watches: usize,
+    /// The last line each ended watch printed on stderr (why it ended), at most 5.
+    watch_ends: Vec<String>,
+    /// Probes of the ClusterIP (one per node per second) and the failed ones (`secs node: why`).
+    probes: usize,
+    failed: Vec<String>,
+}
+
+/// `curl` of `http://IP/index.html` from the network namespace of the node container with process
+/// `pid` (as a process on that node: kube-proxy's rules route it), 2 s per try, up to 3 tries.
+fn probe(pid: &str, ip: &str) -> Result<(), String> {
+    let out = std::process::Command::new("nsenter")
+        .args(["-t", pid, "-n", "curl", "-sS", "-m", "2", "--retry", "2"])
+        .args(["--retry-delay", "0", "--retry-all-errors"])
+        .arg(format!("http://{ip}/index.html"))
+        .output()
+        .map_err(|e| format!("nsenter: {e}"))?;
+    let body = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && body.trim() == "hello" {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Probes the ClusterIP `ip` from each node's network namespace every second until `stop`.
+fn probe_until(nodes: &[(String, String)], ip: &str, stop: &AtomicBool, w: &Mutex<Watched>) {
+    let t = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let tick = Instant::now();
+        for (name, pid) in nodes {
+            let r = probe(pid, ip);
+            let mut w = w.lock().expect("watched");
+            w.probes += 1;
+            if let Err(e) = r {
+                w.failed
+                    .push(format!("{:.0}s {name}: {e}", t.elapsed().as_secs_f64()));
+            }
+        }
+        if let Some(rest) = Duration::from_secs(1).checked_sub(tick.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+}
+
+/// Follows the Nodes' `spec.unschedulable` with the real `kubectl get nodes --watch` on the first
+/// control plane (in the API server's order; restarted while its API server is being replaced) until
+/// `stop`, recording each cordon and uncordon and the most nodes unschedulable at once. The running
+/// `docker exec`'s process id is kept in `pid` so that the caller can end it.
+fn watch_cordons(
+    first: &TestNode,
+    stop: &AtomicBool,
+    pid: &Mutex<Option<u32>>,
+    w: &Mutex<Watched>,
+) {
+    let mut state: BTreeMap<String, bool> = BTreeMap::new();
+    while !stop.load(Ordering::Relaxed) {
+        let child = std::process::Command::new("docker")
+            .args(["exec", &first.name, "timeout", "1200", "kubectl"])
+            .args([
+                "--kubeconfig",
+                "/etc/kubernetes/admin.conf",
+                "get",
+                "nodes",
+                "--watch",
+            ])
+            .arg("-o=jsonpath={.metadata.name}={.spec.unschedulable}{\"\\n\"}")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let Ok(mut child) = child else {
+            std::thread::sleep(Duration::from_secs(1));
+            continue;
+        };
+        *pid.lock().expect("pid") = Some(child.id());
+        w.lock().expect("watched").watches += 1;
+        if let Some(out) = child.stdout.take() {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let Some((name, value)) = line.trim().split_once('=') else {
+                    continue;
+                };
+                let now = value == "true";
+                let was = state.insert(name.to_string(), now).unwrap_or(false);
+                let mut w = w.lock().expect("watched");
+                w.events += 1;
+                if now != was {
+                    let what = if now { "cordon" } else { "uncordon" };
+                    w.transitions.push(format!("{what} {name}"));
+                }
+                let n = state.values().filter(|v| **v).count();
+                if n > w.most_unschedulable.0 {
+                    w.most_unschedulable = (n, format!("{state:?}"));
+                }
+            }
+        }
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        let _ = child.wait();
+        *pid.lock().expect("pid") = None;
+        let mut w = w.lock().expect("watched");
+        if w.watch_ends.len() < 5 {
+            let last = err
+                .lines()
+                .last()
+                .unwrap_or("(nothing on stderr)")
+                .to_string();
+            w.watch_ends.push(last);
+        }
+        drop(w);
+        if !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
 #[test]
-#[ignore = "fails on this test bed: with CAP_SYS_PTRACE on the nodes `kubeadm upgrade plan` and its \
-health-check Job pass, then `kubeadm upgrade apply` fails in kubeadm's system verification (exact \
-error not yet captured; likely the cgroup v1 check); see docs/testing.md"]
 fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
     if !clusterctl_testbed::require(
-        "dpkg-deb, apt-ftparchive and gpg (scripts/packages/packages.list)",
+        "dpkg-deb, apt-ftparchive, gpg (scripts/packages/packages.list), nsenter and curl",
         clusterctl_testbed::have("dpkg-deb")
             && clusterctl_testbed::have("apt-ftparchive")
-            && clusterctl_testbed::have("gpg"),
+            && clusterctl_testbed::have("gpg")
+            && clusterctl_testbed::have("nsenter")
+            && clusterctl_testbed::have("curl"),
     ) {
         return;
     }
     let Some((image, old_store)) = real_support::available() else {
         return;
     };
-    let programs = ["kubeadm", "kubelet", "kubectl"];
-    let Some(old_bins) = require_programs(FROM, &programs) else {
+    let Some(old_bins) = require_programs(FROM, &PACKAGED) else {
         return;
     };
-    let Some(new_bins) = require_programs(TO, &programs) else {
-        return;
-    };
-    let Some(cni) = require_programs(FROM, &["cni-plugins"]) else {
+    let Some(new_bins) = require_programs(TO, &PACKAGED) else {
         return;
     };
     let new_store = match ImageStore::ensure(TO) {
@@ -199,14 +298,34 @@ fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
     };
     let t = Instant::now();
     let (store, _merged) = merged_store(&old_store, &new_store);
-    let c = real_support::start("rupg", 1, 1, FileOptions::default(), &(image, store));
+    // Kubernetes 1.35 on cgroup v1 (this host's /sys/fs/cgroup decides): the kubelet refuses to start
+    // unless failCgroupV1 is false, and kubeadm's SystemVerification preflight check refuses the host
+    // unless it is ignored ("You must also explicitly skip this validation", system-validators). The
+    // kubelet configuration kubeadm uploads at init is what `kubeadm upgrade` keeps, so the file says
+    // both from the start.
+    let v1 = std::process::Command::new("stat")
+        .args(["-fc", "%T", "/sys/fs/cgroup"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() != "cgroup2fs")
+        .unwrap_or(false);
+    let opts = FileOptions {
+        extra_spec: if v1 {
+            "  kubeadm:\n    ignorePreflightErrors:\n      - {check: SystemVerification, reason: \"cgroup v1 test bed; kubelet failCgroupV1 is false\"}\n".into()
+        } else {
+            String::new()
+        },
+        ..FileOptions::default()
+    };
+    let c = real_support::start("rupg", 1, 1, opts, &(image, store));
 
-    // The repository: both minors, one key, served on the test network's gateway.
+    // The repository: both minors as pkgs.k8s.io packages them, one key, served on the test
+    // network's gateway.
     let www = tempfile::tempdir().expect("repo dir");
     let key = SigningKey::generate().expect("gpg key");
     let tr = Instant::now();
-    minor_repo(www.path(), &old_bins, &cni, &key);
-    minor_repo(www.path(), &new_bins, &cni, &key);
+    for bins in [&old_bins, &new_bins] {
+        kubernetes_repository(www.path(), bins, &key).expect("repository");
+    }
     eprintln!(
         "[real] repository (v1.34 and v1.35) built and signed in {:.1}s",
         tr.elapsed().as_secs_f64()
@@ -218,14 +337,6 @@ fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
         preinstall(&c, n, &url);
     }
 
-    // Kubernetes 1.35 kubelets refuse cgroup v1 unless failCgroupV1 is false (this host's
-    // /sys/fs/cgroup decides); the kubelet configuration kubeadm uploads at init is what `kubeadm
-    // upgrade` keeps, so the file says it from the start.
-    let v1 = std::process::Command::new("stat")
-        .args(["-fc", "%T", "/sys/fs/cgroup"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() != "cgroup2fs")
-        .unwrap_or(false);
     let mut text = std::fs::read_to_string(&c.file).expect("file");
     if v1 {
         text = text.replace(
@@ -258,25 +369,87 @@ fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
     server.clear();
     let f = c.file.to_string_lossy().into_owned();
     let to = TO.trim_start_matches('v');
+    let ip = c.kubectl("get service app -o jsonpath='{.spec.clusterIP}'");
+    let pids: Vec<(String, String)> = names
+        .iter()
+        .map(|n| {
+            let pid = clusterctl_testbed::docker::docker(&["inspect", "-f", "{{.State.Pid}}", n])
+                .expect("docker inspect");
+            (n.clone(), pid.trim().to_string())
+        })
+        .collect();
+    let stop = AtomicBool::new(false);
+    let (watched, watch_pid) = (Mutex::new(Watched::default()), Mutex::new(None));
     let tu = Instant::now();
-    let r = c.clusterctl(&["upgrade", "-f", &f, "--to", to]);
+    let r = std::thread::scope(|s| {
+        let cordons = s.spawn(|| watch_cordons(c.first(), &stop, &watch_pid, &watched));
+        let probes = s.spawn(|| probe_until(&pids, &ip, &stop, &watched));
+        // The watch must be running before anything is cordoned.
+        wait_for("the node watch", Duration::from_secs(60), || {
+            let w = watched.lock().expect("watched");
+            if w.events >= names.len() {
+                Ok(())
+            } else {
+                Err(format!("{w:?}"))
+            }
+        });
+        let r = c.clusterctl(&["upgrade", "-f", &f, "--to", to]);
+        // Let the watch deliver the last events, then end it (the `docker exec` this test started).
+        std::thread::sleep(Duration::from_secs(3));
+        stop.store(true, Ordering::Relaxed);
+        if let Some(p) = *watch_pid.lock().expect("pid") {
+            let _ = std::process::Command::new("kill")
+                .arg(p.to_string())
+                .status();
+        }
+        cordons.join().expect("node watch");
+        probes.join().expect("prober");
+        r
+    });
+    let seen = watched.into_inner().expect("watched");
     let out = r.all();
     eprintln!("{out}");
+    eprintln!("[real] watched: {seen:?}");
     if r.code != 0 {
-        // What kubeadm's health-check Job and its pod went through (the first failure seen here).
+        // What the control plane went through (restarts, the API server's containers, events).
         let diag = c.first().sh(
-            "kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get jobs,pods -o wide; \
-             kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system describe pods -l job-name 2>&1 | tail -40; \
-             kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes -o wide; \
-             kubectl --kubeconfig /etc/kubernetes/admin.conf get events -A --sort-by=.lastTimestamp | tail -25",
+            "kubectl --kubeconfig /etc/kubernetes/admin.conf get pods -A -o wide; \
+             crictl ps -a --name 'kube-apiserver|etcd' 2>&1; \
+             kubectl --kubeconfig /etc/kubernetes/admin.conf get events -A --sort-by=.lastTimestamp | tail -30; \
+             journalctl -u kubelet --no-pager --since '-4min' | grep -iE 'kube-apiserver|Killing|static' | tail -30",
         );
         eprintln!("[real] after the failed upgrade:\n{diag:?}");
     }
     assert_eq!(r.code, 0, "upgrade failed:\n{out}");
-    assert!(out.contains(&format!("upgraded to {TO}")), "{out}");
+    assert!(out.contains(&format!("upgraded to v{to}")), "{out}");
     eprintln!(
         "[real] upgrade {FROM} -> {TO} took {:.1}s",
         tu.elapsed().as_secs_f64()
+    );
+    if v1 {
+        assert!(
+            out.contains("kubeadm's preflight check SystemVerification is ignored (spec.kubeadm.ignorePreflightErrors): cgroup v1 test bed"),
+            "{out}"
+        );
+    }
+    // One node at a time, in upgrade order, never two unschedulable; the Service answered throughout.
+    let (cp, worker) = (&names[0], &names[1]);
+    assert_eq!(
+        seen.transitions,
+        [
+            format!("cordon {cp}"),
+            format!("uncordon {cp}"),
+            format!("cordon {worker}"),
+            format!("uncordon {worker}")
+        ],
+        "{seen:?}"
+    );
+    assert_eq!(seen.most_unschedulable.0, 1, "{seen:?}");
+    assert!(seen.probes >= 2 * 20, "too few probes: {seen:?}");
+    assert!(seen.events >= 6, "too few node events: {seen:?}");
+    assert!(
+        seen.failed.is_empty(),
+        "the Service at {ip} did not answer during the upgrade: {seen:?}"
     );
     // The packages came from the v1.35 repository, its signed index fetched.
     let asked = server.requests();
@@ -287,7 +460,7 @@ fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
     assert!(
         asked
             .iter()
-            .any(|p| p.contains("/v1.35/deb/kubelet_1.35.4-1.1_amd64.deb")),
+            .any(|p| p.contains("/v1.35/deb/") && p.ends_with("/kubelet_1.35.4-1.1_amd64.deb")),
         "{asked:?}"
     );
 
@@ -303,7 +476,7 @@ fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
         let (pkgs, held) = packages_of(&c, n);
         assert_eq!(
             pkgs,
-            format!("kubeadm={to}-1.1 kubelet={to}-1.1 kubectl={to}-1.1"),
+            format!("kubeadm={to}-1.1 kubectl={to}-1.1 kubelet={to}-1.1"),
             "{n}"
         );
         for p in ["kubeadm", "kubectl", "kubelet"] {
@@ -322,11 +495,16 @@ fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
     });
     let api = c.kubectl("version -o json");
     assert!(api.contains(&format!("\"gitVersion\": \"{TO}\"")), "{api}");
-    let cp = &names[0];
-    let image = c.kubectl(&format!(
-        "-n kube-system get pod kube-apiserver-{cp} -o jsonpath='{{.spec.containers[0].image}}'"
-    ));
-    assert!(image.ends_with(&format!("kube-apiserver:{TO}")), "{image}");
+    for component in [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ] {
+        let image = c.kubectl(&format!(
+            "-n kube-system get pod {component}-{cp} -o jsonpath='{{.spec.containers[0].image}}'"
+        ));
+        assert!(image.ends_with(&format!("{component}:{TO}")), "{image}");
+    }
     wait_for(
         "the app serving after the upgrade",
         Duration::from_secs(240),
@@ -342,9 +520,21 @@ fn upgrade_one_minor_for_real_with_packages_from_a_signed_apt_repository() {
             && !s.contains("missing on the node"),
         "status:\n{s}"
     );
-    // Run again: already there, nothing changes.
+    // Run again: already there, nothing changes (no package fetched, no node cordoned).
+    server.clear();
     let again = c.clusterctl(&["upgrade", "-f", &f, "--to", to]);
-    assert_eq!(again.code, 0, "{}", again.all());
+    let a = again.all();
+    assert_eq!(again.code, 0, "{a}");
+    assert!(
+        a.contains(&format!("is already at v{to}; nothing changed")),
+        "{a}"
+    );
+    let fetched: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|p| p.ends_with(".deb"))
+        .collect();
+    assert!(fetched.is_empty(), "{fetched:?}");
     eprintln!(
         "[real] upgrade test done in {:.1}s",
         t.elapsed().as_secs_f64()
