@@ -31,6 +31,7 @@ pub mod undo;
 pub mod up;
 pub mod upgrade;
 pub mod util;
+pub mod version;
 
 pub use ctx::{Mode, NodeCtx, PlanEntry, PlanKind, Secrets};
 pub use engine::{Engine, Options, Phase, Summary, Targets};

@@ -34,7 +34,7 @@ use crate::engine::{InputsFn, Phase, PhaseFn, Targets};
 use crate::error::PhaseError;
 use crate::model::{placed, NodeInfo};
 use crate::state::{NodeState, STATE_PATH};
-use crate::upgrade::version;
+use crate::version;
 use clusterctl_exec::Cmd;
 use serde_yaml::{Mapping, Value};
 use std::time::Duration;

@@ -23,7 +23,7 @@
 pub mod images;
 pub mod packages;
 pub mod steps;
-pub mod version;
+pub use crate::version;
 
 use std::sync::Arc;
 

@@ -2,7 +2,9 @@
 //! never going down (kubeadm's upgrade policy and the version skew policy, kubernetes.io "Version Skew
 //! Policy"). Versions are `MAJOR.MINOR.PATCH`, with or without a leading `v`; a pre-release or build
 //! suffix (`v1.34.1-standin`, `+k3s1`) is ignored for these rules. Also reading the control plane's
-//! running version from the kube-apiserver static pod manifest kubeadm writes.
+//! running version from the kube-apiserver static pod manifest kubeadm writes. A module of its own
+//! because `up`'s rollouts and `upgrade` both read it (`upgrade::version` re-exports it), so neither
+//! imports the other for it.
 
 pub use semver::Version;
 
