@@ -4,11 +4,11 @@
 
 pub mod docker;
 pub mod local;
-pub mod provider;
-pub mod raw;
+pub(crate) mod provider;
+pub(crate) mod raw;
 pub mod shell;
-pub mod ssh;
-pub mod transport;
+pub(crate) mod ssh;
+pub(crate) mod transport;
 
 pub use docker::{
     DockerClient, DockerNode, DockerNodeOptions, DockerProvider, DockerTransport, PortMapping,

@@ -76,7 +76,7 @@ impl<T: RawExec + Send + Sync> Transport for T {
 }
 
 /// Runs `cmd` with its own `cmd.stdin` (if any) as input: what `Transport::run_streaming` does.
-pub fn run<R: RawExec + ?Sized>(
+pub(crate) fn run<R: RawExec + ?Sized>(
     raw: &R,
     cmd: &Cmd,
     on_output: &mut dyn FnMut(&[u8]),
@@ -95,14 +95,14 @@ pub fn run<R: RawExec + ?Sized>(
 }
 
 /// The last `max` bytes of `bytes` as lossy UTF-8, trimmed (for error messages).
-pub fn tail(bytes: &[u8], max: usize) -> String {
+pub(crate) fn tail(bytes: &[u8], max: usize) -> String {
     let start = bytes.len().saturating_sub(max);
     String::from_utf8_lossy(&bytes[start..]).trim().to_string()
 }
 
 /// Streams `size` bytes from `reader` into `file` on the node through the upload script (as root:
 /// `sudo -n` when the user is not), atomically. Errors with [`ExecError::Transfer`] naming the path.
-pub fn upload_stream<R: RawExec + ?Sized>(
+pub(crate) fn upload_stream<R: RawExec + ?Sized>(
     raw: &R,
     reader: &mut dyn Read,
     size: u64,
@@ -123,7 +123,7 @@ pub fn upload_stream<R: RawExec + ?Sized>(
 }
 
 /// Reads the whole file at `path` (as root), `Ok(None)` when it does not exist.
-pub fn download<R: RawExec + ?Sized>(raw: &R, path: &str) -> Result<Option<Vec<u8>>, ExecError> {
+pub(crate) fn download<R: RawExec + ?Sized>(raw: &R, path: &str) -> Result<Option<Vec<u8>>, ExecError> {
     let cmd = Cmd::new(shell::download_script(path)).sudo();
     let out = raw.raw_exec(&cmd, None, &mut |_| {}, &mut |_| {})?;
     match out.status {

@@ -29,7 +29,7 @@ pub enum HostKeyPolicy {
 }
 
 /// The OpenSSH name of a host key type (`ssh-ed25519`, `ecdsa-sha2-nistp256`, …), as in known_hosts.
-pub fn key_type_name(t: HostKeyType) -> Option<&'static str> {
+pub(crate) fn key_type_name(t: HostKeyType) -> Option<&'static str> {
     match t {
         HostKeyType::Rsa => Some("ssh-rsa"),
         HostKeyType::Dss => Some("ssh-dss"),
@@ -42,7 +42,7 @@ pub fn key_type_name(t: HostKeyType) -> Option<&'static str> {
 }
 
 /// The host field of a known_hosts line: `host` for port 22, `[host]:port` otherwise.
-pub fn host_pattern(host: &str, port: u16) -> String {
+pub(crate) fn host_pattern(host: &str, port: u16) -> String {
     if port == 22 {
         host.to_string()
     } else {
@@ -58,7 +58,7 @@ const MAX_KNOWN_HOSTS_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How the offered key compares with a known_hosts file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// An entry of the offered algorithm for this host holds this key.
     Match,
     /// Entries of the offered algorithm for this host hold other keys.
@@ -87,7 +87,7 @@ fn line_key_type(line: &str) -> Option<&str> {
 
 /// What goes wrong reading a known_hosts file or matching a key against it.
 #[derive(Debug, thiserror::Error)]
-pub enum KnownHostsError {
+pub(crate) enum KnownHostsError {
     /// libssh2 could not make a known-hosts collection.
     #[error("known_hosts: {0}")]
     Init(#[source] ssh2::Error),
@@ -124,7 +124,7 @@ pub enum KnownHostsError {
 /// with the entries of that algorithm, then, when none is for this host, finds which other
 /// algorithms are recorded for it. `sess` provides libssh2's parser and matcher (hashed names
 /// included). Errors: a line libssh2 cannot read (with its number).
-pub fn compare(
+pub(crate) fn compare(
     sess: &Session,
     text: &str,
     host: &str,
@@ -205,7 +205,7 @@ fn read_known_hosts(path: &Path) -> Result<Option<String>, KnownHostsError> {
 /// Checks the host key `sess` negotiated with `host:port` against `file` under `policy`.
 /// Errors: [`ExecError::HostKey`] for a changed key, a host recorded only with other algorithms'
 /// keys (naming the offered and the recorded ones), or an unknown one under `Strict`.
-pub fn verify(
+pub(crate) fn verify(
     sess: &Session,
     node: &str,
     host: &str,

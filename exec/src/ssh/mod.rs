@@ -5,7 +5,7 @@
 //! shell wrapper of [`crate::shell`] (`sudo -n` when the user is not root, secrets never on a command
 //! line), with a non-blocking loop that writes stdin, streams stdout/stderr and enforces the timeout.
 
-pub mod known_hosts;
+pub(crate) mod known_hosts;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
