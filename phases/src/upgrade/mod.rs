@@ -90,7 +90,7 @@ pub struct UpgradeData {
 }
 
 fn to_input(d: &UpgradeData, _: &NodeInfo) -> String {
-    format!("v{}", d.spec.to)
+    clusterctl_spec::versions::tag(&d.spec.to)
 }
 
 fn apply_input(d: &UpgradeData, _: &NodeInfo) -> String {
@@ -100,7 +100,7 @@ fn apply_input(d: &UpgradeData, _: &NodeInfo) -> String {
         .as_deref()
         .map(crate::util::sha256_hex)
         .unwrap_or_default();
-    format!("v{} {cfg}", d.spec.to)
+    format!("{} {cfg}", clusterctl_spec::versions::tag(&d.spec.to))
 }
 
 fn phase(

@@ -32,7 +32,7 @@ fn run_file(ctx: &mut NodeCtx, name: &str, script: &str) -> Result<(), PhaseErro
 
 /// `upgrade/kubeadm`: installs the target kubeadm unless `kubeadm version -o short` already prints it.
 pub fn kubeadm(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
-    let want = format!("v{}", data.spec.to);
+    let want = clusterctl_spec::versions::tag(&data.spec.to);
     let have = ctx
         .query(Cmd::new("kubeadm version -o short"))?
         .map(|o| o.stdout_str().trim().to_string());
@@ -70,14 +70,20 @@ pub fn snapshot_script(file: &str) -> String {
 /// `upgrade/etcd-snapshot`: `<SNAPSHOT_DIR>/pre-upgrade-v<to>.db` on the first control plane, unless it
 /// is already there (a resumed run keeps the snapshot taken before the first change).
 pub fn etcd_snapshot(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
-    let file = format!("{SNAPSHOT_DIR}/pre-upgrade-v{}.db", data.spec.to);
+    let file = format!(
+        "{SNAPSHOT_DIR}/pre-upgrade-{}.db",
+        clusterctl_spec::versions::tag(&data.spec.to)
+    );
     if ctx.test(&format!("test -s {file}"))? == Some(true) {
         ctx.info(&format!("snapshot {file} already taken"));
         return Ok(());
     }
     run_file(
         ctx,
-        &format!("etcd-snapshot-v{}", data.spec.to),
+        &format!(
+            "etcd-snapshot-{}",
+            clusterctl_spec::versions::tag(&data.spec.to)
+        ),
         &snapshot_script(&file),
     )
 }
@@ -227,7 +233,7 @@ pub fn uncordon(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError>
     api_change(ctx, &format!("uncordon node {node}"), || {
         data.api.uncordon(&node).map(|_| String::new())
     })?;
-    let want = format!("v{}", data.spec.to);
+    let want = clusterctl_spec::versions::tag(&data.spec.to);
     if ctx.mode.dry_run {
         ctx.info(&format!("wait until {node} is Ready with kubelet {want}"));
         return Ok(());
