@@ -9,7 +9,7 @@
 
 pub mod bundle;
 pub mod digest;
-pub mod error;
+pub(crate) mod error;
 pub mod import;
 pub mod node;
 pub mod oci;

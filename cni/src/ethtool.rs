@@ -60,11 +60,11 @@ fn call(ifname: &str, cmd: u32, data: u32) -> io::Result<u32> {
 
 /// Turns tx checksum offload off on `ifname` in the calling thread's network namespace.
 /// Errors: `ENODEV` for a missing device, `EOPNOTSUPP`, `EPERM`.
-pub fn tx_checksum_off(ifname: &str) -> io::Result<()> {
+pub(crate) fn tx_checksum_off(ifname: &str) -> io::Result<()> {
     call(ifname, ETHTOOL_STXCSUM, 0).map(|_| ())
 }
 
 /// Reads whether tx checksum offload is on for `ifname`. Errors as [`tx_checksum_off`].
-pub fn tx_checksum(ifname: &str) -> io::Result<bool> {
+pub(crate) fn tx_checksum(ifname: &str) -> io::Result<bool> {
     call(ifname, ETHTOOL_GTXCSUM, 0).map(|v| v != 0)
 }

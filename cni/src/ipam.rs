@@ -26,7 +26,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 /// The kernel's identity of the running boot: a random UUID chosen at every boot.
-pub const BOOT_ID_FILE: &str = "/proc/sys/kernel/random/boot_id";
+pub(crate) const BOOT_ID_FILE: &str = "/proc/sys/kernel/random/boot_id";
 
 /// An IPAM failure.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +67,7 @@ pub enum IpamError {
 
 /// Reads the boot ID from `path` (production: [`BOOT_ID_FILE`]), trimmed. Errors:
 /// [`IpamError::BootId`] when unreadable or empty.
-pub fn read_boot_id(path: &Path) -> Result<String, IpamError> {
+pub(crate) fn read_boot_id(path: &Path) -> Result<String, IpamError> {
     let err = |source| IpamError::BootId {
         path: path.to_path_buf(),
         source,

@@ -6,12 +6,12 @@
 
 #[cfg(feature = "agent")]
 pub mod agent;
-pub mod ethtool;
-pub mod ipam;
+pub(crate) mod ethtool;
+pub(crate) mod ipam;
 pub mod netlink;
 pub mod netns;
 pub mod plugin;
-pub mod sysctl;
+pub(crate) mod sysctl;
 
 /// The IPv4 CIDR type used across the crate's API (from `ipnet`).
 pub use ipnet::Ipv4Net;

@@ -6,12 +6,12 @@ use std::io;
 
 /// Reads a sysctl by its dotted or slashed name (`net.ipv4.ip_forward`), trimmed.
 /// Errors: the file's open/read error (`ENOENT` for an unknown key).
-pub fn read(key: &str) -> io::Result<String> {
+pub(crate) fn read(key: &str) -> io::Result<String> {
     Ok(fs::read_to_string(path(key))?.trim().to_string())
 }
 
 /// Writes `value` to a sysctl unless it already holds it. Errors: open/write errors (`EACCES`, `ENOENT`).
-pub fn ensure(key: &str, value: &str) -> io::Result<()> {
+pub(crate) fn ensure(key: &str, value: &str) -> io::Result<()> {
     if read(key).is_ok_and(|v| v == value) {
         return Ok(());
     }
@@ -19,7 +19,7 @@ pub fn ensure(key: &str, value: &str) -> io::Result<()> {
 }
 
 /// Writes `value` to a sysctl unconditionally (one write, no read).
-pub fn write(key: &str, value: &str) -> io::Result<()> {
+pub(crate) fn write(key: &str, value: &str) -> io::Result<()> {
     fs::write(path(key), value)
 }
 

@@ -13,14 +13,14 @@
 pub mod apiserver;
 pub mod cni;
 mod ctx;
-pub mod facts;
+pub(crate) mod facts;
 pub mod host;
 pub mod images;
 pub mod kind;
 pub mod kubeadm;
 pub(crate) mod kubelet;
 pub(crate) mod kubevip;
-pub mod output;
+pub(crate) mod output;
 pub mod placeholders;
 pub(crate) mod runtime;
 mod templates;
