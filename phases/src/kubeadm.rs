@@ -24,9 +24,9 @@ pub struct JoinSecrets {
 }
 
 /// Token lifetime used when creating one (kubeadm's default, 24 h); refreshed an hour before.
-pub const TOKEN_TTL_SECS: u64 = 24 * 3600;
+pub(crate) const TOKEN_TTL_SECS: u64 = 24 * 3600;
 /// Lifetime of uploaded certificates (kubeadm: 2 h); a fresh key is uploaded 10 minutes before.
-pub const KEY_TTL_SECS: u64 = 2 * 3600;
+pub(crate) const KEY_TTL_SECS: u64 = 2 * 3600;
 
 impl JoinSecrets {
     /// True when the token is still valid for at least an hour at `now`.
@@ -40,7 +40,7 @@ impl JoinSecrets {
 }
 
 /// A new bootstrap token, `[a-z0-9]{6}.[a-z0-9]{16}`. Errors: no randomness available.
-pub fn new_token() -> std::io::Result<String> {
+pub(crate) fn new_token() -> std::io::Result<String> {
     Ok(format!(
         "{}.{}",
         crate::util::random_token_chars(6)?,
@@ -49,7 +49,7 @@ pub fn new_token() -> std::io::Result<String> {
 }
 
 /// A new certificate key: 32 random bytes, hex (what `kubeadm certs certificate-key` prints).
-pub fn new_certificate_key() -> std::io::Result<String> {
+pub(crate) fn new_certificate_key() -> std::io::Result<String> {
     Ok(hex::encode(crate::util::random_bytes(32)?))
 }
 
@@ -68,7 +68,7 @@ fn split_docs(text: &str) -> Vec<String> {
 
 /// Why a rendered kubeadm configuration could not be completed.
 #[derive(Debug, thiserror::Error)]
-pub enum PatchError {
+pub(crate) enum PatchError {
     /// The configuration has no document of that kind.
     #[error("no {kind} document in the kubeadm configuration")]
     NoDocument {
@@ -139,7 +139,7 @@ fn map_at<'a>(m: &'a mut Mapping, key: &str) -> Option<&'a mut Mapping> {
 /// The init configuration with `token` as its (first) bootstrap token (ttl 24h, groups and usages of
 /// kubeadm's default token) and `certificate_key` as `InitConfiguration.certificateKey`.
 /// Errors: no `InitConfiguration` document, or invalid YAML.
-pub fn patch_init(text: &str, token: &str, certificate_key: &str) -> Result<String, PatchError> {
+pub(crate) fn patch_init(text: &str, token: &str, certificate_key: &str) -> Result<String, PatchError> {
     patch_kind(text, "InitConfiguration", |m| {
         let mut t = Mapping::new();
         t.insert("token".into(), token.into());
@@ -164,7 +164,7 @@ pub fn patch_init(text: &str, token: &str, certificate_key: &str) -> Result<Stri
 
 /// The placeholders the renderer writes where join secrets go (`clusterctl_render::placeholders`):
 /// bootstrap token, CA cert hash, certificate key.
-pub const PLACEHOLDERS: [&str; 3] = [
+pub(crate) const PLACEHOLDERS: [&str; 3] = [
     "@@CLUSTERCTL_JOIN_TOKEN@@",
     "@@CLUSTERCTL_CA_CERT_HASH@@",
     "@@CLUSTERCTL_CERTIFICATE_KEY@@",
@@ -173,7 +173,7 @@ pub const PLACEHOLDERS: [&str; 3] = [
 /// The join configuration with the discovery token, CA cert hash and (for control planes) certificate
 /// key filled in; `endpoint` is set as `discovery.bootstrapToken.apiServerEndpoint` when absent.
 /// Errors: no `JoinConfiguration` document, or invalid YAML.
-pub fn patch_join(
+pub(crate) fn patch_join(
     text: &str,
     s: &JoinSecrets,
     control_plane: bool,
@@ -208,7 +208,7 @@ pub fn patch_join(
 /// "timeouts.bogus"`) and goes on without the field. Each entry names the kind when the line does and
 /// the field as kubeadm quotes it, e.g. `InitConfiguration: unknown field "timeouts.bogus"`. Empty when
 /// kubeadm reported nothing.
-pub fn dropped_fields(output: &str) -> Vec<String> {
+pub(crate) fn dropped_fields(output: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in output.lines() {
         if !line.contains("strict decoding error") && !line.contains("unknown field \"") {
@@ -251,7 +251,7 @@ pub fn dropped_fields(output: &str) -> Vec<String> {
 
 /// True when `script` runs kubeadm: a word `kubeadm` or a path ending in `/kubeadm`, as in `kubeadm
 /// init …`, `timeout 600 kubeadm …` or `/usr/bin/kubeadm …`.
-pub fn runs_kubeadm(script: &str) -> bool {
+pub(crate) fn runs_kubeadm(script: &str) -> bool {
     script
         .split_whitespace()
         .any(|w| w == "kubeadm" || w.ends_with("/kubeadm"))
