@@ -97,7 +97,7 @@ pub fn convert(
     let version = version
         .map(str::to_string)
         .or(image_version)
-        .or_else(|| crate::versions::all().last().map(|v| format!("v{v}")))
+        .or_else(|| crate::versions::all().last().map(crate::versions::tag))
         .unwrap_or_default();
 
     let mut o = String::new();
