@@ -7,8 +7,9 @@ use clusterctl_phases::steps::{RunReport, StepOutcome};
 use clusterctl_phases::{NodeInfo, PlanEntry, PlanKind};
 
 /// Prints `up`'s dry-run plan: the header (offline or probing), the cluster line, the phase order,
-/// the provider's steps (`provider_plan`, docker only), then per node every check, command and file
-/// write.
+/// the provider's steps (`provider_plan`, docker only), then per node what would change (see
+/// [`print_changes`]); with `verbose` every check, command and file write in full
+/// ([`print_entries`]).
 pub(crate) fn print_up_plan(
     cluster: &clusterctl_spec::ValidCluster,
     spec: &clusterctl_phases::up::UpSpec,
@@ -16,6 +17,7 @@ pub(crate) fn print_up_plan(
     provider_plan: &[String],
     plan: &[PlanEntry],
     probe: bool,
+    verbose: bool,
 ) {
     let cps = spec.nodes.iter().filter(|n| n.is_control_plane()).count();
     let how = if probe {
@@ -51,7 +53,115 @@ pub(crate) fn print_up_plan(
         }
     }
     let width = phases.iter().map(|p| p.name.len()).max().unwrap_or(10);
-    print_entries(&groups(&spec.nodes), plan, width);
+    if verbose {
+        print_entries(&groups(&spec.nodes), plan, width);
+    } else {
+        print_changes(&groups(&spec.nodes), plan, width);
+    }
+}
+
+/// The longest step text the compact plan prints, in characters, before cutting it with `…`.
+const SHORT_TEXT: usize = 100;
+
+/// Prints `plan` as [`print_entries`] does, but only what would change: per group the writes,
+/// commands, API changes, local steps, notes and failures, each on one line (a multi-line or long
+/// command cut with `…`); a step identical to one already printed for the same node (same kind and
+/// text, a no-op at run time) becomes `(already planned in PHASE)`; the checks are folded into one
+/// closing `+ N checks (PHASES); -v/--verbose lists them` line.
+pub(crate) fn print_changes(groups: &[(String, String)], plan: &[PlanEntry], width: usize) {
+    let width = plan
+        .iter()
+        .filter(|e| e.kind != PlanKind::Check)
+        .map(|e| e.phase.chars().count())
+        .fold(width, usize::max);
+    for (name, title) in groups {
+        let entries: Vec<&PlanEntry> = plan.iter().filter(|e| &e.node == name).collect();
+        if entries.is_empty() {
+            continue;
+        }
+        println!("\n{title}:");
+        let mut seen: Vec<&PlanEntry> = Vec::new();
+        let mut checks = 0usize;
+        let mut check_phases: Vec<&str> = Vec::new();
+        let mut i = 0;
+        while i < entries.len() {
+            let e = entries[i];
+            i += 1;
+            if let Some((cmd, arg)) = guarded(e) {
+                // Guarded runs in a row (`[ TEST ] || CMD ARG …`) with the same CMD: one line.
+                let mut args = vec![arg];
+                while let Some((_, a)) = entries
+                    .get(i)
+                    .and_then(|n| guarded(n).filter(|(c, _)| n.phase == e.phase && *c == cmd))
+                {
+                    args.push(a);
+                    i += 1;
+                }
+                if args.len() > 1 {
+                    println!(
+                        "  {:width$}  {:5}  {cmd} {} (each only where needed)",
+                        e.phase,
+                        kind_word(e.kind),
+                        args.join(" ")
+                    );
+                    continue;
+                }
+            }
+            if e.kind == PlanKind::Check {
+                checks += 1;
+                let top = e.phase.split('/').next().unwrap_or(&e.phase);
+                if !check_phases.contains(&top) {
+                    check_phases.push(top);
+                }
+                continue;
+            }
+            let text = match seen.iter().find(|s| s.kind == e.kind && s.text == e.text) {
+                Some(first) => format!("(already planned in {})", first.phase),
+                None => match e.kind {
+                    PlanKind::Write => one_line(e.text.trim_start_matches("write ")),
+                    PlanKind::Failed => failure(&e.text, &e.phase, &e.node),
+                    _ => one_line(&e.text),
+                },
+            };
+            seen.push(e);
+            println!("  {:width$}  {:5}  {text}", e.phase, kind_word(e.kind));
+        }
+        if checks > 0 {
+            println!(
+                "  + {checks} check(s) ({}); -v/--verbose lists them",
+                check_phases.join(", ")
+            );
+        }
+    }
+    println!();
+}
+
+/// A guarded command `[ TEST ] || CMD … ARG [|| …]` (a run entry that changes nothing when TEST
+/// holds) split into `(CMD …, ARG)`, else `None`.
+fn guarded(e: &PlanEntry) -> Option<(&str, &str)> {
+    if e.kind != PlanKind::Run || !e.text.starts_with("[ ") {
+        return None;
+    }
+    let (_, action) = e.text.split_once("] || ")?;
+    let action = action.split(" || ").next()?.trim();
+    let (cmd, arg) = action.rsplit_once(' ')?;
+    (!arg.is_empty() && !action.contains(['\n', ';', '&', '|'])).then_some((cmd, arg))
+}
+
+/// `text` on one line of at most [`SHORT_TEXT`] characters: the first line, cut with `…` when
+/// longer or when more lines follow.
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let more = lines.next().is_some();
+    if first.chars().count() > SHORT_TEXT {
+        let cut: String = first.chars().take(SHORT_TEXT - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else if more {
+        format!("{first} …")
+    } else {
+        first.to_string()
+    }
 }
 
 /// For a docker-provider dry run: the node containers `node join` creates, those of `joining` that

@@ -156,6 +156,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             provider,
             &summary.plan,
             args.probe,
+            args.nodes.verbose,
         );
     }
     Ok(outcome(&args, &spec, &summary, result, reporter.as_ref()))

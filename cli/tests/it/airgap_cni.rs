@@ -88,7 +88,7 @@ fn cluster_yaml(dir: &Path, source_url: &str, sha256: Option<&str>) -> String {
 /// `up --dry-run -f FILE` with `home` as `HOME` and an empty `PATH`: exit code and output.
 pub(crate) fn dry_run(file: &Path, home: &Path) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
-        .args(["up", "--dry-run", "-f"])
+        .args(["up", "--dry-run", "--verbose", "-f"])
         .arg(file)
         .env_clear()
         .env("PATH", home.join("empty-path"))

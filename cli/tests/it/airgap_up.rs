@@ -219,7 +219,7 @@ fn up_installs_from_the_bundle_on_nodes_without_a_route_out() {
     std::fs::write(&file, &text).expect("cluster file restored");
 
     // The dry run (offline) plans exactly each role's loads.
-    let dry = up(&["--dry-run"]);
+    let dry = up(&["--dry-run", "--verbose"]);
     assert_eq!(dry.code, 0, "{}", dry.all());
     for (n, want) in nodes.iter().zip([&want_cp, &want_worker]) {
         let section = dry

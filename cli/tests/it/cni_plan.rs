@@ -11,7 +11,7 @@ use std::process::Command;
 
 fn dry_run(file: &Path, dir: &Path) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
-        .args(["up", "--dry-run", "-f"])
+        .args(["up", "--dry-run", "--verbose", "-f"])
         .arg(file)
         .current_dir(dir)
         .env_clear()
@@ -169,7 +169,7 @@ fn the_seed_profiles_by_name_plan_their_cni_install() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = |name: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
-            .args(["up", "--dry-run", "--profile", name])
+            .args(["up", "--dry-run", "--verbose", "--profile", name])
             .current_dir(dir.path())
             .env_clear()
             .env("PATH", dir.path().join("empty-path"))

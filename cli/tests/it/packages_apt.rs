@@ -175,7 +175,15 @@ fn up_installs_exact_held_kubernetes_packages_from_a_signed_apt_repository() {
     let file_s = file.display().to_string();
     let kh = node.known_hosts.display().to_string();
     let r = cli
-        .run(&["up", "-f", &file_s, "--dry-run", "--known-hosts", &kh])
+        .run(&[
+            "up",
+            "-f",
+            &file_s,
+            "--dry-run",
+            "--verbose",
+            "--known-hosts",
+            &kh,
+        ])
         .expect("dry run");
     assert_eq!(r.code, 0, "{}", r.all());
     for want in [
@@ -190,6 +198,7 @@ fn up_installs_exact_held_kubernetes_packages_from_a_signed_apt_repository() {
             "-f",
             &file_s,
             "--dry-run",
+            "--verbose",
             "--probe",
             "--only",
             "packages",

@@ -33,7 +33,8 @@ fn section<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
 #[test]
 fn dry_run_without_a_file_prints_the_lab_plan_offline() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (code, out, err) = clusterctl(&["up", "--dry-run"], dir.path());
+    // --verbose: every check in full (the default plan folds them, see the test below).
+    let (code, out, err) = clusterctl(&["up", "--dry-run", "--verbose"], dir.path());
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("offline: no node is contacted"), "{out}");
     assert!(out.contains("cluster lab: Kubernetes v1.34.1"), "{out}");
@@ -237,7 +238,7 @@ spec:
 #[test]
 fn a_fresh_plan_has_no_rollout_aligned_columns_and_the_published_api_server() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (code, out, err) = clusterctl(&["up", "--dry-run"], dir.path());
+    let (code, out, err) = clusterctl(&["up", "--dry-run", "-v"], dir.path());
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     let steps: Vec<&str> = out
         .lines()
@@ -541,4 +542,68 @@ fn ssh_up_says_which_node_it_is_connecting_to() {
     );
     assert!(err.contains("  node cp1: not reached after"), "{err}");
     assert!(err.contains("cannot reach every node"), "{err}");
+}
+
+/// Issue 16 point 10: the default plan shows what would change — no check rows (a per-node count
+/// instead), one line per step (long commands cut with `…`), an identical step planned again on the
+/// same node named as such — and stays well under 100 lines for the lab; `--verbose` and `-o json`
+/// keep every entry in full.
+#[test]
+fn the_default_lab_plan_is_short_and_names_every_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, out, err) = clusterctl(&["up", "--dry-run"], dir.path());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.lines().count() < 100,
+        "{} lines:\n{out}",
+        out.lines().count()
+    );
+    assert!(!out.contains("  check  "), "{out}");
+    for node in ["node control-plane (", "node worker (", "node worker2 ("] {
+        let lines = section(&out, node);
+        let last = lines.last().copied().unwrap_or_default();
+        assert!(
+            last.contains(" check(s) (") && last.contains("-v/--verbose lists them"),
+            "{lines:#?}"
+        );
+        let undo: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.contains("mkdir -p /var/lib/clusterctl/undo"))
+            .collect();
+        assert!(undo.len() == 1 && undo[0].ends_with('…'), "{lines:#?}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("runtime/containerd")
+                    && l.contains("(already planned in files)")),
+            "{lines:#?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("/etc/containerd/config.toml")),
+            "{lines:#?}"
+        );
+    }
+    assert!(out.contains("modprobe overlay br_netfilter vxlan"), "{out}");
+    assert!(out.contains("kubeadm init --config"), "{out}");
+
+    let (code, full, err) = clusterctl(&["up", "--dry-run", "--verbose"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(full.contains("  check  "), "{full}");
+    assert!(full.lines().count() > out.lines().count() + 50, "{full}");
+    let (code, json, err) = clusterctl(&["up", "--dry-run", "-o", "json"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let steps = doc["steps"].as_array().expect("steps");
+    assert!(steps.iter().any(|s| s["kind"] == "check"), "{json}");
+    let undo = steps
+        .iter()
+        .filter(|s| {
+            s["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("mkdir -p /var/lib/clusterctl/undo"))
+        })
+        .count();
+    assert_eq!(undo, 6, "{json}");
 }
