@@ -560,10 +560,17 @@ fn check(text: &str, secret: Option<&str>) -> Duration {
     took
 }
 
+/// Where failing and slowest cases are kept unless `FUZZ_KEEP` says otherwise: `fuzz-failures` in
+/// the scratch directory cargo gives integration tests (`CARGO_TARGET_TMPDIR`, under the target
+/// directory), never in the source tree.
+fn default_keep() -> String {
+    concat!(env!("CARGO_TARGET_TMPDIR"), "/fuzz-failures").to_string()
+}
+
 /// Counts the cases of [`cases_hold_the_invariants`] and their CPU time, keeps the
 /// [`slowest_kept`] slowest (their class, and their text when it is within the size budget), and once
 /// the last case has run prints the totals, the mean, the 99th percentile and the slowest, and writes
-/// the slowest texts to `FUZZ_KEEP` (default `target/fuzz-failures`)`/slowest-in-process/` so that
+/// the slowest texts to `FUZZ_KEEP` (default [`default_keep`])`/slowest-in-process/` so that
 /// each can be run again with `clusterctl validate -f` (the measured run of docs/testing.md).
 fn measured(took: Duration, text: &str, class: String) {
     use std::sync::Mutex;
@@ -591,10 +598,9 @@ fn measured(took: Duration, text: &str, class: String) {
         return;
     }
     let total: Duration = t.times.iter().sum();
-    let keep = std::path::PathBuf::from(
-        std::env::var("FUZZ_KEEP").unwrap_or_else(|_| "target/fuzz-failures".into()),
-    )
-    .join("slowest-in-process");
+    let keep =
+        std::path::PathBuf::from(std::env::var("FUZZ_KEEP").unwrap_or_else(|_| default_keep()))
+            .join("slowest-in-process");
     let _ = std::fs::create_dir_all(&keep);
     let mut lines = String::new();
     for (k, (cpu, (class, text))) in t.slowest.runs.iter().enumerate() {
@@ -646,7 +652,7 @@ proptest! {
 /// panics, aborts and other signals, a planted secret or a terminal escape shown, the mean, 99th
 /// percentile and slowest CPU time (the process's own, from `wait4`) and the slowest wall time
 /// (which a shared, loaded machine inflates); keeps each failing case in `FUZZ_KEEP` (default
-/// `target/fuzz-failures`), and the `FUZZ_SLOWEST` (default 10) slowest by CPU time, with their
+/// [`default_keep`]), and the `FUZZ_SLOWEST` (default 10) slowest by CPU time, with their
 /// class, in `FUZZ_KEEP/slowest-seed<seed>-from<first>/case-<index>.yaml`. Fails
 /// on any exit but 0 and 2, any signal, anything shown that must not be, or a run over
 /// `FUZZ_MAX_CPU_MS` of CPU (default 2,000 for `FUZZ_BIN`, 20,000 for this unoptimised child; one
@@ -699,9 +705,8 @@ fn cases_in_their_own_process() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2);
-    let keep = std::path::PathBuf::from(
-        std::env::var("FUZZ_KEEP").unwrap_or_else(|_| "target/fuzz-failures".into()),
-    );
+    let keep =
+        std::path::PathBuf::from(std::env::var("FUZZ_KEEP").unwrap_or_else(|_| default_keep()));
     let bases = bases();
     let work = tempfile::tempdir().expect("tempdir");
     let next = AtomicUsize::new(0);
