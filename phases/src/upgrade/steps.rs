@@ -206,7 +206,7 @@ pub fn settled_script(timeout_secs: u64) -> String {
          names=$(ls /etc/kubernetes/manifests 2>/dev/null | sed -n 's/^\\(etcd\\|kube-apiserver\\|kube-controller-manager\\|kube-scheduler\\)\\.yaml$/\\1/p')\n\
          want=$(printf '%s\\n' $names | grep -c .)\n\
          regex=\"^($(echo $names | tr ' ' '|'))$\"\n\
-         ready() {{ kubectl --kubeconfig {ADMIN_CONF} --request-timeout=5s get --raw=/readyz 2>&1 | tail -n1; }}\n\
+         ready() {{ kubectl --kubeconfig {ADMIN_CONF} --request-timeout=5s get --raw /readyz 2>&1 | tail -n1; }}\n\
          end=$(( $(date +%s) + {timeout_secs} ))\n\
          while :; do\n\
          \x20 up=$(( $(date +%s) - $(date -d \"$(systemctl show -p ActiveEnterTimestamp --value kubelet)\" +%s) ))\n\
@@ -263,7 +263,7 @@ mod tests {
         assert!(out.status.success(), "{script}\n{out:?}");
         for part in [
             "^($(echo $names | tr ' ' '|'))$",
-            "get --raw=/readyz",
+            "get --raw /readyz",
             "[ \"$up\" -ge 20 ]",
             "within 300s",
         ] {
