@@ -123,7 +123,10 @@ pub(crate) fn upload_stream<R: RawExec + ?Sized>(
 }
 
 /// Reads the whole file at `path` (as root), `Ok(None)` when it does not exist.
-pub(crate) fn download<R: RawExec + ?Sized>(raw: &R, path: &str) -> Result<Option<Vec<u8>>, ExecError> {
+pub(crate) fn download<R: RawExec + ?Sized>(
+    raw: &R,
+    path: &str,
+) -> Result<Option<Vec<u8>>, ExecError> {
     let cmd = Cmd::new(shell::download_script(path)).sudo();
     let out = raw.raw_exec(&cmd, None, &mut |_| {}, &mut |_| {})?;
     match out.status {

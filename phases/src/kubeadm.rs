@@ -139,7 +139,11 @@ fn map_at<'a>(m: &'a mut Mapping, key: &str) -> Option<&'a mut Mapping> {
 /// The init configuration with `token` as its (first) bootstrap token (ttl 24h, groups and usages of
 /// kubeadm's default token) and `certificate_key` as `InitConfiguration.certificateKey`.
 /// Errors: no `InitConfiguration` document, or invalid YAML.
-pub(crate) fn patch_init(text: &str, token: &str, certificate_key: &str) -> Result<String, PatchError> {
+pub(crate) fn patch_init(
+    text: &str,
+    token: &str,
+    certificate_key: &str,
+) -> Result<String, PatchError> {
     patch_kind(text, "InitConfiguration", |m| {
         let mut t = Mapping::new();
         t.insert("token".into(), token.into());
