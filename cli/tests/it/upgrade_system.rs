@@ -47,12 +47,22 @@ done
 exit 0
 "#;
 
-/// `crictl` stand-in: `ps` names an etcd container, `exec … snapshot save PATH` writes PATH.
+/// `crictl` stand-in: `ps` without `--name` names the etcd container; `ps --name REGEX` names one
+/// running container per static pod (etcd plus each `/etc/kubernetes/manifests/*.yaml`) whose name
+/// matches REGEX, as real crictl does (the etcd backup and the post-upgrade settle wait read it);
+/// `exec … snapshot save PATH` writes PATH.
 const CRICTL_STANDIN: &str = r#"#!/bin/sh
 # STAND-IN for crictl (clusterctl upgrade test). Records argv. Not a container runtime.
 echo "crictl $*" >> /var/log/clusterctl-standin/calls.log
 case "${1:-}" in
-  ps) echo 3f2a9c7d1e5b ;;
+  ps) name=; prev=
+      for a in "$@"; do [ "$prev" = --name ] && name=$a; prev=$a; done
+      if [ -z "$name" ]; then echo 3f2a9c7d1e5b; exit 0; fi
+      { echo etcd; ls /etc/kubernetes/manifests 2>/dev/null | sed -n 's/\.yaml$//p'; } | sort -u |
+      while read -r pod; do
+        echo "$pod" | grep -Eq "$name" || continue
+        if [ "$pod" = etcd ]; then echo 3f2a9c7d1e5b; else echo "$pod" | md5sum | cut -c1-12; fi
+      done ;;
   exec) for last; do :; done; mkdir -p "$(dirname "$last")"; echo "etcd snapshot (stand-in)" > "$last" ;;
 esac
 "#;
