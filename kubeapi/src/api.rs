@@ -29,7 +29,26 @@ pub enum ApiError {
         /// The `Status.message`.
         message: String,
     },
-    /// The API server could not be reached or the answer could not be read.
+    /// The `kube` client failed before the API server answered with a status (connection refused,
+    /// DNS, TLS, timeout, an unreadable answer): names the server URL tried and the kubeconfig (and
+    /// context) it came from, with the client's error (also its [`std::error::Error::source`]).
+    #[error(
+        "{call}: the API server {server} (from {origin}) could not be reached or its answer read: {}",
+        cause_text(source)
+    )]
+    Unreachable {
+        /// The call, e.g. `list nodes`.
+        call: String,
+        /// The server URL of the kubeconfig's cluster, e.g. `https://127.0.0.1:40123/`.
+        server: String,
+        /// Where the client's configuration came from, e.g. `/root/.kube/config (context
+        /// clusterctl-lab)` or `admin.conf of c1`.
+        origin: String,
+        /// The client's error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// The answer could not be used (e.g. no token in a TokenRequest's status).
     #[error("{call}: {reason}")]
     Transport {
         /// The call.
@@ -149,4 +168,21 @@ pub trait ClusterApi: Send + Sync {
             reason: "this client cannot request tokens".to_string(),
         })
     }
+}
+
+/// `e` and every cause under it, joined by `: ` (the `kube` client's own message names only the
+/// layer, e.g. `client error (Connect)`; the causes say why, e.g. `Connection refused`). A cause
+/// whose text the previous level already contains is left out.
+fn cause_text(e: &kube::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = std::error::Error::source(e);
+    while let Some(c) = next {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = c.source();
+    }
+    out
 }

@@ -72,7 +72,7 @@ impl KubeClusterApi {
                     message: format!("the server has no resource for {kind} in {api_version}: {e}"),
                 })
             }
-            Err(e) => return Err(crate::kube_impl::map_err(call, e)),
+            Err(e) => return Err(self.map_err(call, e)),
         };
         if let Ok(mut m) = self.resources.lock() {
             m.insert(key, r.clone());
@@ -112,7 +112,7 @@ impl KubeClusterApi {
         self.rt
             .block_on(async { api.patch(name, &pp, &Patch::Apply(object)).await })
             .map(|_| ())
-            .map_err(|e| crate::kube_impl::map_err(&call, e))
+            .map_err(|e| self.map_err(&call, e))
     }
 
     /// The object `kind` `name` (in `namespace` for namespaced kinds) as JSON; `None` when it or its
@@ -139,7 +139,7 @@ impl KubeClusterApi {
                     reason: e.to_string(),
                 }),
             Ok(None) => Ok(None),
-            Err(e) => Err(crate::kube_impl::map_err(&call, e)),
+            Err(e) => Err(self.map_err(&call, e)),
         }
     }
 
@@ -159,7 +159,7 @@ impl KubeClusterApi {
         let list = self
             .rt
             .block_on(async { api.list(&ListParams::default()).await })
-            .map_err(|e| crate::kube_impl::map_err(&call, e))?;
+            .map_err(|e| self.map_err(&call, e))?;
         list.items
             .into_iter()
             .map(|o| {

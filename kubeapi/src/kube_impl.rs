@@ -23,6 +23,10 @@ pub struct KubeClusterApi {
     pub(crate) client: Client,
     /// Resources found through discovery (`crate::apply`).
     pub(crate) resources: crate::apply::Resources,
+    /// The cluster's server URL, named by errors ([`ApiError::Unreachable`]).
+    pub(crate) server: String,
+    /// The kubeconfig (and context) the client was built from, named by errors.
+    pub(crate) origin: String,
 }
 
 impl std::fmt::Debug for KubeClusterApi {
@@ -31,18 +35,25 @@ impl std::fmt::Debug for KubeClusterApi {
     }
 }
 
-pub(crate) fn map_err(call: &str, e: kube::Error) -> ApiError {
-    match e {
-        kube::Error::Api(s) => ApiError::Status {
-            call: call.to_string(),
-            code: s.code,
-            reason: s.reason.clone(),
-            message: s.message.clone(),
-        },
-        other => ApiError::Transport {
-            call: call.to_string(),
-            reason: other.to_string(),
-        },
+impl KubeClusterApi {
+    /// The [`ApiError`] of a failed call: the server's status as [`ApiError::Status`], anything
+    /// else (the server never answered with a status) as [`ApiError::Unreachable`] naming the server
+    /// and the kubeconfig.
+    pub(crate) fn map_err(&self, call: &str, e: kube::Error) -> ApiError {
+        match e {
+            kube::Error::Api(s) => ApiError::Status {
+                call: call.to_string(),
+                code: s.code,
+                reason: s.reason.clone(),
+                message: s.message.clone(),
+            },
+            source => ApiError::Unreachable {
+                call: call.to_string(),
+                server: self.server.clone(),
+                origin: self.origin.clone(),
+                source: Box::new(source),
+            },
+        }
     }
 }
 
@@ -65,6 +76,14 @@ impl KubeClusterApi {
             .build()
             .map_err(|e| cfg_err(format!("cannot start the async runtime: {e}")))?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| cfg_err(e.to_string()))?;
+        let origin = format!(
+            "{} (context {})",
+            path.display(),
+            context
+                .map(str::to_string)
+                .or_else(|| kubeconfig.current_context.clone())
+                .unwrap_or_else(|| "current-context".to_string())
+        );
         let options = KubeConfigOptions {
             context: context.map(str::to_string),
             ..Default::default()
@@ -76,12 +95,17 @@ impl KubeClusterApi {
             // A 429 must reach the caller: an eviction refused by a PodDisruptionBudget is retried
             // by the drain (with its own interval and deadline), not for minutes inside the client.
             config.default_retry = false;
-            Client::try_from(config).map_err(|e| cfg_err(e.to_string()))
+            let server = config.cluster_url.to_string();
+            Client::try_from(config)
+                .map(|c| (c, server))
+                .map_err(|e| cfg_err(e.to_string()))
         })?;
         Ok(KubeClusterApi {
             rt,
-            client,
+            client: client.0,
             resources: Default::default(),
+            server: client.1,
+            origin,
         })
     }
 
@@ -105,12 +129,17 @@ impl KubeClusterApi {
             let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .map_err(|e| cfg_err(e.to_string()))?;
-            Client::try_from(config).map_err(|e| cfg_err(e.to_string()))
+            let server = config.cluster_url.to_string();
+            Client::try_from(config)
+                .map(|c| (c, server))
+                .map_err(|e| cfg_err(e.to_string()))
         })?;
         Ok(KubeClusterApi {
             rt,
-            client,
+            client: client.0,
             resources: Default::default(),
+            server: client.1,
+            origin: what.to_string(),
         })
     }
 
@@ -132,7 +161,7 @@ impl KubeClusterApi {
         self.rt
             .block_on(async { api.patch(node, &pp, &patch).await })
             .map(|_| ())
-            .map_err(|e| map_err(call, e))
+            .map_err(|e| self.map_err(call, e))
     }
 }
 
@@ -153,7 +182,7 @@ impl ClusterApi for KubeClusterApi {
         self.rt
             .block_on(async { api.list(&ListParams::default()).await })
             .map(|l| l.items)
-            .map_err(|e| map_err("list nodes", e))
+            .map_err(|e| self.map_err("list nodes", e))
     }
 
     fn pods(&self) -> Result<Vec<Pod>, ApiError> {
@@ -161,7 +190,7 @@ impl ClusterApi for KubeClusterApi {
         self.rt
             .block_on(async { api.list(&ListParams::default()).await })
             .map(|l| l.items)
-            .map_err(|e| map_err("list pods", e))
+            .map_err(|e| self.map_err("list pods", e))
     }
 
     fn events_for(&self, namespace: &str, kind: &str, name: &str) -> Result<Vec<Event>, ApiError> {
@@ -179,7 +208,7 @@ impl ClusterApi for KubeClusterApi {
             .rt
             .block_on(async { api.list(&lp).await })
             .map(|l| l.items)
-            .map_err(|e| map_err(&format!("list events of {kind} {name}"), e))?;
+            .map_err(|e| self.map_err(&format!("list events of {kind} {name}"), e))?;
         items.sort_by_key(event_time);
         Ok(items)
     }
@@ -231,7 +260,7 @@ impl ClusterApi for KubeClusterApi {
             Err(kube::Error::Api(s)) if s.code == 429 => {
                 Ok(EvictOutcome::Blocked(s.message.clone()))
             }
-            Err(e) => Err(map_err(&call, e)),
+            Err(e) => Err(self.map_err(&call, e)),
         }
     }
 
@@ -243,7 +272,7 @@ impl ClusterApi for KubeClusterApi {
         {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(e) => Err(map_err(&format!("delete node {node}"), e)),
+            Err(e) => Err(self.map_err(&format!("delete node {node}"), e)),
         }
     }
 
@@ -290,7 +319,7 @@ impl ClusterApi for KubeClusterApi {
                 api.create_token_request(name, &PostParams::default(), &request)
                     .await
             })
-            .map_err(|e| map_err(&call, e))?;
+            .map_err(|e| self.map_err(&call, e))?;
         match answer.status.map(|s| s.token) {
             Some(token) if !token.is_empty() => Ok(token),
             _ => Err(ApiError::Transport {

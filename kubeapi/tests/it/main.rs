@@ -5,3 +5,4 @@ mod diagnose;
 mod real_api;
 mod real_apply;
 mod recorded_api;
+mod unreachable;

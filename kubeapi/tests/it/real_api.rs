@@ -438,7 +438,7 @@ fn a_wrong_ca_is_refused() {
     std::fs::write(&path, kc).expect("written");
     let api = KubeClusterApi::from_kubeconfig(&path, None).expect("client");
     match api.nodes() {
-        Err(ApiError::Transport { .. }) => {}
+        Err(ApiError::Unreachable { .. }) => {}
         other => panic!("expected a TLS failure, got {other:?}"),
     }
 }
