@@ -62,11 +62,8 @@ impl KubeClusterApi {
     /// Errors: [`ApiError::Config`] when the file cannot be read, the context is missing, or its
     /// credentials cannot be loaded. No request is made here.
     pub fn from_kubeconfig(path: &Path, context: Option<&str>) -> Result<Self, ApiError> {
-        let what = format!(
-            "{} (context {})",
-            path.display(),
-            context.unwrap_or("current-context")
-        );
+        let named = |ctx: &str| format!("{} (context {ctx})", path.display());
+        let what = named(context.unwrap_or("current-context"));
         let cfg_err = |reason: String| ApiError::Config {
             what: what.clone(),
             reason,
@@ -76,37 +73,23 @@ impl KubeClusterApi {
             .build()
             .map_err(|e| cfg_err(format!("cannot start the async runtime: {e}")))?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| cfg_err(e.to_string()))?;
-        let origin = format!(
-            "{} (context {})",
-            path.display(),
+        // Errors after this point name the context actually used.
+        let origin = named(
             context
-                .map(str::to_string)
-                .or_else(|| kubeconfig.current_context.clone())
-                .unwrap_or_else(|| "current-context".to_string())
+                .or(kubeconfig.current_context.as_deref())
+                .unwrap_or("current-context"),
         );
         let options = KubeConfigOptions {
             context: context.map(str::to_string),
             ..Default::default()
         };
-        let client = rt.block_on(async {
-            let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(|e| cfg_err(e.to_string()))?;
-            // A 429 must reach the caller: an eviction refused by a PodDisruptionBudget is retried
-            // by the drain (with its own interval and deadline), not for minutes inside the client.
-            config.default_retry = false;
-            let server = config.cluster_url.to_string();
-            Client::try_from(config)
-                .map(|c| (c, server))
-                .map_err(|e| cfg_err(e.to_string()))
-        })?;
-        Ok(KubeClusterApi {
-            rt,
-            client: client.0,
-            resources: Default::default(),
-            server: client.1,
-            origin,
-        })
+        let mut config = rt
+            .block_on(Config::from_custom_kubeconfig(kubeconfig, &options))
+            .map_err(|e| cfg_err(e.to_string()))?;
+        // A 429 must reach the caller: an eviction refused by a PodDisruptionBudget is retried
+        // by the drain (with its own interval and deadline), not for minutes inside the client.
+        config.default_retry = false;
+        Self::with_config(rt, config, origin).map_err(|e| cfg_err(e.to_string()))
     }
 
     /// A client for the kubeconfig `text` (YAML, e.g. kubeadm's `admin.conf` read from a control
@@ -125,21 +108,31 @@ impl KubeClusterApi {
             .map_err(|e| cfg_err(format!("cannot start the async runtime: {e}")))?;
         let kubeconfig = Kubeconfig::from_yaml(text)
             .map_err(|_| cfg_err("is not a kubeconfig (v1 Config YAML)".to_string()))?;
-        let client = rt.block_on(async {
-            let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| cfg_err(e.to_string()))?;
-            let server = config.cluster_url.to_string();
-            Client::try_from(config)
-                .map(|c| (c, server))
-                .map_err(|e| cfg_err(e.to_string()))
-        })?;
+        let config = rt
+            .block_on(Config::from_custom_kubeconfig(
+                kubeconfig,
+                &KubeConfigOptions::default(),
+            ))
+            .map_err(|e| cfg_err(e.to_string()))?;
+        Self::with_config(rt, config, what.to_string()).map_err(|e| cfg_err(e.to_string()))
+    }
+
+    /// The API of `config`, naming its server URL and `origin` (where the configuration came from)
+    /// in [`ApiError::Unreachable`]. The client is built inside `rt`, where its request buffer's
+    /// task runs. Errors: the client cannot be built from `config` (e.g. its TLS settings).
+    fn with_config(
+        rt: tokio::runtime::Runtime,
+        config: Config,
+        origin: String,
+    ) -> Result<Self, kube::Error> {
+        let server = config.cluster_url.to_string();
+        let client = rt.block_on(async { Client::try_from(config) })?;
         Ok(KubeClusterApi {
             rt,
-            client: client.0,
+            client,
             resources: Default::default(),
-            server: client.1,
-            origin: what.to_string(),
+            server,
+            origin,
         })
     }
 
