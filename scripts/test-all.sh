@@ -99,8 +99,9 @@ k8s_build() {
   # and kubectl it packages (crictl and the CNI plugins are the ones above); k8s-images builds the
   # v1.35.4 control-plane programs its images carry. Cached by version like the rest.
   scripts/k8s/build.sh v1.35.4 kubeadm kubelet kubectl >/dev/null || rc=1
-  # The third-party CNI tests (issue 13): helm, flanneld, flannel's CNI plugin, kube-flannel.yml and the
-  # cilium chart, read from their Go modules at the versions of scripts/k8s/cni-versions.sh.
+  # The third-party CNI tests (issue 13): helm, flanneld, flannel's CNI plugin, kube-flannel.yml, the
+  # cilium chart and kind's default CNI manifest (kindnet), read from their Go modules at the versions of
+  # scripts/k8s/cni-versions.sh.
   scripts/k8s/build.sh v1.34.4 cni >/dev/null || rc=1
   scripts/k8s/kind-check.sh >/dev/null || rc=1  # kind's own config loader (issue 15 item 5; seconds, cached)
   for v in $KUBEADM_VERSIONS; do

@@ -7,13 +7,15 @@
 # VERSION is a Kubernetes tag (v1.34.4). PROGRAMs (default: all) are any of
 #   kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl
 #   etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins
-#   helm flanneld flannel-cni flannel-manifest cilium-chart
+#   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest
 # or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, etcd, etcdctl, coredns), `node`
 # (containerd, containerd-shim-runc-v2, ctr, runc, cni-plugins, crictl), `cni` (helm, flanneld, flannel-cni,
-# flannel-manifest, cilium-chart: what the third-party CNI tests run or serve, versions in cni-versions.sh).
-# flannel-manifest and cilium-chart are upstream files, not programs: flannel's Documentation/kube-flannel.yml
-# and the `helm package` of cilium's install/kubernetes/cilium, both read from their Go module at the pinned tag.
+# flannel-manifest, cilium-chart, kindnet-manifest: what the third-party CNI tests run or serve, versions in
+# cni-versions.sh). flannel-manifest, cilium-chart and kindnet-manifest are upstream files, not programs:
+# flannel's Documentation/kube-flannel.yml, the `helm package` of cilium's install/kubernetes/cilium, and
+# kind's default CNI manifest (the constant kind's node image build writes to /kind/manifests/default-cni.yaml,
+# evaluated by scripts/k8s/kind-cni.go), each read from its Go module at the pinned tag.
 #
 # Layout ($CACHE = ${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}):
 #   $CACHE/bin/<program>/<program version>/<program>   one binary (cni-plugins: a CNI bin dir of plugins)
@@ -43,7 +45,7 @@ PATCH=${BASH_REMATCH[2]}
 
 K8S_PROGRAMS=(kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
 CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
-CNI_PROGRAMS=(helm flanneld flannel-cni flannel-manifest cilium-chart)
+CNI_PROGRAMS=(helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest)
 ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns crictl kube-vip "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}")
 CNI_PLUGINS=(bridge host-local loopback portmap ptp bandwidth tuning firewall static)
 
@@ -84,7 +86,7 @@ path_of() {
   local p=$1 v=""
   case "$p" in
     kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl) v=$VERSION ;;
-    helm|flanneld|flannel-cni|flannel-manifest|cilium-chart) cni_path "$p"; return 0 ;;
+    helm|flanneld|flannel-cni|flannel-manifest|cilium-chart|kindnet-manifest) cni_path "$p"; return 0 ;;
     *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
           etcd|etcdctl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
           crictl) echo "${CRICTL_VERSION:-}" ;; kube-vip) echo "${KUBE_VIP_VERSION:-}" ;;
@@ -104,7 +106,7 @@ have() {
     # every pod sandbox with the default seccomp profile, which such a runc refuses ("seccomp: config
     # provided but seccomp not supported").
     runc) [ -x "$f" ] && { ! seccomp_lib || "$f" --version 2>/dev/null | grep -q '^libseccomp'; } ;;
-    flannel-manifest|cilium-chart) [ -f "$f" ] ;;
+    flannel-manifest|cilium-chart|kindnet-manifest) [ -f "$f" ] ;;
     *) [ -f "$f" ] && [ -x "$f" ] ;;
   esac
 }
@@ -465,6 +467,17 @@ build_cilium_chart() {
   log "cilium-chart $CILIUM_CHART_VERSION: $(sha256sum "$dest/cilium.tgz" | cut -c1-64)"
 }
 
+build_kindnet_manifest() {
+  have kindnet-manifest && return 0
+  local src dest="$CACHE/bin/kindnet-manifest/$KIND_VERSION"
+  src=$(module_dir sigs.k8s.io/kind "$KIND_VERSION")/pkg/build/nodeimage/const_cni.go
+  [ -f "$src" ] || die "no pkg/build/nodeimage/const_cni.go in sigs.k8s.io/kind@$KIND_VERSION"
+  mkdir -p "$dest"
+  (cd "$dest" && go run "$here/kind-cni.go" < "$src" > "$dest/.tmp") || { rm -f "$dest/.tmp"; return 1; }
+  chmod 0644 "$dest/.tmp"; mv -f "$dest/.tmp" "$dest/default-cni.yaml"
+  log "kindnet-manifest (kind $KIND_VERSION): $(sha256sum "$dest/default-cni.yaml" | cut -c1-64)"
+}
+
 # ---- main --------------------------------------------------------------------------------------------
 [ -f "$envfile" ] || locked "k8s.io/kubernetes@$VERSION" resolve_versions
 for p in "${wanted[@]}"; do
@@ -474,6 +487,7 @@ for p in "${wanted[@]}"; do
     flannel-cni) locked "github.com/containernetworking/plugins@$FLANNEL_CNI_PLUGINS_VERSION" build_flannel_cni ;;
     flannel-manifest) locked "github.com/flannel-io/flannel@$FLANNEL_VERSION" build_flannel_manifest ;;
     cilium-chart) locked "github.com/cilium/cilium@$CILIUM_CHART_VERSION" build_cilium_chart ;;
+    kindnet-manifest) locked "sigs.k8s.io/kind@$KIND_VERSION" build_kindnet_manifest ;;
     kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl)
       locked "k8s.io/kubernetes@$VERSION" build_k8s "$p" ;;
     etcd) locked "go.etcd.io/etcd/server/v3@$(ev ETCD_VERSION)" build_etcd "$p" ;;

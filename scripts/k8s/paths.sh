@@ -40,7 +40,7 @@ ver_of() {
 path_of() {
   case "$1" in
     helm|flanneld|flannel-cni) local f; f=$(cni_path "$1"); [ -x "$f" ] && echo "$f"; return ;;
-    flannel-manifest|cilium-chart) local f; f=$(cni_path "$1"); [ -f "$f" ] && echo "$f"; return ;;
+    flannel-manifest|cilium-chart|kindnet-manifest) local f; f=$(cni_path "$1"); [ -f "$f" ] && echo "$f"; return ;;
   esac
   local v; v=$(ver_of "$1"); [ -n "$v" ] || return 1
   if [ "$1" = cni-plugins ]; then
@@ -53,6 +53,6 @@ path_of() {
 if [ $# -ge 2 ]; then path_of "$2"; exit $?; fi
 for p in kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl \
          etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins \
-         helm flanneld flannel-cni flannel-manifest cilium-chart; do
+         helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest; do
   if f=$(path_of "$p"); then printf '%s %s\n' "$p" "$f"; fi
 done

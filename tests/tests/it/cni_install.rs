@@ -16,8 +16,11 @@
 //!   `Installation` and the `APIServer` are accepted by the CRDs' schemas, an `Installation` the schema
 //!   refuses fails naming the object and the server's message, the operator Deployment runs the
 //!   mirror's image, and the TigeraStatus wait names what is still progressing until all are Available.
-//! * **kindnet**: a default-CNI template of our own shape as kind's node image carries it, filled with
-//!   podSubnet and patched with the endpoint as kind's `installcni` does.
+//! * **kindnet**: kind's real default CNI manifest of the kind release clusterctl targets (the constant
+//!   kind's node image build writes to `/kind/manifests/default-cni.yaml`, which the test bed reads from
+//!   kind's Go module: `scripts/k8s/build.sh kindnet-manifest`), filled with podSubnet and patched with
+//!   the endpoint as kind's `installcni` does: its four objects accepted, the DaemonSet's image under the
+//!   mirror, `CONTROL_PLANE_ENDPOINT` appended last; a re-apply and real kubectl change nothing.
 //! * **cni: none**: the control-plane components `wait-ready` waits for instead of Ready nodes, from
 //!   real Pods whose status the test sets.
 
@@ -485,6 +488,9 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
 
 #[test]
 fn kindnet_template_is_filled_patched_and_applied_and_cni_none_waits_for_the_control_plane() {
+    let Some(bins) = require_programs(DEFAULT_VERSION, &["kindnet-manifest", "kubectl"]) else {
+        return;
+    };
     let Some(env) = Envtest::require_own() else {
         return;
     };
@@ -493,9 +499,30 @@ fn kindnet_template_is_filled_patched_and_applied_and_cni_none_waits_for_the_con
     let c = cluster(dir.path(), "kindnet", "10.244.0.0/16");
     let (input, _) = prepared(&c);
     assert!(input.endpoint.ends_with(":6443"), "{}", input.endpoint);
-    // Our own shape of kind's default CNI manifest (the kind node images are not built here).
-    let template = "# would you kindly template this file\n# would you kindly patch this file\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: kindnet, namespace: kube-system}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: kindnet, namespace: kube-system}\nspec:\n  selector: {matchLabels: {app: kindnet}}\n  template:\n    metadata: {labels: {app: kindnet}}\n    spec:\n      serviceAccountName: kindnet\n      containers:\n      - name: kindnet-cni\n        image: docker.io/kindest/kindnetd:v20250512-df8de77b\n        env:\n        - name: POD_SUBNET\n          value: {{ .PodSubnet }}\n";
-    let steps = kindnet_steps(&input, template).expect("steps");
+    // kind's real default CNI manifest of the kind release clusterctl targets, as its node image
+    // build writes it to /kind/manifests/default-cni.yaml (the node images built here lack it).
+    let template = std::fs::read_to_string(bins.path("kindnet-manifest")).expect("manifest");
+    assert!(template.contains("would you kindly template this file"));
+    let upstream_image = template
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("image: "))
+        .expect("the kindnetd image line")
+        .to_string();
+    let steps = kindnet_steps(&input, &template).expect("steps");
+    let kinds: Vec<_> = steps[0]
+        .objects
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ServiceAccount",
+            "DaemonSet"
+        ]
+    );
     apply(&a.api, &steps);
     let ds = get(
         &a.api,
@@ -505,9 +532,21 @@ fn kindnet_template_is_filled_patched_and_applied_and_cni_none_waits_for_the_con
         "kindnet",
     );
     let c0 = &ds["spec"]["template"]["spec"]["containers"][0];
+    let (_, path) = upstream_image
+        .split_once('/')
+        .expect("a registry in the upstream image");
+    assert_eq!(c0["image"], format!("{MIRROR}/{path}"));
+    assert_eq!(ds["spec"]["template"]["spec"]["hostNetwork"], json!(true));
+    let names: Vec<_> = c0["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| e["name"].as_str().unwrap_or_default())
+        .collect();
     assert_eq!(
-        c0["image"],
-        format!("{MIRROR}/kindest/kindnetd:v20250512-df8de77b")
+        names.last(),
+        Some(&"CONTROL_PLANE_ENDPOINT"),
+        "patched in last, as kind's JSON patch `env/-` does: {names:?}"
     );
     let env_of = |n: &str| {
         c0["env"]
@@ -521,6 +560,29 @@ fn kindnet_template_is_filled_patched_and_applied_and_cni_none_waits_for_the_con
     assert_eq!(
         env_of("CONTROL_PLANE_ENDPOINT"),
         Some(json!(input.endpoint))
+    );
+    for (kind, ns, name) in [
+        ("ClusterRole", None, "kindnet"),
+        ("ClusterRoleBinding", None, "kindnet"),
+        ("ServiceAccount", Some("kube-system"), "kindnet"),
+    ] {
+        let api_version = if kind == "ServiceAccount" {
+            "v1"
+        } else {
+            "rbac.authorization.k8s.io/v1"
+        };
+        get(&a.api, api_version, kind, ns, name);
+    }
+    // Idempotent: a re-apply, and the real kubectl's server-side apply with the same field manager.
+    let objects = &steps[0].objects;
+    let before = resource_versions(&a.api, objects);
+    apply(&a.api, &steps);
+    let out = kubectl_apply(bins.path("kubectl"), &a.kubeconfig, objects);
+    assert!(out.contains("serverside-applied"), "{out}");
+    assert_eq!(
+        resource_versions(&a.api, objects),
+        before,
+        "neither a re-apply nor kubectl's changes anything"
     );
 
     // cni: none — what wait-ready waits for instead of Ready nodes: the control plane's static pods.
