@@ -2,7 +2,9 @@
 //! a worker) with the recording kubeadm stand-in installed. What `up` leaves on a node is put there
 //! (rendered files, the state record naming one more file, the CNI conflist, IPAM state, the VXLAN
 //! device, the masquerade chain of the CNI agent's iptables fallback, the kube-vip VIP on the control
-//! plane's interface, the runtime config replaced after the real undo code backed it up, the real
+//! plane's interface, Calico's leftovers on the worker and Cilium's on the control plane (devices,
+//! chains, files: a cluster whose file switched its CNI), the runtime config replaced after the real
+//! undo code backed it up, the real
 //! `--fix` of the swap check commenting swap out of fstab), then `destroy` must leave each node as it
 //! was before: a listing of every path, link, address, iptables/nftables rule, fstab line and the
 //! runtime config's digest, compared before and after — also kube-proxy's `KUBE-*` chains and the
@@ -26,7 +28,7 @@ use clusterctl_testbed::{is_root, require};
 
 /// Every path, link, address, firewall rule and fstab line `destroy` may touch, and the runtime
 /// config's digest, one per line, sorted.
-const LISTING: &str = "{ find /etc /opt /usr/local /var/lib/clusterctl /var/lib/cni /var/lib/etcd /var/lib/kubelet /run/clusterctl-cni 2>/dev/null; \
+const LISTING: &str = "{ find /etc /opt /usr/local /var/lib/clusterctl /var/lib/cni /var/lib/etcd /var/lib/kubelet /run/clusterctl-cni /var/lib/calico /run/calico /run/cilium 2>/dev/null; \
     ip -o link show | awk -F': ' '{print \"link \" $2}' | sed 's/@.*//'; \
     ip -o addr show | awk '{print \"addr \" $2 \" \" $4}'; \
     iptables-save 2>/dev/null | grep -v '^#' | sed -E 's/\\[[0-9]+:[0-9]+\\]//; s/^/rule /'; \
@@ -64,6 +66,24 @@ fn assert_listings(nodes: &[&TestNode], want: &[String], when: &str) {
 
 /// What `up` would have left on `n` (files, state record, VXLAN device, masquerade chain, replaced
 /// runtime config, swap fix; the VIP when given).
+/// What calico-node leaves on a node (`destroy::cni_leftovers::CALICO`): its conflist, kubeconfig,
+/// plugins and state, its VXLAN device, a pod's host-side veth and a Felix chain with its jump.
+const CALICO_TRACES: &str = "set -e; mkdir -p /etc/cni/net.d /opt/cni/bin /var/lib/calico /run/calico; \
+    echo '{}' > /etc/cni/net.d/10-calico.conflist; echo kubeconfig > /etc/cni/net.d/calico-kubeconfig; \
+    cp /usr/bin/true /opt/cni/bin/calico; cp /usr/bin/true /opt/cni/bin/calico-ipam; \
+    hostname > /var/lib/calico/nodename; touch /run/calico/cni-ready; \
+    ip link add vxlan.calico type vxlan id 4096 dstport 4789 dev eth0; \
+    ip link add cali0123456789a type veth peer name eth0c; \
+    iptables -w -t filter -N cali-FORWARD; iptables -w -t filter -A FORWARD -j cali-FORWARD";
+
+/// What cilium-agent leaves on a node (`destroy::cni_leftovers::CILIUM`): its conflist, plugin and
+/// state directory, `cilium_host`/`cilium_net`, its VXLAN device and a chain with its jump.
+const CILIUM_TRACES: &str = "set -e; mkdir -p /etc/cni/net.d /opt/cni/bin /run/cilium/state; \
+    echo '{}' > /etc/cni/net.d/05-cilium.conflist; cp /usr/bin/true /opt/cni/bin/cilium-cni; \
+    ip link add cilium_host type veth peer name cilium_net; \
+    ip link add cilium_vxlan type vxlan id 2 dstport 8472 dev eth0; \
+    iptables -w -t nat -N CILIUM_POST_nat; iptables -w -t nat -A POSTROUTING -j CILIUM_POST_nat";
+
 fn leave_up_traces(n: &TestNode, cluster: &str, vip: Option<&str>) {
     // The runtime phase's backup, by the real code, then the replacement it precedes.
     let transport: Arc<dyn clusterctl_exec::Transport> = Arc::new(n.transport().expect("ssh"));
@@ -175,6 +195,10 @@ fn destroy_leaves_each_node_as_before_up() {
     );
     leave_up_traces(cp, name, Some(&vip));
     leave_up_traces(w, name, None);
+    // The file says builtin, but the nodes still show another CNI (a cluster whose file switched
+    // its CNI): the worker Calico's, the control plane Cilium's; destroy detects and removes them.
+    exec(w, CALICO_TRACES);
+    exec(cp, CILIUM_TRACES);
     let traced = cp.sh(LISTING).expect("listing");
     for trace in [
         "rule :CLUSTERCTL-CNI-MASQ",

@@ -10,6 +10,7 @@
 //! state cache removed. [`run`] is the entry point; the command asks for confirmation and prints
 //! [`Destroyed`].
 
+pub mod cni_leftovers;
 mod local;
 pub mod reset;
 pub mod scripts;

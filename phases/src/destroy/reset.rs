@@ -4,17 +4,17 @@
 //!    ResetConfiguration, placed first), when kubeadm is installed;
 //! 2. `units`: clusterctl's units (the CNI agent; the node environment of unprivileged-container
 //!    nodes) stopped and disabled;
-//! 3. `network`: the VXLAN device, the masquerade rule in either form, with flannel its `flannel.1`
-//!    and `cni0` devices and `FLANNEL-*` chains (when the file says flannel or the node still has
-//!    flannel's conflist or lease directory), and, on control planes, the kube-vip VIP wherever it
-//!    is still assigned;
+//! 3. `network`: the VXLAN device, the masquerade rule in either form, the devices, iptables chains
+//!    and ipsets of flannel, Calico or Cilium ([`super::cni_leftovers`]: of the file's CNI, and of any
+//!    of them the node still shows), and, on control planes, the kube-vip VIP wherever it is still
+//!    assigned;
 //! 4. `kube-proxy`: the `KUBE-*` iptables chains (and the jumps to them) and kube-proxy's nftables
 //!    tables, which `kubeadm reset` leaves;
 //! 5. `restore` (the undo record, `crate::undo`): runtime configuration files `up` replaced are copied
 //!    back (and the runtime restarted), `/etc/fstab` and the swap devices `--fix` turned off restored;
 //! 6. `files`: every file clusterctl rendered for the node (the runtime's own config only when recorded
 //!    and not restored) or recorded as placed (the state record), the CNI config, plugin binary and
-//!    IPAM state (with flannel also its conflist, plugin, lease and IPAM state), the configuration
+//!    IPAM state (with flannel, Calico or Cilium also their plugins and state), the configuration
 //!    file of each CNI clusterctl installs (`up::preflight::cni_switch::CONFLISTS`: a cluster rebuilt
 //!    with `up --recreate` after its file changed `cni.plugin` starts clean), the `--fix` module and
 //!    sysctl files, removed; then the empty directories `up` made;
@@ -31,6 +31,7 @@ use clusterctl_render::kubeadm::RESET_PATH;
 use clusterctl_render::RenderedFile;
 use clusterctl_spec::{ValidCluster, ValidNode};
 
+use super::cni_leftovers::{self, CniLeftovers};
 use super::scripts;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
@@ -43,9 +44,9 @@ pub struct Teardown {
     pub vip: Option<String>,
     /// Packages to purge; empty: none (no `--purge`).
     pub purge: Vec<String>,
-    /// The cluster's CNI is flannel: its devices, chains and files go too
-    /// ([`scripts::FLANNEL_DEVICES`], [`scripts::flannel_script`], [`scripts::FLANNEL_PATHS`]).
-    pub flannel: bool,
+    /// The third-party CNIs whose devices, chains, ipsets and files go too: the file's (flannel,
+    /// Calico, Cilium); [`reset_node`] adds any other the node still shows.
+    pub cnis: Vec<&'static CniLeftovers>,
 }
 
 impl Teardown {
@@ -68,8 +69,9 @@ impl Teardown {
                 .then(|| cluster.vip().map(|v| v.to_string()))
                 .flatten(),
             purge: packages,
-            flannel: cluster.spec().networking.cni.plugin
-                == clusterctl_spec::model::CniPlugin::Flannel,
+            cnis: cni_leftovers::of(cluster.spec().networking.cni.plugin)
+                .into_iter()
+                .collect(),
         }
     }
 }
@@ -85,11 +87,15 @@ pub fn reset_node(
 ) {
     let node = ctx.name().to_string();
     let line = |step: &str, r: Result<String, PhaseError>| steps.push(StepLine::of(&node, step, r));
-    // flannel's teardown also when the file names another CNI now but the node still runs flannel
-    // (`up --recreate` of a cluster whose file switched its CNI away from flannel).
+    // A CNI's teardown also when the file names another CNI now but the node still runs it
+    // (`up --recreate` of a cluster whose file switched its CNI).
     let mut teardown = teardown.clone();
-    if !teardown.flannel && ctx.can_query() {
-        teardown.flannel = matches!(ctx.test(scripts::HAS_FLANNEL), Ok(Some(true)));
+    if ctx.can_query() {
+        for cni in cni_leftovers::LEFTOVERS {
+            if !teardown.cnis.contains(&cni) && matches!(ctx.test(cni.detect), Ok(Some(true))) {
+                teardown.cnis.push(cni);
+            }
+        }
     }
     let teardown = &teardown;
     line("kubeadm reset", kubeadm_reset(ctx, rendered));
@@ -98,7 +104,7 @@ pub fn reset_node(
         "network",
         run(
             ctx,
-            &scripts::network_script(teardown.vip.as_deref(), teardown.flannel),
+            &scripts::network_script(teardown.vip.as_deref(), &teardown.cnis),
         ),
     );
     line("kube-proxy", run(ctx, &scripts::kube_proxy_script()));
@@ -195,8 +201,8 @@ fn files(
     paths.extend(scripts::INSTALLED_PATHS.iter().map(|s| s.to_string()));
     // The configuration of whichever CNI clusterctl installed (kubeadm reset leaves /etc/cni/net.d).
     paths.extend(scripts::cni_conflists());
-    if teardown.flannel {
-        paths.extend(scripts::FLANNEL_PATHS.iter().map(|s| s.to_string()));
+    for cni in &teardown.cnis {
+        paths.extend(cni.paths.iter().map(|s| s.to_string()));
     }
     let paths: Vec<String> = paths
         .into_iter()

@@ -4,6 +4,7 @@
 use clusterctl_render::kubeadm::RESET_PATH;
 use clusterctl_render::Purpose;
 
+use super::cni_leftovers::{network_fragment, CniLeftovers};
 use crate::util::sh_quote;
 
 /// Packages `--purge` removes (when installed), besides the cluster file's `airgap.packages`.
@@ -32,21 +33,6 @@ pub const INSTALLED_PATHS: &[&str] = &[
     "/etc/sysctl.d/99-clusterctl.conf",
 ];
 
-/// What flannel (`cni.plugin: flannel`, the pinned `kube-flannel.yml`) leaves on a node besides its
-/// devices and chains: the conflist and plugin its `install-cni` and `install-cni-plugin` init
-/// containers copy, flanneld's lease directory (`subnet.env`), and the state of its CNI plugin
-/// (`dataDir`) and of `host-local` for its network `cbr0`.
-pub const FLANNEL_PATHS: &[&str] = &[
-    "/etc/cni/net.d/10-flannel.conflist",
-    "/opt/cni/bin/flannel",
-    "/run/flannel",
-    "/var/lib/cni/flannel",
-    "/var/lib/cni/networks/cbr0",
-];
-
-/// Succeeds when the node has flannel's conflist or lease directory (a node of a flannel cluster).
-pub const HAS_FLANNEL: &str = "[ -e /etc/cni/net.d/10-flannel.conflist ] || [ -d /run/flannel ]";
-
 /// The configuration file of every CNI clusterctl installs
 /// (`crate::up::preflight::cni_switch::CONFLISTS`), as paths.
 pub fn cni_conflists() -> Vec<String> {
@@ -56,10 +42,6 @@ pub fn cni_conflists() -> Vec<String> {
         .map(|(_, name)| format!("{NET_D}/{name}"))
         .collect()
 }
-
-/// flannel's devices: flanneld's VXLAN device (VNI 1) and the bridge of the `bridge` plugin its CNI
-/// plugin delegates to (the plugin's default name).
-pub const FLANNEL_DEVICES: &[&str] = &["flannel.1", "cni0"];
 
 /// Rendered files removed only when the state record says clusterctl placed them (a runtime config may
 /// have existed before).
@@ -112,13 +94,12 @@ pub fn units_script() -> String {
     script
 }
 
-/// The VXLAN devices, the masquerade rule in both forms, with `flannel` flannel's devices and chains
-/// ([`flannel_script`]) and, with `vip`, the kube-vip address, removed; prints what it removed
-/// (`nothing to remove` when nothing).
-pub fn network_script(vip: Option<&str>, flannel: bool) -> String {
+/// The VXLAN devices, the masquerade rule in both forms, the leftovers of each of `cnis` (their
+/// devices, chains and ipsets: [`super::cni_leftovers::network_fragment`]) and, with `vip`, the kube-vip
+/// address, removed; prints what it removed (`nothing to remove` when nothing).
+pub fn network_script(vip: Option<&str>, cnis: &[&CniLeftovers]) -> String {
     let mut net = String::from("out=''; ");
-    let flannel_devices = if flannel { FLANNEL_DEVICES } else { &[] };
-    for d in VXLAN_DEVICES.iter().chain(flannel_devices) {
+    for d in VXLAN_DEVICES {
         net.push_str(&format!(
             "if ip link show dev {d} >/dev/null 2>&1; then ip link del dev {d} && out=\"$out link {d} deleted;\"; fi; "
         ));
@@ -127,8 +108,8 @@ pub fn network_script(vip: Option<&str>, flannel: bool) -> String {
     if let Some(vip) = vip {
         net.push_str(&vip_script(vip));
     }
-    if flannel {
-        net.push_str(&flannel_script());
+    for cni in cnis {
+        net.push_str(&network_fragment(cni));
     }
     net.push_str("echo \"${out:-nothing to remove}\"");
     net
@@ -147,21 +128,6 @@ pub fn masquerade_script() -> String {
          if iptables -w -t nat -F {CHAIN} 2>/dev/null; then iptables -w -t nat -X {CHAIN} && \
          out=\"$out iptables chain {CHAIN} deleted;\"; fi; fi; "
     )
-}
-
-/// The shell fragment removing flanneld's iptables chains (`FLANNEL-POSTRTG` in `nat` for
-/// `--ip-masq`, `FLANNEL-FWD` in `filter`, in iptables and ip6tables) and every jump to them, appending
-/// what it removed to `$out`: each table that holds a `FLANNEL-*` chain is saved, those lines dropped
-/// and the rest restored (as the `kube-proxy` step does for `KUBE-*`). Only tables `*-save` lists are
-/// read (reading another could create it).
-pub fn flannel_script() -> String {
-    "for v in iptables ip6tables; do command -v $v-save >/dev/null 2>&1 || continue; \
-     for t in $($v-save 2>/dev/null | sed -n 's/^\\*//p'); do \
-     cur=$($v-save -t \"$t\" 2>/dev/null); \
-     n=$(printf '%s\\n' \"$cur\" | grep -c '^:FLANNEL-'); [ \"$n\" -gt 0 ] || continue; \
-     printf '%s\\n' \"$cur\" | grep -v -e '^:FLANNEL-' -e '^-A FLANNEL-' -e ' -[jg] FLANNEL-' | $v-restore || exit 1; \
-     out=\"$out $v $t: $n FLANNEL-* chain(s) deleted;\"; done; done; "
-        .to_string()
 }
 
 /// The shell fragment taking the address `vip` off every interface that still holds it (kube-vip
