@@ -118,14 +118,6 @@ impl Target {
         self.profile.is_none().then_some(self.file.as_path())
     }
 
-    /// The flag that names this cluster again, for a hint: `-f FILE` or `--profile NAME`.
-    pub(crate) fn flag(&self) -> String {
-        match &self.profile {
-            Some(p) => format!("--profile {p}"),
-            None => format!("-f {}", self.file.display()),
-        }
-    }
-
     /// The validated cluster; invalid input is printed (as the document `format` asks for) and
     /// answered with exit code 2.
     pub(crate) fn load(&self, format: Format) -> Result<ValidCluster, ExitCode> {

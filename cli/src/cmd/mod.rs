@@ -9,7 +9,6 @@ pub(crate) mod destroy;
 pub(crate) mod flags;
 pub(crate) mod get;
 pub(crate) mod image;
-pub(crate) mod lifecycle;
 pub(crate) mod node;
 pub(crate) mod plan;
 pub(crate) mod profile;

@@ -18,12 +18,24 @@
 //!
 //! Every phase is recorded in the node's state record with the target version as its input, so a run
 //! that stopped (the failing node stays cordoned) resumes where it stopped, and a finished upgrade run
-//! again changes nothing. The Kubernetes API is reached through the [`NodeApi`] the caller provides.
+//! again changes nothing. The Kubernetes API is reached through a [`NodeApi`] (`api.rs`: over
+//! `kubeapi`).
+//!
+//! The command's one entry point is [`run()`] (`run.rs`): the version checks (`checks.rs`), the
+//! air-gap bundle (`bundle.rs`), the API client (`api.rs`), then these phases; its errors are in
+//! `error.rs`.
 
+mod api;
+mod bundle;
+mod checks;
+pub mod error;
 pub mod images;
 pub mod packages;
+mod run;
 pub mod steps;
 pub use crate::version;
+pub use error::{BundleError, BundleUploadError, NodeApiError, UpgradeError};
+pub use run::{run, ClusterSource, Options, Report, Stopped};
 
 use std::sync::Arc;
 
@@ -38,22 +50,23 @@ pub const UPGRADE_CONFIG: &str = "/etc/kubernetes/kubeadm/upgrade.yaml";
 /// Where the pre-upgrade etcd snapshots are kept on the first control plane (directory 0700).
 pub const SNAPSHOT_DIR: &str = "/var/lib/clusterctl/etcd-snapshots";
 
-/// The Kubernetes API calls an upgrade makes, blocking. Errors are messages in words.
+/// The Kubernetes API calls an upgrade makes, blocking. Errors: the API's ([`NodeApiError`]).
 pub trait NodeApi: Send + Sync {
     /// Cordons `node` and evicts its pods (not mirror or DaemonSet pods), waiting until they are gone.
     /// Returns a one-line summary (e.g. `2 pod(s) evicted`).
-    fn drain(&self, node: &str) -> Result<String, String>;
+    fn drain(&self, node: &str) -> Result<String, NodeApiError>;
     /// Marks `node` schedulable again.
-    fn uncordon(&self, node: &str) -> Result<(), String>;
+    fn uncordon(&self, node: &str) -> Result<(), NodeApiError>;
     /// Waits until `node` is Ready and its kubelet reports `version` (e.g. `v1.35.0`).
-    fn wait_ready(&self, node: &str, version: &str) -> Result<(), String>;
+    fn wait_ready(&self, node: &str, version: &str) -> Result<(), NodeApiError>;
 }
 
 /// Places the air-gap bundle's package files on a node under
-/// [`packages::BUNDLE_DIR`]`/packages` (the CLI wraps `clusterctl_airgap::node::upload_packages`).
+/// [`packages::BUNDLE_DIR`]`/packages` (`bundle.rs` wraps `clusterctl_airgap::node::upload_packages`).
 pub trait BundlePackages: Send + Sync {
-    /// Uploads the packages for the node behind `transport`. Errors: a message in words.
-    fn upload(&self, transport: &dyn Transport) -> Result<(), String>;
+    /// Uploads the packages for the node behind `transport`. Errors: reading the node's OS or the
+    /// upload ([`BundleUploadError`]).
+    fn upload(&self, transport: &dyn Transport) -> Result<(), BundleUploadError>;
 }
 
 /// The upgrade as its phases need it.

@@ -134,7 +134,7 @@ fn from_bundle(
         } else if let Some(t) = ctx.transport().cloned() {
             ctx.reporter()
                 .change(&ctx.phase, ctx.name(), "upload the bundle's packages");
-            b.upload(t.as_ref()).map_err(|e| ctx.local_error(e))?;
+            b.upload(t.as_ref()).map_err(|e| ctx.local_error_from(&e))?;
         }
     }
     let dir = format!("{BUNDLE_DIR}/packages");

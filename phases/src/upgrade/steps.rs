@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clusterctl_exec::Cmd;
 
+use super::error::NodeApiError;
 use super::packages::install;
 use super::{UpgradeData, SNAPSHOT_DIR, UPGRADE_CONFIG};
 use crate::ctx::NodeCtx;
@@ -91,7 +92,7 @@ pub fn etcd_snapshot(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseE
 fn api_change(
     ctx: &mut NodeCtx,
     what: &str,
-    f: impl FnOnce() -> Result<String, String>,
+    f: impl FnOnce() -> Result<String, NodeApiError>,
 ) -> Result<(), PhaseError> {
     ctx.changes += 1;
     if ctx.mode.dry_run {
@@ -100,7 +101,7 @@ fn api_change(
     }
     ctx.reporter()
         .change(&ctx.phase, ctx.name(), &format!("API: {what}"));
-    let done = f().map_err(|e| ctx.local_error(format!("{what}: {e}")))?;
+    let done = f().map_err(|e| ctx.local_error_in(what, &e))?;
     if !done.is_empty() {
         ctx.reporter()
             .change(&ctx.phase, ctx.name(), &format!("API: {done}"));
@@ -240,7 +241,7 @@ pub fn uncordon(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError>
     }
     data.api
         .wait_ready(&node, &want)
-        .map_err(|e| ctx.local_error(format!("waiting for {node} to be Ready: {e}")))?;
+        .map_err(|e| ctx.local_error_in(format!("waiting for {node} to be Ready"), &e))?;
     ctx.reporter().change(
         &ctx.phase,
         &node,
