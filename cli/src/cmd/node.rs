@@ -7,10 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clusterctl_phases::connect::{self, ConnectOptions};
-use clusterctl_phases::up::api::ApiAccess;
-use clusterctl_phases::up::from_file::{self, SpecOptions};
-use clusterctl_phases::up::launch::{launch, Launch};
+use clusterctl_phases::node_join::{self, JoinError, JoinOptions, Joined};
 use clusterctl_phases::{Mode, PlainReporter, Reporter};
 
 use super::flags::NodeRunArgs;
@@ -68,62 +65,15 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     // Errors and refusals go out as the document `-o` asks for (and as text on stderr).
-    let fail =
-        |e: String| super::flags::print_error(format, cluster.name(), &format!("node join: {e}"));
-    let refuse =
-        |e: String| super::flags::print_refusal(format, cluster.name(), &format!("node join: {e}"));
-    let options = SpecOptions {
-        file: args.target.path().map(PathBuf::from),
-        ready_timeout: std::time::Duration::from_secs(args.run.ready_timeout),
-        ignore_preflight: args.run.ignore_preflight.clone(),
-        ..SpecOptions::default()
-    };
-    let mut spec = from_file::spec(&cluster, &options);
-    // Refuse names the file does not declare before contacting anything.
-    if let Err(e) = clusterctl_phases::node_join::engine_nodes(&spec.nodes, &args.nodes, &[]) {
-        if !matches!(
-            e,
-            clusterctl_phases::node_join::JoinRefused::AlreadyJoined(_)
-        ) {
-            refuse(e.to_string());
-            return Ok(ExitCode::from(crate::EXIT_INVALID));
+    let stopped = |e: JoinError| {
+        let text = format!("node join: {e}");
+        if e.is_refusal() {
+            super::flags::print_refusal(format, cluster.name(), &text);
+            ExitCode::from(crate::EXIT_INVALID)
+        } else {
+            super::flags::print_error(format, cluster.name(), &text);
+            ExitCode::FAILURE
         }
-    }
-    // A dry run still reaches the nodes (read only): the join needs the running cluster's state.
-    let reach = ConnectOptions {
-        dry_run: args.dry_run,
-        probe: args.dry_run,
-        known_hosts: args.run.known_hosts.as_deref(),
-    };
-    let progress = super::flags::connect_progress;
-    let (transports, provider_plan) = match connect::connect(&cluster, &mut spec, reach, &progress)
-    {
-        Ok(c) => (c.transports, c.provider_plan),
-        Err(e) => {
-            fail(e.to_string());
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    if args.dry_run && !format.is_structured() {
-        println!(
-            "clusterctl node join --dry-run: {} into cluster `{}`: nothing is changed (nodes and API read only)",
-            args.nodes.join(", "),
-            spec.cluster
-        );
-        super::plan::print_join_provider_plan(
-            &cluster,
-            &spec.cluster,
-            &args.nodes,
-            &|n| transports.contains_key(n),
-            &provider_plan,
-        );
-    }
-    let first_cp = cluster.first_control_plane().name.clone();
-    let Some(cp) = transports.get(&first_cp).cloned() else {
-        fail(format!(
-            "the first control plane {first_cp} cannot be reached"
-        ));
-        return Ok(ExitCode::FAILURE);
     };
     let mode = Mode {
         dry_run: args.dry_run,
@@ -137,54 +87,55 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     } else {
         Arc::new(PlainReporter::stderr(args.run.verbose))
     };
-    // The Nodes registered now, through the API as the phases of `up` reach it (the first control
-    // plane's admin.conf, kept in memory); the same client serves the phases below.
-    let api = ApiAccess::kube_via(clusterctl_phases::node_containers::local_api(
-        &cluster, false,
-    ));
-    let registered = {
-        let Some(info) = spec.nodes.iter().find(|n| n.name == first_cp).cloned() else {
-            refuse("the cluster file has no control plane".into());
-            return Ok(ExitCode::from(crate::EXIT_INVALID));
-        };
-        match clusterctl_phases::node_join::registered(&api, info, cp, mode, reporter.clone()) {
-            Ok(names) => names,
-            Err(e) => {
-                fail(format!("cannot list the cluster's Nodes: {e}"));
-                return Ok(ExitCode::FAILURE);
-            }
-        }
-    };
-    let nodes =
-        match clusterctl_phases::node_join::engine_nodes(&spec.nodes, &args.nodes, &registered) {
-            Ok(n) => n,
-            Err(e) => {
-                refuse(e.to_string());
-                return Ok(ExitCode::from(crate::EXIT_INVALID));
-            }
-        };
-    let how = Launch {
+    let options = JoinOptions {
+        file: args.target.path().map(PathBuf::from),
+        nodes: args.nodes.clone(),
         mode,
         parallel: args.run.parallel,
-        skip: Vec::new(),
-        only: Vec::new(),
+        ready_timeout: std::time::Duration::from_secs(args.run.ready_timeout),
+        ignore_preflight: args.run.ignore_preflight.clone(),
+        known_hosts: args.run.known_hosts.as_deref(),
         reporter: reporter.clone(),
     };
-    let phases = clusterctl_phases::node_join::phases(&spec);
-    let (summary, result) = launch(
-        &cluster,
-        &spec,
-        &phases,
-        nodes.clone(),
-        transports,
-        api,
-        &how,
-    );
+    let prepared = match node_join::prepare(&cluster, options, &super::flags::connect_progress) {
+        Ok(p) => p,
+        Err(e) => return Ok(stopped(e)),
+    };
+    if args.dry_run && !format.is_structured() {
+        println!(
+            "clusterctl node join --dry-run: {} into cluster `{}`: nothing is changed (nodes and API read only)",
+            args.nodes.join(", "),
+            prepared.cluster_name()
+        );
+        super::plan::print_join_provider_plan(
+            &cluster,
+            prepared.cluster_name(),
+            &args.nodes,
+            &|n| prepared.reached(n),
+            &prepared.provider_plan,
+        );
+    }
+    let joined = match prepared.run() {
+        Ok(j) => j,
+        Err(e) => return Ok(stopped(e)),
+    };
+    report(&args, format, &cluster, &joined, reporter.as_ref())
+}
+
+/// Prints what the join did (or, with `--dry-run`, planned); the exit code.
+fn report(
+    args: &JoinArgs,
+    format: super::flags::Format,
+    cluster: &clusterctl_spec::ValidCluster,
+    joined: &Joined,
+    reporter: &dyn Reporter,
+) -> miette::Result<ExitCode> {
+    let summary = &joined.summary;
     if format.is_structured() {
-        let error = result.as_ref().err().map(|e| e.to_string());
+        let error = joined.result.as_ref().err().map(|e| e.to_string());
         return super::plan::print_document(
             format,
-            &spec.cluster,
+            &joined.cluster,
             &summary.plan,
             summary.total_changes(),
             error,
@@ -197,14 +148,15 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             .map(|e| e.phase.len())
             .max()
             .unwrap_or(10);
-        let mut shown = nodes.clone();
-        if !shown.iter().any(|n| n.name == first_cp) {
-            if let Some(cp) = spec.nodes.iter().find(|n| n.name == first_cp) {
+        let first_cp = &cluster.first_control_plane().name;
+        let mut shown = joined.nodes.clone();
+        if !shown.iter().any(|n| &n.name == first_cp) {
+            if let Some(cp) = joined.all_nodes.iter().find(|n| &n.name == first_cp) {
                 shown.insert(0, cp.clone());
             }
         }
         super::plan::print_entries(&super::plan::groups(&shown), &summary.plan, width);
-        if let Err(e) = result {
+        if let Err(e) = &joined.result {
             eprintln!("node join (dry run) stopped:\n{e}");
             return Ok(ExitCode::FAILURE);
         }
@@ -214,12 +166,12 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    match result {
+    match &joined.result {
         Ok(()) => {
             reporter.note(&format!(
                 "node join: {} joined cluster `{}` ({} change(s))",
                 args.nodes.join(", "),
-                spec.cluster,
+                joined.cluster,
                 summary.total_changes()
             ));
             Ok(ExitCode::SUCCESS)

@@ -7,6 +7,10 @@
 //! 24-hour one expires within the hour, a fresh certificate key and `kubeadm init phase upload-certs
 //! --upload-certs` when the 2-hour upload is older than 1 h 50 min).
 
+mod run;
+
+pub use run::{prepare, JoinError, JoinOptions, Joined, Prepared};
+
 use crate::engine::{Phase, Targets};
 use crate::model::{CniChoice, NodeInfo};
 use crate::up::{self, UpData, UpSpec};
