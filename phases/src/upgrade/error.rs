@@ -166,3 +166,50 @@ pub enum BundleError {
     #[error(transparent)]
     Refused(#[from] Box<BundleRefused>),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_version_that_is_not_the_files_is_refused_with_how_to_change_it() {
+        let (to, file) = (Version::new(1, 35, 0), Version::new(1, 34, 2));
+        let e = UpgradeError::FileVersion {
+            to: to.clone(),
+            file: file.clone(),
+            named: ClusterSource::File("c.yaml".into()),
+        };
+        assert!(e.refused());
+        assert_eq!(
+            e.to_string(),
+            "upgrade: --to 1.35.0 but c.yaml says kubernetesVersion 1.34.2: set \
+             spec.kubernetesVersion to 1.35.0 in it first (the file describes the cluster), then \
+             run this again"
+        );
+        let e = UpgradeError::FileVersion {
+            to,
+            file,
+            named: ClusterSource::Profile("lab".into()),
+        };
+        assert!(e
+            .to_string()
+            .contains("`clusterctl profile print lab --output-dir lab`"));
+    }
+
+    #[test]
+    fn failures_keep_their_cause_and_are_not_refusals() {
+        let io = std::io::Error::other("disk gone");
+        let e = UpgradeError::Bundle(BundleError::Read {
+            path: "b.tar".into(),
+            source: io,
+        });
+        assert!(!e.refused());
+        assert_eq!(e.to_string(), "upgrade: refused: bundle b.tar: disk gone");
+        let cause = e.source().expect("the bundle error");
+        assert_eq!(
+            cause.source().map(|s| s.to_string()).as_deref(),
+            Some("disk gone")
+        );
+    }
+}

@@ -187,20 +187,7 @@ fn phases(
     transports: &BTreeMap<String, Arc<dyn Transport>>,
     reporter: Arc<dyn Reporter>,
 ) -> Report {
-    let engine_opts = EngineOptions {
-        cluster: cluster.name().to_string(),
-        mode: Mode {
-            verbose: opts.verbose,
-            dry_run: opts.dry_run,
-            // The nodes are reached anyway (version checks): show what is already done.
-            probe: opts.dry_run,
-            ..Mode::default()
-        },
-        parallel: 16,
-        skip: vec![],
-        only: vec![],
-        cache: crate::local::cache_dir(cluster.name()).map(crate::state::LocalCache::new),
-    };
+    let engine_opts = engine_options(cluster, opts);
     let secrets = Secrets::default();
     let engine = |nodes: Vec<NodeInfo>, transports: BTreeMap<String, Arc<dyn Transport>>| {
         Engine::new(
@@ -246,6 +233,24 @@ fn phases(
     report
 }
 
+/// The engine's options: every phase, 16 nodes at a time, the local state cache; a dry run probes.
+fn engine_options(cluster: &ValidCluster, opts: &Options) -> EngineOptions {
+    EngineOptions {
+        cluster: cluster.name().to_string(),
+        mode: Mode {
+            verbose: opts.verbose,
+            dry_run: opts.dry_run,
+            // The nodes are reached anyway (version checks): show what is already done.
+            probe: opts.dry_run,
+            ..Mode::default()
+        },
+        parallel: 16,
+        skip: vec![],
+        only: vec![],
+        cache: crate::local::cache_dir(cluster.name()).map(crate::state::LocalCache::new),
+    }
+}
+
 /// What to do after a failure: the node left cordoned and the command to resume.
 fn resume_hint(named: &ClusterSource, to: &Version, node: Option<&str>) -> String {
     let cordoned = node
@@ -286,4 +291,38 @@ fn rendered_upgrade_config(cluster: &ValidCluster) -> Result<Option<Vec<u8>>, Up
         .flatten()
         .find(|f| f.purpose == Purpose::KubeadmUpgrade)
         .map(|f| f.content.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+
+    #[test]
+    fn nodes_go_first_control_plane_then_control_planes_then_workers() {
+        let nodes = [
+            NodeInfo::new("w1", Role::Worker, ""),
+            NodeInfo::new("cp2", Role::ControlPlane, ""),
+            NodeInfo::new("cp1", Role::ControlPlane, ""),
+            NodeInfo::new("w2", Role::Worker, ""),
+        ];
+        let names: Vec<String> = ordered(&nodes, "cp1").into_iter().map(|n| n.name).collect();
+        assert_eq!(names, ["cp1", "cp2", "w1", "w2"]);
+    }
+
+    #[test]
+    fn the_resume_hint_names_the_cordoned_node_and_the_command() {
+        let to = Version::new(1, 35, 0);
+        let file = ClusterSource::File("c/cluster.yaml".into());
+        assert_eq!(
+            resume_hint(&file, &to, Some("w1")),
+            "Node w1 is left cordoned (drained) so that nothing is scheduled on a half-upgraded \
+             node. Fix the cause and run `clusterctl upgrade -f c/cluster.yaml --to 1.35.0` again: \
+             it resumes at the step that failed (finished steps are recorded on each node and \
+             skipped)."
+        );
+        let profile = ClusterSource::Profile("lab".into());
+        assert!(resume_hint(&profile, &to, None)
+            .starts_with("Fix the cause and run `clusterctl upgrade --profile lab --to 1.35.0`"));
+    }
 }
