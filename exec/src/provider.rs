@@ -50,6 +50,8 @@ pub struct NodeSpec {
     pub ssh_port: Option<u16>,
     /// SSH private key file; `None`: the provider's default authentication.
     pub ssh_key: Option<PathBuf>,
+    /// What to do with an unknown host key; `None`: the provider's policy.
+    pub ssh_host_key_policy: Option<HostKeyPolicy>,
 }
 
 impl NodeSpec {
@@ -62,6 +64,7 @@ impl NodeSpec {
             ssh_user: None,
             ssh_port: None,
             ssh_key: None,
+            ssh_host_key_policy: None,
         }
     }
 }
@@ -128,7 +131,15 @@ impl SshProvider {
         self
     }
 
-    /// The SSH target and options for `node` (its own user, port and key override the defaults).
+    /// The same provider with `attempts` connection set-up attempts (at least 1; see
+    /// [`crate::ConnectRetry`]).
+    pub fn with_connect_attempts(mut self, attempts: u32) -> Self {
+        self.options.connect_retry.attempts = attempts;
+        self
+    }
+
+    /// The SSH target and options for `node` (its own user, port, key and host-key policy override
+    /// the defaults).
     pub fn target(&self, node: &NodeSpec) -> (SshTarget, SshOptions) {
         let target = SshTarget {
             node: node.name.clone(),
@@ -146,6 +157,9 @@ impl SshProvider {
                 passphrase: None,
             };
         }
+        if let Some(policy) = node.ssh_host_key_policy {
+            options.host_key_policy = policy;
+        }
         (target, options)
     }
 }
@@ -158,5 +172,44 @@ impl Provider for SshProvider {
     fn transport(&self, node: &NodeSpec) -> Result<Box<dyn Transport>, ExecError> {
         let (target, options) = self.target(node);
         Ok(Box::new(SshTransport::connect(target, options)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nodes_own_ssh_settings_override_the_providers() {
+        let provider = SshProvider::new("ops", SshAuth::Agent)
+            .with_known_hosts(PathBuf::from("/kh"), HostKeyPolicy::TrustOnFirstUse)
+            .with_connect_attempts(7);
+        let plain = NodeSpec::new("cp1", Role::ControlPlane, "10.0.0.1");
+        let (target, options) = provider.target(&plain);
+        assert_eq!(
+            (target.user.as_str(), target.port, target.host.as_str()),
+            ("ops", 22, "10.0.0.1")
+        );
+        assert_eq!(options.auth, SshAuth::Agent);
+        assert_eq!(options.host_key_policy, HostKeyPolicy::TrustOnFirstUse);
+        assert_eq!(options.connect_retry.attempts, 7);
+        assert_eq!(options.known_hosts, PathBuf::from("/kh"));
+        let own = NodeSpec {
+            ssh_user: Some("root".into()),
+            ssh_port: Some(2222),
+            ssh_key: Some(PathBuf::from("/k")),
+            ssh_host_key_policy: Some(HostKeyPolicy::Strict),
+            ..plain
+        };
+        let (target, options) = provider.target(&own);
+        assert_eq!((target.user.as_str(), target.port), ("root", 2222));
+        assert_eq!(
+            options.auth,
+            SshAuth::KeyFile {
+                path: PathBuf::from("/k"),
+                passphrase: None
+            }
+        );
+        assert_eq!(options.host_key_policy, HostKeyPolicy::Strict);
     }
 }

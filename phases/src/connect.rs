@@ -1,8 +1,9 @@
 //! One transport per node for `up` and `node join` ([`connect`]): the docker provider creates the node
 //! containers first ([`crate::node_containers`]) — or, when only probing, uses those that exist — and
-//! fills in their addresses; SSH nodes are connected one by one with their host keys checked
-//! ([`crate::reach::ssh_transport`]), each attempt reported through a callback so the command can say
-//! which node it is waiting for. An offline dry run reaches nothing and only plans the provider's steps.
+//! fills in their addresses; SSH nodes are connected one by one with their host keys checked, each
+//! attempt reported through a callback so the command can say which node it is waiting for. Every
+//! transport is made by the cluster's provider through `exec`'s `Provider` trait
+//! ([`crate::reach::NodeProvider::transport`]). An offline dry run reaches nothing and only plans the provider's steps.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,6 +15,7 @@ use clusterctl_spec::model::Provider;
 use clusterctl_spec::ValidCluster;
 
 use crate::node_containers::{self, CreateError};
+use crate::reach::{NodeProvider, ReachError};
 use crate::up::UpSpec;
 
 /// How [`connect`] reaches the nodes.
@@ -117,19 +119,22 @@ pub fn connect(
             if offline {
                 return Ok(out);
             }
-            let provider = crate::reach::docker_provider(cluster).map_err(ConnectError::Docker)?;
+            let docker = crate::reach::docker_provider(cluster).map_err(ConnectError::Docker)?;
             let nodes = if options.dry_run {
-                provider.list().map_err(ConnectError::List)?
+                docker.list().map_err(ConnectError::List)?
             } else {
-                node_containers::create(&provider, &spec.nodes)?
+                node_containers::create(&docker, &spec.nodes)?
             };
-            for dn in nodes {
-                if let Some(n) = spec.nodes.iter_mut().find(|n| n.name == dn.name) {
+            let provider = NodeProvider::Docker(Box::new(docker));
+            for n in spec.nodes.iter_mut() {
+                let dn = nodes.iter().find(|d| d.name == n.name);
+                let vn = cluster.nodes().iter().find(|v| v.name == n.name);
+                if let (Some(dn), Some(vn)) = (dn, vn) {
                     n.address = dn.address.clone().unwrap_or_default();
-                    out.transports.insert(
-                        dn.name.clone(),
-                        Arc::new(provider.docker_transport(&dn.name)),
-                    );
+                    let t = provider
+                        .transport(vn, &n.address)
+                        .map_err(|e| ConnectError::Docker(ReachError::Docker(Arc::new(e))))?;
+                    out.transports.insert(n.name.clone(), t);
                 }
             }
             Ok(out)
@@ -139,6 +144,8 @@ pub fn connect(
             if offline {
                 return Ok(out);
             }
+            let provider =
+                NodeProvider::Ssh(crate::reach::ssh_provider(cluster, options.known_hosts));
             let mut unreached = Vec::new();
             for (vn, n) in cluster.nodes().iter().zip(spec.nodes.iter()) {
                 progress(Progress::Connecting {
@@ -150,13 +157,13 @@ pub fn connect(
                 });
                 let started = Instant::now();
                 let seconds = || started.elapsed().as_secs_f64();
-                match crate::reach::ssh_transport(vn, &n.address, options.known_hosts) {
+                match provider.transport(vn, &n.address) {
                     Ok(t) => {
                         progress(Progress::Connected {
                             node: &n.name,
                             seconds: seconds(),
                         });
-                        out.transports.insert(n.name.clone(), Arc::new(t));
+                        out.transports.insert(n.name.clone(), t);
                     }
                     Err(source) => {
                         progress(Progress::NotReached {

@@ -1,18 +1,21 @@
-//! The one way the commands reach a cluster's nodes and API: the Docker provider's node options
-//! ([`docker_options`], kind's run options with the file's `spec.docker` settings), the SSH transport
-//! of a node ([`ssh_transport`]: key file or agent, `known_hosts` strict or trust-on-first-use, the
-//! file's connect attempts), reaching the nodes that exist ([`reach`]: SSH hosts in parallel, or the
-//! provider's labelled, running node containers — never creating any), and the cluster's API client
-//! ([`cluster_api`]: the kubeconfig context named after the cluster, else `admin.conf` fetched from the
-//! first control plane).
+//! The one way the commands reach a cluster's nodes and API: the cluster's provider ([`provider_for`]:
+//! `exec`'s [`SshProvider`] with the file's SSH settings — key file or agent, `known_hosts` strict or
+//! trust-on-first-use, the file's connect attempts — or its [`DockerProvider`] with kind's run options
+//! and the file's `spec.docker` settings, [`docker_options`]); every node's transport is made by that
+//! provider through `exec`'s `Provider` trait ([`NodeProvider::transport`]); reaching the nodes that
+//! exist ([`reach`]: SSH hosts in parallel, or the provider's labelled, running node containers —
+//! never creating any), and the cluster's API client ([`cluster_api`]: the kubeconfig context named
+//! after the cluster, else `admin.conf` fetched from the first control plane).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use clusterctl_exec::{DockerNodeOptions, DockerProvider, ExecError, Transport};
+use clusterctl_exec::{
+    DockerNodeOptions, DockerProvider, ExecError, NodeSpec, SshAuth, SshProvider, Transport,
+};
 use clusterctl_kubeapi::KubeClusterApi;
-use clusterctl_spec::model::{HostKeyPolicy, Provider};
+use clusterctl_spec::model::{HostKeyPolicy, Provider, Role};
 use clusterctl_spec::{ValidCluster, ValidNode};
 
 use crate::model::NodeInfo;
@@ -39,9 +42,6 @@ pub enum ReachError {
         /// The container's state when it exists but is not running.
         state: Option<String>,
     },
-    /// The connect thread panicked.
-    #[error("connect thread panicked")]
-    Panicked,
     /// No kubeconfig context of the cluster and the first control plane could not be reached.
     #[error("no kubeconfig context `clusterctl-{cluster}` and the first control plane {node} cannot be reached: {source}")]
     FirstControlPlane {
@@ -205,44 +205,95 @@ pub fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, ReachEr
     .map_err(|e| ReachError::Docker(Arc::new(e)))
 }
 
-/// The SSH transport to `node` at `host` (its address; `up` may use another one), with the file's key
-/// (`~` expanded; the SSH agent when none), port, user, connect attempts and host-key policy, checked
-/// against `known_hosts` (default `~/.ssh/known_hosts`). Errors: as `SshTransport::connect`.
-pub fn ssh_transport(
-    node: &ValidNode,
-    host: &str,
+/// The cluster's way to its nodes: the SSH provider or the Docker provider. Every node transport is
+/// made through `exec`'s `Provider` trait ([`NodeProvider::provider`], [`NodeProvider::transport`]);
+/// the Docker provider's own steps (listing, creating, removing node containers) are on
+/// [`DockerProvider`].
+pub enum NodeProvider {
+    /// Nodes listed in the file, reached over SSH ([`ssh_provider`]).
+    Ssh(SshProvider),
+    /// Node containers ([`docker_provider`]).
+    Docker(Box<DockerProvider>),
+}
+
+impl NodeProvider {
+    /// The provider as `exec` sees it.
+    pub fn provider(&self) -> &dyn clusterctl_exec::Provider {
+        match self {
+            NodeProvider::Ssh(p) => p,
+            NodeProvider::Docker(p) => p.as_ref(),
+        }
+    }
+
+    /// A transport to `node` at `address` (its address; `up` may use another one; the Docker
+    /// provider reaches the node's container whatever the address). SSH connects here, with the
+    /// file's attempts, and checks the host key. Errors: as `SshTransport::connect`.
+    pub fn transport(
+        &self,
+        node: &ValidNode,
+        address: &str,
+    ) -> Result<Arc<dyn Transport>, ExecError> {
+        self.provider()
+            .transport(&node_spec(node, address))
+            .map(Arc::from)
+    }
+}
+
+/// The provider of `cluster`: [`ssh_provider`] or [`docker_provider`]. Errors: the Docker engine
+/// cannot be used.
+pub fn provider_for(
+    cluster: &ValidCluster,
     known_hosts: Option<&Path>,
-) -> Result<clusterctl_exec::SshTransport, ExecError> {
-    let auth = match &node.ssh.key_file {
-        Some(k) => clusterctl_exec::SshAuth::KeyFile {
-            path: expand_home(k),
-            passphrase: None,
-        },
-        None => clusterctl_exec::SshAuth::Agent,
-    };
-    let mut options = clusterctl_exec::SshOptions::new(auth);
-    options.connect_retry.attempts = node.ssh.connect_attempts;
+) -> Result<NodeProvider, ReachError> {
+    Ok(match cluster.provider() {
+        Provider::Ssh => NodeProvider::Ssh(ssh_provider(cluster, known_hosts)),
+        Provider::Docker => NodeProvider::Docker(Box::new(docker_provider(cluster)?)),
+    })
+}
+
+/// The SSH provider of `cluster`: the file's user, the SSH agent when a node names no key, the file's
+/// connect attempts and host-key policy, host keys checked against `known_hosts` (default
+/// `~/.ssh/known_hosts`). Each node's own settings come with its [`node_spec`].
+pub fn ssh_provider(cluster: &ValidCluster, known_hosts: Option<&Path>) -> SshProvider {
+    let defaults = &cluster.spec().ssh;
+    let mut provider = SshProvider::new(defaults.user.clone(), SshAuth::Agent)
+        .with_connect_attempts(defaults.connect_attempts);
+    provider.options.host_key_policy = host_key_policy(defaults.host_key_policy);
     let known_hosts = known_hosts
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts")));
     if let Some(k) = known_hosts {
-        options.known_hosts = k;
+        provider.options.known_hosts = k;
     }
-    options.host_key_policy = match node.ssh.host_key_policy {
-        HostKeyPolicy::Strict => clusterctl_exec::HostKeyPolicy::Strict,
-        _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
-    };
-    let target = clusterctl_exec::SshTarget {
-        node: node.name.clone(),
-        host: host.to_string(),
-        port: node.ssh.port,
-        user: node.ssh.user.clone(),
-    };
-    clusterctl_exec::SshTransport::connect(target, options)
+    provider
 }
 
-/// A connected transport, or why the node could not be reached.
-type Connected = Result<Arc<dyn Transport>, ReachError>;
+/// `exec`'s host-key policy for the file's (`insecure` is refused by validation).
+fn host_key_policy(policy: HostKeyPolicy) -> clusterctl_exec::HostKeyPolicy {
+    match policy {
+        HostKeyPolicy::Strict => clusterctl_exec::HostKeyPolicy::Strict,
+        _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
+    }
+}
+
+/// `node` as a provider sees it, at `address`: its role and its own SSH user, port, key file (`~`
+/// expanded; none: the SSH agent) and host-key policy.
+pub fn node_spec(node: &ValidNode, address: &str) -> NodeSpec {
+    NodeSpec {
+        ssh_user: Some(node.ssh.user.clone()),
+        ssh_port: Some(node.ssh.port),
+        ssh_key: node.ssh.key_file.as_deref().map(expand_home),
+        ssh_host_key_policy: Some(host_key_policy(node.ssh.host_key_policy)),
+        ..NodeSpec::new(
+            node.name.clone(),
+            match node.role {
+                Role::ControlPlane => clusterctl_exec::Role::ControlPlane,
+                Role::Worker => clusterctl_exec::Role::Worker,
+            },
+            address,
+        )
+    }
+}
 
 /// Transports to nodes, and why the others could not be reached.
 #[derive(Default)]
@@ -253,41 +304,39 @@ pub struct Reached {
     pub errors: BTreeMap<String, ReachError>,
 }
 
-/// Reaches `nodes` of `cluster` that exist: SSH hosts in parallel (host keys checked against
-/// `known_hosts`, default `~/.ssh/known_hosts`); Docker provider: the running node containers
-/// labelled with the cluster name. Never creates anything.
+/// Reaches `nodes` of `cluster` that exist through its provider ([`provider_for`]): SSH hosts in
+/// parallel (host keys checked against `known_hosts`, default `~/.ssh/known_hosts`); Docker provider:
+/// the running node containers labelled with the cluster name. Never creates anything.
 pub fn reach(cluster: &ValidCluster, nodes: &[&ValidNode], known_hosts: Option<&Path>) -> Reached {
     let mut out = Reached::default();
-    match cluster.provider() {
-        Provider::Docker => {
-            let provider = match docker_provider(cluster) {
-                Ok(p) => p,
-                Err(e) => {
-                    let e = match e {
-                        ReachError::Docker(e) => e,
-                        other => Arc::new(ExecError::Other(other.to_string())),
-                    };
-                    for n in nodes {
-                        out.errors
-                            .insert(n.name.clone(), ReachError::Docker(e.clone()));
-                    }
-                    return out;
-                }
+    let provider = match provider_for(cluster, known_hosts) {
+        Ok(p) => p,
+        Err(e) => {
+            let e = match e {
+                ReachError::Docker(e) => e,
+                other => Arc::new(ExecError::Other(other.to_string())),
             };
-            let listed = provider.list().unwrap_or_default();
+            for n in nodes {
+                out.errors
+                    .insert(n.name.clone(), ReachError::Docker(e.clone()));
+            }
+            return out;
+        }
+    };
+    let mut existing = Vec::with_capacity(nodes.len());
+    match &provider {
+        NodeProvider::Docker(docker) => {
+            let listed = docker.list().unwrap_or_default();
             for n in nodes {
                 match listed.iter().find(|d| d.name == n.name) {
-                    Some(d) if d.state == "running" => {
-                        out.transports
-                            .insert(n.name.clone(), Arc::new(provider.docker_transport(&n.name)));
-                    }
+                    Some(d) if d.state == "running" => existing.push(node_spec(n, "")),
                     found => {
                         out.errors.insert(
                             n.name.clone(),
                             ReachError::NoContainer {
                                 container: found
                                     .map(|d| d.container.clone())
-                                    .unwrap_or_else(|| provider.container_name(&n.name)),
+                                    .unwrap_or_else(|| docker.container_name(&n.name)),
                                 cluster: cluster.name().to_string(),
                                 state: found.map(|d| d.state.clone()),
                             },
@@ -296,39 +345,29 @@ pub fn reach(cluster: &ValidCluster, nodes: &[&ValidNode], known_hosts: Option<&
                 }
             }
         }
-        Provider::Ssh => {
-            let results: Vec<(String, Connected)> = std::thread::scope(|s| {
-                let handles: Vec<_> = nodes
-                    .iter()
-                    .map(|n| {
-                        s.spawn(move || {
-                            let t = match n.address {
-                                None => Err(ReachError::NoAddress),
-                                Some(a) => ssh_transport(n, &a.to_string(), known_hosts)
-                                    .map(|t| Arc::new(t) as Arc<dyn Transport>)
-                                    .map_err(ReachError::Ssh),
-                            };
-                            (n.name.clone(), t)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| (String::new(), Err(ReachError::Panicked)))
-                    })
-                    .collect()
-            });
-            for (name, r) in results {
-                match r {
-                    Ok(t) => {
-                        out.transports.insert(name, t);
-                    }
-                    Err(e) => {
-                        out.errors.insert(name, e);
+        NodeProvider::Ssh(_) => {
+            for n in nodes {
+                match n.address {
+                    Some(a) => existing.push(node_spec(n, &a.to_string())),
+                    None => {
+                        out.errors.insert(n.name.clone(), ReachError::NoAddress);
                     }
                 }
+            }
+        }
+    }
+    let results = provider.provider().transports(&existing);
+    for (n, r) in existing.into_iter().zip(results) {
+        match r {
+            Ok(t) => {
+                out.transports.insert(n.name, Arc::from(t));
+            }
+            Err(e) => {
+                let e = match provider {
+                    NodeProvider::Ssh(_) => ReachError::Ssh(e),
+                    NodeProvider::Docker(_) => ReachError::Docker(Arc::new(e)),
+                };
+                out.errors.insert(n.name, e);
             }
         }
     }
@@ -449,7 +488,49 @@ pub fn cluster_api(
 
 #[cfg(test)]
 mod tests {
-    use super::docker_bytes;
+    use super::{docker_bytes, node_spec, ssh_provider};
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn the_files_ssh_settings_make_the_provider_and_each_nodes_spec() {
+        let c = crate::up::from_file::test_cluster("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: sp}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {user: ops, port: 2222, hostKeyPolicy: strict, connectAttempts: 3}\n  nodes:\n    - {name: cp1, role: control-plane, address: 10.9.0.11}\n    - {name: w1, role: worker, address: 10.9.0.12, ssh: {user: root, keyFile: /k/id, hostKeyPolicy: accept-new}}\n");
+        let p = ssh_provider(&c, Some(Path::new("/kh")));
+        assert_eq!(p.default_user, "ops");
+        assert_eq!(p.options.auth, clusterctl_exec::SshAuth::Agent);
+        assert_eq!(p.options.connect_retry.attempts, 3);
+        assert_eq!(p.options.known_hosts, PathBuf::from("/kh"));
+        assert_eq!(
+            p.options.host_key_policy,
+            clusterctl_exec::HostKeyPolicy::Strict
+        );
+        let (target, options) = p.target(&node_spec(&c.nodes()[0], "10.9.0.11"));
+        assert_eq!(
+            (target.user.as_str(), target.port, target.host.as_str()),
+            ("ops", 2222, "10.9.0.11")
+        );
+        assert_eq!(options.auth, clusterctl_exec::SshAuth::Agent);
+        assert_eq!(
+            options.host_key_policy,
+            clusterctl_exec::HostKeyPolicy::Strict
+        );
+        let (target, options) = p.target(&node_spec(&c.nodes()[1], "192.0.2.7"));
+        assert_eq!(
+            (target.user.as_str(), target.port, target.host.as_str()),
+            ("root", 2222, "192.0.2.7")
+        );
+        assert_eq!(
+            options.auth,
+            clusterctl_exec::SshAuth::KeyFile {
+                path: PathBuf::from("/k/id"),
+                passphrase: None
+            }
+        );
+        assert_eq!(
+            options.host_key_policy,
+            clusterctl_exec::HostKeyPolicy::TrustOnFirstUse
+        );
+        assert_eq!(options.connect_retry.attempts, 3);
+    }
 
     #[test]
     fn docker_sizes_are_read_as_docker_run_reads_them() {
