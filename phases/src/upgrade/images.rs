@@ -92,7 +92,7 @@ pub enum BundleRefused {
 /// (upstream references, from `clusterctl_airgap::plan::node_images` of the file at `to`). Errors:
 /// another cluster's bundle; images of `to` the bundle lacks, naming `to` and the way to a bundle
 /// that carries them (`airgap.extraVersions`, `clusterctl airgap bundle`); no kubeadm package of `to`.
-pub fn check_bundle(
+pub(crate) fn check_bundle(
     manifest: &BundleManifest,
     path: &std::path::Path,
     cluster: &str,
@@ -145,7 +145,7 @@ fn check_kubeadm_package(
 
 /// Digest material of `upgrade/images`: the target version, the runtime and the name and manifest
 /// digest of every image the node's role needs.
-pub fn images_input(d: &UpgradeData, node: &NodeInfo) -> String {
+pub(crate) fn images_input(d: &UpgradeData, node: &NodeInfo) -> String {
     match &d.images {
         Some(UpgradeImages::Nodes {
             runtime,
@@ -166,7 +166,7 @@ pub fn images_input(d: &UpgradeData, node: &NodeInfo) -> String {
 
 /// `upgrade/images` (every node, no mirror): loads the images of the target version the node's role
 /// needs and its runtime lacks (name and manifest digest checked first), from the bundle.
-pub fn images(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn images(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     let Some(UpgradeImages::Nodes {
         bundle,
         runtime,
@@ -186,7 +186,7 @@ pub fn images(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
 
 /// `upgrade/mirror` (this machine, a mirror is set): pushes the bundle to the mirror, skipping what
 /// the import record and the mirror already have.
-pub fn mirror(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn mirror(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     let Some(UpgradeImages::Mirror {
         bundle,
         mirror,

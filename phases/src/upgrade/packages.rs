@@ -27,7 +27,7 @@ use crate::packages::{script, Family, Source, APT_KEYRING, APT_LIST, APT_MIRROR_
 
 /// Where the air-gap bundle's package files are uploaded on a node (`packages/` under it), the
 /// directory `clusterctl_airgap::node::upload_packages` is given.
-pub const BUNDLE_DIR: &str = "/var/lib/clusterctl/bundle";
+pub(crate) const BUNDLE_DIR: &str = "/var/lib/clusterctl/bundle";
 
 /// How long one package step (a download, `apt-get`/`dnf` run) may take.
 const STEP_TIMEOUT: Duration = Duration::from_secs(900);
@@ -52,7 +52,11 @@ fn source_of(data: &UpgradeData) -> Source {
 /// afterwards (see the module documentation for the steps per source). Errors: an OS family the
 /// packages machinery does not serve ([`PhaseError::Check`]), the bundle upload, or the failing
 /// command (a repository whose signature does not verify, a version the repository lacks).
-pub fn install(ctx: &mut NodeCtx, data: &UpgradeData, names: &[&str]) -> Result<(), PhaseError> {
+pub(crate) fn install(
+    ctx: &mut NodeCtx,
+    data: &UpgradeData,
+    names: &[&str],
+) -> Result<(), PhaseError> {
     let version = &data.spec.to;
     let source = source_of(data);
     let Some(out) = ctx.read_labelled(

@@ -21,7 +21,7 @@ fn long(script: String) -> Cmd {
 
 /// Where the upgrade's scripts are placed on a node (each run as `sh <file>`, so the output shows one
 /// short line per step and the node keeps what ran).
-pub const SCRIPT_DIR: &str = "/var/lib/clusterctl/upgrade";
+pub(crate) const SCRIPT_DIR: &str = "/var/lib/clusterctl/upgrade";
 
 /// Places `script` as `<SCRIPT_DIR>/<name>.sh` (0700, unless already there) and runs it.
 fn run_file(ctx: &mut NodeCtx, name: &str, script: &str) -> Result<(), PhaseError> {
@@ -32,7 +32,7 @@ fn run_file(ctx: &mut NodeCtx, name: &str, script: &str) -> Result<(), PhaseErro
 }
 
 /// `upgrade/kubeadm`: installs the target kubeadm unless `kubeadm version -o short` already prints it.
-pub fn kubeadm(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn kubeadm(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     let want = clusterctl_spec::versions::tag(&data.spec.to);
     let have = ctx
         .query(Cmd::new("kubeadm version -o short"))?
@@ -48,7 +48,7 @@ pub fn kubeadm(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> 
 /// running etcd static pod's container (`crictl exec`, whose image ships etcdctl; the data directory
 /// `/var/lib/etcd` is a hostPath, so the snapshot is written there and moved). Authenticates with the
 /// healthcheck client certificate kubeadm creates under `/etc/kubernetes/pki/etcd/`.
-pub fn snapshot_script(file: &str) -> String {
+pub(crate) fn snapshot_script(file: &str) -> String {
     let certs = "--endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt \
                  --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt \
                  --key=/etc/kubernetes/pki/etcd/healthcheck-client.key";
@@ -70,7 +70,7 @@ pub fn snapshot_script(file: &str) -> String {
 
 /// `upgrade/etcd-snapshot`: `<SNAPSHOT_DIR>/pre-upgrade-v<to>.db` on the first control plane, unless it
 /// is already there (a resumed run keeps the snapshot taken before the first change).
-pub fn etcd_snapshot(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn etcd_snapshot(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     let file = format!(
         "{SNAPSHOT_DIR}/pre-upgrade-{}.db",
         clusterctl_spec::versions::tag(&data.spec.to)
@@ -110,7 +110,7 @@ fn api_change(
 }
 
 /// `upgrade/drain`: cordons the node and evicts its pods through the API.
-pub fn drain(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn drain(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     let node = ctx.name().to_string();
     api_change(ctx, &format!("drain node {node}"), || data.api.drain(&node))
 }
@@ -129,7 +129,7 @@ fn ignore_flag(checks: &[String]) -> String {
 
 /// `upgrade/apply` (first control plane): places the UpgradeConfiguration, runs `kubeadm upgrade plan`
 /// (fails when kubeadm refuses the target) and `kubeadm upgrade apply --config … --yes`.
-pub fn apply(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn apply(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     if ctx.test(&format!("test -f {ADMIN_CONF}"))? == Some(false) {
         return Err(ctx.check_error(vec![format!(
             "{ADMIN_CONF} is missing: this node is not an initialised control plane (run `clusterctl up` first)"
@@ -157,7 +157,7 @@ pub fn apply(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
 
 /// `upgrade/node` (other nodes): `kubeadm upgrade node` (with the UpgradeConfiguration when there is
 /// one), which upgrades a control plane's static pods or a worker's kubelet configuration.
-pub fn node(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn node(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     if ctx.test(&format!("test -f {KUBELET_CONF}"))? == Some(false) {
         return Err(ctx.check_error(vec![format!(
             "{KUBELET_CONF} is missing: this node has not joined the cluster (run `clusterctl up` first)"
@@ -180,7 +180,7 @@ pub fn node(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
 /// `upgrade/kubelet`: installs the target kubelet and kubectl, then `systemctl daemon-reload && systemctl
 /// restart kubelet`; on a control plane it then waits until the control plane has settled
 /// ([`settled_script`]), so that the next node's drain does not meet an API server being replaced.
-pub fn kubelet(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn kubelet(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     install(ctx, data, &["kubelet", "kubectl"])?;
     ctx.run_script("systemctl daemon-reload && systemctl restart kubelet")?;
     if ctx.node.is_control_plane() {
@@ -190,7 +190,7 @@ pub fn kubelet(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> 
 }
 
 /// How long [`settled_script`] waits for a control plane to settle after its kubelet restarted.
-pub const SETTLE_TIMEOUT_SECS: u64 = 300;
+pub(crate) const SETTLE_TIMEOUT_SECS: u64 = 300;
 
 /// The script waiting, on a control plane whose kubelet was just replaced, until its control plane
 /// has settled: the kubelet active for at least 20 s, a running container for each control-plane
@@ -201,7 +201,7 @@ pub const SETTLE_TIMEOUT_SECS: u64 = 300;
 /// after it starts (their container hash changed), so the next node's drain met a refused connection,
 /// or the new API server's `403 Forbidden` before its RBAC caches synced. Exits 1 after
 /// `timeout_secs`, saying which condition is missing.
-pub fn settled_script(timeout_secs: u64) -> String {
+pub(crate) fn settled_script(timeout_secs: u64) -> String {
     format!(
         "set -u\n\
          names=$(ls /etc/kubernetes/manifests 2>/dev/null | sed -n 's/^\\(etcd\\|kube-apiserver\\|kube-controller-manager\\|kube-scheduler\\)\\.yaml$/\\1/p')\n\
@@ -229,7 +229,7 @@ pub fn settled_script(timeout_secs: u64) -> String {
 }
 
 /// `upgrade/uncordon`: uncordons the node, then waits until it is Ready with the target kubelet.
-pub fn uncordon(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
+pub(crate) fn uncordon(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), PhaseError> {
     let node = ctx.name().to_string();
     api_change(ctx, &format!("uncordon node {node}"), || {
         data.api.uncordon(&node).map(|_| String::new())
