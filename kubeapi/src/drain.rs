@@ -73,6 +73,14 @@ fn finished(p: &Pod) -> bool {
     )
 }
 
+/// The instant `timeout` from now; a timeout too large for the clock (a flag of `u64::MAX` seconds)
+/// is taken as ten years, which no drain or wait outlives.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(10 * 365 * 24 * 3600))
+}
+
 /// Drains `node`: cordons it, evicts its pods (not mirror or DaemonSet pods, nor finished ones), retrying
 /// blocked evictions every `poll`, and waits until the evicted pods (by uid) are gone from the node.
 /// Errors: an API failure, or `timeout` passed with pods still blocked or still present (named).
@@ -82,7 +90,7 @@ pub fn drain(
     timeout: Duration,
     poll: Duration,
 ) -> Result<DrainReport, DrainError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     api.set_unschedulable(node, true)?;
     let mut report = DrainReport::default();
     let pods: Vec<Pod> = api
@@ -162,7 +170,7 @@ pub fn wait_ready(
     timeout: Duration,
     poll: Duration,
 ) -> Result<(), DrainError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     loop {
         let nodes = api.nodes()?;
         let last = match nodes
@@ -204,6 +212,14 @@ mod tests {
     use k8s_openapi::api::core::v1::{Event, Node};
     use std::collections::BTreeMap;
     use std::sync::Mutex;
+
+    #[test]
+    fn a_timeout_too_large_for_the_clock_is_capped_not_a_panic() {
+        let d = deadline_after(Duration::from_secs(9_300_000_000_000_000_000));
+        assert!(d > Instant::now() + Duration::from_secs(365 * 24 * 3600));
+        let short = deadline_after(Duration::from_secs(5));
+        assert!(short <= Instant::now() + Duration::from_secs(5));
+    }
 
     /// Pods in memory; an eviction removes the pod unless its name is in `blocked_once` (then 429 once).
     struct Fake {
