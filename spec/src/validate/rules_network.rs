@@ -413,6 +413,13 @@ fn source_names(p: CniPlugin) -> &'static [&'static str] {
 
 /// `cni.sources`: a known file name of this CNI, once; an http(s) address; a sha256 of 64 hex digits.
 /// `acceptUnverified` is reported as a warning so it is never silent.
+/// Whether an http(s) `url` names a user (and password) before its host: `https://user:pw@host/…`.
+fn url_has_credentials(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority.contains('@')
+}
+
 fn check_cni_sources(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
     let names = source_names(cni.plugin);
     let mut seen = std::collections::BTreeSet::new();
@@ -459,6 +466,12 @@ fn check_cni_sources(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
             ctx.push(
                 Diagnostic::error("spec::cni-source", "url is not an http(s) address")
                     .help("write the file's address, e.g. `https://mirror.example.com/calico/v3.32.1/tigera-operator.yaml`")
+                    .at(format!("{p}.url")),
+            );
+        } else if url_has_credentials(&src.url) {
+            ctx.push(
+                Diagnostic::error("spec::cni-source", "url carries credentials (user:password@)")
+                    .help("serve the file without a login (its sha256 is what makes it trusted); a password in the address would be printed in messages and kept in the cache record")
                     .at(format!("{p}.url")),
             );
         }

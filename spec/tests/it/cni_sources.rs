@@ -65,6 +65,21 @@ fn wrong_names_addresses_and_digests_are_refused_where_they_are() {
         errors("{plugin: builtin, sources: [{name: x, url: \"https://m.example.com/x\"}]}"),
         [("spec::cni-source".to_string(), format!("{p}[0]"))]
     );
+    // A login in the address would be printed in messages: refused, also without a password.
+    for url in [
+        "https://admin:hunter2@m.example.com/kube-flannel.yml",
+        "http://admin@m.example.com/x",
+    ] {
+        assert_eq!(
+            errors(&format!(
+                "{{plugin: flannel, sources: [{{name: kube-flannel.yml, url: \"{url}\"}}]}}"
+            )),
+            [("spec::cni-source".to_string(), format!("{p}[0].url"))],
+            "{url}"
+        );
+    }
+    // An `@` after the host (a path or query) is not a login.
+    assert!(errors("{plugin: flannel, sources: [{name: kube-flannel.yml, url: \"https://m.example.com/a@b/x?u=@\"}]}").is_empty());
     // Unknown keys in a source are refused by the strict loader.
     assert!(diags("{plugin: flannel, sources: [{name: kube-flannel.yml, url: \"https://m.example.com/x\", digest: x}]}").is_err());
 }
