@@ -97,8 +97,8 @@ pub struct Joined {
     pub result: Result<(), RunError>,
 }
 
-/// Reads `cluster`'s model with `options`, refuses node names the file does not declare (before
-/// contacting anything) and reaches the nodes, reporting SSH progress to `progress`. Errors:
+/// Reads `cluster`'s model with `options`, refuses node names the file does not declare and the first
+/// control plane (always in the cluster; before contacting anything) and reaches the nodes, reporting SSH progress to `progress`. Errors:
 /// [`JoinError::Refused`], [`JoinError::Connect`].
 pub fn prepare<'a>(
     cluster: &'a ValidCluster,
@@ -112,10 +112,8 @@ pub fn prepare<'a>(
         ..SpecOptions::default()
     };
     let mut spec = from_file::spec(cluster, &spec_options);
-    match engine_nodes(&spec.nodes, &options.nodes, &[]) {
-        Err(JoinRefused::AlreadyJoined(_)) | Ok(_) => {}
-        Err(e) => return Err(e.into()),
-    }
+    // With nothing registered yet, only the first control plane counts as joined: refused here too.
+    engine_nodes(&spec.nodes, &options.nodes, &[])?;
     let reach = ConnectOptions {
         dry_run: options.mode.dry_run,
         probe: options.mode.dry_run,
