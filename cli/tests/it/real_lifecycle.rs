@@ -83,6 +83,19 @@ fn kill_kubeadm(node: &TestNode) {
     let _ = node.sh("for p in $(pidof kubeadm); do kill -9 $p; done; true");
 }
 
+/// Replaces the node's kubelet with a wrapper that starts the real one (`/usr/bin/kubelet.real`) 30 s
+/// late — `--version` and `version`, which kubeadm's preflight asks, answer at once — so that a kill
+/// point between kubeadm's static-pod manifests and the kubelet's bootstrap (`kubelet.conf`) lasts
+/// long enough to be seen on a loaded machine (seen missed with a 200 ms poll). Undone by
+/// [`REAL_KUBELET`].
+const DELAYED_KUBELET: &str = "set -e; [ -e /usr/bin/kubelet.real ] || mv /usr/bin/kubelet /usr/bin/kubelet.real; \
+    printf '#!/bin/sh\ncase \" $* \" in *\" --version \"*|*\" version \"*) exec /usr/bin/kubelet.real \"$@\";; esac\nsleep 30\nexec /usr/bin/kubelet.real \"$@\"\n' > /usr/bin/kubelet.tmp; \
+    chmod 0755 /usr/bin/kubelet.tmp; mv -f /usr/bin/kubelet.tmp /usr/bin/kubelet";
+
+/// Puts the real kubelet back (see [`DELAYED_KUBELET`]).
+const REAL_KUBELET: &str =
+    "if [ -e /usr/bin/kubelet.real ]; then mv -f /usr/bin/kubelet.real /usr/bin/kubelet; fi";
+
 /// Runs `up` and kills it as soon as `when(output so far)` holds (polled every 200 ms), with the
 /// `kubeadm` of `kubeadm_on`. Panics when `up` ends before that. Returns the output.
 fn up_killed_when(
@@ -334,7 +347,10 @@ fn up_killed_inside_control_plane_joins_of_the_ha_file() {
         &[&cps[1]],
     );
     // Inside the third control plane's join: its certificates and static pods written, its kubelet
-    // not yet started (a half-done join: reset, then joined again) ...
+    // not yet started (a half-done join: reset, then joined again) ... That window is short (kubeadm
+    // starts the kubelet right after writing the manifests), so the node's kubelet starts 30 s late
+    // for this run ([`DELAYED_KUBELET`]); the real one is back before the join is redone.
+    cps[2].sh(DELAYED_KUBELET).expect("delay the kubelet");
     up_killed_when(
         &c,
         "third control plane's API server manifest, no kubelet.conf",
@@ -345,6 +361,7 @@ fn up_killed_inside_control_plane_joins_of_the_ha_file() {
         },
         &[&cps[2]],
     );
+    cps[2].sh(REAL_KUBELET).expect("restore the kubelet");
     // ... then, joining again, killed once its Node is registered (etcd joined, kubelet bootstrapped),
     // before or while kubeadm marks it as a control plane.
     let third = cps[2].name.clone();
