@@ -10,7 +10,7 @@ use clusterctl_exec::docker::Removed;
 use clusterctl_exec::{DockerNode, DockerNodeOptions, DockerProvider, ExecError};
 use clusterctl_spec::ValidCluster;
 
-use crate::model::{NodeInfo, Role};
+use crate::model::NodeInfo;
 use crate::up::api::LocalApi;
 
 /// How long node containers may take to boot (systemd `running` or `degraded`).
@@ -171,10 +171,7 @@ pub fn create(
         .map(|n| {
             clusterctl_exec::NodeSpec::new(
                 n.name.clone(),
-                match n.role {
-                    Role::ControlPlane => clusterctl_exec::Role::ControlPlane,
-                    Role::Worker => clusterctl_exec::Role::Worker,
-                },
+                crate::reach::exec_role(n.role),
                 n.address.clone(),
             )
         })

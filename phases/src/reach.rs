@@ -284,14 +284,15 @@ pub fn node_spec(node: &ValidNode, address: &str) -> NodeSpec {
         ssh_port: Some(node.ssh.port),
         ssh_key: node.ssh.key_file.as_deref().map(expand_home),
         ssh_host_key_policy: Some(host_key_policy(node.ssh.host_key_policy)),
-        ..NodeSpec::new(
-            node.name.clone(),
-            match node.role {
-                Role::ControlPlane => clusterctl_exec::Role::ControlPlane,
-                Role::Worker => clusterctl_exec::Role::Worker,
-            },
-            address,
-        )
+        ..NodeSpec::new(node.name.clone(), exec_role(node.role), address)
+    }
+}
+
+/// The file's role as `exec`'s providers name it.
+pub(crate) fn exec_role(role: Role) -> clusterctl_exec::Role {
+    match role {
+        Role::ControlPlane => clusterctl_exec::Role::ControlPlane,
+        Role::Worker => clusterctl_exec::Role::Worker,
     }
 }
 
