@@ -35,7 +35,7 @@ pub(crate) fn file_version(
 /// The control plane's running version: the kube-apiserver image tag in its static pod manifest.
 /// `Ok(None)` when there is no manifest or it names no version. Errors: the download failed.
 pub(crate) fn control_plane_version(t: &dyn Transport) -> Result<Option<Version>, ExecError> {
-    let bytes = t.download("/etc/kubernetes/manifests/kube-apiserver.yaml")?;
+    let bytes = t.download(crate::up::rollout::APISERVER_MANIFEST)?;
     Ok(bytes.and_then(|b| version::apiserver_manifest_version(&String::from_utf8_lossy(&b))))
 }
 
