@@ -119,14 +119,13 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         Ok(j) => j,
         Err(e) => return Ok(stopped(e)),
     };
-    report(&args, format, &cluster, &joined, reporter.as_ref())
+    report(&args, format, &joined, reporter.as_ref())
 }
 
 /// Prints what the join did (or, with `--dry-run`, planned); the exit code.
 fn report(
     args: &JoinArgs,
     format: super::flags::Format,
-    cluster: &clusterctl_spec::ValidCluster,
     joined: &Joined,
     reporter: &dyn Reporter,
 ) -> miette::Result<ExitCode> {
@@ -148,14 +147,8 @@ fn report(
             .map(|e| e.phase.len())
             .max()
             .unwrap_or(10);
-        let first_cp = &cluster.first_control_plane().name;
-        let mut shown = joined.nodes.clone();
-        if !shown.iter().any(|n| &n.name == first_cp) {
-            if let Some(cp) = joined.all_nodes.iter().find(|n| &n.name == first_cp) {
-                shown.insert(0, cp.clone());
-            }
-        }
-        super::plan::print_entries(&super::plan::groups(&shown), &summary.plan, width);
+        // The engine's nodes: the first control plane, then the joining ones.
+        super::plan::print_entries(&super::plan::groups(&joined.nodes), &summary.plan, width);
         if let Err(e) = &joined.result {
             eprintln!("node join (dry run) stopped:\n{e}");
             return Ok(ExitCode::FAILURE);

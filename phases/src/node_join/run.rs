@@ -87,8 +87,6 @@ pub struct Prepared<'a> {
 pub struct Joined {
     /// The cluster's name.
     pub cluster: String,
-    /// The file's nodes, in file order (the engine's model).
-    pub all_nodes: Vec<NodeInfo>,
     /// The nodes the engine ran over: the first control plane, then the joining ones.
     pub nodes: Vec<NodeInfo>,
     /// The engine's plan, outcomes and changes.
@@ -97,9 +95,9 @@ pub struct Joined {
     pub result: Result<(), RunError>,
 }
 
-/// Reads `cluster`'s model with `options`, refuses node names the file does not declare and the first
-/// control plane (always in the cluster; before contacting anything) and reaches the nodes, reporting SSH progress to `progress`. Errors:
-/// [`JoinError::Refused`], [`JoinError::Connect`].
+/// Reads `cluster`'s model with `options`, refuses node names the file does not declare and the
+/// first control plane (always in the cluster) before contacting anything, and reaches the nodes,
+/// reporting SSH progress to `progress`. Errors: [`JoinError::Refused`], [`JoinError::Connect`].
 pub fn prepare<'a>(
     cluster: &'a ValidCluster,
     options: JoinOptions<'a>,
@@ -116,7 +114,7 @@ pub fn prepare<'a>(
     engine_nodes(&spec.nodes, &options.nodes, &[])?;
     let reach = ConnectOptions {
         dry_run: options.mode.dry_run,
-        probe: options.mode.dry_run,
+        probe: options.mode.probe,
         known_hosts: options.known_hosts,
     };
     let connected = connect::connect(cluster, &mut spec, reach, progress)?;
@@ -181,7 +179,6 @@ impl Prepared<'_> {
         );
         Ok(Joined {
             cluster: self.spec.cluster.clone(),
-            all_nodes: self.spec.nodes.clone(),
             nodes,
             summary,
             result,
