@@ -111,6 +111,25 @@ pub fn of(plugin: CniPlugin) -> Option<&'static CniLeftovers> {
     LEFTOVERS.iter().find(|l| l.plugin == plugin)
 }
 
+/// A read-only script printing, one per line, the index in [`LEFTOVERS`] of each CNI the node still
+/// shows ([`CniLeftovers::detect`]): one query for all of them.
+pub fn detect_script() -> String {
+    let mut s = String::new();
+    for (i, cni) in LEFTOVERS.iter().enumerate() {
+        s.push_str(&format!("if {}; then echo {i}; fi; ", cni.detect));
+    }
+    s.push_str("true");
+    s
+}
+
+/// The CNIs of [`LEFTOVERS`] named by the output of [`detect_script`].
+pub fn detected(out: &str) -> Vec<&'static CniLeftovers> {
+    out.lines()
+        .filter_map(|l| l.trim().parse::<usize>().ok())
+        .filter_map(|i| LEFTOVERS.get(i))
+        .collect()
+}
+
 /// The shell fragment removing `cni`'s devices, chains (with the jumps to them) and ipsets, appending
 /// what it removed to `$out` (e.g. ` link cilium_host deleted; iptables nat: 3 CILIUM_* chain(s)
 /// deleted;`). Each table holding such a chain is saved, its lines dropped and the rest restored
@@ -167,6 +186,16 @@ mod tests {
         for p in [CniPlugin::Builtin, CniPlugin::Kindnet, CniPlugin::None] {
             assert!(of(p).is_none());
         }
+    }
+
+    #[test]
+    fn one_detect_script_names_every_cni_the_node_shows() {
+        let script = detect_script();
+        for cni in LEFTOVERS {
+            assert!(script.contains(cni.detect), "{script}");
+        }
+        assert_eq!(detected("0\n2\n"), [&FLANNEL, &CILIUM]);
+        assert!(detected("").is_empty() && detected("9\nx\n").is_empty());
     }
 
     #[test]

@@ -91,9 +91,11 @@ pub fn reset_node(
     // (`up --recreate` of a cluster whose file switched its CNI).
     let mut teardown = teardown.clone();
     if ctx.can_query() {
-        for cni in cni_leftovers::LEFTOVERS {
-            if !teardown.cnis.contains(&cni) && matches!(ctx.test(cni.detect), Ok(Some(true))) {
-                teardown.cnis.push(cni);
+        if let Ok(Some(out)) = ctx.read(&cni_leftovers::detect_script()) {
+            for cni in cni_leftovers::detected(&out) {
+                if !teardown.cnis.contains(&cni) {
+                    teardown.cnis.push(cni);
+                }
             }
         }
     }
