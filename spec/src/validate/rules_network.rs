@@ -281,6 +281,7 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
         );
     }
     check_cni_sources(ctx, cni);
+    check_cni_pinned(ctx, cni);
     // Settings clusterctl derives itself; typing them again is how the seed's pool mismatch happened.
     let owned: &[(&str, &'static str)] = match cni.plugin {
         CniPlugin::Calico => &[
@@ -418,6 +419,68 @@ fn url_has_credentials(url: &str) -> bool {
     let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     authority.contains('@')
+}
+
+/// `cni.version` against the pinned tables (`crate::cni_versions`): Calico and flannel only at a
+/// version of the table (their operator / CNI-plugin image tags are known only there); Cilium at a
+/// version without a pinned chart digest only when the file pins the chart itself
+/// (`sources[name: cilium.tgz].sha256`) or accepts it unverified (`acceptUnverified`) — else `up`
+/// would refuse the download after the cluster is half built.
+fn check_cni_pinned(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
+    use crate::cni_versions::{CALICO, CILIUM, FLANNEL};
+    let Some(v) = cni.version.as_deref() else {
+        return;
+    };
+    if crate::versions::parse_version(v).is_none() {
+        return;
+    }
+    let v = if v.starts_with('v') {
+        v.to_string()
+    } else {
+        format!("v{v}")
+    };
+    let at = "spec.networking.cni.version";
+    let table: Vec<&str> = match cni.plugin {
+        CniPlugin::Calico => CALICO.iter().map(|r| r.version).collect(),
+        CniPlugin::Flannel => FLANNEL.iter().map(|r| r.version).collect(),
+        CniPlugin::Cilium => {
+            let pinned = CILIUM.iter().any(|c| c.version == v)
+                || cni.accept_unverified
+                || cni
+                    .sources
+                    .iter()
+                    .any(|s| s.name == "cilium.tgz" && s.sha256.is_some());
+            if !pinned {
+                let list: Vec<&str> = CILIUM.iter().map(|c| c.version).collect();
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::cni-version",
+                        format!("no sha256 is pinned for the Cilium chart {v}"),
+                    )
+                    .help(format!(
+                        "use a pinned version ({}), or pin the chart yourself with a `sources` entry `name: cilium.tgz` with its `sha256`, or set `acceptUnverified: true`",
+                        list.join(", ")
+                    ))
+                    .at(at),
+                );
+            }
+            return;
+        }
+        CniPlugin::Builtin | CniPlugin::Kindnet | CniPlugin::None => return,
+    };
+    if !table.contains(&v.as_str()) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::cni-version",
+                format!(
+                    "{} {v} is not a version clusterctl has pinned",
+                    plugin_name(cni.plugin)
+                ),
+            )
+            .help(format!("use one of {}", table.join(", ")))
+            .at(at),
+        );
+    }
 }
 
 fn check_cni_sources(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {

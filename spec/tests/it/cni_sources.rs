@@ -96,3 +96,42 @@ fn accepting_unverified_files_is_a_warning() {
     assert_eq!(hit[0].severity, Severity::Warning);
     assert_eq!(hit[0].path, "spec.networking.cni.acceptUnverified");
 }
+
+#[test]
+fn a_cni_version_clusterctl_has_not_pinned_is_refused_at_its_line() {
+    let v = "spec.networking.cni.version";
+    // Calico and flannel: only the table's versions (their image tags are known only there).
+    for bad in [
+        "{plugin: calico, version: v3.29.0}",
+        "{plugin: flannel, version: 0.25.1}",
+    ] {
+        assert_eq!(
+            errors(bad),
+            [("spec::cni-version".to_string(), v.to_string())],
+            "{bad}"
+        );
+    }
+    let d = diags("{plugin: calico, version: v3.29.0}").unwrap_err();
+    assert!(
+        d[0].help.as_deref().unwrap_or("").contains("v3.32.1"),
+        "{:?}",
+        d[0]
+    );
+    assert!(errors("{plugin: calico, version: v3.31.7}").is_empty());
+    assert!(errors("{plugin: flannel, version: 0.27.4}").is_empty());
+    // Cilium: a version without a pinned chart digest needs the file's own digest or its acceptance.
+    assert_eq!(
+        errors("{plugin: cilium, version: v1.99.0}"),
+        [("spec::cni-version".to_string(), v.to_string())]
+    );
+    assert!(errors("{plugin: cilium, version: 1.17.6}").is_empty());
+    assert!(errors(&format!(
+        "{{plugin: cilium, version: v1.99.0, sources: [{{name: cilium.tgz, url: \"https://m.example.com/cilium-1.99.0.tgz\", sha256: {SHA}}}]}}"
+    ))
+    .is_empty());
+    // A source without a digest does not pin it.
+    assert_eq!(
+        errors("{plugin: cilium, version: v1.99.0, sources: [{name: cilium.tgz, url: \"https://m.example.com/c.tgz\"}]}"),
+        [("spec::cni-version".to_string(), v.to_string())]
+    );
+}
