@@ -18,28 +18,16 @@
 //! flanneld's masquerade chain, pod-to-pod across nodes through `flannel.1`, the Service and its name,
 //! packets counted on both VXLAN devices); no image was pulled (no `Pulling` event in the cluster).
 
-use std::process::Command;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::airgap_cni::Listener;
+use crate::airgap_support::{bundle_on_the_connected_side, dead_address, upstreams_unresolvable};
 use crate::real_flannel::{check_flannel, flannel_site};
 use crate::real_support::{self, FileOptions, Kube, RealCluster};
 use clusterctl_testbed::registry::Registry;
 
 /// The workload image, preloaded from the bundle (`images.preload`).
 const WORKLOAD: &str = "clusterctl.test/busybox:1";
-
-/// The registries the images of the plan come from, and the manifest's host: unreachable on the nodes.
-const UPSTREAM_HOSTS: &[&str] = &[
-    "registry.k8s.io",
-    "ghcr.io",
-    "clusterctl.test",
-    "docker.io",
-    "registry-1.docker.io",
-    "quay.io",
-    "raw.githubusercontent.com",
-];
 
 /// The real cluster with the preloaded workload image instead of the mirror's (there is no mirror).
 struct Offline<'a>(&'a RealCluster);
@@ -65,36 +53,6 @@ impl Kube for Offline<'_> {
     }
 }
 
-/// `clusterctl airgap bundle` as the connected machine runs it: its own `HOME` (`home`), images from
-/// `source` under their upstream names, the bundle written to `bundle`.
-fn bundle_on_the_connected_side(
-    file: &std::path::Path,
-    bundle: &std::path::Path,
-    home: &std::path::Path,
-    source: &Registry,
-) {
-    let from = |host: &str| format!("{host}={}", source.addr());
-    let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
-        .args(["airgap", "bundle", "--no-self", "-f"])
-        .arg(file)
-        .arg("--bundle-file")
-        .arg(bundle)
-        .args(["--source-registry-override", &from("registry.k8s.io")])
-        .args(["--source-registry-override", &from("ghcr.io")])
-        .args(["--source-registry-override", &from("clusterctl.test")])
-        .current_dir(home)
-        .env("HOME", home)
-        .env_remove("XDG_CACHE_HOME")
-        .output()
-        .expect("airgap bundle");
-    assert!(
-        out.status.success(),
-        "airgap bundle:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn flannel_from_the_bundle_carries_pod_traffic_without_reaching_out() {
     let Some(env) = real_support::available() else {
@@ -118,26 +76,17 @@ fn flannel_from_the_bundle_carries_pod_traffic_without_reaching_out() {
         &env,
     );
     // No registry mirror: the images come from the bundle into each node's containerd.
-    let text = std::fs::read_to_string(&c.file).expect("cluster file");
-    let text: String = text
-        .lines()
-        .filter(|l| !l.starts_with("  registry:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let text = text.replace(
-        "  nodes:\n",
-        &format!(
-            "  images:\n    preload: [{WORKLOAD}]\n  airgap:\n    bundle: site.tar\n  nodes:\n"
-        ),
-    );
-    std::fs::write(&c.file, &text).expect("cluster file");
+    let bundle = c.air_gapped_file(&format!("  images:\n    preload: [{WORKLOAD}]\n"));
 
     // The connected side writes the bundle.
     let connected = tempfile::tempdir().expect("tempdir");
     let source = Registry::serve_readonly(&env.1.storage).expect("source registry");
-    let bundle = c.file.parent().expect("dir").join("site.tar");
     let tb = Instant::now();
-    bundle_on_the_connected_side(&c.file, &bundle, connected.path(), &source);
+    let overrides: Vec<(String, String)> = ["registry.k8s.io", "ghcr.io", "clusterctl.test"]
+        .iter()
+        .map(|h| (h.to_string(), source.addr().to_string()))
+        .collect();
+    bundle_on_the_connected_side(&c.file, &bundle, connected.path(), &overrides);
     eprintln!(
         "[real] bundle written in {:.1}s",
         tb.elapsed().as_secs_f64()
@@ -153,20 +102,10 @@ fn flannel_from_the_bundle_carries_pod_traffic_without_reaching_out() {
     drop(source);
 
     // The site: the manifest's address answers nobody, the upstream registries lead nowhere.
-    let addr = site.server.url().trim_start_matches("http://").to_string();
+    let url = site.server.url();
     drop(site);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpListener::bind(&addr).is_err() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let dead = Listener::start_on(&addr, None);
-    for n in &c.nodes.nodes {
-        n.sh(&format!(
-            "echo '127.0.0.9 {}' >> /etc/hosts",
-            UPSTREAM_HOSTS.join(" ")
-        ))
-        .expect("/etc/hosts");
-    }
+    let dead = dead_address(&url);
+    upstreams_unresolvable(&c.nodes.nodes);
 
     let tu = Instant::now();
     let up = c.up(&[]);

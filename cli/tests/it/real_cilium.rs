@@ -19,6 +19,7 @@
 use std::time::Instant;
 
 use clusterctl_testbed::aptrepo::FileServer;
+use clusterctl_testbed::k8sbin::K8sBins;
 
 use crate::real_support::{self, FileOptions, Kube};
 
@@ -28,19 +29,23 @@ fn sha256_hex(path: &std::path::Path) -> String {
     digest.trim_start_matches("sha256:").to_string()
 }
 
-#[test]
-fn cilium_is_installed_with_helm_by_ups_cni_phase_on_a_real_cluster() {
-    let Some(env) = real_support::available() else {
-        return;
-    };
-    let Some(bins) = clusterctl_testbed::k8sbin::require_programs(
-        real_support::VERSION,
-        &["helm", "cilium-chart"],
-    ) else {
-        return;
-    };
-    let t = Instant::now();
-    // The site mirror: the chart and a Helm release archive of the test bed's helm.
+/// Cilium's two upstream files on a site mirror on loopback, as a disconnected site serves them —
+/// the chart the test bed's real helm packaged from cilium's Go module (`cilium.tgz`) and that helm
+/// in a release archive's layout (`helm-linux-amd64.tar.gz`: `linux-amd64/helm`) — and the cluster
+/// file's `networking` lines naming both in `cni.sources` with their sha256 (`cni.plugin: cilium`
+/// v1.20.2, `kubeProxyReplacement: true`, `kubeProxy: disabled`, podSubnet 10.244.0.0/16).
+pub(crate) struct CiliumSite {
+    /// The server of the site mirror.
+    pub(crate) server: FileServer,
+    /// The `networking:` lines for `FileOptions::extra_spec`.
+    pub(crate) spec: String,
+    /// The chart's sha256 (hex).
+    pub(crate) chart_sha: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Serves the test bed's Cilium chart and helm (`bins`: `cilium-chart`, `helm`) on loopback.
+pub(crate) fn cilium_site(bins: &K8sBins) -> CiliumSite {
     let dir = tempfile::tempdir().expect("tempdir");
     let site = dir.path().join("site");
     std::fs::create_dir_all(site.join("stage/linux-amd64")).expect("dirs");
@@ -64,12 +69,74 @@ fn cilium_is_installed_with_helm_by_ups_cni_phase_on_a_real_cluster() {
     let spec = format!(
         "  networking:\n    podSubnet: 10.244.0.0/16\n    kubeProxy: disabled\n    cni:\n      plugin: cilium\n      version: v1.20.2\n      kubeProxyReplacement: true\n      sources:\n        - {{name: cilium.tgz, url: \"{url}/cilium.tgz\", sha256: {chart_sha}}}\n        - {{name: helm-linux-amd64.tar.gz, url: \"{url}/helm-linux-amd64.tar.gz\", sha256: {helm_sha}}}\n"
     );
+    CiliumSite {
+        server,
+        spec,
+        chart_sha,
+        _dir: dir,
+    }
+}
+
+/// `helm status cilium -o json` on `node` (the first control plane), parsed. Never printed whole: it
+/// holds the chart's generated CA keys.
+pub(crate) fn helm_status(c: &dyn Kube, node: &str) -> serde_json::Value {
+    let out = c.node_sh(
+        node,
+        "/var/lib/clusterctl/bin/helm status cilium --namespace kube-system --kubeconfig /etc/kubernetes/admin.conf -o json",
+    );
+    serde_json::from_str::<serde_json::Value>(&out)
+        .unwrap_or_else(|e| panic!("helm status is not JSON ({} bytes): {e}", out.len()))
+}
+
+/// The release `cilium` as the first `up` leaves it (asserted on `status`): deployed at revision 1
+/// with chart 1.20.2, the rendered values (`kubeProxyReplacement: true`, the image repositories
+/// `images`/cilium/…) and the chart's digest (`chart_sha`) in its description. Only small fields are
+/// shown on failure.
+pub(crate) fn check_release(s: &serde_json::Value, chart_sha: &str, images: &str) {
+    assert_eq!(s["info"]["status"], "deployed");
+    assert_eq!(s["version"], 1);
+    let manifest = s["manifest"].as_str().unwrap_or_default();
+    assert!(
+        manifest.contains("helm.sh/chart: cilium-1.20.2"),
+        "the release is chart 1.20.2"
+    );
+    assert_eq!(
+        s["config"]["kubeProxyReplacement"], true,
+        "the rendered values were used"
+    );
+    assert_eq!(
+        s["config"]["image"]["repository"],
+        format!("{images}/cilium/cilium"),
+        "the rendered image repository"
+    );
+    let description = s["info"]["description"].as_str().unwrap_or_default();
+    assert!(
+        description.contains(&format!("chart={chart_sha}")),
+        "{description}"
+    );
+}
+
+#[test]
+fn cilium_is_installed_with_helm_by_ups_cni_phase_on_a_real_cluster() {
+    let Some(env) = real_support::available() else {
+        return;
+    };
+    let Some(bins) = clusterctl_testbed::k8sbin::require_programs(
+        real_support::VERSION,
+        &["helm", "cilium-chart"],
+    ) else {
+        return;
+    };
+    let t = Instant::now();
+    // The site mirror: the chart and a Helm release archive of the test bed's helm.
+    let site = cilium_site(&bins);
+    let server = &site.server;
     let c = real_support::start(
         "rcl",
         1,
         0,
         FileOptions {
-            extra_spec: spec,
+            extra_spec: site.spec.clone(),
             ..Default::default()
         },
         &env,
@@ -85,33 +152,9 @@ fn cilium_is_installed_with_helm_by_ups_cni_phase_on_a_real_cluster() {
         assert!(fetched.iter().any(|p| p == f), "{f}: {fetched:?}");
     }
     let cp = c.node_names()[0].clone();
-    let status = || {
-        let out = c.node_sh(
-            &cp,
-            "/var/lib/clusterctl/bin/helm status cilium --namespace kube-system --kubeconfig /etc/kubernetes/admin.conf -o json",
-        );
-        serde_json::from_str::<serde_json::Value>(&out)
-            .unwrap_or_else(|e| panic!("helm status is not JSON ({} bytes): {e}", out.len()))
-    };
-    // Only small fields are shown on failure: the status holds the chart's generated CA keys.
-    let s = status();
-    assert_eq!(s["info"]["status"], "deployed");
-    assert_eq!(s["version"], 1);
-    let manifest = s["manifest"].as_str().unwrap_or_default();
-    assert!(
-        manifest.contains("helm.sh/chart: cilium-1.20.2"),
-        "the release is chart 1.20.2"
-    );
-    assert_eq!(
-        s["config"]["kubeProxyReplacement"], true,
-        "the rendered values were used"
-    );
-    let description = s["info"]["description"].as_str().unwrap_or_default();
-    assert!(
-        description.contains(&format!("chart={chart_sha}")),
-        "{description}"
-    );
+    let status = || helm_status(&c, &cp);
     let mirror = c.registry.addr();
+    check_release(&status(), &site.chart_sha, mirror);
     let ds = c.kubectl(
         "-n kube-system get ds cilium -o jsonpath='{.spec.template.spec.containers[*].image}'",
     );

@@ -1,7 +1,9 @@
 //! Shared set-up of the `airgap_up*` tests: node containers made air-gapped (stand-ins installed, no
 //! default route), the cluster file validated, every image of its plan built here and served by a
 //! loopback registry under its upstream path, the bundle written from it, each role's share of the
-//! bundle, and the `up` arguments every such test uses.
+//! bundle, and the `up` arguments every such test uses; for the air-gapped tests on real nodes
+//! (`airgap_flannel`, `airgap_cilium`), the connected side's `airgap bundle`, the upstream registry
+//! names made unresolvable on the nodes and the stopped site mirror's address watched.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -135,4 +137,71 @@ pub(crate) fn up_args(file: &Path, known_hosts: &Path, extra: &[&str]) -> Vec<St
     .collect();
     a.extend(extra.iter().map(|s| s.to_string()));
     a
+}
+
+/// The registries the images of the real-cluster plans come from (and flannel's manifest host): on an
+/// air-gapped site's nodes these resolve to `127.0.0.9` ([`upstreams_unresolvable`]), so a pull would
+/// fail.
+pub(crate) const UPSTREAM_HOSTS: &[&str] = &[
+    "registry.k8s.io",
+    "ghcr.io",
+    "clusterctl.test",
+    "docker.io",
+    "registry-1.docker.io",
+    "quay.io",
+    "raw.githubusercontent.com",
+];
+
+/// Points every name of [`UPSTREAM_HOSTS`] at `127.0.0.9` in each node's `/etc/hosts`.
+pub(crate) fn upstreams_unresolvable(nodes: &[TestNode]) {
+    for n in nodes {
+        n.sh(&format!(
+            "echo '127.0.0.9 {}' >> /etc/hosts",
+            UPSTREAM_HOSTS.join(" ")
+        ))
+        .expect("/etc/hosts");
+    }
+}
+
+/// `clusterctl airgap bundle` as the connected machine runs it: its own `HOME` (`home`, so its
+/// upstream cache is not the site's), the images of each registry `FROM` fetched from `TO`
+/// (`overrides`, `--source-registry-override`) and recorded under their upstream names, the bundle
+/// written to `bundle`. Panics when it fails (its output shown).
+pub(crate) fn bundle_on_the_connected_side(
+    file: &Path,
+    bundle: &Path,
+    home: &Path,
+    overrides: &[(String, String)],
+) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clusterctl"));
+    cmd.args(["airgap", "bundle", "--no-self", "-f"])
+        .arg(file)
+        .arg("--bundle-file")
+        .arg(bundle);
+    for (from, to) in overrides {
+        cmd.args(["--source-registry-override", &format!("{from}={to}")]);
+    }
+    let out = cmd
+        .current_dir(home)
+        .env("HOME", home)
+        .env_remove("XDG_CACHE_HOME")
+        .output()
+        .expect("airgap bundle");
+    assert!(
+        out.status.success(),
+        "airgap bundle:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The site's view of a stopped site mirror: a listener counting connections on the address of
+/// `url` (`http://HOST:PORT`), taken as soon as the stopped server has released it (within 10 s).
+pub(crate) fn dead_address(url: &str) -> crate::airgap_cni::Listener {
+    let addr = url.trim_start_matches("http://").to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpListener::bind(&addr).is_err() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    crate::airgap_cni::Listener::start_on(&addr, None)
 }

@@ -299,6 +299,24 @@ impl RealCluster {
         r
     }
 
+    /// Rewrites the cluster file for an air-gapped site: no registry mirror (the images come from the
+    /// bundle into each node's runtime), `airgap.bundle: site.tar` (beside the file) and `extra`
+    /// (lines under `spec:`, indented two spaces). Returns the bundle's path.
+    pub(crate) fn air_gapped_file(&self, extra: &str) -> PathBuf {
+        let text = std::fs::read_to_string(&self.file).expect("cluster file");
+        let text: String = text
+            .lines()
+            .filter(|l| !l.starts_with("  registry:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let text = text.replace(
+            "  nodes:\n",
+            &format!("{extra}  airgap:\n    bundle: site.tar\n  nodes:\n"),
+        );
+        std::fs::write(&self.file, &text).expect("cluster file");
+        self.file.parent().expect("dir").join("site.tar")
+    }
+
     /// The real `kubectl` on the first control plane with its admin kubeconfig.
     pub(crate) fn kubectl(&self, args: &str) -> String {
         self.kubectl_on(self.first(), args)
