@@ -1,7 +1,9 @@
 //! `NodeCtx`: what a phase uses to act on one node. Every action is either a read-only query or a
 //! change; in `--dry-run` changes are only recorded in the plan, and queries run only with `--probe`
 //! (offline otherwise: a query then answers "unknown" and the phase plans as if nothing were done).
-//! Every text shown or stored passes through the shared redaction list.
+//! Every change goes through one primitive, [`NodeCtx::change`] (count, record in a dry run, report,
+//! perform); `run`, `put_file`, `put_local_file`, `api_change`, `local_change` and `put_local` are
+//! built on it. Every text shown or stored passes through the shared redaction list.
 
 use crate::error::{Cause, PhaseError};
 use crate::model::NodeInfo;
@@ -91,6 +93,73 @@ pub struct PlanEntry {
     pub text: String,
 }
 
+/// How a change is counted in the phase's [`NodeCtx::changes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Count {
+    /// One change, planned or made.
+    Once,
+    /// Not counted: a step around a counted change (a download into this machine's cache, an upload
+    /// the install that follows uses, a plan line only an offline run writes).
+    Never,
+    /// One in a dry run; in a real run the perform counts what it actually changed.
+    ByPerform,
+}
+
+/// A change as the dry-run plan and the run's report show it, given to [`NodeCtx::change`]. By default
+/// it counts as one change and a real run reports `WHAT` (`run: WHAT` for [`PlanKind::Run`], `api:
+/// WHAT` for [`PlanKind::Api`]) before making it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    kind: PlanKind,
+    what: String,
+    reported: Option<String>,
+    explained: Option<String>,
+    count: Count,
+}
+
+impl Change {
+    /// A change of `kind` described by `what` (redacted when shown).
+    pub fn new(kind: PlanKind, what: impl Into<String>) -> Self {
+        let what = what.into();
+        let reported = Some(match kind {
+            PlanKind::Run => format!("run: {what}"),
+            PlanKind::Api => format!("api: {what}"),
+            _ => what.clone(),
+        });
+        Change {
+            kind,
+            what,
+            reported,
+            explained: None,
+            count: Count::Once,
+        }
+    }
+    /// A real run reports `line` instead of the default.
+    pub fn reported_as(mut self, line: impl Into<String>) -> Self {
+        self.reported = Some(line.into());
+        self
+    }
+    /// The perform reports and counts what it actually changed (e.g. none of the images when the
+    /// mirror has them all, or through the [`NodeCtx`] methods it calls); a dry run counts one.
+    pub fn reports_itself(mut self) -> Self {
+        self.reported = None;
+        if self.count == Count::Once {
+            self.count = Count::ByPerform;
+        }
+        self
+    }
+    /// Not counted as a change.
+    pub fn uncounted(mut self) -> Self {
+        self.count = Count::Never;
+        self
+    }
+    /// A dry run records `detail` (an information line: what the change will do) before the change.
+    pub fn explained(mut self, detail: impl Into<String>) -> Self {
+        self.explained = Some(detail.into());
+        self
+    }
+}
+
 /// A phase's handle on one node.
 pub struct NodeCtx {
     /// The node.
@@ -177,6 +246,59 @@ impl NodeCtx {
     /// Records an information line in the plan (shown in dry-run output).
     pub fn info(&mut self, text: &str) {
         self.record(PlanKind::Info, text);
+    }
+
+    /// Records `why` in the plan and, when the run changes things, reports it as the reason for the
+    /// changes that follow (itself not a change: those are counted as they are made).
+    pub fn announce(&mut self, why: &str) {
+        self.info(why);
+        if !self.mode.dry_run {
+            self.reporter
+                .change(&self.phase, &self.node.name, &self.secrets.redact(why));
+        }
+    }
+
+    /// The one way a phase changes anything (on the node, through the API, on this machine). Counts
+    /// `change` in [`NodeCtx::changes`]; in a dry run only records it in the plan (after its
+    /// explanation, [`Change::explained`]) and returns `Ok(None)`; otherwise reports it and runs
+    /// `perform`, returning its value. Every text shown passes through the redaction list. Errors:
+    /// `perform`'s, which it makes with the context's error constructors (naming phase and node).
+    pub fn change<T>(
+        &mut self,
+        change: Change,
+        perform: impl FnOnce(&mut Self) -> Result<T, PhaseError>,
+    ) -> Result<Option<T>, PhaseError> {
+        self.changes += match change.count {
+            Count::Once => 1,
+            Count::ByPerform if self.mode.dry_run => 1,
+            Count::ByPerform | Count::Never => 0,
+        };
+        if self.mode.dry_run {
+            if let Some(detail) = &change.explained {
+                self.record(PlanKind::Info, detail);
+            }
+            self.record(change.kind, &change.what);
+            return Ok(None);
+        }
+        if let Some(line) = &change.reported {
+            let line = self.secrets.redact(line);
+            self.reporter.change(&self.phase, &self.node.name, &line);
+        }
+        perform(self).map(Some)
+    }
+
+    /// The transport, for a change `what` that needs the node. Errors: no connection to the node.
+    pub fn connection(&self, what: &str) -> Result<Arc<dyn Transport>, PhaseError> {
+        self.transport
+            .clone()
+            .ok_or_else(|| self.local_error(format!("no connection to {what}")))
+    }
+
+    /// True in a run that changes things but has no connection to the node (it was not reached): a
+    /// best-effort command says so instead of running the node's steps. A dry run is never
+    /// unreachable: it plans offline.
+    pub fn unreachable(&self) -> bool {
+        self.transport.is_none() && !self.mode.dry_run
     }
 
     fn transport_err(&self, what: &str, e: impl std::error::Error + 'static) -> PhaseError {
@@ -317,28 +439,26 @@ impl NodeCtx {
     pub fn run(&mut self, cmd: Cmd) -> Result<Option<Output>, PhaseError> {
         let cmd = self.with_secrets(cmd);
         let shown = cmd.redact(&cmd.script);
-        self.changes += 1;
-        if self.mode.dry_run {
-            self.record(PlanKind::Run, &shown);
-            return Ok(None);
-        }
-        let Some(t) = self.transport.clone() else {
-            return Err(self.local_error(format!("no connection to run `{shown}`")));
-        };
-        self.reporter
-            .change(&self.phase, &self.node.name, &format!("run: {shown}"));
+        self.change(Change::new(PlanKind::Run, &shown), |ctx| {
+            ctx.perform_run(&cmd, &shown)
+        })
+    }
+
+    /// Runs `cmd` (already given the secrets) on the node: the perform of [`NodeCtx::run`].
+    fn perform_run(&mut self, cmd: &Cmd, shown: &str) -> Result<Output, PhaseError> {
+        let t = self.connection(&format!("run `{shown}`"))?;
         let reporter = self.reporter.clone();
         let node = self.node.name.clone();
         let verbose = self.mode.verbose;
         let out = t
-            .run_streaming(&cmd, &mut |chunk| {
+            .run_streaming(cmd, &mut |chunk| {
                 if verbose {
                     reporter.output(&node, chunk)
                 }
             })
-            .map_err(|e| self.transport_err(&shown, e))?;
+            .map_err(|e| self.transport_err(shown, e))?;
         if !out.success() {
-            return Err(self.command_error(&cmd, &out));
+            return Err(self.command_error(cmd, &out));
         }
         // kubeadm only warns about a field of its configuration it cannot decode, and drops it: that is
         // a rendering the kubeadm on the node does not read as meant, so the phase fails naming it.
@@ -359,7 +479,7 @@ impl NodeCtx {
                 ));
             }
         }
-        Ok(Some(out))
+        Ok(out)
     }
 
     /// Runs a mutating `script` (as root); see [`NodeCtx::run`].
@@ -399,22 +519,16 @@ impl NodeCtx {
             }
         }
         let what = format!("write {path} ({} bytes, mode {mode:04o})", data.len());
-        self.changes += 1;
-        if self.mode.dry_run {
-            self.record(PlanKind::Write, &what);
-            return Ok(true);
-        }
-        let Some(t) = self.transport.clone() else {
-            return Err(self.local_error(format!("no connection to {what}")));
-        };
-        self.reporter.change(&self.phase, &self.node.name, &what);
-        let spec = FileSpec {
-            path: PathBuf::from(path),
-            mode,
-            owner: None,
-        };
-        t.upload(data, &spec)
-            .map_err(|e| self.transport_err(&what, e))?;
+        self.change(Change::new(PlanKind::Write, &what), |ctx| {
+            let t = ctx.connection(&what)?;
+            let spec = FileSpec {
+                path: PathBuf::from(path),
+                mode,
+                owner: None,
+            };
+            t.upload(data, &spec)
+                .map_err(|e| ctx.transport_err(&what, e))
+        })?;
         Ok(true)
     }
 
@@ -442,28 +556,21 @@ impl NodeCtx {
             "write {path} ({total} bytes, mode {mode:04o}, from {})",
             local.display()
         );
-        self.changes += 1;
-        if self.mode.dry_run {
-            self.record(PlanKind::Write, &what);
-            return Ok(true);
-        }
-        let Some(t) = self.transport.clone() else {
-            return Err(self.local_error(format!("no connection to {what}")));
-        };
-        self.reporter.change(&self.phase, &self.node.name, &what);
-        let spec = FileSpec {
-            path: PathBuf::from(path),
-            mode,
-            owner: None,
-        };
-        let reporter = self.reporter.clone();
-        let node = self.node.name.clone();
-        let shown = path.to_string();
-        let mut reader = std::io::BufReader::new(file);
-        t.upload_stream(&mut reader, total, &spec, &mut |done| {
-            reporter.upload_progress(&node, &shown, done, total)
-        })
-        .map_err(|e| self.transport_err(&what, e))?;
+        self.change(Change::new(PlanKind::Write, &what), |ctx| {
+            let t = ctx.connection(&what)?;
+            let spec = FileSpec {
+                path: PathBuf::from(path),
+                mode,
+                owner: None,
+            };
+            let reporter = ctx.reporter.clone();
+            let node = ctx.node.name.clone();
+            let mut reader = std::io::BufReader::new(file);
+            t.upload_stream(&mut reader, total, &spec, &mut |done| {
+                reporter.upload_progress(&node, path, done, total)
+            })
+            .map_err(|e| ctx.transport_err(&what, e))
+        })?;
         Ok(true)
     }
 
@@ -482,20 +589,23 @@ impl NodeCtx {
         what: &str,
         call: impl FnOnce() -> Result<(), E>,
     ) -> Result<(), PhaseError> {
-        self.changes += 1;
-        if self.mode.dry_run {
-            self.record(PlanKind::Api, what);
-            return Ok(());
-        }
-        self.reporter.change(
-            &self.phase,
-            &self.node.name,
-            &format!("api: {}", self.secrets.redact(what)),
-        );
-        call().map_err(|e| {
-            let e: CallError = e.into();
-            self.local_error_in(format_args!("Kubernetes API: {what}"), &*e)
-        })
+        self.api_change_as(Change::new(PlanKind::Api, what), call)
+    }
+
+    /// [`NodeCtx::api_change`] of a [`Change`] the caller built (e.g. [`Change::explained`]).
+    pub fn api_change_as<E: Into<CallError>>(
+        &mut self,
+        change: Change,
+        call: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), PhaseError> {
+        let what = change.what.clone();
+        self.change(change, |ctx| {
+            call().map_err(|e| {
+                let e: CallError = e.into();
+                ctx.local_error_in(format_args!("Kubernetes API: {what}"), &*e)
+            })
+        })?;
+        Ok(())
     }
 
     /// A change on this machine other than a file write (removing the local cache, a kubeconfig
@@ -507,17 +617,13 @@ impl NodeCtx {
         what: &str,
         call: impl FnOnce() -> Result<(), E>,
     ) -> Result<(), PhaseError> {
-        self.changes += 1;
-        if self.mode.dry_run {
-            self.record(PlanKind::Local, what);
-            return Ok(());
-        }
-        self.reporter
-            .change(&self.phase, &self.node.name, &self.secrets.redact(what));
-        call().map_err(|e| {
-            let e: CallError = e.into();
-            self.local_error_in(what, &*e)
-        })
+        self.change(Change::new(PlanKind::Local, what), |ctx| {
+            call().map_err(|e| {
+                let e: CallError = e.into();
+                ctx.local_error_in(what, &*e)
+            })
+        })?;
+        Ok(())
     }
 
     /// Writes a file on the local machine (mode `mode`, parents created) unless it already holds `data`.
@@ -536,14 +642,124 @@ impl NodeCtx {
             path.display(),
             data.len()
         );
-        self.changes += 1;
-        if self.mode.dry_run {
-            self.record(PlanKind::Local, &what);
-            return Ok(true);
-        }
-        self.reporter.change(&self.phase, &self.node.name, &what);
-        crate::local::write_private(path, mode, data)
-            .map_err(|e| self.local_error_in(&what, &e))?;
+        self.change(Change::new(PlanKind::Local, &what), |ctx| {
+            crate::local::write_private(path, mode, data).map_err(|e| ctx.local_error_in(&what, &e))
+        })?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Outcome;
+    use crate::Role;
+
+    /// Keeps every change line it is given.
+    #[derive(Default)]
+    struct Changes(Mutex<Vec<String>>);
+
+    impl Reporter for Changes {
+        fn phase_start(&self, _: &str, _: &str) {}
+        fn phase_end(&self, _: &str, _: &str, _: &Outcome) {}
+        fn change(&self, _: &str, _: &str, what: &str) {
+            if let Ok(mut v) = self.0.lock() {
+                v.push(what.to_string());
+            }
+        }
+        fn query(&self, _: &str, _: &str, _: &str) {}
+        fn output(&self, _: &str, _: &[u8]) {}
+        fn upload_progress(&self, _: &str, _: &str, _: u64, _: u64) {}
+        fn note(&self, _: &str) {}
+    }
+
+    fn ctx(dry_run: bool) -> (NodeCtx, Arc<Changes>) {
+        let reporter = Arc::new(Changes::default());
+        let secrets = Secrets::default();
+        secrets.add("s3cr3t-token");
+        let mode = Mode {
+            dry_run,
+            ..Mode::default()
+        };
+        let node = NodeInfo::new("w1", Role::Worker, "192.0.2.3");
+        let mut ctx = NodeCtx::new(node, None, mode, reporter.clone(), secrets);
+        ctx.phase = "p".into();
+        (ctx, reporter)
+    }
+
+    fn plan(ctx: &NodeCtx) -> Vec<(PlanKind, String)> {
+        ctx.plan.iter().map(|e| (e.kind, e.text.clone())).collect()
+    }
+
+    #[test]
+    fn a_dry_run_records_and_counts_the_change_and_performs_nothing() {
+        let (mut ctx, reporter) = ctx(true);
+        let change = Change::new(PlanKind::Run, "kubeadm join --token s3cr3t-token")
+            .explained("join the cluster");
+        let got = ctx.change(change, |_| -> Result<(), PhaseError> {
+            panic!("a dry run performed a change")
+        });
+        assert_eq!(got.ok(), Some(None));
+        assert_eq!(ctx.changes, 1);
+        assert_eq!(
+            plan(&ctx),
+            vec![
+                (PlanKind::Info, "join the cluster".to_string()),
+                (PlanKind::Run, "kubeadm join --token <redacted>".to_string())
+            ]
+        );
+        assert!(reporter.0.lock().map(|v| v.is_empty()).unwrap_or(false));
+    }
+
+    #[test]
+    fn a_run_reports_the_change_redacted_then_performs_it() {
+        let (mut ctx, reporter) = ctx(false);
+        let got = ctx.change(
+            Change::new(PlanKind::Api, "patch node w1 with s3cr3t-token"),
+            |ctx| Ok(ctx.changes),
+        );
+        assert_eq!(got.ok(), Some(Some(1)), "counted before it is performed");
+        assert!(ctx.plan.is_empty());
+        let lines = reporter.0.lock().map(|v| v.clone()).unwrap_or_default();
+        assert_eq!(
+            lines,
+            vec!["api: patch node w1 with <redacted>".to_string()]
+        );
+    }
+
+    #[test]
+    fn counting_and_reporting_follow_the_change() {
+        let (mut dry, _) = ctx(true);
+        let (mut real, reporter) = ctx(false);
+        for ctx in [&mut dry, &mut real] {
+            let push = Change::new(PlanKind::Local, "push 3 image(s)").reports_itself();
+            ctx.change(push, |ctx| {
+                ctx.changes += 2;
+                Ok(())
+            })
+            .ok();
+            let upload = Change::new(PlanKind::Info, "upload to /opt/b")
+                .reported_as("upload")
+                .uncounted();
+            ctx.change(upload, |_| Ok(())).ok();
+            let err = ctx.change(Change::new(PlanKind::Write, "write /etc/x"), |ctx| {
+                ctx.connection("write /etc/x").map(|_| ())
+            });
+            assert_eq!(err.is_err(), !ctx.mode.dry_run, "no connection in a run");
+        }
+        assert_eq!(
+            dry.changes, 2,
+            "the push counts one when planned; the upload none"
+        );
+        assert_eq!(
+            real.changes, 3,
+            "the push counts what it pushed; the write one"
+        );
+        let lines = reporter.0.lock().map(|v| v.clone()).unwrap_or_default();
+        assert_eq!(
+            lines,
+            vec!["upload".to_string(), "write /etc/x".to_string()]
+        );
+        assert!(real.unreachable() && !dry.unreachable());
     }
 }
