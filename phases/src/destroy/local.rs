@@ -24,6 +24,8 @@ pub(super) fn docker(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseErro
         }
     };
     let listed = provider.list().unwrap_or_default();
+    // Each container and the network are planned as changes of their own (listed read-only); the
+    // run removes them in one call (`remove_all`) and then says what it removed.
     if ctx.mode.dry_run {
         for d in &listed {
             ctx.local_change(

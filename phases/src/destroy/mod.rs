@@ -110,7 +110,7 @@ pub fn phases<'a>(provider: Provider) -> Vec<Phase<Data<'a>>> {
 
 /// The `reset/*` phases: one node's reset, or its line saying why it could not be reached.
 fn reset(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
-    if ctx.transport().is_none() && !ctx.mode.dry_run {
+    if ctx.unreachable() {
         let why = data
             .unreachable
             .get(ctx.name())

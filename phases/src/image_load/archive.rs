@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Data;
-use crate::ctx::NodeCtx;
+use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 
 /// Why the archive could not be made.
@@ -55,15 +55,16 @@ pub(super) fn run(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> 
     }
     let out = data.staging.join("images.tar");
     let what = format!("docker save -o {} {}", out.display(), images.join(" "));
-    ctx.local_change(&what, || docker_save(images, &data.staging, &out))?;
-    if !ctx.mode.dry_run {
+    ctx.change(Change::new(PlanKind::Local, &what), |ctx| {
+        docker_save(images, &data.staging, &out).map_err(|e| ctx.local_error_in(&what, &e))?;
         let size = std::fs::metadata(&out)
             .map_err(|e| ctx.local_error(format!("reading {}: {e}", out.display())))?
             .len();
         if let Ok(mut a) = data.archive.lock() {
             *a = Some((out, size));
         }
-    }
+        Ok(())
+    })?;
     Ok(())
 }
 

@@ -132,7 +132,7 @@ pub fn phases<'a>() -> Vec<Phase<Data<'a>>> {
 
 /// The `load` phase: one node's import and its result line.
 fn load(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
-    let outcome = if ctx.transport().is_none() && !ctx.mode.dry_run {
+    let outcome = if ctx.unreachable() {
         let why = data
             .unreachable
             .get(ctx.name())

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use clusterctl_kubeapi::{ApiError, ClusterApi, Event, EvictOutcome, Node, Pod, TaintSpec};
 
 use super::Data;
-use crate::ctx::NodeCtx;
+use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 use crate::steps::{StepLine, StepOutcome};
 
@@ -22,15 +22,13 @@ pub(super) fn run(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> 
         "draining (cordon, then evictions; timeout {}s)",
         data.opts.timeout.as_secs()
     )));
-    if ctx.mode.dry_run {
-        ctx.info(&format!(
-            "drain: cordon, evict every pod but mirror and DaemonSet pods (an eviction a PodDisruptionBudget refuses retried every {}s), wait until they are gone (timeout {}s)",
-            interval.as_secs(),
-            data.opts.timeout.as_secs()
-        ));
-    }
+    let drain = Change::new(PlanKind::Api, format!("drain node {name}")).explained(format!(
+        "drain: cordon, evict every pod but mirror and DaemonSet pods (an eviction a PodDisruptionBudget refuses retried every {}s), wait until they are gone (timeout {}s)",
+        interval.as_secs(),
+        data.opts.timeout.as_secs()
+    ));
     let mut report = None;
-    let r = ctx.api_change(&format!("drain node {name}"), || {
+    let r = ctx.api_change_as(drain, || {
         let Some(api) = data.api else {
             return Err("no API client".to_string());
         };

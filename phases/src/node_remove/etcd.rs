@@ -29,7 +29,7 @@ pub fn member_id(list: &str, node: &str) -> Option<String> {
 
 /// The `etcd` phase (on the first control plane); its line is about the removed node.
 pub(super) fn run(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
-    if ctx.transport().is_none() && !ctx.mode.dry_run {
+    if ctx.unreachable() {
         let first = ctx.name().to_string();
         data.step(
             "etcd",

@@ -125,7 +125,7 @@ pub fn phases<'a>(node: &ValidNode) -> Vec<Phase<Data<'a>>> {
 
 /// `reset`: the node's reset, as `destroy` resets one.
 fn reset(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
-    if ctx.transport().is_none() && !ctx.mode.dry_run {
+    if ctx.unreachable() {
         let why = data
             .unreachable
             .get(ctx.name())

@@ -15,7 +15,7 @@
 //! [`push_to_mirror`] are shared with `upgrade`'s image steps.
 
 use super::UpData;
-use crate::ctx::{NodeCtx, PlanEntry, PlanKind};
+use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use crate::model::{NodeInfo, RuntimeKind};
@@ -233,6 +233,7 @@ pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if a.verified.get().is_some() {
         return Ok(());
     }
+    // Not a change: a dry run notes a missing bundle and plans on (the bundle may be written later).
     if ctx.mode.dry_run && !a.bundle.exists() {
         ctx.info(&format!(
             "bundle {} not found (write it with `clusterctl airgap bundle`)",
@@ -309,6 +310,7 @@ fn bundle_of<'a>(
     };
     match a.verified.get() {
         Some(vb) => Ok(Some(vb)),
+        // Not a change: a dry run plans without a verified bundle (airgap/verify noted why).
         None if ctx.mode.dry_run => Ok(None),
         None => Err(ctx.local_error("the bundle was not verified (phase airgap/verify)")),
     }
@@ -347,15 +349,6 @@ pub fn package_inputs(data: &UpData, node: &NodeInfo) -> String {
         .collect()
 }
 
-fn plan(ctx: &mut NodeCtx, kind: PlanKind, text: String) {
-    ctx.plan.push(PlanEntry {
-        node: ctx.name().to_string(),
-        phase: ctx.phase.clone(),
-        kind,
-        text,
-    });
-}
-
 /// Streams `f` to the node unless it already has it (sha256 and mode compared first).
 fn place(ctx: &mut NodeCtx, vb: &VerifiedBundle, f: &NodeFile) -> Result<(), PhaseError> {
     if let Some(Some((sha, mode))) = ctx.file_digest(&f.remote)? {
@@ -367,22 +360,17 @@ fn place(ctx: &mut NodeCtx, vb: &VerifiedBundle, f: &NodeFile) -> Result<(), Pha
         "write {} ({} bytes, mode {:04o}, from bundle entry {})",
         f.remote, f.file.size, f.mode, f.file.path
     );
-    ctx.changes += 1;
-    if ctx.mode.dry_run {
-        plan(ctx, PlanKind::Write, what);
-        return Ok(());
-    }
-    let Some(t) = ctx.transport().cloned() else {
-        return Err(ctx.local_error(format!("no connection to {what}")));
-    };
-    ctx.reporter().change(&ctx.phase, ctx.name(), &what);
-    let reporter = ctx.reporter().clone();
-    let node = ctx.name().to_string();
-    let total = f.file.size;
-    upload_file(t.as_ref(), vb, f, &mut |done| {
-        reporter.upload_progress(&node, &f.remote, done, total)
-    })
-    .map_err(|e| ctx.local_error_from(&e))
+    ctx.change(Change::new(PlanKind::Write, &what), |ctx| {
+        let t = ctx.connection(&what)?;
+        let reporter = ctx.reporter().clone();
+        let node = ctx.name().to_string();
+        let total = f.file.size;
+        upload_file(t.as_ref(), vb, f, &mut |done| {
+            reporter.upload_progress(&node, &f.remote, done, total)
+        })
+        .map_err(|e| ctx.local_error_from(&e))
+    })?;
+    Ok(())
 }
 
 /// `airgap/packages`: places the node's packages and binaries, then installs what is not installed.
@@ -525,22 +513,19 @@ pub fn ensure_images(
         runtime_kind.unit(),
         names.join(", ")
     );
-    ctx.changes += 1;
-    if ctx.mode.dry_run {
-        plan(ctx, PlanKind::Run, what);
-        return Ok(());
-    }
-    let Some(t) = ctx.transport().cloned() else {
-        return Err(ctx.local_error(format!("no connection to {what}")));
-    };
-    ctx.reporter().change(&ctx.phase, ctx.name(), &what);
-    let opts = NodeLoadOptions {
-        runtime,
-        remote_dir: REMOTE_DIR.to_string(),
-    };
-    let mut state = clusterctl_airgap::import::ImportState::default();
-    load_into_node(t.as_ref(), vb, &todo, &opts, &mut state)
-        .map_err(|e| ctx.local_error_from(&e))?;
+    ctx.change(
+        Change::new(PlanKind::Run, &what).reported_as(&what),
+        |ctx| {
+            let t = ctx.connection(&what)?;
+            let opts = NodeLoadOptions {
+                runtime,
+                remote_dir: REMOTE_DIR.to_string(),
+            };
+            let mut state = clusterctl_airgap::import::ImportState::default();
+            load_into_node(t.as_ref(), vb, &todo, &opts, &mut state)
+                .map_err(|e| ctx.local_error_from(&e))
+        },
+    )?;
     Ok(())
 }
 
@@ -568,40 +553,40 @@ pub fn push_to_mirror(
     m: &MirrorPush,
     record: &Path,
 ) -> Result<(), PhaseError> {
-    if ctx.mode.dry_run {
-        ctx.changes += 1;
-        plan(
-            ctx,
-            PlanKind::Local,
-            format!(
-                "push {} image(s) of {} to the mirror {} (skipping what {} records and the mirror serves)",
-                vb.manifest.images.len(),
-                vb.path.display(),
-                m.prefix,
-                record.display()
-            ),
-        );
-        return Ok(());
-    }
-    let opts = clusterctl_airgap::run::ImportOptions {
-        client: m.client.clone(),
-        mirror_prefix: Some(m.prefix.clone()),
-        state: Some(record.to_path_buf()),
-        jobs: 4,
-        ..Default::default()
-    };
-    let r =
-        clusterctl_airgap::run::import_verified(vb, &opts).map_err(|e| ctx.local_error_from(&e))?;
-    if r.images_pushed > 0 {
-        ctx.changes += r.images_pushed;
-        ctx.reporter().change(
-            &ctx.phase,
-            ctx.name(),
-            &format!(
-                "pushed {} image(s) to the mirror ({} blobs, {} bytes uploaded)",
-                r.images_pushed, r.blobs_uploaded, r.bytes_uploaded
-            ),
-        );
-    }
+    let push = Change::new(
+        PlanKind::Local,
+        format!(
+            "push {} image(s) of {} to the mirror {} (skipping what {} records and the mirror serves)",
+            vb.manifest.images.len(),
+            vb.path.display(),
+            m.prefix,
+            record.display()
+        ),
+    )
+    // The run counts and reports the images it actually pushed (none when the mirror has them).
+    .reports_itself();
+    ctx.change(push, |ctx| {
+        let opts = clusterctl_airgap::run::ImportOptions {
+            client: m.client.clone(),
+            mirror_prefix: Some(m.prefix.clone()),
+            state: Some(record.to_path_buf()),
+            jobs: 4,
+            ..Default::default()
+        };
+        let r = clusterctl_airgap::run::import_verified(vb, &opts)
+            .map_err(|e| ctx.local_error_from(&e))?;
+        if r.images_pushed > 0 {
+            ctx.changes += r.images_pushed;
+            ctx.reporter().change(
+                &ctx.phase,
+                ctx.name(),
+                &format!(
+                    "pushed {} image(s) to the mirror ({} blobs, {} bytes uploaded)",
+                    r.images_pushed, r.blobs_uploaded, r.bytes_uploaded
+                ),
+            );
+        }
+        Ok(())
+    })?;
     Ok(())
 }

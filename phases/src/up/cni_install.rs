@@ -17,7 +17,7 @@
 //! * `wait-ready` asks [`calico_not_available`] too: every TigeraStatus Available.
 
 use super::{UpData, ADMIN_CONF};
-use crate::ctx::NodeCtx;
+use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 use crate::model::placed;
 use crate::util::sh_quote;
@@ -193,41 +193,50 @@ pub fn run_sources(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             from_bundle(ctx, data, ci, &cache, &want)?;
             continue;
         }
-        if ctx.mode.dry_run {
-            ctx.info(&format!(
+        // A download into this machine's cache: a plan note, not counted (the cache is not the
+        // cluster); the run reports it once it knows the size and how the digest was trusted.
+        let download = Change::new(
+            PlanKind::Info,
+            format!(
                 "download {} from {} ({digest}) into {}",
                 f.name,
                 f.url,
                 root.display()
-            ));
-            continue;
-        }
-        if client.is_none() {
-            client = Some(
-                clusterctl_airgap::registry::RegistryClient::new(ci.client.clone())
-                    .map_err(|e| ctx.local_error(e))?,
-            );
-        }
-        let Some(c) = client.as_ref() else { continue };
-        let got = cache
-            .fetch(c, &want, ci.accept_unverified)
-            .map_err(|e| ctx.local_error(format!("{}: {e}", f.name)))?;
-        let how = match got.trust {
-            Trust::Pinned => format!("sha256 {} as pinned ({})", got.sha256, f.digest_source),
-            Trust::Accepted { first: true } => format!(
-                "UNVERIFIED: no pinned sha256; accepted (acceptUnverified) and recorded {} in {}",
-                got.sha256,
-                root.join("accepted.json").display()
             ),
-            Trust::Accepted { first: false } => {
-                format!("unverified, the sha256 {} recorded earlier", got.sha256)
+        )
+        .reports_itself()
+        .uncounted();
+        ctx.change(download, |ctx| {
+            if client.is_none() {
+                client = Some(
+                    clusterctl_airgap::registry::RegistryClient::new(ci.client.clone())
+                        .map_err(|e| ctx.local_error(e))?,
+                );
             }
-        };
-        data.reporter.note(&format!(
-            "cni/sources: {} from {}: {} bytes, {how}",
-            f.name, f.url, got.size
-        ));
-        remember(ci, &f.name, got.path);
+            let Some(c) = client.as_ref() else {
+                return Ok(());
+            };
+            let got = cache
+                .fetch(c, &want, ci.accept_unverified)
+                .map_err(|e| ctx.local_error(format!("{}: {e}", f.name)))?;
+            let how = match got.trust {
+                Trust::Pinned => format!("sha256 {} as pinned ({})", got.sha256, f.digest_source),
+                Trust::Accepted { first: true } => format!(
+                    "UNVERIFIED: no pinned sha256; accepted (acceptUnverified) and recorded {} in {}",
+                    got.sha256,
+                    root.join("accepted.json").display()
+                ),
+                Trust::Accepted { first: false } => {
+                    format!("unverified, the sha256 {} recorded earlier", got.sha256)
+                }
+            };
+            data.reporter.note(&format!(
+                "cni/sources: {} from {}: {} bytes, {how}",
+                f.name, f.url, got.size
+            ));
+            remember(ci, &f.name, got.path);
+            Ok(())
+        })?;
     }
     Ok(())
 }
@@ -249,6 +258,7 @@ fn from_bundle(
         .as_ref()
         .and_then(|a| a.verified().cloned());
     let Some(vb) = vb else {
+        // Not a change: a dry run goes on without a verified bundle (airgap/verify noted why).
         if ctx.mode.dry_run {
             ctx.info(&format!(
                 "take {} from the air-gap bundle (entry upstream/{})",
@@ -261,6 +271,8 @@ fn from_bundle(
             want.name
         )));
     };
+    // Copying into this machine's cache is not counted (as a download is not); a dry run checks the
+    // bundle entry only, for the plan's digest.
     if ctx.mode.dry_run {
         let e = cache
             .bundle_entry(&vb, want, ci.accept_unverified)
@@ -365,6 +377,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         .lock()
         .map(|m| ci.files.iter().any(|f| !m.contains_key(&f.name)))
         .unwrap_or(true);
+    // Not a change here: a dry run's `cni/sources` already planned the downloads.
     if missing && !ctx.mode.dry_run && !ci.files.is_empty() {
         run_sources(ctx, data)?;
     }
@@ -394,6 +407,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         }
         _ => {
             let Some(upstream) = fetched_bytes(ctx, &ci)? else {
+                // A dry run downloaded nothing, so it plans by file name instead of by object.
                 if !ctx.mode.dry_run {
                     return Err(
                         ctx.local_error("the CNI's upstream files were not obtained (cni/sources)")
@@ -459,6 +473,7 @@ pub fn apply_steps(
                 ));
                 continue;
             };
+            // A probing dry run applied nothing, so there is nothing to wait for.
             if ctx.mode.dry_run {
                 continue;
             }
@@ -522,6 +537,7 @@ fn run_helm(ctx: &mut NodeCtx, data: &UpData, ci: &CniInstall) -> Result<(), Pha
         &arch
     });
     let (Some(chart), Some(archive)) = (fetched.get("cilium.tgz"), fetched.get(&helm_name)) else {
+        // A dry run downloaded nothing, so it plans the install in one line.
         if !ctx.mode.dry_run {
             return Err(ctx.local_error(format!(
                 "cilium.tgz and {helm_name} were not obtained (cni/sources)"

@@ -99,6 +99,7 @@ fn run_with(ctx: &mut NodeCtx, cp: &mut NodeCtx, data: &UpData) -> Result<(), Ph
         // Offline, or a dry run before `init`: the CA is not known yet.
         _ => String::new(),
     };
+    // Not a change: only a run that changes things needs the CA (a probing dry run may precede init).
     if ca.is_empty() && !ctx.mode.dry_run && ctx.can_query() {
         return Err(ctx.local_error(format!(
             "{} on the first control plane names no certificate-authority-data",

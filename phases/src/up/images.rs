@@ -5,7 +5,7 @@
 //! the Pod uses must equal the loaded one), so it is normalised as containerd stores it.
 
 use super::UpData;
-use crate::ctx::NodeCtx;
+use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 use crate::model::{NodeInfo, RuntimeKind};
 use crate::util::{sh_quote, sha256_hex};
@@ -62,16 +62,15 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             "/var/lib/clusterctl/images/{}.tar",
             &sha256_hex(full.as_bytes())[..16]
         );
-        if ctx.mode.dry_run {
-            ctx.info(&format!("docker save {image} (on this machine)"));
-            ctx.changes += 1;
-            ctx.plan.push(crate::ctx::PlanEntry {
-                node: ctx.name().to_string(),
-                phase: ctx.phase.clone(),
-                kind: crate::ctx::PlanKind::Write,
-                text: format!("write {remote} (image archive of {image})"),
-            });
-        } else {
+        // The archive is saved on this machine and placed with `put_local_file`, which counts and
+        // reports the write.
+        let place = Change::new(
+            PlanKind::Write,
+            format!("write {remote} (image archive of {image})"),
+        )
+        .explained(format!("docker save {image} (on this machine)"))
+        .reports_itself();
+        ctx.change(place, |ctx| {
             let local = std::env::temp_dir().join(format!(
                 "clusterctl-{}-{}.tar",
                 std::process::id(),
@@ -94,8 +93,8 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             }
             let r = ctx.put_local_file(&local, &remote, 0o600);
             let _ = std::fs::remove_file(&local);
-            r?;
-        }
+            r.map(|_| ())
+        })?;
         let import = match data.spec.runtime {
             RuntimeKind::Containerd => {
                 format!("ctr -n k8s.io images import {remote} && rm -f {remote}")

@@ -224,10 +224,7 @@ fn finish(ctx: &mut NodeCtx, data: &UpData, missing: &[String]) -> Result<(), Ph
         "an earlier kubeadm init stopped after the control plane started (missing: {}): finishing it with kubeadm's remaining phases",
         missing.join(", ")
     );
-    ctx.info(&why);
-    if !ctx.mode.dry_run {
-        ctx.reporter().change(&ctx.phase, ctx.name(), &why);
-    }
+    ctx.announce(&why);
     let path = fresh_secrets(ctx, data)?;
     for phase in FINISH_PHASES {
         let mut cmd = Cmd::new(format!(
@@ -278,10 +275,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         InitState::Up { missing } => return finish(ctx, data, &missing),
         InitState::Half | InitState::Down { .. } => {
             let why = "a kubeadm init failed half-way here before (certificates or static pods, no answering control plane): reset first";
-            ctx.info(why);
-            if !ctx.mode.dry_run {
-                ctx.reporter().change(&ctx.phase, ctx.name(), why);
-            }
+            ctx.announce(why);
             reset_half_init(ctx, data)?;
         }
         InitState::Fresh => {}

@@ -157,10 +157,7 @@ fn is_marked(ctx: &mut NodeCtx, data: &UpData) -> Result<Option<bool>, PhaseErro
 /// Resets a half-done join and, on a control plane, puts the kube-vip manifest back.
 fn reset_half_join(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let why = "a kubeadm join stopped half-way here before (CA, bootstrap kubeconfig or static pods, no kubelet.conf): reset first";
-    ctx.info(why);
-    if !ctx.mode.dry_run {
-        ctx.reporter().change(&ctx.phase, ctx.name(), why);
-    }
+    ctx.announce(why);
     let reset = data
         .files_of(ctx.name(), placed::KUBEADM_RESET)
         .into_iter()
@@ -205,10 +202,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 finish_control_plane_phases(&data.spec.kubernetes_version).join(", ")
             );
             let why = why.as_str();
-            ctx.info(why);
-            if !ctx.mode.dry_run {
-                ctx.reporter().change(&ctx.phase, ctx.name(), why);
-            }
+            ctx.announce(why);
             finish_control_plane = true;
         }
         JoinState::Half => reset_half_join(ctx, data)?,

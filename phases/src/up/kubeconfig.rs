@@ -7,7 +7,7 @@
 //! Format: the kubeconfig `v1.Config` (clusters/users/contexts as named lists).
 
 use super::{UpData, ADMIN_CONF};
-use crate::ctx::NodeCtx;
+use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 use serde_yaml::{Mapping, Value};
 use std::path::PathBuf;
@@ -143,11 +143,11 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let tls_name = local.map(|l| l.tls_server_name.as_str());
     let admin = match ctx.read_file(ADMIN_CONF)? {
         None => {
-            ctx.plan.push(crate::ctx::PlanEntry {
-                node: ctx.name().to_string(),
-                phase: ctx.phase.clone(),
-                kind: crate::ctx::PlanKind::Local,
-                text: format!(
+            // Offline (a dry run without --probe): admin.conf cannot be read, so the merge is
+            // planned by its target (not counted, as before; `put_local` counts the real write).
+            let merge = Change::new(
+                PlanKind::Local,
+                format!(
                     "merge {ADMIN_CONF} into {} as context `{}` with server {server}{} (mode 0600)",
                     path.display(),
                     clusterctl_kubeapi::kubeconfig::entry_name(&data.spec.cluster),
@@ -155,7 +155,9 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                         .map(|n| format!(", tls-server-name {n}"))
                         .unwrap_or_default()
                 ),
-            });
+            )
+            .uncounted();
+            ctx.change(merge, |_| Ok(()))?;
             return Ok(());
         }
         Some(None) => {

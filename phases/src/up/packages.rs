@@ -111,6 +111,7 @@ fn from_bundle(
     let before = ctx.changes;
     super::airgap::packages(ctx, data)?;
     let now = if ctx.changes > before {
+        // Not a change: a dry run installed nothing, so it cannot probe again; it plans the rest.
         if ctx.mode.dry_run {
             ctx.info("then: the Kubernetes packages held, the kubelet enabled, containerd from the bundle's release archive given its unit and enabled");
             return Ok(());

@@ -194,6 +194,7 @@ fn baseline(ctx: &mut NodeCtx, data: &UpData) -> Result<bool, PhaseError> {
     let recorded = found
         .and_then(|b| NodeState::parse(&b, &data.spec.cluster, ctx.name()))
         .is_some_and(|s| s.phases.contains_key(ctx.phase.as_str()));
+    // Not a change: only a real run records the baseline, so only it says so.
     if !recorded && !ctx.mode.dry_run {
         ctx.info("first run: recorded as applied by init/join");
     }
@@ -294,6 +295,7 @@ fn wait_healthy(ctx: &mut NodeCtx, port: u64) -> Result<(), PhaseError> {
          echo \"{url} did not answer ok within 5 minutes\" >&2; exit 1"
     );
     let label = format!("wait until {url} answers ok");
+    // Not a change: a dry run restarted nothing, so it plans the wait instead of waiting.
     if ctx.mode.dry_run {
         ctx.info(&label);
         return Ok(());

@@ -20,7 +20,7 @@ use std::time::Duration;
 use clusterctl_exec::Cmd;
 
 use super::UpgradeData;
-use crate::ctx::NodeCtx;
+use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 use crate::packages::probe::{self, Installed};
 use crate::packages::{script, Family, Source, APT_KEYRING, APT_LIST, APT_MIRROR_CONF, MIRROR_CA};
@@ -133,13 +133,17 @@ fn from_bundle(
     names: &[&str],
 ) -> Result<(), PhaseError> {
     if let Some(b) = &data.bundle {
-        if ctx.mode.dry_run {
-            ctx.info(&format!("upload the bundle's packages to {BUNDLE_DIR}"));
-        } else if let Some(t) = ctx.transport().cloned() {
-            ctx.reporter()
-                .change(&ctx.phase, ctx.name(), "upload the bundle's packages");
-            b.upload(t.as_ref()).map_err(|e| ctx.local_error_from(&e))?;
-        }
+        // Not counted: the install step that follows is the change the plan counts.
+        let upload = Change::new(
+            PlanKind::Info,
+            format!("upload the bundle's packages to {BUNDLE_DIR}"),
+        )
+        .reported_as("upload the bundle's packages")
+        .uncounted();
+        ctx.change(upload, |ctx| {
+            let t = ctx.connection("upload the bundle's packages")?;
+            b.upload(t.as_ref()).map_err(|e| ctx.local_error_from(&e))
+        })?;
     }
     let dir = format!("{BUNDLE_DIR}/packages");
     step(

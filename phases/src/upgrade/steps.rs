@@ -9,7 +9,7 @@ use clusterctl_exec::Cmd;
 use super::error::NodeApiError;
 use super::packages::install;
 use super::{UpgradeData, SNAPSHOT_DIR, UPGRADE_CONFIG};
-use crate::ctx::NodeCtx;
+use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 use crate::up::{ADMIN_CONF, KUBELET_CONF};
 
@@ -94,18 +94,14 @@ fn api_change(
     what: &str,
     f: impl FnOnce() -> Result<String, NodeApiError>,
 ) -> Result<(), PhaseError> {
-    ctx.changes += 1;
-    if ctx.mode.dry_run {
-        ctx.info(&format!("API: {what}"));
-        return Ok(());
-    }
-    ctx.reporter()
-        .change(&ctx.phase, ctx.name(), &format!("API: {what}"));
-    let done = f().map_err(|e| ctx.local_error_in(what, &e))?;
-    if !done.is_empty() {
-        ctx.reporter()
-            .change(&ctx.phase, ctx.name(), &format!("API: {done}"));
-    }
+    ctx.change(Change::new(PlanKind::Info, format!("API: {what}")), |ctx| {
+        let done = f().map_err(|e| ctx.local_error_in(what, &e))?;
+        if !done.is_empty() {
+            ctx.reporter()
+                .change(&ctx.phase, ctx.name(), &format!("API: {done}"));
+        }
+        Ok(())
+    })?;
     Ok(())
 }
 
@@ -235,6 +231,7 @@ pub(crate) fn uncordon(ctx: &mut NodeCtx, data: &UpgradeData) -> Result<(), Phas
         data.api.uncordon(&node).map(|_| String::new())
     })?;
     let want = clusterctl_spec::versions::tag(&data.spec.to);
+    // Not a change: a dry run uncordoned nothing, so it plans the wait instead of waiting.
     if ctx.mode.dry_run {
         ctx.info(&format!("wait until {node} is Ready with kubelet {want}"));
         return Ok(());
