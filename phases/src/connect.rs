@@ -108,6 +108,8 @@ pub fn connect(
     options: ConnectOptions<'_>,
     progress: &dyn Fn(Progress<'_>),
 ) -> Result<Connected, ConnectError> {
+    // Connecting comes before the phases (no `NodeCtx` yet): an offline dry run reaches nothing, and
+    // the docker provider's containers are planned in `provider_plan` instead of created.
     let offline = options.dry_run && !options.probe;
     match cluster.provider() {
         Provider::Docker => {
@@ -120,6 +122,7 @@ pub fn connect(
                 return Ok(out);
             }
             let docker = crate::reach::docker_provider(cluster).map_err(ConnectError::Docker)?;
+            // A probing dry run reads the containers that exist; only a real run creates them.
             let nodes = if options.dry_run {
                 docker.list().map_err(ConnectError::List)?
             } else {

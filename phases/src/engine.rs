@@ -254,10 +254,9 @@ impl Engine {
         errors
     }
 
+    /// Writes the node's state record (the engine's bookkeeping, not a phase's change; only a run
+    /// that changes things records: `run_on_inner`).
     fn save_state(&self, ctx: &NodeCtx, state: &NodeState) -> Result<(), PhaseError> {
-        if self.opts.mode.dry_run {
-            return Ok(());
-        }
         if let Some(t) = ctx.transport() {
             let spec = FileSpec {
                 path: STATE_PATH.into(),
@@ -335,6 +334,7 @@ impl Engine {
         if changes == 0 && ctx.can_query() {
             ctx.info("already done, nothing to change");
         }
+        // Not a change: the state record is bookkeeping, and a dry run did nothing to record.
         if phase.record && !self.opts.mode.dry_run {
             let snapshot = {
                 let Ok(mut st) = self.states[i].lock() else {
@@ -453,6 +453,7 @@ impl Engine {
             let mut out = Vec::new();
             for &i in idx {
                 let r = self.run_on(phase, i, data);
+                // Not a change: a dry run plans every node, past a failure too.
                 let stop = r.is_err() && phase.serial && !self.opts.mode.dry_run;
                 out.push((self.nodes[i].name.clone(), r));
                 if stop {

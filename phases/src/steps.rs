@@ -160,6 +160,7 @@ pub fn reach_unless_dry_run(
     BTreeMap<String, Arc<dyn Transport>>,
     BTreeMap<String, String>,
 ) {
+    // Not a change: a dry run of these commands plans offline (no node, no API is contacted).
     if dry_run {
         return Default::default();
     }

@@ -191,6 +191,7 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Run
     if first.name == name {
         return Err(Refused::FirstControlPlane(name.to_string()));
     }
+    // Not a change: a dry run contacts no API (the drain and the Node's deletion are planned).
     let api = if opts.dry_run {
         None
     } else {
