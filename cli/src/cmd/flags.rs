@@ -99,6 +99,22 @@ pub(crate) fn print_refusal(format: Format, cluster: &str, error: &str) {
     }
 }
 
+/// Prints why a cluster file (or profile) `name` is invalid: the diagnostics on stderr, and the
+/// `{"cluster", "result": "invalid", "error", "diagnostics"}` document `format` asks for on stdout.
+pub(crate) fn print_invalid(format: Format, name: &str, d: &clusterctl_spec::Diagnostics) {
+    eprintln!("{d}");
+    if format.is_structured() {
+        let doc = serde_json::json!({
+            "cluster": name,
+            "result": DocResult::Invalid,
+            "error": d.to_string(),
+            "diagnostics": diagnostics(&d.items),
+        });
+        // Strings and numbers always serialise.
+        let _ = format.print(&doc);
+    }
+}
+
 /// How a command that addresses an existing cluster names it: `-f FILE` or `--profile NAME`.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Target {
@@ -118,6 +134,14 @@ impl Target {
         self.profile.is_none().then_some(self.file.as_path())
     }
 
+    /// The target as given: the profile's name or the file's path (what a document names before the
+    /// file is read).
+    pub(crate) fn name(&self) -> String {
+        self.profile
+            .clone()
+            .unwrap_or_else(|| self.file.display().to_string())
+    }
+
     /// The validated cluster; invalid input is printed (as the document `format` asks for) and
     /// answered with exit code 2.
     pub(crate) fn load(&self, format: Format) -> Result<ValidCluster, ExitCode> {
@@ -128,23 +152,7 @@ impl Target {
         match loaded.and_then(|l| clusterctl_spec::validate(&l)) {
             Ok(v) => Ok(v.cluster),
             Err(d) => {
-                if format.is_structured() {
-                    let name = self
-                        .profile
-                        .clone()
-                        .unwrap_or_else(|| self.file.display().to_string());
-                    eprintln!("{d}");
-                    let doc = serde_json::json!({
-                        "cluster": name,
-                        "result": DocResult::Invalid,
-                        "error": d.to_string(),
-                        "diagnostics": diagnostics(&d.items),
-                    });
-                    // Strings and numbers always serialise.
-                    let _ = format.print(&doc);
-                } else {
-                    eprintln!("{d}");
-                }
+                print_invalid(format, &self.name(), &d);
                 Err(ExitCode::from(crate::EXIT_INVALID))
             }
         }
@@ -313,13 +321,14 @@ pub(crate) struct NodeRunArgs {
 
 impl NodeRunArgs {
     /// Refuses `--ignore-preflight` entries that name no preflight check (exit 2, the valid ids
-    /// listed): a typo would otherwise ignore nothing, silently. `None` when every entry is a check.
-    pub(crate) fn refuse_unknown_checks(&self) -> Option<ExitCode> {
+    /// listed; printed as text and as the `invalid` document `format` asks for): a typo would
+    /// otherwise ignore nothing, silently. `None` when every entry is a check.
+    pub(crate) fn refuse_unknown_checks(&self, format: Format, cluster: &str) -> Option<ExitCode> {
         let unknown = clusterctl_phases::up::preflight::unknown_ids(&self.ignore_preflight);
         if unknown.is_empty() {
             return None;
         }
-        eprintln!(
+        let text = format!(
             "--ignore-preflight: unknown check(s) {}; the preflight checks are: {}",
             unknown
                 .iter()
@@ -328,6 +337,7 @@ impl NodeRunArgs {
                 .join(", "),
             clusterctl_phases::up::preflight::CHECK_IDS.join(", ")
         );
+        print_refusal(format, cluster, &text);
         Some(ExitCode::from(crate::EXIT_INVALID))
     }
 }

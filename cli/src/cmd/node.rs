@@ -56,10 +56,10 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
 }
 
 fn join(args: JoinArgs) -> miette::Result<ExitCode> {
-    if let Some(code) = args.run.refuse_unknown_checks() {
+    let format = args.output.output;
+    if let Some(code) = args.run.refuse_unknown_checks(format, &args.target.name()) {
         return Ok(code);
     }
-    let format = args.output.output;
     let cluster = match args.target.load(format) {
         Ok(c) => c,
         Err(code) => return Ok(code),

@@ -12,25 +12,22 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use miette::miette;
-
 use super::flags::Format;
 
 /// Arguments of `clusterctl render`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The cluster file.
-    #[arg(short = 'f', long = "file", default_value = "cluster.yaml")]
-    pub file: PathBuf,
-    /// Render a built-in profile instead of a file.
-    #[arg(long, conflicts_with = "file")]
-    pub profile: Option<String>,
+    /// The cluster file (`-f`) or a built-in profile (`--profile`).
+    #[command(flatten)]
+    pub target: super::flags::Target,
     /// Output directory (created if missing). Files of an earlier render there are replaced, and
     /// those this render no longer writes are removed (other files are left alone).
     #[arg(long = "output-dir", value_name = "DIR")]
     pub output_dir: PathBuf,
     /// How the written files are listed: `text` (path, mode, purpose), `json` or `yaml`
-    /// (`{cluster, dir, files: [{path, mode, purpose}]}`).
+    /// (`{cluster, result: ok, dir, files: [{path, mode, purpose}], removed}`; an invalid file is
+    /// `{cluster, result: invalid, error, diagnostics}`, a failed render or write `{cluster, result:
+    /// failed, error}`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Format,
     /// Also obtain the pinned upstream files of the file's third-party CNI (calico's CRDs and
@@ -42,27 +39,32 @@ pub(crate) struct Args {
     pub fetch: bool,
 }
 
-/// Runs the command. Exit 2 for a file that does not validate; errors for I/O failures or an unsafe path.
+/// Runs the command. Exit 2 for a file that does not validate, 1 when rendering, a fetch or a write
+/// failed (each printed, and as the document `-o json|yaml` asks for).
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
-    let loaded = match &args.profile {
-        Some(name) => clusterctl_spec::from_profile(name),
-        None => clusterctl_spec::load(&args.file),
+    let cluster = match args.target.load(args.output) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
     };
-    let validated = match loaded.and_then(|l| clusterctl_spec::validate(&l)) {
-        Ok(v) => v,
-        Err(report) => {
-            eprintln!("{:?}", miette::Report::new(report));
-            return Ok(ExitCode::from(crate::EXIT_INVALID));
-        }
-    };
-    let cluster = validated.cluster;
-    let written = clusterctl_phases::render_dir::write(
+    let written = match clusterctl_phases::render_dir::write(
         &cluster,
         &args.output_dir,
         args.fetch,
         &mut print_fetched,
-    )
-    .map_err(|e| miette!("{e}"))?;
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            super::flags::print_error(args.output, cluster.name(), &format!("render: {e}"));
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let doc = Document {
+        result: super::flags::DocResult::Ok,
+        written: &written,
+    };
+    if args.output.print(&doc)? {
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.output.print(&written)? {
         return Ok(ExitCode::SUCCESS);
     }
@@ -86,6 +88,14 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         args.output_dir.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `render -o json|yaml`'s document: `result` (`ok`) beside what was written.
+#[derive(serde::Serialize)]
+struct Document<'a> {
+    result: super::flags::DocResult,
+    #[serde(flatten)]
+    written: &'a clusterctl_phases::render_dir::Written,
 }
 
 /// `render --fetch`: one line on stderr per upstream file obtained (downloaded or cached, its
@@ -121,8 +131,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let out = dir.path().join("out");
         let args = Args {
-            file: PathBuf::from("unused.yaml"),
-            profile: Some(clusterctl_spec::DEFAULT_PROFILE.to_string()),
+            target: super::super::flags::Target {
+                file: PathBuf::from("unused.yaml"),
+                profile: Some(clusterctl_spec::DEFAULT_PROFILE.to_string()),
+            },
             output_dir: out.clone(),
             output: Format::Text,
             fetch: false,
@@ -158,8 +170,10 @@ mod tests {
             .expect("write");
         let out = dir.path().join("out");
         let code = run(Args {
-            file,
-            profile: None,
+            target: super::super::flags::Target {
+                file,
+                profile: None,
+            },
             output_dir: out.clone(),
             output: Format::Text,
             fetch: false,

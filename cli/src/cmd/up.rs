@@ -71,13 +71,24 @@ pub(crate) struct Args {
 /// 1 when a phase failed (every failure printed, naming phase, node, command, status and output),
 /// 2 for an invalid cluster file or phase name.
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
-    if let Some(code) = args.nodes.refuse_unknown_checks() {
+    let named = match (&args.profile, &args.file) {
+        (Some(p), _) => p.clone(),
+        (None, Some(f)) => f.display().to_string(),
+        (None, None) => "cluster.yaml".to_string(),
+    };
+    if let Some(code) = args.nodes.refuse_unknown_checks(args.output, &named) {
         return Ok(code);
     }
     let cluster = match load(&args) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    if let Some(code) = args
+        .nodes
+        .refuse_unknown_checks(args.output, cluster.name())
+    {
+        return Ok(code);
+    }
     if args.recreate && !recreate(&cluster, &args) {
         return Ok(ExitCode::FAILURE);
     }
@@ -91,7 +102,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     let phases = up::phases(&spec);
     for pats in [&args.skip_phases, &args.only] {
         if let Err(e) = check_selection(&phases, pats) {
-            eprintln!("{e}");
+            super::flags::print_refusal(args.output, cluster.name(), &e.to_string());
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     }
@@ -111,7 +122,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         match connect::connect(&cluster, &mut spec, reach, &super::flags::connect_progress) {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("up: {e}");
+                super::flags::print_error(args.output, cluster.name(), &format!("up: {e}"));
                 return Ok(ExitCode::FAILURE);
             }
         };
@@ -241,7 +252,8 @@ fn load(args: &Args) -> Result<ValidCluster, ExitCode> {
     match loaded.and_then(|l| clusterctl_spec::validate(&l)) {
         Ok(v) => Ok(v.cluster),
         Err(d) => {
-            eprintln!("{d}");
+            let name = d.source.name.clone();
+            super::flags::print_invalid(args.output, &name, &d);
             Err(ExitCode::from(crate::EXIT_INVALID))
         }
     }

@@ -215,6 +215,107 @@ fn yaml_and_json_outputs() {
     );
 }
 
+#[test]
+fn refusals_and_failures_are_documents_too_with_o_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let lab = run(d, &["profile", "print", "lab"]).1;
+    std::fs::write(d.join("ok.yaml"), &lab).expect("write");
+    // An invalid file: `render` and `up --dry-run` answer with the `invalid` document and its line.
+    let bad = lab.replacen(
+        "plugin: builtin",
+        "plugin: calico\n      version: v3.29.0",
+        1,
+    );
+    assert_ne!(bad, lab, "the lab profile names the builtin CNI");
+    std::fs::write(d.join("bad.yaml"), bad).expect("write");
+    for args in [
+        &[
+            "render",
+            "-f",
+            "bad.yaml",
+            "--output-dir",
+            "out",
+            "-o",
+            "json",
+        ][..],
+        &["up", "-f", "bad.yaml", "--dry-run", "-o", "json"][..],
+    ] {
+        let (code, out, err) = run(d, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        let v = document("json", &out);
+        assert_eq!(v["result"], "invalid", "{v}");
+        assert_eq!(v["diagnostics"][0]["code"], "spec::cni-version", "{v}");
+        assert!(v["diagnostics"][0]["line"].as_u64().is_some(), "{v}");
+        assert!(err.contains("bad.yaml:"), "{err}");
+    }
+    assert!(
+        !d.join("out").exists(),
+        "nothing written for an invalid file"
+    );
+    // A refused flag value: still one document, naming the target.
+    for args in [
+        &[
+            "up",
+            "-f",
+            "ok.yaml",
+            "--dry-run",
+            "--ignore-preflight",
+            "bogus",
+            "-o",
+            "json",
+        ][..],
+        &[
+            "up",
+            "-f",
+            "ok.yaml",
+            "--dry-run",
+            "--skip-phases",
+            "bogus",
+            "-o",
+            "json",
+        ][..],
+        &[
+            "node",
+            "join",
+            "-f",
+            "ok.yaml",
+            "--dry-run",
+            "--ignore-preflight",
+            "bogus",
+            "-o",
+            "json",
+            "w1",
+        ][..],
+    ] {
+        let (code, out, err) = run(d, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        let v = document("json", &out);
+        assert_eq!(v["result"], "invalid", "{args:?}: {v}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| e.contains("`bogus`")),
+            "{v}"
+        );
+    }
+    // A render that succeeds says so.
+    let (code, out, err) = run(
+        d,
+        &[
+            "render",
+            "-f",
+            "ok.yaml",
+            "--output-dir",
+            "out",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v = document("json", &out);
+    assert_eq!(v["result"], "ok", "{v}");
+    assert!(v["files"].as_array().is_some_and(|f| !f.is_empty()), "{v}");
+}
+
 /// The values a machine-readable plan's step `kind` takes (docs/commands.md, "Machine-readable
 /// output").
 const STEP_KINDS: &[&str] = &["check", "run", "write", "local", "api", "note", "phase"];
