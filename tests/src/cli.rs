@@ -70,6 +70,7 @@ impl Clusterctl {
             .args(args)
             .current_dir(&self.dir)
             .env("HOME", &self.dir)
+            .env_remove("XDG_CACHE_HOME")
             .env("KUBECONFIG", self.kubeconfig())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -347,3 +347,54 @@ fn destroy_leaves_each_node_as_before_up() {
             .contains("gone"));
     }
 }
+
+/// A `destroy --yes` that could not reset a node (here the only node refuses SSH connections) keeps
+/// the kubeconfig context and the local state cache, says so, and exits 1: the cluster may still run,
+/// and they are what reach it. No root needed.
+#[test]
+fn a_destroy_that_could_not_reset_a_node_keeps_the_context_and_the_cache() {
+    // A local address and a port nothing listens on: the connection is refused at once.
+    let udp = std::net::UdpSocket::bind("0.0.0.0:0").expect("udp socket");
+    let addr = match udp.connect("192.0.2.1:9").and_then(|_| udp.local_addr()) {
+        Ok(a) => a.ip().to_string(),
+        Err(e) => {
+            require(&format!("an IPv4 route ({e})"), false);
+            return;
+        }
+    };
+    let port = std::net::TcpListener::bind(format!("{addr}:0"))
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = "dstkeep";
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {{user: ops, port: {port}, connectAttempts: 1}}\n  nodes:\n    - {{name: cp1, role: control-plane, address: {addr}}}\n"),
+    )
+    .expect("cluster file");
+    let cli = Clusterctl::new(env!("CARGO_BIN_EXE_clusterctl"), dir.path());
+    let kubeconfig = format!("apiVersion: v1\nkind: Config\nclusters:\n- name: clusterctl-{name}\n  cluster: {{server: 'https://{addr}:6443'}}\nusers:\n- name: clusterctl-{name}\n  user: {{token: t}}\ncontexts:\n- name: clusterctl-{name}\n  context: {{cluster: clusterctl-{name}, user: clusterctl-{name}}}\ncurrent-context: clusterctl-{name}\n");
+    std::fs::write(cli.kubeconfig(), &kubeconfig).expect("kubeconfig");
+    let cache = dir.path().join(".cache/clusterctl").join(name);
+    std::fs::create_dir_all(&cache).expect("cache");
+    std::fs::write(cache.join("state.json"), "{}").expect("state");
+
+    let r = cli
+        .run(&["destroy", "-f", "cluster.yaml", "--yes"])
+        .expect("destroy");
+    let out = r.all();
+    assert_eq!(r.code, 1, "{out}");
+    assert!(out.contains("cp1: FAILED: cannot reach"), "{out}");
+    for kept in [
+        "kubeconfig: the kubeconfig context kept: cp1 not torn down",
+        "cache: the local state cache kept: cp1 not torn down",
+    ] {
+        assert!(out.contains(kept), "{kept}:\n{out}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(cli.kubeconfig()).expect("kubeconfig"),
+        kubeconfig
+    );
+    assert!(cache.join("state.json").is_file());
+}

@@ -93,9 +93,43 @@ pub(super) fn docker(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseErro
     Ok(())
 }
 
+/// The subjects (nodes, `docker`) of the teardown steps that failed so far: while one is left, the cluster
+/// may still run, and the kubeconfig context and the local state cache are what reach it.
+fn not_torn_down(data: &Data<'_>) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for l in data.steps.lines() {
+        let own = l.subject == "kubeconfig" || l.subject == "cache";
+        if l.failed() && !own && !v.contains(&l.subject) {
+            v.push(l.subject);
+        }
+    }
+    v
+}
+
+/// Says that `what` is kept because `left` were not torn down; `true` when it is kept.
+fn kept_for(data: &Data<'_>, subject: &str, what: &str) -> bool {
+    let left = not_torn_down(data);
+    if left.is_empty() {
+        return false;
+    }
+    say(
+        data,
+        subject,
+        StepOutcome::Done(format!(
+            "{what} kept: {} not torn down (see above), so the cluster may still run; run destroy again once that is mended",
+            left.join(", ")
+        )),
+    );
+    true
+}
+
 /// `kubeconfig`: removes exactly the cluster's entries (context, cluster and user
-/// `clusterctl-<cluster>`, or an earlier release's; `current-context` unset when it named them).
+/// `clusterctl-<cluster>`, or an earlier release's; `current-context` unset when it named them) —
+/// kept while a node's reset (or the docker removal) failed.
 pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    if kept_for(data, "kubeconfig", "the kubeconfig context") {
+        return Ok(());
+    }
     let name = clusterctl_kubeapi::kubeconfig::entry_name(data.cluster.name());
     let Some(path) = crate::up::kubeconfig::target(data.opts.kubeconfig.as_ref()) else {
         return Ok(());
@@ -124,12 +158,13 @@ pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), Phase
     Ok(())
 }
 
-/// `cache`: removes the cluster's local state cache (`~/.cache/clusterctl/<cluster>`).
+/// `cache`: removes the cluster's local state cache (`~/.cache/clusterctl/<cluster>`) — kept while a
+/// node's reset (or the docker removal) failed.
 pub(super) fn cache(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
     let Some(dir) = crate::local::cache_dir(data.cluster.name()) else {
         return Ok(());
     };
-    if !dir.exists() {
+    if !dir.exists() || kept_for(data, "cache", "the local state cache") {
         return Ok(());
     }
     let what = format!("remove the local cache {}", dir.display());

@@ -7,7 +7,8 @@
 //! `reset/control-planes` (those other than the first), then `reset/first-control-plane`, one node at a
 //! time, each node reset as [`reset`] describes. Then, on this machine, `kubeconfig`: the context named
 //! after the cluster (with its cluster and user) removed from the kubeconfig, and `cache`: the local
-//! state cache removed. [`run`] is the entry point; the command asks for confirmation and prints
+//! state cache removed — both kept, and said so, when a node's reset (or the docker removal) failed,
+//! since the cluster may still run and they are what reach it. [`run`] is the entry point; the command asks for confirmation and prints
 //! [`Destroyed`].
 
 pub mod cni_leftovers;
