@@ -15,7 +15,7 @@ use clusterctl_spec::model::Provider;
 use clusterctl_spec::ValidCluster;
 
 use crate::node_containers::{self, CreateError};
-use crate::reach::{NodeProvider, ReachError};
+use crate::reach::{address_text, NodeProvider, ReachError};
 use crate::up::UpSpec;
 
 /// How [`connect`] reaches the nodes.
@@ -133,9 +133,9 @@ pub fn connect(
                 let dn = nodes.iter().find(|d| d.name == n.name);
                 let vn = cluster.nodes().iter().find(|v| v.name == n.name);
                 if let (Some(dn), Some(vn)) = (dn, vn) {
-                    n.address = dn.address.clone().unwrap_or_default();
+                    n.address = dn.address.as_deref().and_then(|a| a.parse().ok());
                     let t = provider
-                        .transport(vn, &n.address)
+                        .transport(vn, &address_text(n))
                         .map_err(|e| ConnectError::Docker(ReachError::Docker(Arc::new(e))))?;
                     out.transports.insert(n.name.clone(), t);
                 }
@@ -151,16 +151,17 @@ pub fn connect(
                 NodeProvider::Ssh(crate::reach::ssh_provider(cluster, options.known_hosts));
             let mut unreached = Vec::new();
             for (vn, n) in cluster.nodes().iter().zip(spec.nodes.iter()) {
+                let address = address_text(n);
                 progress(Progress::Connecting {
                     node: &n.name,
                     user: &vn.ssh.user,
-                    address: &n.address,
+                    address: &address,
                     port: vn.ssh.port,
                     attempts: vn.ssh.connect_attempts,
                 });
                 let started = Instant::now();
                 let seconds = || started.elapsed().as_secs_f64();
-                match provider.transport(vn, &n.address) {
+                match provider.transport(vn, &address) {
                     Ok(t) => {
                         progress(Progress::Connected {
                             node: &n.name,

@@ -6,10 +6,10 @@
 //! built on it. Every text shown or stored passes through the shared redaction list.
 
 use crate::error::{Cause, PhaseError};
-use crate::model::NodeInfo;
 use crate::report::Reporter;
 use crate::util::{output_tail, sh_quote};
 use clusterctl_exec::{Cmd, FileSpec, Output, Transport};
+use clusterctl_spec::ValidNode;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -163,7 +163,7 @@ impl Change {
 /// A phase's handle on one node.
 pub struct NodeCtx {
     /// The node.
-    pub node: NodeInfo,
+    pub node: ValidNode,
     /// The phase being run (set by the engine).
     pub phase: String,
     /// How the run treats nodes.
@@ -186,7 +186,7 @@ pub struct NodeCtx {
 impl NodeCtx {
     /// A context for `node`; `transport` is `None` offline (dry-run without `--probe`, or local steps).
     pub fn new(
-        node: NodeInfo,
+        node: ValidNode,
         transport: Option<Arc<dyn Transport>>,
         mode: Mode,
         reporter: Arc<dyn Reporter>,
@@ -653,7 +653,7 @@ impl NodeCtx {
 mod tests {
     use super::*;
     use crate::report::Outcome;
-    use crate::Role;
+    use clusterctl_spec::model::Role;
 
     /// Keeps every change line it is given.
     #[derive(Default)]
@@ -681,7 +681,7 @@ mod tests {
             dry_run,
             ..Mode::default()
         };
-        let node = NodeInfo::new("w1", Role::Worker, "192.0.2.3");
+        let node = ValidNode::new("w1", Role::Worker, "192.0.2.3".parse().ok());
         let mut ctx = NodeCtx::new(node, None, mode, reporter.clone(), secrets);
         ctx.phase = "p".into();
         (ctx, reporter)

@@ -8,10 +8,11 @@
 
 use crate::ctx::{Mode, NodeCtx, PlanEntry, Secrets};
 use crate::error::{PhaseError, RunError};
-use crate::model::{NodeInfo, Role};
 use crate::report::{Outcome, Reporter};
 use crate::state::{LocalCache, NodeState, PhaseRecord, STATE_PATH};
 use clusterctl_exec::{FileSpec, Transport};
+use clusterctl_spec::model::Role;
+use clusterctl_spec::ValidNode;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +36,7 @@ pub enum Targets {
 
 impl Targets {
     /// The nodes of `nodes` this selects, in file order.
-    pub fn select(self, nodes: &[NodeInfo]) -> Vec<&NodeInfo> {
+    pub fn select(self, nodes: &[ValidNode]) -> Vec<&ValidNode> {
         let first_cp = nodes.iter().position(|n| n.role == Role::ControlPlane);
         nodes
             .iter()
@@ -56,7 +57,7 @@ impl Targets {
 /// A phase's body: acts on one node through its context, reading the run's shared data `C`.
 pub type PhaseFn<C> = fn(&mut NodeCtx, &C) -> Result<(), PhaseError>;
 /// A phase's input digest material for one node: when it differs from the recorded one, the phase reruns.
-pub type InputsFn<C> = fn(&C, &NodeInfo) -> String;
+pub type InputsFn<C> = fn(&C, &ValidNode) -> String;
 
 /// One phase.
 pub struct Phase<C> {
@@ -155,7 +156,7 @@ pub fn selected<C>(phase: &Phase<C>, opts: &Options) -> bool {
 
 /// The engine: nodes, their transports and contexts.
 pub struct Engine {
-    nodes: Vec<NodeInfo>,
+    nodes: Vec<ValidNode>,
     ctxs: Vec<Mutex<NodeCtx>>,
     states: Vec<Mutex<NodeState>>,
     local: Mutex<NodeCtx>,
@@ -167,7 +168,7 @@ impl Engine {
     /// An engine over `nodes`; `transports` maps node names to their transport (missing entries mean
     /// offline: only a dry-run can proceed). The shared `secrets` list redacts everything shown or stored.
     pub fn new(
-        nodes: Vec<NodeInfo>,
+        nodes: Vec<ValidNode>,
         mut transports: BTreeMap<String, Arc<dyn Transport>>,
         opts: Options,
         reporter: Arc<dyn Reporter>,
@@ -190,7 +191,7 @@ impl Engine {
             .iter()
             .map(|n| Mutex::new(NodeState::new(&opts.cluster, &n.name)))
             .collect();
-        let local_node = NodeInfo::new("local", Role::Worker, "localhost");
+        let local_node = ValidNode::new("local", Role::Worker, None);
         let local = Mutex::new(NodeCtx::new(
             local_node,
             None,
@@ -212,7 +213,7 @@ impl Engine {
     }
 
     /// The nodes, in file order.
-    pub fn nodes(&self) -> &[NodeInfo] {
+    pub fn nodes(&self) -> &[ValidNode] {
         &self.nodes
     }
 

@@ -136,7 +136,8 @@ pub struct RunError(pub Vec<PhaseError>);
 #[cfg(test)]
 mod tests {
     use crate::ctx::{Mode, NodeCtx, Secrets};
-    use crate::model::{NodeInfo, Role};
+    use clusterctl_spec::model::Role;
+    use clusterctl_spec::ValidNode;
     use std::error::Error as _;
     use std::sync::Arc;
 
@@ -159,7 +160,7 @@ mod tests {
         let secrets = Secrets::default();
         secrets.add("s3cr3t-token");
         let ctx = NodeCtx::new(
-            NodeInfo::new("cp1", Role::ControlPlane, "10.0.0.1"),
+            ValidNode::new("cp1", Role::ControlPlane, "10.0.0.1".parse().ok()),
             None,
             Mode::default(),
             Arc::new(crate::report::QuietReporter),

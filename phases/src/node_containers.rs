@@ -10,8 +10,8 @@ use clusterctl_exec::docker::Removed;
 use clusterctl_exec::{DockerNode, DockerNodeOptions, DockerProvider, ExecError};
 use clusterctl_spec::ValidCluster;
 
-use crate::model::NodeInfo;
 use crate::up::api::LocalApi;
+use clusterctl_spec::ValidNode;
 
 /// How long node containers may take to boot (systemd `running` or `degraded`).
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -31,7 +31,7 @@ pub fn options(cluster: &ValidCluster) -> DockerNodeOptions {
 /// 127.0.0.1, its port mappings, memory and CPU limits).
 pub fn plan(
     cluster: &ValidCluster,
-    nodes: &[NodeInfo],
+    nodes: &[ValidNode],
     options: &DockerNodeOptions,
 ) -> Vec<String> {
     let name = cluster.name();
@@ -154,7 +154,7 @@ fn privileged_refused(error: &str) -> bool {
 /// before, the network when no container uses it).
 pub fn create(
     provider: &DockerProvider,
-    nodes: &[NodeInfo],
+    nodes: &[ValidNode],
 ) -> Result<Vec<DockerNode>, Box<CreateError>> {
     let fail = |source: ExecError, before: &[DockerNode]| {
         Box::new(CreateError {
@@ -172,7 +172,7 @@ pub fn create(
             clusterctl_exec::NodeSpec::new(
                 n.name.clone(),
                 crate::reach::exec_role(n.role),
-                n.address.clone(),
+                crate::reach::address_text(n),
             )
         })
         .collect();
@@ -271,11 +271,7 @@ mod tests {
     fn the_plan_names_network_containers_and_the_published_api_server() {
         let yaml = "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {name: pl}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: docker\n  docker:\n    runOptions: {memory: 1g}\n  nodes:\n    - {name: cp1, role: control-plane}\n    - {name: w1, role: worker}\n";
         let cluster = crate::up::from_file::test_cluster(yaml);
-        let nodes: Vec<NodeInfo> = cluster
-            .nodes()
-            .iter()
-            .map(crate::reach::node_info)
-            .collect();
+        let nodes: Vec<ValidNode> = cluster.nodes().to_vec();
         let lines = plan(&cluster, &nodes, &options(&cluster));
         assert_eq!(lines[0], "create network clusterctl-pl (if missing)");
         assert!(

@@ -18,8 +18,6 @@ use clusterctl_kubeapi::KubeClusterApi;
 use clusterctl_spec::model::{HostKeyPolicy, Provider, Role};
 use clusterctl_spec::{ValidCluster, ValidNode};
 
-use crate::model::NodeInfo;
-
 /// Why a node or the cluster's API could not be reached.
 #[derive(Debug, thiserror::Error)]
 pub enum ReachError {
@@ -106,13 +104,10 @@ pub fn expand_home(p: &str) -> PathBuf {
     }
 }
 
-/// The engine's view of `node` (name, role, the file's address or empty).
-pub fn node_info(node: &ValidNode) -> NodeInfo {
-    NodeInfo::new(
-        node.name.clone(),
-        node.role,
-        node.address.map(|a| a.to_string()).unwrap_or_default(),
-    )
+/// `node`'s address as the transports and scripts take it: the IP literal, empty when it has none
+/// (a docker node before its container exists).
+pub fn address_text(node: &ValidNode) -> String {
+    node.address.map(|a| a.to_string()).unwrap_or_default()
 }
 
 /// The docker provider's node options for Kubernetes `tag` (e.g. `v1.34.1`): kind's run options for

@@ -15,7 +15,6 @@ use clusterctl_spec::{ValidCluster, ValidNode};
 use crate::ctx::{Mode, PlanEntry, Secrets};
 use crate::engine::{Engine, Phase};
 use crate::error::{PhaseError, RunError};
-use crate::model::NodeInfo;
 use crate::report::QuietReporter;
 
 /// How one step ended.
@@ -135,7 +134,7 @@ pub struct RunReport {
     /// could not be made), with what to do; `None` when it ran through.
     pub stopped: Option<String>,
     /// The nodes the run is about, in file order (for grouping the plan).
-    pub nodes: Vec<NodeInfo>,
+    pub nodes: Vec<ValidNode>,
     /// The dry-run plan (every check, command, API and local change, per node and `local`).
     pub plan: Vec<PlanEntry>,
     /// Changes made or planned.
@@ -178,7 +177,7 @@ pub struct StepRun {
     /// The cluster's name.
     pub cluster: String,
     /// The nodes the phases target, in file order.
-    pub nodes: Vec<NodeInfo>,
+    pub nodes: Vec<ValidNode>,
     /// Transports to the reachable nodes (none in a dry run).
     pub transports: BTreeMap<String, Arc<dyn Transport>>,
     /// Record every change instead of making it.

@@ -21,8 +21,8 @@
 
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::NodeFile;
 use crate::util::sh_quote;
+use clusterctl_render::RenderedFile;
 
 /// Where the undo record lives on a node.
 pub const UNDO_DIR: &str = "/var/lib/clusterctl/undo";
@@ -158,12 +158,15 @@ pub fn restored_paths(output: &str) -> Vec<String> {
 /// Before `files` are placed: for each whose path holds a different file and has no backup or marker
 /// yet, copies the original into [`BACKUP_DIR`]; for a path that does not exist yet, leaves the
 /// `.absent` marker. Checks first (read-only); offline it records nothing.
-pub fn backup_before_overwrite(ctx: &mut NodeCtx, files: &[NodeFile]) -> Result<(), PhaseError> {
+pub fn backup_before_overwrite(
+    ctx: &mut NodeCtx,
+    files: &[RenderedFile],
+) -> Result<(), PhaseError> {
     for f in files {
         let p = sh_quote(&f.path);
         let b = sh_quote(&format!("{BACKUP_DIR}{}", f.path));
         let m = sh_quote(&format!("{BACKUP_DIR}{}.absent", f.path));
-        let want = f.sha256();
+        let want = crate::util::sha256_hex(&f.content);
         let check = format!(
             "[ ! -e {b} ] && [ ! -e {m} ] && {{ [ ! -e {p} ] || [ \"$(sha256sum < {p} | cut -d' ' -f1)\" != {want} ]; }}"
         );

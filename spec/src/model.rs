@@ -538,6 +538,20 @@ pub enum CniPlugin {
     None,
 }
 
+impl CniPlugin {
+    /// The plugin's name as written in the file (`builtin`, `calico`, …, `none`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CniPlugin::Builtin => "builtin",
+            CniPlugin::Calico => "calico",
+            CniPlugin::Cilium => "cilium",
+            CniPlugin::Flannel => "flannel",
+            CniPlugin::Kindnet => "kindnet",
+            CniPlugin::None => "none",
+        }
+    }
+}
+
 /// `spec.runtime`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -9,7 +9,9 @@ use ipnet::IpNet;
 use semver::Version;
 
 use crate::mirror;
-use crate::model::{ClusterFile, ClusterSpec, HostKeyPolicy, PortMapping, Provider, Role, Taint};
+use crate::model::{
+    ClusterFile, ClusterSpec, HostKeyPolicy, PortMapping, Provider, Role, SshDefaults, Taint,
+};
 use crate::versions::{KubeadmApi, VersionInfo};
 
 /// The control-plane endpoint: `host:port` (kubeadm `controlPlaneEndpoint`).
@@ -46,6 +48,21 @@ pub struct SshTarget {
     pub connect_attempts: u32,
 }
 
+impl Default for SshTarget {
+    /// The settings of a file without `spec.ssh` or `nodes[].ssh` (`root`, the agent's keys, port
+    /// 22, `accept-new`, 4 attempts).
+    fn default() -> Self {
+        let d = SshDefaults::default();
+        SshTarget {
+            user: d.user,
+            key_file: d.key_file,
+            port: d.port,
+            host_key_policy: d.host_key_policy,
+            connect_attempts: d.connect_attempts,
+        }
+    }
+}
+
 /// One node, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidNode {
@@ -55,7 +72,9 @@ pub struct ValidNode {
     pub name: String,
     /// Role.
     pub role: Role,
-    /// Address, if given (always given for the ssh provider).
+    /// Address, if given (always given for the ssh provider). The phase engine's copy of a docker
+    /// node without one gets its node container's address once the container exists
+    /// (`clusterctl_phases::connect`).
     pub address: Option<IpAddr>,
     /// The node's subnet when the address was written with a prefix length (`172.20.6.111/24`).
     pub subnet: Option<IpNet>,
@@ -75,6 +94,26 @@ pub struct ValidNode {
 }
 
 impl ValidNode {
+    /// A node as a file without further settings gives it: `name` with `role` at `address`, first in
+    /// the file, with the default SSH settings ([`SshTarget::default`]) and no subnet, VIP interface,
+    /// labels, taints or port mappings. For nodes that are not read from a file (the engine's local
+    /// node, tests); validation builds every other one.
+    pub fn new(name: impl Into<String>, role: Role, address: Option<IpAddr>) -> Self {
+        ValidNode {
+            index: 0,
+            name: name.into(),
+            role,
+            address,
+            subnet: None,
+            ssh: SshTarget::default(),
+            vip_interface: None,
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+            taints_set: false,
+            port_mappings: Vec::new(),
+        }
+    }
+
     /// True for control planes.
     pub fn is_control_plane(&self) -> bool {
         self.role == Role::ControlPlane

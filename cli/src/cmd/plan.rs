@@ -4,7 +4,8 @@
 //! line per check, command, file write, API change or note.
 
 use clusterctl_phases::steps::{RunReport, StepOutcome};
-use clusterctl_phases::{NodeInfo, PlanEntry, PlanKind};
+use clusterctl_phases::{PlanEntry, PlanKind};
+use clusterctl_spec::ValidNode;
 
 /// Prints `up`'s dry-run plan: the header (offline or probing), the cluster line, the phase order,
 /// the provider's steps (`provider_plan`, docker only), then per node what would change (see
@@ -38,11 +39,7 @@ pub(crate) fn print_up_plan(
         spec.nodes.len() - cps,
         spec.endpoint,
         spec.runtime.unit(),
-        match &spec.cni {
-            clusterctl_phases::CniChoice::Builtin => "builtin".to_string(),
-            clusterctl_phases::CniChoice::Manifests(n) => n.clone(),
-            clusterctl_phases::CniChoice::None => "none".to_string(),
-        }
+        spec.cni.name()
     );
     let names: Vec<&str> = phases.iter().map(|p| p.name).collect();
     println!("phases: {}", names.join(" → "));
@@ -195,13 +192,12 @@ pub(crate) fn print_join_provider_plan(
 
 /// The plan groups for `nodes`, in their order, after this machine: `(node name, title)`, the title
 /// being `node NAME (ROLE, ADDRESS)` (`local (this machine)` for the local group).
-pub(crate) fn groups(nodes: &[NodeInfo]) -> Vec<(String, String)> {
+pub(crate) fn groups(nodes: &[ValidNode]) -> Vec<(String, String)> {
     let mut groups: Vec<(String, String)> = vec![("local".into(), "local (this machine)".into())];
     for n in nodes {
-        let addr = if n.address.is_empty() {
-            "address assigned by the provider".to_string()
-        } else {
-            n.address.clone()
+        let addr = match n.address {
+            None => "address assigned by the provider".to_string(),
+            Some(a) => a.to_string(),
         };
         groups.push((
             n.name.clone(),
@@ -253,7 +249,7 @@ pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], wid
 
 /// Prints a dry run of `destroy`, `node remove` or `image load`: `header`, the plan grouped by
 /// this machine and each of `nodes`, and the number of changes planned.
-pub(crate) fn print_dry_run(header: &str, nodes: &[NodeInfo], plan: &[PlanEntry], changes: usize) {
+pub(crate) fn print_dry_run(header: &str, nodes: &[ValidNode], plan: &[PlanEntry], changes: usize) {
     println!("{header}");
     let width = plan.iter().map(|e| e.phase.len()).max().unwrap_or(10);
     print_entries(&groups(nodes), plan, width);

@@ -1,6 +1,6 @@
 //! `clusterctl up`: build or converge the cluster described by a cluster file (or a built-in profile).
-//! Loads and validates the file, maps it onto the phase engine's model
-//! (`clusterctl_phases::up::from_file`), reaches the nodes (`clusterctl_phases::connect`: SSH hosts, or
+//! Loads and validates the file, maps it onto what the phases of `up`
+//! need (`clusterctl_phases::up::from_file`), reaches the nodes (`clusterctl_phases::connect`: SSH hosts, or
 //! Docker node containers created first) and runs the phases of `up`
 //! (`clusterctl_phases::up::launch`). `--dry-run` prints the plan per node and changes nothing; it is
 //! offline unless `--probe` is given, so `clusterctl up --dry-run` with no file shows the embedded `lab`

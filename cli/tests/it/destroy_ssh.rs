@@ -18,8 +18,10 @@
 
 use std::sync::Arc;
 
-use clusterctl_phases::model::{NodeFile, NodeInfo, Role};
 use clusterctl_phases::{Mode, NodeCtx, QuietReporter, Secrets};
+use clusterctl_render::{Purpose, RenderedFile};
+use clusterctl_spec::model::Role;
+use clusterctl_spec::ValidNode;
 use clusterctl_testbed::cli::{
     install_standin, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, Run, KUBEADM_STANDIN,
 };
@@ -88,7 +90,7 @@ fn leave_up_traces(n: &TestNode, cluster: &str, vip: Option<&str>) {
     // The runtime phase's backup, by the real code, then the replacement it precedes.
     let transport: Arc<dyn clusterctl_exec::Transport> = Arc::new(n.transport().expect("ssh"));
     let mut ctx = NodeCtx::new(
-        NodeInfo::new(n.name.clone(), Role::Worker, n.address.clone()),
+        ValidNode::new(n.name.clone(), Role::Worker, n.address.parse().ok()),
         Some(transport),
         Mode::default(),
         Arc::new(QuietReporter),
@@ -96,11 +98,11 @@ fn leave_up_traces(n: &TestNode, cluster: &str, vip: Option<&str>) {
     );
     // The directories the node has before `up` places anything, by the real code.
     clusterctl_phases::undo::record_dirs(&mut ctx).expect("record dirs");
-    let config = NodeFile::new(
+    let config = RenderedFile::text(
         "/etc/containerd/config.toml",
         0o644,
-        "version = 2\n# written by clusterctl up (test)\n",
-        clusterctl_phases::model::Purpose::ContainerdConfig,
+        "version = 2\n# written by clusterctl up (test)\n".to_string(),
+        Purpose::ContainerdConfig,
     );
     clusterctl_phases::undo::backup_before_overwrite(&mut ctx, std::slice::from_ref(&config))
         .expect("backup");

@@ -27,7 +27,6 @@ use clusterctl_spec::{ValidCluster, ValidNode};
 use crate::ctx::NodeCtx;
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
-use crate::model::NodeInfo;
 use crate::steps::{reason, RunReport, Sink, StepLine, StepOutcome, StepRun, Steps};
 
 pub use reset::{reset_node, Teardown};
@@ -140,11 +139,7 @@ fn reset(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
 /// Destroys `cluster` (see the module doc); each step's line goes to `sink` as it ends. Never stops at
 /// a failed step: the report counts them.
 pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Destroyed {
-    let nodes: Vec<NodeInfo> = cluster
-        .nodes()
-        .iter()
-        .map(crate::reach::node_info)
-        .collect();
+    let nodes: Vec<ValidNode> = cluster.nodes().to_vec();
     // Only SSH nodes are reached: the docker provider's steps run on this machine.
     let (transports, unreachable) = crate::steps::reach_unless_dry_run(
         cluster,

@@ -25,9 +25,9 @@ use clusterctl_spec::ValidCluster;
 use crate::ctx::NodeCtx;
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
-use crate::model::NodeInfo;
 use crate::steps::{reason, RunReport, Sink, StepLine, StepOutcome, StepRun, Steps};
 use crate::util::sh_quote;
+use clusterctl_spec::ValidNode;
 
 /// Where the archive is staged on a node while it is imported (removed afterwards).
 pub const STAGING_DIR: &str = "/var/lib/clusterctl/images";
@@ -251,10 +251,7 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Run
     );
     let staging = std::env::temp_dir().join(format!("clusterctl-image-{}", std::process::id()));
     let _cleanup = RemoveOnDrop(staging.clone());
-    let nodes: Vec<NodeInfo> = selected
-        .iter()
-        .map(|n| crate::reach::node_info(n))
-        .collect();
+    let nodes: Vec<ValidNode> = selected.iter().copied().cloned().collect();
     let data = Data {
         opts,
         runtime: cluster.spec().runtime.kind,

@@ -12,8 +12,9 @@ mod run;
 pub use run::{prepare, JoinError, JoinOptions, Joined, Prepared};
 
 use crate::engine::{Phase, Targets};
-use crate::model::{CniChoice, NodeInfo};
 use crate::up::{self, UpData, UpSpec};
+use clusterctl_spec::model::CniPlugin;
+use clusterctl_spec::ValidNode;
 
 /// Phases of `up` that `node join` never runs (names or path prefixes, as `--skip-phases`): they only
 /// concern the first control plane, the existing cluster's day-2 rollout, or this machine, and are
@@ -56,10 +57,10 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
 /// Whether `node join` runs the phase `name` of `up` (which targets `targets`): not the [`LEFT_OUT`]
 /// ones, and not `cni` when it only applies manifests on the first control plane (the builtin CNI's
 /// phase installs the plugin on every node, so it stays).
-pub fn runs(name: &str, targets: Targets, cni: &CniChoice) -> bool {
+pub fn runs(name: &str, targets: Targets, cni: &CniPlugin) -> bool {
     let manifests_only = name == "cni"
         && targets == Targets::FirstControlPlane
-        && matches!(cni, CniChoice::Manifests(_));
+        && !matches!(cni, CniPlugin::Builtin | CniPlugin::None);
     !left_out(name) && !manifests_only
 }
 
@@ -68,10 +69,10 @@ pub fn runs(name: &str, targets: Targets, cni: &CniChoice) -> bool {
 /// does not declare, or a node already `registered` (the first control plane always counts as
 /// registered).
 pub fn engine_nodes(
-    nodes: &[NodeInfo],
+    nodes: &[ValidNode],
     requested: &[String],
     registered: &[String],
-) -> Result<Vec<NodeInfo>, JoinRefused> {
+) -> Result<Vec<ValidNode>, JoinRefused> {
     if requested.is_empty() {
         return Err(JoinRefused::NoNode);
     }
@@ -119,7 +120,7 @@ pub enum ListError {
 /// transport, in `mode`, reporting to `reporter`). Errors: no client, or the list failed.
 pub fn registered(
     api: &up::api::ApiAccess,
-    first: NodeInfo,
+    first: ValidNode,
     first_cp: std::sync::Arc<dyn clusterctl_exec::Transport>,
     mode: crate::ctx::Mode,
     reporter: std::sync::Arc<dyn crate::report::Reporter>,
@@ -137,20 +138,20 @@ pub fn registered(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Role;
+    use clusterctl_spec::model::Role;
 
-    fn nodes() -> Vec<NodeInfo> {
+    fn nodes() -> Vec<ValidNode> {
         vec![
-            NodeInfo::new("c1", Role::ControlPlane, "10.0.0.1"),
-            NodeInfo::new("w1", Role::Worker, "10.0.0.2"),
-            NodeInfo::new("c2", Role::ControlPlane, "10.0.0.3"),
-            NodeInfo::new("w2", Role::Worker, "10.0.0.4"),
+            ValidNode::new("c1", Role::ControlPlane, "10.0.0.1".parse().ok()),
+            ValidNode::new("w1", Role::Worker, "10.0.0.2".parse().ok()),
+            ValidNode::new("c2", Role::ControlPlane, "10.0.0.3".parse().ok()),
+            ValidNode::new("w2", Role::Worker, "10.0.0.4".parse().ok()),
         ]
     }
 
     #[test]
     fn leaves_out_what_only_the_existing_cluster_needs() {
-        let cilium = CniChoice::Manifests("cilium".into());
+        let cilium = CniPlugin::Cilium;
         for kept in [
             "facts",
             "preflight",
@@ -175,7 +176,7 @@ mod tests {
             assert!(!runs(gone, Targets::All, &cilium), "{gone}");
         }
         assert!(!runs("cni", Targets::FirstControlPlane, &cilium));
-        assert!(runs("cni", Targets::All, &CniChoice::Builtin));
+        assert!(runs("cni", Targets::All, &CniPlugin::Builtin));
         assert!(
             !left_out("rollouts"),
             "a prefix matches whole path segments"

@@ -1,4 +1,4 @@
-//! `node join` end to end, for the command: [`prepare`] reads the file's model, refuses names it
+//! `node join` end to end, for the command: [`prepare`] reads the file (`UpSpec`), refuses names it
 //! does not declare and reaches the nodes (a dry run reaches them read-only: the join needs the
 //! running cluster's state); [`Prepared::run`] lists the registered Nodes through the API (the first
 //! control plane's `admin.conf`, kept in memory, whose client then serves the phases), refuses nodes
@@ -18,12 +18,12 @@ use crate::connect::{self, ConnectError, ConnectOptions, Progress};
 use crate::ctx::Mode;
 use crate::engine::Summary;
 use crate::error::RunError;
-use crate::model::NodeInfo;
 use crate::report::Reporter;
 use crate::up::api::ApiAccess;
 use crate::up::from_file::{self, SpecOptions};
 use crate::up::launch::{launch, Launch};
 use crate::up::UpSpec;
+use clusterctl_spec::ValidNode;
 
 /// How `node join` runs: the command line's settings.
 #[derive(Clone)]
@@ -73,7 +73,7 @@ impl JoinError {
     }
 }
 
-/// The nodes reached and the model the join runs on; [`Prepared::run`] continues.
+/// The nodes reached and the `UpSpec` the join runs on; [`Prepared::run`] continues.
 pub struct Prepared<'a> {
     cluster: &'a ValidCluster,
     options: JoinOptions<'a>,
@@ -88,14 +88,14 @@ pub struct Joined {
     /// The cluster's name.
     pub cluster: String,
     /// The nodes the engine ran over: the first control plane, then the joining ones.
-    pub nodes: Vec<NodeInfo>,
+    pub nodes: Vec<ValidNode>,
     /// The engine's plan, outcomes and changes.
     pub summary: Summary,
     /// How the phases ended.
     pub result: Result<(), RunError>,
 }
 
-/// Reads `cluster`'s model with `options`, refuses node names the file does not declare and the
+/// Reads `cluster` (its `UpSpec`) with `options`, refuses node names the file does not declare and the
 /// first control plane (always in the cluster) before contacting anything, and reaches the nodes,
 /// reporting SSH progress to `progress`. Errors: [`JoinError::Refused`], [`JoinError::Connect`].
 pub fn prepare<'a>(

@@ -32,7 +32,6 @@ use crate::ctx::NodeCtx;
 use crate::destroy::{reset_node, Teardown};
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
-use crate::model::NodeInfo;
 use crate::reach::ReachError;
 use crate::steps::{reason, RunReport, Sink, StepLine, StepOutcome, StepRun, Steps};
 
@@ -207,11 +206,11 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Run
     }
     let (transports, unreachable) =
         crate::steps::reach_unless_dry_run(cluster, &on, opts.known_hosts.as_deref(), opts.dry_run);
-    let nodes: Vec<NodeInfo> = cluster
+    let nodes: Vec<ValidNode> = cluster
         .nodes()
         .iter()
         .filter(|n| n.name == first.name || n.name == name)
-        .map(crate::reach::node_info)
+        .cloned()
         .collect();
     let data = Data {
         cluster,

@@ -10,7 +10,7 @@ use semver::Version;
 
 use super::probe::{mismatch_message, pinned_mismatches, Installed};
 use super::{table, Family, Settings, EXTRAS, PINNED};
-use crate::model::RuntimeKind;
+use clusterctl_spec::model::RuntimeKind;
 
 /// What is left to do on a node once the bundle's files are installed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

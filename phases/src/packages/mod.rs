@@ -24,7 +24,7 @@ pub mod probe;
 pub mod script;
 pub mod table;
 
-use crate::model::RuntimeKind;
+use clusterctl_spec::model::RuntimeKind;
 
 /// Where the packages come from (the cluster file's `packages.source`, resolved).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -7,7 +7,7 @@ use semver::Version;
 
 use super::table::{self, triple};
 use super::{arch_of, minor_of, Family, Settings, Source, EXTRAS, PINNED};
-use crate::model::RuntimeKind;
+use clusterctl_spec::model::RuntimeKind;
 
 /// The read-only probe; prints `key=value` lines (`pkg=NAME VERSION` per installed package). It runs
 /// none of kubeadm, kubelet or the runtime's programs except `containerd --version` and `crio

@@ -18,13 +18,14 @@ use super::UpData;
 use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
-use crate::model::{NodeInfo, RuntimeKind};
 use clusterctl_airgap::bundle::{verify_bundle, BundleImage, VerifiedBundle};
 use clusterctl_airgap::node::{
     crio, install_script, install_step, load_into_node, oci_arch, os_family, parse_ctr_images,
     upload_file, InstallKind, NodeFile, NodeLoadOptions, Runtime,
 };
 use clusterctl_airgap::registry::ClientOptions;
+use clusterctl_spec::model::RuntimeKind;
+use clusterctl_spec::ValidNode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -159,7 +160,7 @@ impl AirgapUp {
     }
 }
 
-fn no_inputs(_: &UpData, _: &NodeInfo) -> String {
+fn no_inputs(_: &UpData, _: &ValidNode) -> String {
     String::new()
 }
 
@@ -332,7 +333,7 @@ fn node_files(vb: &VerifiedBundle, data: &UpData, node: &str) -> Vec<NodeFile> {
 
 /// Digest material of `airgap/packages`: each file's node path, mode and sha256, plus `extractTo` for
 /// archives unpacked on the node (a new directory must unpack again).
-pub fn package_inputs(data: &UpData, node: &NodeInfo) -> String {
+pub fn package_inputs(data: &UpData, node: &ValidNode) -> String {
     let Some(vb) = data.spec.airgap.as_ref().and_then(|a| a.verified.get()) else {
         return String::new();
     };
@@ -409,7 +410,7 @@ pub fn image_digests(runtime: RuntimeKind, images: &[BundleImage]) -> String {
 
 /// Digest material of `airgap/images`: the runtime and the name and manifest digest of every image
 /// the node's role needs (missing ones by source, so the phase runs and reports them).
-pub fn image_inputs(data: &UpData, node: &NodeInfo) -> String {
+pub fn image_inputs(data: &UpData, node: &ValidNode) -> String {
     let Some(a) = data.spec.airgap.as_ref() else {
         return String::new();
     };

@@ -11,8 +11,9 @@
 use super::{UpData, KUBECTL};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::{placed, NodeInfo};
+use crate::up::placed;
 use crate::util::sh_quote;
+use clusterctl_spec::ValidNode;
 
 /// Where the builtin plugin binary is installed (CNI `binDir`).
 pub const PLUGIN_PATH: &str = "/opt/cni/bin/clusterctl-cni";
@@ -25,10 +26,15 @@ pub const AGENT_UNIT: &str = "clusterctl-cni-agent.service";
 pub const DEFAULT_UNIT: &str = "[Unit]\nDescription=clusterctl CNI overlay agent\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=/usr/local/bin/clusterctl cni agent --config /etc/clusterctl/cni/agent.json\nRestart=always\nRestartSec=5\n\n[Install]\nWantedBy=multi-user.target\n";
 
 /// Digest material: the CNI files of the node, and the binary's size and modification time.
-pub fn inputs(data: &UpData, node: &NodeInfo) -> String {
+pub fn inputs(data: &UpData, node: &ValidNode) -> String {
     let mut s = String::new();
     for f in data.files_of(&node.name, placed::CNI) {
-        s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
+        s.push_str(&format!(
+            "{} {:o} {}\n",
+            f.path,
+            f.mode,
+            crate::util::sha256_hex(&f.content)
+        ));
     }
     if let Some(b) = &data.spec.binary {
         if let Ok(m) = std::fs::metadata(b) {

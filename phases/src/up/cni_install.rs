@@ -19,7 +19,7 @@
 use super::{UpData, ADMIN_CONF};
 use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
-use crate::model::placed;
+use crate::up::placed;
 use crate::util::sh_quote;
 use clusterctl_airgap::upstream::{Trust, UpstreamCache, WantedFile};
 use clusterctl_airgap::Digest;
@@ -309,10 +309,15 @@ fn remember(ci: &CniInstall, name: &str, path: PathBuf) {
 
 /// Digest material of the `cni` phase for a third-party CNI: the rendered CNI files and the obtained
 /// upstream files' names and digests (so a new release or a changed value runs the phase again).
-pub fn inputs(data: &UpData, node: &crate::model::NodeInfo) -> String {
+pub fn inputs(data: &UpData, node: &clusterctl_spec::ValidNode) -> String {
     let mut s = String::new();
     for f in data.files_of(&node.name, placed::CNI) {
-        s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
+        s.push_str(&format!(
+            "{} {:o} {}\n",
+            f.path,
+            f.mode,
+            crate::util::sha256_hex(&f.content)
+        ));
     }
     if let Some(ci) = &data.spec.cni_install {
         s.push_str(&format!("plugin {}\n", ci.input.plugin));
@@ -568,7 +573,7 @@ fn run_helm(ctx: &mut NodeCtx, data: &UpData, ci: &CniInstall) -> Result<(), Pha
         .into_iter()
         .find(|f| f.path == VALUES_PATH)
         .ok_or_else(|| ctx.local_error(format!("no rendered Cilium values ({VALUES_PATH})")))?;
-    let values_sha = values.sha256();
+    let values_sha = crate::util::sha256_hex(&values.content);
     let status = ctx.read(&format!(
         "{HELM_PATH} status {} --namespace kube-system --kubeconfig {ADMIN_CONF} -o json 2>/dev/null || true",
         install::CILIUM_RELEASE

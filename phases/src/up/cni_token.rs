@@ -42,7 +42,7 @@ pub fn needs_renewal(token: &str, now: i64) -> bool {
 }
 
 /// Digest material: the endpoint and the builtin CNI's inputs (the token is never part of it).
-pub fn inputs(data: &UpData, node: &crate::model::NodeInfo) -> String {
+pub fn inputs(data: &UpData, node: &clusterctl_spec::ValidNode) -> String {
     format!(
         "endpoint {}\n{}",
         data.spec.endpoint,

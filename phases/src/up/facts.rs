@@ -213,7 +213,7 @@ fn expected_containerd(data: &UpData, facts: &NodeFacts) -> String {
     }
     let settings = &data.spec.packages;
     if settings.source == crate::packages::Source::Bundle
-        && settings.runtime == crate::model::RuntimeKind::Containerd
+        && settings.runtime == clusterctl_spec::model::RuntimeKind::Containerd
         && facts.containerd_version.is_empty()
     {
         let Some(vb) = data.spec.airgap.as_ref().and_then(|a| a.verified()) else {

@@ -9,7 +9,8 @@
 use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::{placed, NodeFile};
+use crate::up::placed;
+use clusterctl_render::RenderedFile;
 
 /// The `render` phase (runs once, locally): renders every node's files from the facts.
 /// Errors: the renderer's message.
@@ -28,7 +29,7 @@ pub fn render(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 }
 
 /// Places `files` on the node; returns the paths that changed.
-pub fn place(ctx: &mut NodeCtx, files: &[NodeFile]) -> Result<Vec<String>, PhaseError> {
+pub fn place(ctx: &mut NodeCtx, files: &[RenderedFile]) -> Result<Vec<String>, PhaseError> {
     let mut changed = Vec::new();
     for f in files {
         if ctx.put_file(&f.path, f.mode, &f.content)? {

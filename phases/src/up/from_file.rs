@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clusterctl_render::{Purpose, RenderError};
-use clusterctl_spec::model::CniPlugin;
 use clusterctl_spec::ValidCluster;
 
 use super::airgap::{AirgapUp, MirrorPush, RoleImages};
 use super::{cni_install, NodeFacts, UpSpec};
-use crate::model::{CniChoice, NodeFile, NodeInfo, Role};
+use clusterctl_render::RenderedFile;
+use clusterctl_spec::model::Role;
+use clusterctl_spec::ValidNode;
 
 /// What the command line adds to the cluster file for [`spec`].
 #[derive(Debug, Clone, Default)]
@@ -30,33 +31,19 @@ pub struct SpecOptions {
     pub ignore_preflight: Vec<String>,
 }
 
-/// The engine's model of `cluster` (nodes with labels and taints, endpoint, runtime, CNI and its
-/// install, preloads, packages, air gap) with the command line's `options`.
+/// What the phases of `up` need of `cluster` (its nodes as validated, endpoint, runtime, CNI plugin
+/// and its install, preloads, packages, air gap) with the command line's `options`.
 pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
-    let nodes = cluster
-        .nodes()
-        .iter()
-        .map(|n| NodeInfo {
-            taints: n.taints.clone(),
-            labels: n.labels.clone(),
-            ..crate::reach::node_info(n)
-        })
-        .collect();
     let s = cluster.spec();
-    let cni = match s.networking.cni.plugin {
-        CniPlugin::Builtin => CniChoice::Builtin,
-        CniPlugin::None => CniChoice::None,
-        other => CniChoice::Manifests(format!("{other:?}").to_lowercase()),
-    };
     let ep = cluster.endpoint();
     UpSpec {
         cluster: cluster.name().to_string(),
         kubernetes_version: cluster.kubernetes_version().clone(),
-        nodes,
+        nodes: cluster.nodes().to_vec(),
         endpoint: format!("{}:{}", ep.host, ep.port),
         vip: cluster.vip().map(|v| v.to_string()),
         runtime: cluster.spec().runtime.kind,
-        cni,
+        cni: s.networking.cni.plugin,
         // An unpinnable CNI version is refused by render before any node is touched.
         cni_install: cni_install::for_cluster(cluster, cni_install::default_cache())
             .ok()
@@ -71,7 +58,6 @@ pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
     }
 }
 
-/// `spec.runtime.kind` as the engine names it.
 /// `spec.packages` as the `packages` phase needs it (the mirror's CA read by validation).
 pub fn package_settings(cluster: &ValidCluster) -> crate::packages::Settings {
     use crate::packages::{Settings, Source};
@@ -148,7 +134,7 @@ pub fn role_images(cluster: &ValidCluster) -> RoleImages {
 /// Render facts from the gathered ones (assumed facts for nodes not reached).
 fn render_facts(
     cluster: &ValidCluster,
-    nodes: &[NodeInfo],
+    nodes: &[ValidNode],
     facts: &BTreeMap<String, NodeFacts>,
 ) -> clusterctl_render::Facts {
     let mut out = clusterctl_render::Facts::assumed(cluster);
@@ -171,7 +157,7 @@ fn render_facts(
         let address = nodes
             .iter()
             .find(|n| &n.name == name)
-            .map(|n| n.address.clone())
+            .map(crate::reach::address_text)
             .unwrap_or_default();
         entry.vip_interface = f.interface_of(&address).map(String::from);
         entry.underlay = entry
@@ -191,24 +177,19 @@ fn render_facts(
 /// them in). Errors: render's.
 pub fn renderer(
     cluster: ValidCluster,
-    nodes: Vec<NodeInfo>,
-) -> impl Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<NodeFile>>, RenderError>
+    nodes: Vec<ValidNode>,
+) -> impl Fn(&BTreeMap<String, NodeFacts>) -> Result<BTreeMap<String, Vec<RenderedFile>>, RenderError>
        + Send
        + Sync {
     move |facts| {
         let rendered = clusterctl_render::render(&cluster, &render_facts(&cluster, &nodes, facts))?;
-        let mut out: BTreeMap<String, Vec<NodeFile>> = BTreeMap::new();
+        let mut out: BTreeMap<String, Vec<RenderedFile>> = BTreeMap::new();
         for (node, files) in &rendered.per_node {
             let list = out.entry(node.clone()).or_default();
             for f in files {
                 // The upgrade's configuration and kind's are not placed by `up`.
                 if !matches!(f.purpose, Purpose::KubeadmUpgrade | Purpose::KindConfig) {
-                    list.push(NodeFile::new(
-                        f.path.clone(),
-                        f.mode,
-                        f.content.clone(),
-                        f.purpose,
-                    ));
+                    list.push(f.clone());
                 }
             }
         }
@@ -219,7 +200,7 @@ pub fn renderer(
                 .iter()
                 .filter(|f| matches!(f.purpose, Purpose::ClusterManifest | Purpose::HelmValues))
             {
-                list.push(NodeFile {
+                list.push(RenderedFile {
                     path: format!("/etc/clusterctl/{}", f.path.trim_start_matches('/')),
                     mode: f.mode,
                     content: f.content.clone(),
@@ -241,6 +222,7 @@ pub(crate) fn test_cluster(yaml: &str) -> ValidCluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clusterctl_spec::model::CniPlugin;
 
     #[test]
     fn taints_labels_and_the_endpoint_come_from_the_file() {
@@ -265,7 +247,7 @@ mod tests {
         );
         assert_eq!(s.nodes[1].role, Role::Worker);
         assert!(s.airgap.is_none());
-        assert!(matches!(s.cni, CniChoice::Builtin));
+        assert_eq!(s.cni, CniPlugin::Builtin);
     }
 
     #[test]

@@ -7,11 +7,12 @@
 use super::UpData;
 use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
-use crate::model::{NodeInfo, RuntimeKind};
 use crate::util::{sh_quote, sha256_hex};
+use clusterctl_spec::model::RuntimeKind;
+use clusterctl_spec::ValidNode;
 
 /// Digest material: the image references.
-pub fn inputs(data: &UpData, _: &NodeInfo) -> String {
+pub fn inputs(data: &UpData, _: &ValidNode) -> String {
     data.spec.preload_images.join("\n")
 }
 

@@ -37,7 +37,7 @@ use super::{UpData, ADMIN_CONF};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::kubeadm::{new_certificate_key, new_token, patch_init, JoinSecrets};
-use crate::model::placed;
+use crate::up::placed;
 use crate::util::{now_secs, sh_quote};
 use clusterctl_exec::Cmd;
 use std::time::Duration;
@@ -46,7 +46,7 @@ use std::time::Duration;
 pub const JOIN_SECRETS_PATH: &str = "/var/lib/clusterctl/join.json";
 
 /// The init configuration path on the node (the rendered one's path).
-pub fn init_config(data: &UpData, node: &str) -> Option<crate::model::NodeFile> {
+pub fn init_config(data: &UpData, node: &str) -> Option<clusterctl_render::RenderedFile> {
     data.files_of(node, placed::KUBEADM_INIT).into_iter().next()
 }
 
@@ -210,7 +210,10 @@ fn runs_kube_proxy(data: &UpData, node: &str) -> bool {
 
 /// Asks how far an earlier init got (`Fresh` offline).
 fn state(ctx: &mut NodeCtx, data: &UpData) -> Result<InitState, PhaseError> {
-    let script = state_script(&ctx.node.address, runs_kube_proxy(data, ctx.name()));
+    let script = state_script(
+        &crate::reach::address_text(&ctx.node),
+        runs_kube_proxy(data, ctx.name()),
+    );
     Ok(ctx
         .read_labelled(&script, Some("how far an earlier kubeadm init got (admin.conf, API server, kubeadm-config, cluster-info, CoreDNS, kube-proxy)"))?
         .map(|o| parse_state(&o))

@@ -36,7 +36,7 @@ use super::{credentials, UpData, KUBECTL};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::kubeadm::patch_join;
-use crate::model::placed;
+use crate::up::placed;
 use crate::util::sh_quote;
 use clusterctl_exec::Cmd;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 use super::{UpData, ADMIN_CONF, SUPER_ADMIN_CONF};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::placed;
+use crate::up::placed;
 
 /// `content` with the kubeconfig hostPath (`path: /etc/kubernetes/admin.conf`) pointing at
 /// `super-admin.conf`, as the seed's `sed` does; the mount path inside the pod stays `admin.conf`.

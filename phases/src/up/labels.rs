@@ -10,13 +10,13 @@ use super::api::api_error;
 use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::NodeInfo;
 use clusterctl_kubeapi::{Node, TaintSpec};
 use clusterctl_spec::model::Taint;
+use clusterctl_spec::ValidNode;
 use std::collections::BTreeMap;
 
 /// Digest material: every node's labels and taints (each taint as `key[=value]:Effect`).
-pub fn inputs(data: &UpData, _: &NodeInfo) -> String {
+pub fn inputs(data: &UpData, _: &ValidNode) -> String {
     data.spec
         .nodes
         .iter()
@@ -88,7 +88,7 @@ fn show_taint(t: &TaintSpec) -> String {
 
 /// The `labels` phase (first control plane; API calls from this machine).
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    let wanted: Vec<&NodeInfo> = data
+    let wanted: Vec<&ValidNode> = data
         .spec
         .nodes
         .iter()

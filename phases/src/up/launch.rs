@@ -14,8 +14,8 @@ use super::{from_file, UpData, UpSpec};
 use crate::ctx::{Mode, Secrets};
 use crate::engine::{Engine, Options, Phase, Summary};
 use crate::error::RunError;
-use crate::model::NodeInfo;
 use crate::report::Reporter;
+use clusterctl_spec::ValidNode;
 
 /// How the engine runs: mode, parallelism, phase selection and the reporter.
 #[derive(Clone)]
@@ -32,14 +32,14 @@ pub struct Launch {
     pub reporter: Arc<dyn Reporter>,
 }
 
-/// Runs `phases` of `cluster` (its engine model `spec`, node addresses filled in by
+/// Runs `phases` of `cluster` (`spec`, docker node addresses filled in by
 /// [`crate::connect::connect`]) on `nodes` through `transports`, the first control plane's transport
 /// taken from them; `api` reaches the cluster's API. Returns the engine's summary and result.
 pub fn launch(
     cluster: &ValidCluster,
     spec: &UpSpec,
     phases: &[Phase<UpData>],
-    nodes: Vec<NodeInfo>,
+    nodes: Vec<ValidNode>,
     transports: BTreeMap<String, Arc<dyn Transport>>,
     api: ApiAccess,
     how: &Launch,

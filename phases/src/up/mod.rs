@@ -23,18 +23,21 @@ pub mod kubevip;
 pub mod labels;
 pub mod launch;
 pub mod packages;
+pub mod placed;
 pub mod preflight;
 pub mod ready;
 pub mod rollout;
 pub mod runtime;
 
 use crate::ctx::{Mode, NodeCtx, Secrets};
-use crate::engine::{Phase, Targets};
+use crate::engine::{InputsFn, Phase, PhaseFn, Targets};
 use crate::error::PhaseError;
 use crate::kubeadm::JoinSecrets;
-use crate::model::{placed, CniChoice, NodeFile, NodeInfo, Purpose, RuntimeKind};
 use crate::report::Reporter;
 use clusterctl_exec::Transport;
+use clusterctl_render::{Purpose, RenderedFile};
+use clusterctl_spec::model::{CniPlugin, RuntimeKind};
+use clusterctl_spec::ValidNode;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
@@ -62,7 +65,7 @@ pub struct UpSpec {
     /// with its `v`).
     pub kubernetes_version: semver::Version,
     /// Nodes in file order; the first control plane runs `kubeadm init`.
-    pub nodes: Vec<NodeInfo>,
+    pub nodes: Vec<ValidNode>,
     /// `controlPlaneEndpoint` as `host:port` (the VIP's when there is one).
     pub endpoint: String,
     /// The kube-vip address, when the control plane has a VIP.
@@ -70,7 +73,7 @@ pub struct UpSpec {
     /// Container runtime.
     pub runtime: RuntimeKind,
     /// CNI choice.
-    pub cni: CniChoice,
+    pub cni: CniPlugin,
     /// For calico, cilium, flannel and kindnet: what their install needs ([`cni_install`]).
     pub cni_install: Option<cni_install::CniInstall>,
     /// Images to put into every node's runtime (`images.preload`), as local image references.
@@ -97,21 +100,21 @@ pub trait Renderer: Send + Sync {
     fn render(
         &self,
         facts: &BTreeMap<String, NodeFacts>,
-    ) -> Result<BTreeMap<String, Vec<NodeFile>>, clusterctl_render::RenderError>;
+    ) -> Result<BTreeMap<String, Vec<RenderedFile>>, clusterctl_render::RenderError>;
 }
 
 impl<F> Renderer for F
 where
     F: Fn(
             &BTreeMap<String, NodeFacts>,
-        ) -> Result<BTreeMap<String, Vec<NodeFile>>, clusterctl_render::RenderError>
+        ) -> Result<BTreeMap<String, Vec<RenderedFile>>, clusterctl_render::RenderError>
         + Send
         + Sync,
 {
     fn render(
         &self,
         facts: &BTreeMap<String, NodeFacts>,
-    ) -> Result<BTreeMap<String, Vec<NodeFile>>, clusterctl_render::RenderError> {
+    ) -> Result<BTreeMap<String, Vec<RenderedFile>>, clusterctl_render::RenderError> {
         self(facts)
     }
 }
@@ -125,7 +128,7 @@ pub struct UpData {
     /// Facts per node (filled by `facts`).
     pub facts: Mutex<BTreeMap<String, NodeFacts>>,
     /// Rendered files per node (filled by `render`).
-    pub files: RwLock<BTreeMap<String, Vec<NodeFile>>>,
+    pub files: RwLock<BTreeMap<String, Vec<RenderedFile>>>,
     /// Join secrets, once read or created (by the first join that needs them).
     pub join: Mutex<Option<JoinSecrets>>,
     /// The first control plane's transport (joins fetch credentials through it), when reachable.
@@ -142,12 +145,12 @@ pub struct UpData {
 
 impl UpData {
     /// The first control-plane node.
-    pub fn first_cp(&self) -> Option<&NodeInfo> {
+    pub fn first_cp(&self) -> Option<&ValidNode> {
         self.spec.nodes.iter().find(|n| n.is_control_plane())
     }
-    /// The rendered files of `node` with one of `purposes` (a [`crate::model::placed`] group), in
+    /// The rendered files of `node` with one of `purposes` (a [`crate::up::placed`] group), in
     /// render order.
-    pub fn files_of(&self, node: &str, purposes: &[Purpose]) -> Vec<NodeFile> {
+    pub fn files_of(&self, node: &str, purposes: &[Purpose]) -> Vec<RenderedFile> {
         self.files
             .read()
             .map(|f| {
@@ -173,17 +176,22 @@ impl UpData {
 }
 
 /// Digest material: the purpose-filtered files of the node (path, mode, sha256).
-fn files_inputs(data: &UpData, node: &NodeInfo, groups: &[&[Purpose]]) -> String {
+fn files_inputs(data: &UpData, node: &ValidNode, groups: &[&[Purpose]]) -> String {
     let mut s = String::new();
     for g in groups {
         for f in data.files_of(&node.name, g) {
-            s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
+            s.push_str(&format!(
+                "{} {:o} {}\n",
+                f.path,
+                f.mode,
+                crate::util::sha256_hex(&f.content)
+            ));
         }
     }
     s
 }
 
-fn no_inputs(_: &UpData, _: &NodeInfo) -> String {
+fn no_inputs(_: &UpData, _: &ValidNode) -> String {
     String::new()
 }
 
@@ -306,7 +314,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         });
     }
     match spec.cni {
-        CniChoice::Builtin => v.extend([
+        CniPlugin::Builtin => v.extend([
             Phase {
                 name: "cni",
                 targets: Targets::All,
@@ -329,25 +337,23 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
                 run: cni_token::run,
             },
         ]),
-        CniChoice::Manifests(_) if spec.cni_install.is_some() => v.push(Phase {
-            name: "cni",
-            targets: Targets::FirstControlPlane,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: cni_install::inputs,
-            run: cni_install::run,
-        }),
-        CniChoice::Manifests(_) => v.push(Phase {
-            name: "cni",
-            targets: Targets::FirstControlPlane,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: cni::inputs,
-            run: cni::run_manifests,
-        }),
-        CniChoice::None => {}
+        CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel | CniPlugin::Kindnet => {
+            let (inputs, run): (InputsFn<UpData>, PhaseFn<UpData>) = if spec.cni_install.is_some() {
+                (cni_install::inputs, cni_install::run)
+            } else {
+                (cni::inputs, cni::run_manifests)
+            };
+            v.push(Phase {
+                name: "cni",
+                targets: Targets::FirstControlPlane,
+                serial: false,
+                record: true,
+                required: false,
+                inputs,
+                run,
+            })
+        }
+        CniPlugin::None => {}
     }
     v.push(Phase {
         name: "join/control-plane",

@@ -269,7 +269,7 @@ fn offline_plan(ctx: &mut NodeCtx, settings: &Settings, version: &Version) {
                     pinned.join(", "),
                     EXTRAS.join(", "),
                     match settings.runtime {
-                        crate::model::RuntimeKind::Containerd => format!(
+                        clusterctl_spec::model::RuntimeKind::Containerd => format!(
                             "containerd: kept when installed at a version Kubernetes {}.{} supports, else {}",
                             minor.0,
                             minor.1,
@@ -279,7 +279,7 @@ fn offline_plan(ctx: &mut NodeCtx, settings: &Settings, version: &Version) {
                                 "the release archives (sha256 checked)"
                             }
                         ),
-                        crate::model::RuntimeKind::Crio => format!(
+                        clusterctl_spec::model::RuntimeKind::Crio => format!(
                             "CRI-O from {}",
                             script::crio_repo(minor, family, settings.source.mirror())
                                 .unwrap_or_else(|| "(no table row)".into())

@@ -10,7 +10,7 @@
 use super::{NodeFacts, UpData};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::Role;
+use clusterctl_spec::model::{CniPlugin, Role, RuntimeKind};
 use serde::Deserialize;
 
 pub(crate) mod cni_switch;
@@ -476,10 +476,11 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                     .iter()
                     .any(|x| String::from_utf8_lossy(&x.content).contains("failCgroupV1: false")),
                 unprivileged_container: v.iter().any(|x| x.path == NODE_ENVIRONMENT_MARKER),
-                containerd: data.spec.runtime == crate::model::RuntimeKind::Containerd,
-                builtin_cni: data.spec.cni == crate::model::CniChoice::Builtin,
-                flannel_cni: matches!(&data.spec.cni, crate::model::CniChoice::Manifests(p) if p == "flannel"),
-                cni_from_packages: data.spec.packages.source != crate::packages::Source::Preinstalled,
+                containerd: data.spec.runtime == RuntimeKind::Containerd,
+                builtin_cni: data.spec.cni == CniPlugin::Builtin,
+                flannel_cni: data.spec.cni == CniPlugin::Flannel,
+                cni_from_packages: data.spec.packages.source
+                    != crate::packages::Source::Preinstalled,
             })
         })
         .unwrap_or_default();
@@ -494,15 +495,13 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         data.spec.runtime,
         &runtime_vip::sockets(&out),
     ));
-    let chosen = match &data.spec.cni {
-        crate::model::CniChoice::Builtin => "builtin",
-        crate::model::CniChoice::Manifests(p) => p.as_str(),
-        crate::model::CniChoice::None => "none",
-    };
-    findings.extend(cni_switch::other_cni(chosen, &cni_switch::confs(&out)));
+    findings.extend(cni_switch::other_cni(
+        data.spec.cni.name(),
+        &cni_switch::confs(&out),
+    ));
     if let Some(vip) = &data.spec.vip {
         let interface = data
-            .files_of(ctx.name(), crate::model::placed::KUBE_VIP)
+            .files_of(ctx.name(), crate::up::placed::KUBE_VIP)
             .iter()
             .find_map(|f| runtime_vip::manifest_interface(&String::from_utf8_lossy(&f.content)));
         if let Some(i) = interface {

@@ -45,7 +45,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         return Ok(());
     };
     let want: Vec<&str> = data.spec.nodes.iter().map(|n| n.name.as_str()).collect();
-    let no_cni = data.spec.cni == crate::model::CniChoice::None;
+    let no_cni = data.spec.cni == clusterctl_spec::model::CniPlugin::None;
     let calico = data
         .spec
         .cni_install

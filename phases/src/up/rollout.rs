@@ -32,10 +32,11 @@ use super::{UpData, ADMIN_CONF};
 use crate::ctx::NodeCtx;
 use crate::engine::{InputsFn, Phase, PhaseFn, Targets};
 use crate::error::PhaseError;
-use crate::model::{placed, NodeInfo};
 use crate::state::{NodeState, STATE_PATH};
+use crate::up::placed;
 use crate::version;
 use clusterctl_exec::Cmd;
+use clusterctl_spec::ValidNode;
 use serde_yaml::{Mapping, Value};
 use std::time::Duration;
 
@@ -78,22 +79,27 @@ fn cluster_configuration(data: &UpData) -> Option<String> {
 }
 
 /// Digest material of `rollout/kubeadm-config`: the ClusterConfiguration.
-pub fn cluster_inputs(data: &UpData, _: &NodeInfo) -> String {
+pub fn cluster_inputs(data: &UpData, _: &ValidNode) -> String {
     cluster_configuration(data).unwrap_or_default()
 }
 
 /// Digest material of `rollout/apiserver` on `node`: the ClusterConfiguration and the node's API server
 /// files (path, mode, sha256).
-pub fn apiserver_inputs(data: &UpData, node: &NodeInfo) -> String {
+pub fn apiserver_inputs(data: &UpData, node: &ValidNode) -> String {
     let mut s = cluster_inputs(data, node);
     for f in data.files_of(&node.name, placed::OTHER) {
-        s.push_str(&format!("{} {:o} {}\n", f.path, f.mode, f.sha256()));
+        s.push_str(&format!(
+            "{} {:o} {}\n",
+            f.path,
+            f.mode,
+            crate::util::sha256_hex(&f.content)
+        ));
     }
     s
 }
 
 /// Digest material of the kubelet phases: the rendered KubeletConfiguration.
-pub fn kubelet_inputs(data: &UpData, _: &NodeInfo) -> String {
+pub fn kubelet_inputs(data: &UpData, _: &ValidNode) -> String {
     doc(&init_text(data), "KubeletConfiguration")
         .map(|m| yaml(&m))
         .unwrap_or_default()
@@ -103,7 +109,7 @@ pub fn kubelet_inputs(data: &UpData, _: &NodeInfo) -> String {
 /// own name and advertise address (bind port, CRI socket and the rest as rendered, without bootstrap
 /// token or certificate key), the ClusterConfiguration and the KubeletConfiguration as rendered.
 /// Errors: nothing rendered for the first control plane.
-pub fn rollout_config(data: &UpData, node: &NodeInfo) -> Result<String, NotRendered> {
+pub fn rollout_config(data: &UpData, node: &ValidNode) -> Result<String, NotRendered> {
     rollout_config_from(&init_text(data), node)
 }
 
@@ -117,7 +123,7 @@ pub struct NotRendered {
 }
 
 /// [`rollout_config`] from the first control plane's rendered init configuration `text`.
-pub fn rollout_config_from(text: &str, node: &NodeInfo) -> Result<String, NotRendered> {
+pub fn rollout_config_from(text: &str, node: &ValidNode) -> Result<String, NotRendered> {
     let mut init = doc(text, "InitConfiguration").ok_or(NotRendered {
         kind: "InitConfiguration",
     })?;
@@ -126,12 +132,7 @@ pub fn rollout_config_from(text: &str, node: &NodeInfo) -> Result<String, NotRen
     })?;
     init.remove("bootstrapTokens");
     init.remove("certificateKey");
-    let address = node
-        .address
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let address = crate::reach::address_text(node);
     if let Some(Value::Mapping(ep)) = init.get_mut("localAPIEndpoint") {
         ep.insert("advertiseAddress".into(), address.into());
     } else {
@@ -367,7 +368,7 @@ pub fn version_check(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError>
     )]))
 }
 
-fn no_inputs(_: &UpData, _: &NodeInfo) -> String {
+fn no_inputs(_: &UpData, _: &ValidNode) -> String {
     String::new()
 }
 
@@ -449,7 +450,11 @@ mod tests {
 
     #[test]
     fn rollout_config_names_the_node_and_drops_secrets() {
-        let node = NodeInfo::new("c2", crate::model::Role::ControlPlane, "10.0.0.2");
+        let node = ValidNode::new(
+            "c2",
+            clusterctl_spec::model::Role::ControlPlane,
+            "10.0.0.2".parse().ok(),
+        );
         let text = rollout_config_from(INIT, &node).expect("config");
         let init = doc(&text, "InitConfiguration").expect("init");
         assert!(init.get("bootstrapTokens").is_none() && init.get("certificateKey").is_none());

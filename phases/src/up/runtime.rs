@@ -8,7 +8,7 @@
 use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::placed;
+use crate::up::placed;
 
 /// The runtime phase.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {

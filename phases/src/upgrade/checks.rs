@@ -10,8 +10,8 @@ use semver::Version;
 
 use super::error::UpgradeError;
 use super::run::ClusterSource;
-use crate::model::NodeInfo;
 use crate::version;
+use clusterctl_spec::ValidNode;
 
 /// Refuses a `to` that is not `cluster`'s `spec.kubernetesVersion` (its pre-release and build parts
 /// ignored). Errors: [`UpgradeError::FileVersion`], naming how the cluster was named (`named`).
@@ -68,7 +68,7 @@ pub(crate) fn control_plane(
 /// to `to` in one step (refused).
 pub(crate) fn nodes(
     api: &dyn ClusterApi,
-    nodes: &[NodeInfo],
+    nodes: &[ValidNode],
     to: &Version,
 ) -> Result<(), UpgradeError> {
     for n in &api.nodes().map_err(UpgradeError::Nodes)? {

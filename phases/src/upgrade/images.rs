@@ -19,8 +19,9 @@ use semver::Version;
 use super::UpgradeData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::model::{NodeInfo, RuntimeKind};
 use crate::up::airgap::{ensure_images, image_digests, push_to_mirror, MirrorPush, RoleImages};
+use clusterctl_spec::model::RuntimeKind;
+use clusterctl_spec::ValidNode;
 
 /// Where the images of the target version come from during an air-gapped upgrade.
 #[derive(Clone)]
@@ -145,7 +146,7 @@ fn check_kubeadm_package(
 
 /// Digest material of `upgrade/images`: the target version, the runtime and the name and manifest
 /// digest of every image the node's role needs.
-pub(crate) fn images_input(d: &UpgradeData, node: &NodeInfo) -> String {
+pub(crate) fn images_input(d: &UpgradeData, node: &ValidNode) -> String {
     match &d.images {
         Some(UpgradeImages::Nodes {
             runtime,

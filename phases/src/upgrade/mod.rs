@@ -43,7 +43,7 @@ use clusterctl_exec::Transport;
 use semver::Version;
 
 use crate::engine::{Phase, Targets};
-use crate::model::NodeInfo;
+use clusterctl_spec::ValidNode;
 
 /// Where the rendered UpgradeConfiguration is placed on the first control plane (kubeadm v1beta4).
 pub const UPGRADE_CONFIG: &str = "/etc/kubernetes/kubeadm/upgrade.yaml";
@@ -77,7 +77,7 @@ pub struct UpgradeSpec {
     /// The target version (the file's kubernetesVersion, equal to `--to`).
     pub to: Version,
     /// Nodes in file order.
-    pub nodes: Vec<NodeInfo>,
+    pub nodes: Vec<ValidNode>,
     /// The rendered UpgradeConfiguration (kubeadm v1beta4), when the kubeadm API has one; `None`:
     /// `kubeadm upgrade apply v<to>` with flags (v1beta3).
     pub upgrade_config: Option<Vec<u8>>,
@@ -102,11 +102,11 @@ pub struct UpgradeData {
     pub images: Option<images::UpgradeImages>,
 }
 
-fn to_input(d: &UpgradeData, _: &NodeInfo) -> String {
+fn to_input(d: &UpgradeData, _: &ValidNode) -> String {
     clusterctl_spec::versions::tag(&d.spec.to)
 }
 
-fn apply_input(d: &UpgradeData, _: &NodeInfo) -> String {
+fn apply_input(d: &UpgradeData, _: &ValidNode) -> String {
     let cfg = d
         .spec
         .upgrade_config

@@ -19,9 +19,9 @@ use super::{bundle, checks, BundlePackages, UpgradeData, UpgradeSpec};
 use crate::ctx::{Mode, PlanEntry, Secrets};
 use crate::engine::{Engine, Options as EngineOptions};
 use crate::error::RunError;
-use crate::model::NodeInfo;
 use crate::reach;
 use crate::report::Reporter;
+use clusterctl_spec::ValidNode;
 
 /// How the command named the cluster: its file (paths it names are relative to it), or a built-in
 /// profile (paths relative to the current directory).
@@ -76,7 +76,7 @@ pub struct Options {
 #[derive(Debug)]
 pub struct Report {
     /// The nodes in upgrade order (first control plane, other control planes, workers).
-    pub order: Vec<NodeInfo>,
+    pub order: Vec<ValidNode>,
     /// Every check, command, file write and API change, in the order they ran or were planned.
     pub plan: Vec<PlanEntry>,
     /// Changes made (or planned).
@@ -110,7 +110,7 @@ pub fn run(
     // The air-gap bundle, checked before any node is reached.
     let airgap =
         bundle::airgap_bundle(cluster, opts.named.file(), to).map_err(UpgradeError::Bundle)?;
-    let nodes: Vec<NodeInfo> = cluster.nodes().iter().map(reach::node_info).collect();
+    let nodes: Vec<ValidNode> = cluster.nodes().to_vec();
     let all: Vec<_> = cluster.nodes().iter().collect();
     let reached = reach::reach(cluster, &all, opts.known_hosts.as_deref());
     if !reached.errors.is_empty() {
@@ -159,7 +159,7 @@ pub fn run(
 }
 
 /// The notes before the phases: what runs in which order, and each ignored kubeadm preflight check.
-fn notes(cluster: &ValidCluster, to: &Version, first: &str, order: &[NodeInfo], r: &dyn Reporter) {
+fn notes(cluster: &ValidCluster, to: &Version, first: &str, order: &[ValidNode], r: &dyn Reporter) {
     r.note(&format!(
         "upgrade: cluster `{}` to v{to}: kubeadm on every node, etcd snapshot on {first}, then one node at a time: {}",
         cluster.name(),
@@ -183,13 +183,13 @@ fn phases(
     cluster: &ValidCluster,
     opts: &Options,
     data: &UpgradeData,
-    order: Vec<NodeInfo>,
+    order: Vec<ValidNode>,
     transports: &BTreeMap<String, Arc<dyn Transport>>,
     reporter: Arc<dyn Reporter>,
 ) -> Report {
     let engine_opts = engine_options(cluster, opts);
     let secrets = Secrets::default();
-    let engine = |nodes: Vec<NodeInfo>, transports: BTreeMap<String, Arc<dyn Transport>>| {
+    let engine = |nodes: Vec<ValidNode>, transports: BTreeMap<String, Arc<dyn Transport>>| {
         Engine::new(
             nodes,
             transports,
@@ -268,8 +268,8 @@ fn resume_hint(named: &ClusterSource, to: &Version, node: Option<&str>) -> Strin
 }
 
 /// The nodes in upgrade order: the first control plane, the other control planes, the workers.
-pub(crate) fn ordered(nodes: &[NodeInfo], first: &str) -> Vec<NodeInfo> {
-    let mut v: Vec<NodeInfo> = nodes.iter().filter(|n| n.name == first).cloned().collect();
+pub(crate) fn ordered(nodes: &[ValidNode], first: &str) -> Vec<ValidNode> {
+    let mut v: Vec<ValidNode> = nodes.iter().filter(|n| n.name == first).cloned().collect();
     v.extend(
         nodes
             .iter()
@@ -296,15 +296,15 @@ fn rendered_upgrade_config(cluster: &ValidCluster) -> Result<Option<Vec<u8>>, Up
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Role;
+    use clusterctl_spec::model::Role;
 
     #[test]
     fn nodes_go_first_control_plane_then_control_planes_then_workers() {
         let nodes = [
-            NodeInfo::new("w1", Role::Worker, ""),
-            NodeInfo::new("cp2", Role::ControlPlane, ""),
-            NodeInfo::new("cp1", Role::ControlPlane, ""),
-            NodeInfo::new("w2", Role::Worker, ""),
+            ValidNode::new("w1", Role::Worker, None),
+            ValidNode::new("cp2", Role::ControlPlane, None),
+            ValidNode::new("cp1", Role::ControlPlane, None),
+            ValidNode::new("w2", Role::Worker, None),
         ];
         let names: Vec<String> = ordered(&nodes, "cp1").into_iter().map(|n| n.name).collect();
         assert_eq!(names, ["cp1", "cp2", "w1", "w2"]);

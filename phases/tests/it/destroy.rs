@@ -10,8 +10,10 @@ use std::time::Duration;
 use clusterctl_phases::destroy::{self, reset_node, Teardown};
 use clusterctl_phases::fake::{Concurrency, FakeNode};
 use clusterctl_phases::steps::{StepLine, Steps};
-use clusterctl_phases::{Mode, NodeCtx, NodeInfo, PlanKind, QuietReporter, Role, Secrets};
+use clusterctl_phases::{Mode, NodeCtx, PlanKind, QuietReporter, Secrets};
+use clusterctl_spec::model::Role;
 use clusterctl_spec::ValidCluster;
+use clusterctl_spec::ValidNode;
 
 const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: clusterctl-lab\n  cluster: {server: 'https://10.0.0.1:6443'}\nusers:\n- name: clusterctl-lab\n  user: {token: t}\ncontexts:\n- name: clusterctl-lab\n  context: {cluster: clusterctl-lab, user: clusterctl-lab}\ncurrent-context: clusterctl-lab\n";
 
@@ -144,7 +146,7 @@ fn a_reset_attempts_every_step_when_some_fail() {
         Arc::new(Concurrency::default()),
     ));
     let mut ctx = NodeCtx::new(
-        NodeInfo::new("w1", Role::Worker, "192.0.2.3"),
+        ValidNode::new("w1", Role::Worker, "192.0.2.3".parse().ok()),
         Some(fake.clone()),
         Mode::default(),
         Arc::new(QuietReporter),

@@ -6,9 +6,11 @@ use clusterctl_exec::Transport;
 use clusterctl_phases::fake::{Call, Concurrency, FakeNode};
 use clusterctl_phases::state::STATE_PATH;
 use clusterctl_phases::{
-    Engine, Mode, NodeCtx, NodeInfo, Options, Outcome, Phase, PhaseError, PlainReporter, Reporter,
-    Role, Secrets, Targets,
+    Engine, Mode, NodeCtx, Options, Outcome, Phase, PhaseError, PlainReporter, Reporter, Secrets,
+    Targets,
 };
+use clusterctl_spec::model::Role;
+use clusterctl_spec::ValidNode;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,7 +37,7 @@ fn phase(name: &'static str, targets: Targets, serial: bool) -> Phase<()> {
 }
 
 struct Cluster {
-    nodes: Vec<NodeInfo>,
+    nodes: Vec<ValidNode>,
     fakes: BTreeMap<String, Arc<FakeNode>>,
     conc: Arc<Concurrency>,
 }
@@ -44,17 +46,17 @@ fn cluster(cps: usize, workers: usize, delay_ms: u64) -> Cluster {
     let conc = Arc::new(Concurrency::default());
     let mut nodes = Vec::new();
     for i in 1..=cps {
-        nodes.push(NodeInfo::new(
+        nodes.push(ValidNode::new(
             format!("c{i}"),
             Role::ControlPlane,
-            format!("10.0.0.{i}"),
+            format!("10.0.0.{i}").parse().ok(),
         ));
     }
     for i in 1..=workers {
-        nodes.push(NodeInfo::new(
+        nodes.push(ValidNode::new(
             format!("w{i}"),
             Role::Worker,
-            format!("10.0.1.{i}"),
+            format!("10.0.1.{i}").parse().ok(),
         ));
     }
     let fakes = nodes

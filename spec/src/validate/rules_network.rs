@@ -192,7 +192,7 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
                 "spec::kube-proxy-replacement",
                 format!(
                     "kubeProxyReplacement is a Cilium setting, but the CNI is {}",
-                    plugin_name(cni.plugin)
+                    cni.plugin.name()
                 ),
             )
             .help("remove kubeProxyReplacement, or use `plugin: cilium`")
@@ -206,7 +206,7 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             CniPlugin::Cilium => {
                 "Cilium without kubeProxyReplacement does not replace it".to_string()
             }
-            p => format!("the {} CNI does not replace it", plugin_name(p)),
+            p => format!("the {} CNI does not replace it", p.name()),
         };
         ctx.push(
             Diagnostic::error("spec::kube-proxy-disabled", format!("kubeProxy is disabled, but {why}: Services would not work"))
@@ -255,7 +255,7 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             ctx.push(
                 Diagnostic::error(
                     "spec::cni-version",
-                    format!("the {} CNI takes no version", plugin_name(cni.plugin)),
+                    format!("the {} CNI takes no version", cni.plugin.name()),
                 )
                 .help("remove `version`")
                 .at("spec.networking.cni.version"),
@@ -271,10 +271,7 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
         ctx.push(
             Diagnostic::error(
                 "spec::cni-values",
-                format!(
-                    "the {} CNI takes no pass-through values",
-                    plugin_name(cni.plugin)
-                ),
+                format!("the {} CNI takes no pass-through values", cni.plugin.name()),
             )
             .help("remove `values` (they are for calico, cilium and flannel)")
             .at("spec.networking.cni.values"),
@@ -387,7 +384,7 @@ fn check_underlay_mtu(ctx: &mut Ctx<'_>, n: &crate::model::Networking) {
                     "spec::underlay-mtu",
                     format!(
                         "the {} CNI derives its MTU from the node interfaces, not from underlayMTU {underlay}",
-                        plugin_name(cni.plugin)
+                        cni.plugin.name()
                     ),
                 )
                 .help(format!("set `cni.mtu: {}` (underlayMTU minus the VXLAN overhead)", underlay - VXLAN_OVERHEAD))
@@ -474,7 +471,7 @@ fn check_cni_pinned(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
                 "spec::cni-version",
                 format!(
                     "{} {v} is not a version clusterctl has pinned",
-                    plugin_name(cni.plugin)
+                    cni.plugin.name()
                 ),
             )
             .help(format!("use one of {}", table.join(", ")))
@@ -492,10 +489,7 @@ fn check_cni_sources(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
             ctx.push(
                 Diagnostic::error(
                     "spec::cni-source",
-                    format!(
-                        "the {} CNI takes no upstream files",
-                        plugin_name(cni.plugin)
-                    ),
+                    format!("the {} CNI takes no upstream files", cni.plugin.name()),
                 )
                 .help("remove `sources` (they are for calico, cilium and flannel)")
                 .at(p.clone()),
@@ -509,7 +503,7 @@ fn check_cni_sources(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
                     format!(
                         "{:?} is not a file of the {} CNI",
                         src.name,
-                        plugin_name(cni.plugin)
+                        cni.plugin.name()
                     ),
                 )
                 .help(format!("use one of {}", names.join(", ")))
@@ -731,16 +725,4 @@ fn describe_hits(hit: &[(&ValidNode, Option<IpNet>)]) -> String {
 
 fn overlaps(a: &IpNet, b: &IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
-}
-
-/// The plugin's name as written in the file.
-pub(crate) fn plugin_name(p: CniPlugin) -> &'static str {
-    match p {
-        CniPlugin::Builtin => "builtin",
-        CniPlugin::Calico => "calico",
-        CniPlugin::Cilium => "cilium",
-        CniPlugin::Flannel => "flannel",
-        CniPlugin::Kindnet => "kindnet",
-        CniPlugin::None => "none",
-    }
 }

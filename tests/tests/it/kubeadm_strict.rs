@@ -9,13 +9,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clusterctl_exec::local::LocalTransport;
-use clusterctl_phases::{Mode, NodeCtx, NodeInfo, PhaseError, PlainReporter, Role, Secrets};
+use clusterctl_phases::{Mode, NodeCtx, PhaseError, PlainReporter, Secrets};
 use clusterctl_render::{render, Facts};
+use clusterctl_spec::model::Role;
+use clusterctl_spec::ValidNode;
 use clusterctl_testbed::k8sbin::require_programs;
 
 fn ctx() -> NodeCtx {
     let mut c = NodeCtx::new(
-        NodeInfo::new("local", Role::ControlPlane, "127.0.0.1"),
+        ValidNode::new("local", Role::ControlPlane, "127.0.0.1".parse().ok()),
         Some(Arc::new(LocalTransport::new("local"))),
         Mode::default(),
         Arc::new(PlainReporter::stderr(false)),

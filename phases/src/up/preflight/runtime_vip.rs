@@ -12,8 +12,8 @@
 //!   every interface with its state, so this asks the node nothing more.
 
 use super::Finding;
-use crate::model::RuntimeKind;
 use crate::up::facts::Link;
+use clusterctl_spec::model::RuntimeKind;
 
 /// Read-only probe: prints `cri_socket=<path>` for each CRI socket kubeadm knows that exists.
 pub(super) const SOCKETS_SCRIPT: &str = "for s in /run/containerd/containerd.sock /var/run/containerd/containerd.sock /run/crio/crio.sock /var/run/crio/crio.sock /run/cri-dockerd.sock /var/run/cri-dockerd.sock; do [ -S \"$s\" ] && echo \"cri_socket=$s\"; done; true";
