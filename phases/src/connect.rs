@@ -27,6 +27,16 @@ pub struct ConnectOptions<'a> {
     pub probe: bool,
     /// The known_hosts file for SSH nodes (`None`: `~/.ssh/known_hosts`).
     pub known_hosts: Option<&'a Path>,
+    /// The nodes to reach, by name (`node join`: the first control plane and the joining nodes, so
+    /// that another node being down does not stop the join); `None`: every node of the file.
+    pub only: Option<&'a [String]>,
+}
+
+impl ConnectOptions<'_> {
+    /// Whether node `name` is to be reached.
+    fn wants(&self, name: &str) -> bool {
+        self.only.is_none_or(|o| o.iter().any(|n| n == name))
+    }
 }
 
 /// What [`connect`] reports about an SSH node while it connects.
@@ -114,8 +124,14 @@ pub fn connect(
     match cluster.provider() {
         Provider::Docker => {
             let node_options = node_containers::options(cluster);
+            let wanted: Vec<_> = spec
+                .nodes
+                .iter()
+                .filter(|n| options.wants(&n.name))
+                .cloned()
+                .collect();
             let mut out = Connected {
-                provider_plan: node_containers::plan(cluster, &spec.nodes, &node_options),
+                provider_plan: node_containers::plan(cluster, &wanted, &node_options),
                 ..Connected::default()
             };
             if offline {
@@ -126,10 +142,10 @@ pub fn connect(
             let nodes = if options.dry_run {
                 docker.list().map_err(ConnectError::List)?
             } else {
-                node_containers::create(&docker, &spec.nodes)?
+                node_containers::create(&docker, &wanted)?
             };
             let provider = NodeProvider::Docker(Box::new(docker));
-            for n in spec.nodes.iter_mut() {
+            for n in spec.nodes.iter_mut().filter(|n| options.wants(&n.name)) {
                 let dn = nodes.iter().find(|d| d.name == n.name);
                 let vn = cluster.nodes().iter().find(|v| v.name == n.name);
                 if let (Some(dn), Some(vn)) = (dn, vn) {
@@ -150,7 +166,8 @@ pub fn connect(
             let provider =
                 NodeProvider::Ssh(crate::reach::ssh_provider(cluster, options.known_hosts));
             let mut unreached = Vec::new();
-            for (vn, n) in cluster.nodes().iter().zip(spec.nodes.iter()) {
+            let pairs = cluster.nodes().iter().zip(spec.nodes.iter());
+            for (vn, n) in pairs.filter(|(_, n)| options.wants(&n.name)) {
                 let address = address_text(n);
                 progress(Progress::Connecting {
                     node: &n.name,
@@ -251,5 +268,22 @@ mod tests {
             seen[1].starts_with("NotReached { node: \"cp1\""),
             "{seen:?}"
         );
+        // `only`: the other node (a TEST-NET address) is not contacted at all.
+        let c = test_cluster(&format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: cu}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {{user: ops, port: {port}, connectAttempts: 1}}\n  nodes:\n    - {{name: cp1, role: control-plane, address: {addr}}}\n    - {{name: w1, role: worker, address: 192.0.2.5}}\n"));
+        let mut s = spec(&c, &SpecOptions::default());
+        let seen = std::sync::Mutex::new(Vec::new());
+        let only = ["cp1".to_string()];
+        let options = ConnectOptions {
+            only: Some(&only),
+            ..ConnectOptions::default()
+        };
+        let err = connect(&c, &mut s, options, &|p| {
+            seen.lock().expect("lock").push(format!("{p:?}"))
+        })
+        .err()
+        .expect("refused");
+        assert!(matches!(&err, ConnectError::Unreached(u) if u.len() == 1 && u[0].node == "cp1"));
+        let seen = seen.into_inner().expect("lock");
+        assert!(seen.iter().all(|p| !p.contains("\"w1\"")), "{seen:?}");
     }
 }

@@ -117,6 +117,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         dry_run: args.dry_run,
         probe: args.probe,
         known_hosts: args.nodes.known_hosts.as_deref(),
+        only: None,
     };
     let connected =
         match connect::connect(&cluster, &mut spec, reach, &super::flags::connect_progress) {

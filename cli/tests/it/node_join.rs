@@ -92,6 +92,22 @@ fn node_join_adds_a_control_plane_and_a_worker_after_up() {
         "edge",
         "NoSchedule",
     ));
+    // And a worker that is down (an address of the nodes' network no container has): never named to
+    // join, so never contacted — it must not stop the others' joins.
+    let down = format!(
+        "{}.249",
+        tc.gateway
+            .rsplit_once('.')
+            .map(|(a, _)| a)
+            .unwrap_or("172.30.0")
+    );
+    second.push(FileNode {
+        name: "down9".into(),
+        role: "worker",
+        address: down,
+        labels: Vec::new(),
+        taints: Vec::new(),
+    });
     std::fs::write(
         &file,
         ssh_cluster_yaml("joinlab", key, "none", None, "", &second),
@@ -244,6 +260,10 @@ fn node_join_adds_a_control_plane_and_a_worker_after_up() {
     let out = r.all();
     assert_eq!(r.code, 0, "{out}");
     eprintln!("--- session output ---\n{out}");
+    assert!(
+        !out.contains("down9"),
+        "the node that is down was contacted:\n{out}"
+    );
 
     // kubeadm join ran once on each new node, nowhere else; nothing at all on the existing worker.
     for n in [c2, w2] {

@@ -111,11 +111,17 @@ pub fn prepare<'a>(
     };
     let mut spec = from_file::spec(cluster, &spec_options);
     // With nothing registered yet, only the first control plane counts as joined: refused here too.
-    engine_nodes(&spec.nodes, &options.nodes, &[])?;
+    // Only the first control plane and the joining nodes are reached: another node being down does
+    // not stop a join.
+    let reached: Vec<String> = engine_nodes(&spec.nodes, &options.nodes, &[])?
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
     let reach = ConnectOptions {
         dry_run: options.mode.dry_run,
         probe: options.mode.probe,
         known_hosts: options.known_hosts,
+        only: Some(&reached),
     };
     let connected = connect::connect(cluster, &mut spec, reach, progress)?;
     Ok(Prepared {
