@@ -52,9 +52,6 @@ pub enum JoinError {
     /// The request is refused (names not in the file, nodes already joined, none named): exit 2.
     #[error(transparent)]
     Refused(#[from] JoinRefused),
-    /// The cluster file declares no control plane: exit 2.
-    #[error("the cluster file has no control plane")]
-    NoControlPlane,
     /// The nodes could not be reached (SSH or Docker).
     #[error(transparent)]
     Connect(#[from] ConnectError),
@@ -69,7 +66,7 @@ pub enum JoinError {
 impl JoinError {
     /// Whether the request itself is refused (invalid input, exit 2) rather than failed (exit 1).
     pub fn is_refusal(&self) -> bool {
-        matches!(self, JoinError::Refused(_) | JoinError::NoControlPlane)
+        matches!(self, JoinError::Refused(_))
     }
 }
 
@@ -163,7 +160,9 @@ impl Prepared<'_> {
             .iter()
             .find(|n| n.name == first_cp)
             .cloned()
-            .ok_or(JoinError::NoControlPlane)?;
+            // The model holds every node of the file (the first control plane with the address
+            // `connect` found for it); the file's own entry is the same node.
+            .unwrap_or_else(|| self.cluster.first_control_plane().clone());
         let names = registered(&api, info, cp, mode, reporter.clone()).map_err(JoinError::List)?;
         let nodes = engine_nodes(&self.spec.nodes, &self.options.nodes, &names)?;
         let how = Launch {
