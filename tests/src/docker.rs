@@ -730,12 +730,51 @@ impl TestCluster {
     }
 }
 
+/// `docker rm -f -v NAMES`; when that fails, every freezer cgroup (cgroup v1) under a container still
+/// there that is `FROZEN` (or `FREEZING`) is thawed and the removal tried once more. A node container
+/// torn down while its kubelet starts a pod can leave a `runc init` in a cgroup runc froze to kill it
+/// (runc itself killed before it thawed it): frozen, it never dies, and Docker answers "tried to kill
+/// container, but did not receive an exit event". Errors: the second removal's.
+pub fn remove_containers(names: &[&str]) -> Result<()> {
+    let mut args = vec!["rm", "-f", "-v"];
+    args.extend(names);
+    if docker(&args).is_ok() {
+        return Ok(());
+    }
+    for name in names {
+        if let Ok(id) = docker(&["inspect", "-f", "{{.Id}}", name]) {
+            for root in [
+                format!("/sys/fs/cgroup/freezer/docker/{id}"),
+                format!("/sys/fs/cgroup/freezer/system.slice/docker-{id}.scope"),
+            ] {
+                thaw_under(Path::new(&root));
+            }
+        }
+    }
+    docker(&args).map(|_| ())
+}
+
+/// Writes `THAWED` to every `freezer.state` under `dir` (recursively) that reads `FROZEN` or
+/// `FREEZING`. Best effort.
+fn thaw_under(dir: &Path) {
+    let state = dir.join("freezer.state");
+    if std::fs::read_to_string(&state).is_ok_and(|s| s.trim() != "THAWED") {
+        let _ = std::fs::write(&state, "THAWED");
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                thaw_under(&e.path());
+            }
+        }
+    }
+}
+
 impl Drop for TestCluster {
     fn drop(&mut self) {
         if !self.containers.is_empty() {
-            let mut args = vec!["rm", "-f", "-v"];
-            args.extend(self.containers.iter().map(String::as_str));
-            if let Err(e) = docker(&args) {
+            let names: Vec<&str> = self.containers.iter().map(String::as_str).collect();
+            if let Err(e) = remove_containers(&names) {
                 eprintln!("[testbed] removing containers: {e:#}");
             }
         }
@@ -764,7 +803,7 @@ pub fn remove_stale() {
             let mut w = l.split_whitespace();
             if let (Some(name), Some(pid)) = (w.next(), w.next()) {
                 if !alive(pid) {
-                    let _ = docker(&["rm", "-f", "-v", name]);
+                    let _ = remove_containers(&[name]);
                 }
             }
         }
@@ -798,5 +837,29 @@ pub fn remove_stale() {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thaw_under_thaws_every_frozen_or_freezing_freezer_below() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let deep = dir
+            .path()
+            .join("kubepods.slice/pod1.slice/cri-containerd-1.scope");
+        let other = dir.path().join("kubepods.slice/pod2.slice");
+        std::fs::create_dir_all(&deep).expect("dirs");
+        std::fs::create_dir_all(&other).expect("dirs");
+        std::fs::write(dir.path().join("freezer.state"), "THAWED\n").expect("state");
+        std::fs::write(deep.join("freezer.state"), "FROZEN\n").expect("state");
+        std::fs::write(other.join("freezer.state"), "FREEZING\n").expect("state");
+        thaw_under(dir.path());
+        let read = |p: &Path| std::fs::read_to_string(p.join("freezer.state")).expect("read");
+        assert_eq!(read(&deep), "THAWED");
+        assert_eq!(read(&other), "THAWED");
+        assert_eq!(read(dir.path()), "THAWED\n");
     }
 }
