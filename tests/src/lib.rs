@@ -7,10 +7,12 @@
 //! (running the clusterctl binary, cluster files for test nodes, stand-in installation; lifecycle), `k8sbin`
 //! (upstream Kubernetes programs built from their Go modules by `scripts/k8s/build.sh`), `envtest` (a
 //! real etcd + kube-apiserver on loopback for API tests) and `k8snode` (node containers with the real
-//! kubeadm, kubelet and kubectl, and the version's images served to them from a registry).
+//! kubeadm, kubelet and kubectl, and the version's images served to them from a registry);
+//! `calico_shape`: Calico's upstream files in a shape of our own.
 
 pub mod apiserver;
 pub mod aptrepo;
+pub mod calico_shape;
 pub mod cli;
 pub mod docker;
 pub mod envtest;

@@ -26,61 +26,15 @@
 //! nothing. Not run: Cilium's dataplane (the stand-ins' containers exit at once).
 
 use std::collections::BTreeSet;
-use std::process::Command;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use clusterctl_testbed::registry::Registry;
-
-use crate::airgap_support::{bundle_on_the_connected_side, dead_address, upstreams_unresolvable};
+use crate::airgap_support::{
+    airgap_images, bundle_with_stand_ins, dead_address, forget_cni_record, loaded_from_the_bundle,
+    started_without_pulling, upstreams_unresolvable, Listed,
+};
 use crate::real_cilium::{check_release, cilium_site, helm_status};
-use crate::real_support::{self, wait_for, FileOptions, Kube};
-
-/// One entry of `clusterctl airgap images -o json`.
-#[derive(serde::Deserialize, Debug)]
-#[serde(rename_all = "camelCase")]
-struct Listed {
-    component: String,
-    source: String,
-    pull: String,
-}
-
-/// `clusterctl airgap images -f FILE -o json`, as the connected side lists what it must carry.
-fn airgap_images(cc: &clusterctl_testbed::cli::Clusterctl, file: &std::path::Path) -> Vec<Listed> {
-    let f = file.display().to_string();
-    let r = cc
-        .run(&["airgap", "images", "-f", &f, "-o", "json"])
-        .expect("airgap images");
-    assert_eq!(r.code, 0, "airgap images: {}", r.all());
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
-}
-
-/// `skopeo copy` of `from` to `to` (both `host:port/path:tag` on loopback registries, plain HTTP).
-fn copy_image(from: &str, to: &str) {
-    let out = Command::new("skopeo")
-        .args([
-            "copy",
-            "--quiet",
-            "--src-tls-verify=false",
-            "--dest-tls-verify=false",
-            &format!("docker://{from}"),
-            &format!("docker://{to}"),
-        ])
-        .output()
-        .expect("skopeo");
-    assert!(
-        out.status.success(),
-        "skopeo copy {from} {to}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// `host/path:tag` → (`host`, `path:tag`).
-fn split_host(reference: &str) -> (&str, &str) {
-    reference
-        .split_once('/')
-        .unwrap_or_else(|| panic!("{reference}: no registry host"))
-}
+use crate::real_support::{self, FileOptions, Kube};
 
 #[test]
 fn cilium_from_the_bundle_is_installed_by_up_without_reaching_out() {
@@ -128,38 +82,10 @@ fn cilium_from_the_bundle_is_installed_by_up_without_reaching_out() {
         cilium.iter().all(|i| i.pull == i.source),
         "no mirror: pulled by their upstream names: {cilium:?}"
     );
-    let source = Registry::serve_readonly(&env.1.storage).expect("source registry");
-    let standins = Registry::start().expect("stand-in registry");
-    let pause = listed
-        .iter()
-        .find(|i| i.component == "pause")
-        .unwrap_or_else(|| panic!("no pause image in {listed:?}"));
-    let (_, pause_path) = split_host(&pause.source);
-    for i in &cilium {
-        let (_, path) = split_host(&i.source);
-        copy_image(
-            &format!("{}/{pause_path}", source.addr()),
-            &format!("{}/{path}", standins.addr()),
-        );
-    }
-    let mut overrides: Vec<(String, String)> = listed
-        .iter()
-        .map(|i| split_host(&i.source).0.to_string())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .map(|h| {
-            let to = if h == "quay.io" {
-                standins.addr()
-            } else {
-                source.addr()
-            };
-            (h, to.to_string())
-        })
-        .collect();
-    overrides.sort();
-    let connected = tempfile::tempdir().expect("tempdir");
     let tb = Instant::now();
-    bundle_on_the_connected_side(&c.file, &bundle, connected.path(), &overrides);
+    bundle_with_stand_ins(&c.file, &bundle, &env.1, &listed, |i| {
+        i.source.starts_with("quay.io/cilium/")
+    });
     eprintln!(
         "[real] bundle written in {:.1}s",
         tb.elapsed().as_secs_f64()
@@ -171,8 +97,6 @@ fn cilium_from_the_bundle_is_installed_by_up_without_reaching_out() {
             "the bundle took {f} from cni.sources: {fetched:?}"
         );
     }
-    drop(standins);
-    drop(source);
 
     // The site: the mirror's address answers nobody, the upstream registries lead nowhere.
     let url = site.server.url();
@@ -212,48 +136,17 @@ fn cilium_from_the_bundle_is_installed_by_up_without_reaching_out() {
     let named: BTreeSet<&str> = named.split_whitespace().collect();
     let want: BTreeSet<&str> = cilium.iter().map(|i| i.source.as_str()).collect();
     assert_eq!(named, want, "the images Cilium's objects name");
-    for n in c.node_names() {
-        let held = c.node_sh(&n, "ctr -n k8s.io images ls -q");
-        for image in &want {
-            assert!(
-                out.lines().any(
-                    |l| l.contains(&format!("[{n}] airgap/images: load ")) && l.contains(image)
-                ),
-                "{n}: {image} loaded from the bundle:\n{out}"
-            );
-            assert!(held.lines().any(|l| l == *image), "{n}: {image} in\n{held}");
-        }
-    }
+    loaded_from_the_bundle(&c, &out, &want);
     // The kubelet started Cilium's containers (the agent on both nodes, the operator) from the images
     // on the node; nothing was pulled in the cluster.
-    let present = |image: &str| format!("Container image \"{image}\" already present on machine");
-    wait_for(
-        "Cilium's containers started from the loaded images",
-        Duration::from_secs(60),
-        || {
-            let events = c.kubectl(
-                "-n kube-system get events --field-selector reason=Pulled -o jsonpath='{range .items[*]}{.source.host} {.message}{\"\\n\"}{end}'",
-            );
-            let nodes_with = |image: &str| -> BTreeSet<String> {
-                events
-                    .lines()
-                    .filter(|l| l.contains(&present(image)))
-                    .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-                    .collect()
-            };
-            let agent = nodes_with("quay.io/cilium/cilium:v1.20.2");
-            let operator = nodes_with("quay.io/cilium/operator-generic:v1.20.2");
-            if agent.len() == 2 && !operator.is_empty() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "agent on {agent:?}, operator on {operator:?}:\n{events}"
-                ))
-            }
-        },
+    started_without_pulling(
+        &c,
+        "kube-system",
+        &[
+            ("quay.io/cilium/cilium:v1.20.2", 2),
+            ("quay.io/cilium/operator-generic:v1.20.2", 1),
+        ],
     );
-    let pulling = c.kubectl("get events -A --field-selector reason=Pulling -o name");
-    assert!(pulling.is_empty(), "images pulled: {pulling}");
     let kube_proxy = c.kubectl("-n kube-system get ds -o name");
     assert!(
         !kube_proxy.contains("kube-proxy"),
@@ -263,10 +156,7 @@ fn cilium_from_the_bundle_is_installed_by_up_without_reaching_out() {
     // A second `up`, with the `cni` phase's record forgotten on the node so that the phase runs again
     // and must recognise the current release itself (same chart and values digests): no new
     // revision, the files from the cache, still nothing contacted.
-    c.node_sh(
-        &cp,
-        r#"sed -i '/^    "cni": {$/,/}/s/"inputs": "[0-9a-f]*"/"inputs": "forgotten"/' /var/lib/clusterctl/state.json && grep -q '"inputs": "forgotten"' /var/lib/clusterctl/state.json"#,
-    );
+    forget_cni_record(&c, &cp);
     let second = c.up(&["--skip-phases", "wait-ready"]).all();
     assert!(
         second.contains(&format!("[{cp}] cni: done, nothing to change")),

@@ -5,6 +5,7 @@ mod airgap_support;
 mod cni_support;
 mod real_support;
 
+mod airgap_calico;
 mod airgap_cilium;
 mod airgap_cli;
 mod airgap_cni;

@@ -205,3 +205,167 @@ pub(crate) fn dead_address(url: &str) -> crate::airgap_cni::Listener {
     }
     crate::airgap_cni::Listener::start_on(&addr, None)
 }
+
+/// One entry of `clusterctl airgap images -o json`.
+#[derive(serde::Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Listed {
+    /// What uses it.
+    pub(crate) component: String,
+    /// The upstream reference.
+    pub(crate) source: String,
+    /// The reference the nodes pull.
+    pub(crate) pull: String,
+}
+
+/// `clusterctl airgap images -f FILE -o json` (`cc`), as the connected side lists what it must carry.
+pub(crate) fn airgap_images(cc: &clusterctl_testbed::cli::Clusterctl, file: &Path) -> Vec<Listed> {
+    let f = file.display().to_string();
+    let r = cc
+        .run(&["airgap", "images", "-f", &f, "-o", "json"])
+        .expect("airgap images");
+    assert_eq!(r.code, 0, "airgap images: {}", r.all());
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+}
+
+/// `host/path:tag` → (`host`, `path:tag`).
+pub(crate) fn split_host(reference: &str) -> (&str, &str) {
+    reference
+        .split_once('/')
+        .unwrap_or_else(|| panic!("{reference}: no registry host"))
+}
+
+/// `skopeo copy` of `from` to `to` (both `host:port/path:tag` on loopback registries, plain HTTP).
+fn copy_image(from: &str, to: &str) {
+    let out = std::process::Command::new("skopeo")
+        .args([
+            "copy",
+            "--quiet",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+            &format!("docker://{from}"),
+            &format!("docker://{to}"),
+        ])
+        .output()
+        .expect("skopeo");
+    assert!(
+        out.status.success(),
+        "skopeo copy {from} {to}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The connected side of a real cluster whose CNI images cannot be built here: every image of
+/// `listed` (`airgap images`) for which `stand_in` holds is served under its upstream path by a
+/// loopback registry holding a **stand-in** (the image store's `pause`, copied by skopeo), every other
+/// one by a read-only registry of the image store (`store`); [`bundle_on_the_connected_side`] then
+/// writes `file`'s bundle to `bundle` from them (each host the plan's images come from overridden to
+/// the registry serving it; a host cannot be split between the two). Both registries are stopped on
+/// return.
+pub(crate) fn bundle_with_stand_ins(
+    file: &Path,
+    bundle: &Path,
+    store: &clusterctl_testbed::k8snode::ImageStore,
+    listed: &[Listed],
+    stand_in: impl Fn(&Listed) -> bool,
+) {
+    let source = Registry::serve_readonly(&store.storage).expect("source registry");
+    let stand_ins = Registry::start().expect("stand-in registry");
+    let pause = listed
+        .iter()
+        .find(|i| i.component == "pause")
+        .unwrap_or_else(|| panic!("no pause image in {listed:?}"));
+    let (_, pause_path) = split_host(&pause.source);
+    let mut hosts: BTreeMap<String, String> = BTreeMap::new();
+    for i in listed {
+        let (host, path) = split_host(&i.source);
+        let to = if stand_in(i) {
+            copy_image(
+                &format!("{}/{pause_path}", source.addr()),
+                &format!("{}/{path}", stand_ins.addr()),
+            );
+            stand_ins.addr()
+        } else {
+            source.addr()
+        };
+        let was = hosts.insert(host.to_string(), to.to_string());
+        assert!(
+            was.is_none_or(|w| w == to),
+            "{host}: images both stand-in and from the store"
+        );
+    }
+    let overrides: Vec<(String, String)> = hosts.into_iter().collect();
+    let connected = tempfile::tempdir().expect("tempdir");
+    bundle_on_the_connected_side(file, bundle, connected.path(), &overrides);
+}
+
+/// Asserts that `airgap/images` loaded each of `images` from the bundle on every node of `c` (a
+/// `[node] airgap/images: load …` line of `up`'s output `out` naming it) and that each node's
+/// containerd holds it under that name.
+pub(crate) fn loaded_from_the_bundle(
+    c: &crate::real_support::RealCluster,
+    out: &str,
+    images: &std::collections::BTreeSet<&str>,
+) {
+    use crate::real_support::Kube;
+    for n in c.node_names() {
+        let held = c.node_sh(&n, "ctr -n k8s.io images ls -q");
+        for image in images {
+            assert!(
+                out.lines().any(
+                    |l| l.contains(&format!("[{n}] airgap/images: load ")) && l.contains(image)
+                ),
+                "{n}: {image} loaded from the bundle:\n{out}"
+            );
+            assert!(held.lines().any(|l| l == *image), "{n}: {image} in\n{held}");
+        }
+    }
+}
+
+/// Waits (60 s) until the kubelet reports, in namespace `ns`, each image of `want` "already present
+/// on machine" on at least its number of nodes — it started containers from the image loaded on the
+/// node — then asserts that no image was pulled anywhere in the cluster (no `Pulling` event).
+pub(crate) fn started_without_pulling(
+    c: &crate::real_support::RealCluster,
+    ns: &str,
+    want: &[(&str, usize)],
+) {
+    let present = |image: &str| format!("Container image \"{image}\" already present on machine");
+    crate::real_support::wait_for(
+        "containers started from the loaded images",
+        std::time::Duration::from_secs(60),
+        || {
+            let events = c.kubectl(&format!(
+                "-n {ns} get events --field-selector reason=Pulled -o jsonpath='{{range .items[*]}}{{.source.host}} {{.message}}{{\"\\n\"}}{{end}}'"
+            ));
+            let short: Vec<String> = want
+                .iter()
+                .filter_map(|(image, nodes)| {
+                    let on: std::collections::BTreeSet<&str> = events
+                        .lines()
+                        .filter(|l| l.contains(&present(image)))
+                        .filter_map(|l| l.split_whitespace().next())
+                        .collect();
+                    (on.len() < *nodes).then(|| format!("{image} on {on:?}, want {nodes} node(s)"))
+                })
+                .collect();
+            if short.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{}:\n{events}", short.join("; ")))
+            }
+        },
+    );
+    let pulling = c.kubectl("get events -A --field-selector reason=Pulling -o name");
+    assert!(pulling.is_empty(), "images pulled: {pulling}");
+}
+
+/// Forgets the `cni` phase's record in the state file on `node` (its inputs digest replaced), so the
+/// next `up` runs the phase again and it must find by itself that there is nothing to change.
+pub(crate) fn forget_cni_record(c: &crate::real_support::RealCluster, node: &str) {
+    use crate::real_support::Kube;
+    c.node_sh(
+        node,
+        r#"sed -i '/^    "cni": {$/,/}/s/"inputs": "[0-9a-f]*"/"inputs": "forgotten"/' /var/lib/clusterctl/state.json && grep -q '"inputs": "forgotten"' /var/lib/clusterctl/state.json"#,
+    );
+}
