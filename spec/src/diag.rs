@@ -335,7 +335,7 @@ const SNIPPET_CONTEXT: usize = 120;
 /// control characters escaped and line breaks normalised. Built in time proportional to what it
 /// shows, wherever the span is.
 #[derive(Debug, Clone)]
-pub struct Snippet {
+pub(crate) struct Snippet {
     name: String,
     /// The excerpt.
     data: String,
@@ -466,11 +466,6 @@ impl Snippet {
             column,
         })
     }
-
-    /// The excerpt shown.
-    pub fn text(&self) -> &str {
-        &self.data
-    }
 }
 
 impl miette::SourceCode for Snippet {
@@ -499,7 +494,7 @@ impl miette::SourceCode for Snippet {
 }
 
 /// Converts a byte offset into 1-based (line, column-in-characters). Offsets past the end clamp to it.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut off = offset.min(text.len());
     while off > 0 && !text.is_char_boundary(off) {
         off -= 1;
@@ -512,7 +507,7 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Converts a 1-based (line, column-in-characters) into a byte offset; clamps to the text.
-pub fn offset_of(text: &str, line: usize, column: usize) -> usize {
+pub(crate) fn offset_of(text: &str, line: usize, column: usize) -> usize {
     let mut start = 0usize;
     for _ in 1..line.max(1) {
         match text[start..].find('\n') {

@@ -12,17 +12,17 @@
 pub mod audit;
 pub mod cni_versions;
 pub mod convert;
-pub mod diag;
+pub(crate) mod diag;
 pub mod image;
 pub mod kubeadm_images;
 pub mod limits;
 pub mod load;
 pub mod mirror;
 pub mod model;
-pub mod position;
+pub(crate) mod position;
 pub mod profiles;
 pub(crate) mod syntax;
-pub mod valid;
+pub(crate) mod valid;
 pub mod validate;
 pub mod versions;
 

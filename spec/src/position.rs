@@ -19,7 +19,7 @@ use crate::limits::{At, Budget, LimitError, CLUSTER_FILE};
 
 /// Where a node is in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pos {
+pub(crate) struct Pos {
     /// Byte offset of the node start.
     pub offset: usize,
     /// Length in bytes of the node's text (scalars: the raw token; collections: 1).
@@ -32,7 +32,7 @@ pub struct Pos {
 
 /// A duplicate mapping key: its path and the position of the second occurrence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Duplicate {
+pub(crate) struct Duplicate {
     /// Path of the key, e.g. `spec.networking`.
     pub path: String,
     /// Position of the repeated key.
@@ -61,7 +61,7 @@ struct Node {
 
 /// The index of one document.
 #[derive(Debug, Clone)]
-pub struct PathIndex {
+pub(crate) struct PathIndex {
     nodes: Vec<Node>,
     children: HashMap<(u32, Seg), u32>,
     /// Keys that appear twice in the same mapping.
@@ -99,7 +99,7 @@ impl Default for PathIndex {
 /// True for a mapping key whose value is a secret or may hold one: a password, passphrase, token,
 /// secret, credential, private or API or access key, or a user name (and the `…Env` fields naming
 /// them, where a secret may be pasted by mistake). Case, `-` and `_` are ignored.
-pub fn is_secret_key(key: &str) -> bool {
+pub(crate) fn is_secret_key(key: &str) -> bool {
     let k: String = key
         .chars()
         .filter(|c| *c != '-' && *c != '_')
@@ -123,13 +123,13 @@ pub fn is_secret_key(key: &str) -> bool {
 impl PathIndex {
     /// Indexes the first document of `text` within the cluster file's budget. Never fails: a parse
     /// error is stored in `parse_error`, a limit in `limit`, and the index holds what was read before.
-    pub fn build(text: &str) -> PathIndex {
+    pub(crate) fn build(text: &str) -> PathIndex {
         Self::build_with(text, &CLUSTER_FILE)
     }
 
     /// As [`PathIndex::build`], within `budget` (its depth and value count; size and characters are
     /// the caller's to check first, see [`crate::limits::check_yaml`]).
-    pub fn build_with(text: &str, budget: &Budget) -> PathIndex {
+    pub(crate) fn build_with(text: &str, budget: &Budget) -> PathIndex {
         let mut rx = Builder::new(text, budget);
         rx.run();
         rx.finish()
@@ -145,18 +145,18 @@ impl PathIndex {
     }
 
     /// Position of the value at `path`.
-    pub fn value(&self, path: &str) -> Option<Pos> {
+    pub(crate) fn value(&self, path: &str) -> Option<Pos> {
         self.node(path)?.value
     }
 
     /// Position of the key naming the value at `path`.
-    pub fn key_of(&self, path: &str) -> Option<Pos> {
+    pub(crate) fn key_of(&self, path: &str) -> Option<Pos> {
         self.node(path)?.key
     }
 
     /// Position of the value at `path`, else of the nearest ancestor that exists (for values that were
     /// defaulted or are missing); `None` only when nothing is indexed.
-    pub fn nearest(&self, path: &str) -> Option<Pos> {
+    pub(crate) fn nearest(&self, path: &str) -> Option<Pos> {
         let root = self.nodes.first().and_then(|n| n.value);
         let Some(segs) = segments(path) else {
             return root;
@@ -179,7 +179,7 @@ impl PathIndex {
 
     /// Finds the path of the node starting at `line`, `column` (1-based): a mapping key's path when
     /// `prefer_key` (unknown-field errors point at keys), else the innermost value starting there.
-    pub fn path_at(&self, line: usize, column: usize, prefer_key: bool) -> Option<String> {
+    pub(crate) fn path_at(&self, line: usize, column: usize, prefer_key: bool) -> Option<String> {
         let at = |p: &Option<Pos>| p.is_some_and(|p| p.line == line && p.column == column);
         let deepest = |pick: &dyn Fn(&Node) -> bool| {
             self.nodes
@@ -219,33 +219,23 @@ impl PathIndex {
         out
     }
 
-    /// Number of indexed values.
-    pub fn len(&self) -> usize {
-        self.nodes.iter().filter(|n| n.value.is_some()).count()
-    }
-
-    /// True when nothing was indexed.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The byte ranges of the text that hold secrets, sorted and not overlapping: every value under a
     /// secret-bearing key ([`is_secret_key`]), whatever its shape (scalar of any style, mapping,
     /// list), and every anchored value such a value reuses through an alias.
-    pub fn secret_ranges(&self) -> &[(usize, usize)] {
+    pub(crate) fn secret_ranges(&self) -> &[(usize, usize)] {
         &self.secret_ranges
     }
 
     /// The texts of the scalars (values and keys) in [`PathIndex::secret_ranges`], longest first, so
     /// that a message quoting one can be masked.
-    pub fn secret_texts(&self) -> &[String] {
+    pub(crate) fn secret_texts(&self) -> &[String] {
         &self.secret_texts
     }
 }
 
 /// When `path` passes through a secret-bearing key ([`is_secret_key`]), the path up to and including
 /// that key (what lies below it may be the secret itself, e.g. `password["hunter2"]`).
-pub fn secret_prefix(path: &str) -> Option<String> {
+pub(crate) fn secret_prefix(path: &str) -> Option<String> {
     let segs = segments(path)?;
     let i = segs
         .iter()
@@ -264,7 +254,7 @@ pub fn secret_prefix(path: &str) -> Option<String> {
 }
 
 /// The parent of a path: `a.b[2]` → `a.b`, `a.b` → `a`, `a` → ``; `None` for ``.
-pub fn parent(path: &str) -> Option<String> {
+pub(crate) fn parent(path: &str) -> Option<String> {
     if path.is_empty() {
         return None;
     }
@@ -280,7 +270,7 @@ pub fn parent(path: &str) -> Option<String> {
 }
 
 /// Appends a mapping key to a path, bracket-quoting keys that are not simple identifiers.
-pub fn join_key(path: &str, key: &str) -> String {
+pub(crate) fn join_key(path: &str, key: &str) -> String {
     let simple = !key.is_empty()
         && key
             .chars()
@@ -293,7 +283,7 @@ pub fn join_key(path: &str, key: &str) -> String {
 }
 
 /// Appends a sequence index to a path.
-pub fn join_index(path: &str, i: usize) -> String {
+pub(crate) fn join_index(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
 }
 
