@@ -12,7 +12,7 @@ use crate::yaml;
 use serde_yaml::{Mapping, Value};
 
 /// Cluster-relative path of the values file.
-pub const VALUES_PATH: &str = "cni/cilium-values.yaml";
+pub(crate) const VALUES_PATH: &str = "cni/cilium-values.yaml";
 
 fn s(v: &str) -> Value {
     Value::String(v.to_string())

@@ -5,9 +5,9 @@
 //! pass-through `cni.values` are deep-merged first, then the pool keys are set, so they always win.
 
 pub mod builtin;
-pub mod calico;
-pub mod cilium;
-pub mod flannel;
+pub(crate) mod calico;
+pub(crate) mod cilium;
+pub(crate) mod flannel;
 pub mod install;
 pub mod masq;
 pub mod versions;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// core/v1 Taint as kubeadm's `nodeRegistration.taints` carries it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Taint {
+pub(crate) struct Taint {
     /// Key.
     pub key: String,
     /// Value, omitted when empty.
@@ -54,7 +54,7 @@ pub(crate) fn controller_manager_args(cx: &Ctx) -> BTreeMap<String, String> {
 /// kubelet flags of one node (flag name without `--` → value), one entry per flag: `node-ip` when the
 /// node has an address, `node-labels` (`k1=v1,k2=v2`, sorted by key) with the labels the kubelet may set
 /// itself ([`super::node_labels`]) when there are any.
-pub fn kubelet_args(node: &ValidNode) -> BTreeMap<String, String> {
+pub(crate) fn kubelet_args(node: &ValidNode) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     if let Some(a) = node.address {
         m.insert("node-ip".to_string(), a.to_string());
@@ -66,7 +66,7 @@ pub fn kubelet_args(node: &ValidNode) -> BTreeMap<String, String> {
 }
 
 /// The advertise address of a control plane, when known.
-pub fn advertise_address(node: &ValidNode) -> Option<String> {
+pub(crate) fn advertise_address(node: &ValidNode) -> Option<String> {
     node.address.map(|a| a.to_string())
 }
 

@@ -4,10 +4,10 @@
 //! Kubernetes ≥ 1.31, `v1beta3` below, each in its own shapes (see [`v1beta4`], [`v1beta3`]).
 //! Join secrets are placeholders ([`crate::placeholders`]).
 
-pub mod common;
-pub mod node_labels;
-pub mod v1beta3;
-pub mod v1beta4;
+pub(crate) mod common;
+pub(crate) mod node_labels;
+pub(crate) mod v1beta3;
+pub(crate) mod v1beta4;
 
 use crate::ctx::Ctx;
 use crate::output::{Purpose, RenderError, RenderedFile};
