@@ -3,9 +3,9 @@
 //! lists and removes them. bollard is async: a [`DockerClient`] owns a small Tokio runtime and every
 //! blocking method of this module runs its future there.
 
-pub mod client;
-pub mod provider;
-pub mod transport;
+pub(crate) mod client;
+pub(crate) mod provider;
+pub(crate) mod transport;
 
 pub use client::DockerClient;
 pub use provider::{

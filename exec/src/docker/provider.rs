@@ -33,7 +33,7 @@ pub const NODE_LABEL: &str = "io.clusterctl.node";
 pub const ROLE_LABEL: &str = "io.clusterctl.role";
 
 /// The API server's port inside a control-plane container.
-pub const API_SERVER_PORT: u16 = 6443;
+pub(crate) const API_SERVER_PORT: u16 = 6443;
 
 /// How node containers are run. [`DockerNodeOptions::kind`] gives kind's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]

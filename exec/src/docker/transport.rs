@@ -21,7 +21,7 @@ use crate::shell::{self, quote};
 use crate::transport::{Cmd, ExecError, FileSpec, Output, Transport};
 
 /// Directory on the container's own file system where uploads are staged before being moved.
-pub const STAGING_DIR: &str = "/var/tmp";
+pub(crate) const STAGING_DIR: &str = "/var/tmp";
 
 /// A node container. Commands run as the container's root user.
 #[derive(Debug, Clone)]
