@@ -16,7 +16,7 @@ pub mod oci;
 pub mod packages;
 pub mod plan;
 pub mod pull;
-pub mod reference;
+pub(crate) mod reference;
 pub mod registry;
 pub mod run;
 pub mod store;

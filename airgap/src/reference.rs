@@ -16,7 +16,7 @@ fn bad(reference: &str, reason: &str) -> AirgapError {
 /// Parses `s` (surrounding whitespace ignored) and adds `latest` when it names neither tag nor
 /// digest. Errors: `AirgapError::Reference` naming the reason (empty, upper case in the repository,
 /// bad tag, a digest other than `sha256:<64 hex>`).
-pub fn parse(s: &str) -> Result<ImageRef> {
+pub(crate) fn parse(s: &str) -> Result<ImageRef> {
     let s = s.trim();
     let r = ImageRef::parse(s).map_err(|e| bad(s, e.reason))?;
     if let Some(d) = &r.digest {
@@ -27,14 +27,8 @@ pub fn parse(s: &str) -> Result<ImageRef> {
     Ok(r.with_default_tag())
 }
 
-/// The digest `r` pins, if any. Errors: `AirgapError::Digest` when it is not `sha256:<64 hex>`
-/// (never for a reference from [`parse`]).
-pub fn digest(r: &ImageRef) -> Result<Option<Digest>> {
-    r.digest.as_deref().map(Digest::parse).transpose()
-}
-
 /// `r` under the registry prefix `prefix` ([`ImageRef::under`]), parsed by [`parse`].
-pub fn under_prefix(r: &ImageRef, prefix: &str) -> Result<ImageRef> {
+pub(crate) fn under_prefix(r: &ImageRef, prefix: &str) -> Result<ImageRef> {
     parse(&r.under(prefix))
 }
 
@@ -55,7 +49,10 @@ mod tests {
         assert_eq!(
             (
                 r.tag.clone(),
-                digest(&r).ok().flatten().map(|d| d.to_string())
+                r.digest
+                    .as_deref()
+                    .and_then(|d| Digest::parse(d).ok())
+                    .map(|d| d.to_string())
             ),
             (None, Some(d))
         );

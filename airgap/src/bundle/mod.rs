@@ -3,7 +3,7 @@
 //! pinned upstream files under `upstream/`. `write` builds it from the
 //! blob store, `verify` checks every byte of it before anything is imported.
 
-pub mod manifest;
+pub(crate) mod manifest;
 pub mod verify;
 pub mod write;
 

@@ -22,7 +22,7 @@ pub enum Challenge {
 }
 
 /// Parses the value of a `WWW-Authenticate` header; `None` for schemes other than Bearer/Basic.
-pub fn parse_challenge(header: &str) -> Option<Challenge> {
+pub(crate) fn parse_challenge(header: &str) -> Option<Challenge> {
     let header = header.trim();
     let (scheme, rest) = header.split_once(' ').unwrap_or((header, ""));
     match scheme.to_ascii_lowercase().as_str() {

@@ -750,7 +750,7 @@ impl JsonValue for Response {
 
 /// The most a package download may be, in bytes (4 GiB): only its sha256 is pinned, so without a
 /// bound a hostile server could fill the disk before the mismatch shows. No node package comes near.
-pub const MAX_DOWNLOAD_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_DOWNLOAD_BYTES: u64 = 4 << 30;
 
 impl RegistryClient {
     /// Downloads `url` to `dest` (atomically), checking it against `digest`; at most

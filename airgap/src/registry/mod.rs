@@ -2,8 +2,8 @@
 //! anonymous, bearer-token and basic authentication, a custom CA, digest verification, uploads
 //! (monolithic and chunked), cross-repository mounts and manifest pushes.
 
-pub mod auth;
-pub mod client;
+pub(crate) mod auth;
+pub(crate) mod client;
 
 pub use auth::{Challenge, EnvCredentials};
 pub use client::{ClientOptions, FetchedManifest, RegistryClient};
