@@ -10,7 +10,7 @@
 //! asking each binary `VERSION` as libcni does), so a runtime that calls STATUS on every plugin of a
 //! 1.1.0 list never meets a plugin that refuses it.
 
-pub use clusterctl_render::placeholders::POD_CIDR;
+pub(crate) use clusterctl_render::placeholders::POD_CIDR;
 use ipnet::Ipv4Net;
 use serde_json::Value;
 use std::io;
@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The `type` of our plugin's entry in the list.
-pub const PLUGIN_TYPE: &str = "clusterctl-cni";
+pub(crate) const PLUGIN_TYPE: &str = "clusterctl-cni";
 
 /// A conflist template the agent cannot use.
 #[derive(Debug, thiserror::Error)]
-pub enum ConflistError {
+pub(crate) enum ConflistError {
     /// The template (after substitution) is not JSON.
     #[error("the conflist template is not JSON: {0}")]
     NotJson(#[source] serde_json::Error),
@@ -44,7 +44,11 @@ pub enum ConflistError {
 /// (plain text substitution), and each `clusterctl-cni` entry without an `mtu` gets `mtu` (bytes,
 /// the VXLAN device's). Returns pretty JSON with a final newline. Errors: the template is not a
 /// JSON object with a `plugins` array (the text says which).
-pub fn complete(template: &str, pod_cidr: Ipv4Net, mtu: u32) -> Result<String, ConflistError> {
+pub(crate) fn complete(
+    template: &str,
+    pod_cidr: Ipv4Net,
+    mtu: u32,
+) -> Result<String, ConflistError> {
     let text = template.replace(POD_CIDR, &pod_cidr.to_string());
     let mut v: Value = serde_json::from_str(&text).map_err(ConflistError::NotJson)?;
     let plugins = v
@@ -64,7 +68,7 @@ pub fn complete(template: &str, pod_cidr: Ipv4Net, mtu: u32) -> Result<String, C
 /// Where our plugin entry of the conflist `template` keeps its IPAM state (`<dataDir>/<name>`,
 /// defaults as the plugin's) and reads the boot ID from (`bootIDFile`). Errors: not a conflist with
 /// a `name` and a `clusterctl-cni` entry.
-pub fn ipam_settings(template: &str) -> Result<(PathBuf, PathBuf), ConflistError> {
+pub(crate) fn ipam_settings(template: &str) -> Result<(PathBuf, PathBuf), ConflistError> {
     use crate::plugin::config::DEFAULT_DATA_DIR;
     let v: Value = serde_json::from_str(template).map_err(ConflistError::NotJson)?;
     let name = v
@@ -102,7 +106,7 @@ fn version_rank(v: &str) -> Option<usize> {
 /// then it does not lower the version). Returns a note when the version was lowered or a plugin is
 /// unknown, for the log. A list whose plugins share no version with it is left as declared (the
 /// runtime reports the plugin's own error).
-pub fn settle_version(
+pub(crate) fn settle_version(
     list: &mut Value,
     supported: &dyn Fn(&str) -> Option<Vec<String>>,
 ) -> Option<String> {
@@ -152,7 +156,11 @@ pub fn settle_version(
 /// The `supportedVersions` of the plugin `kind` installed in `bin_dir`, asked as a runtime asks
 /// (`CNI_COMMAND=VERSION`, the config version on stdin). `None` when the binary is missing or
 /// does not answer a version object.
-pub fn plugin_versions(bin_dir: &Path, kind: &str, cni_version: &str) -> Option<Vec<String>> {
+pub(crate) fn plugin_versions(
+    bin_dir: &Path,
+    kind: &str,
+    cni_version: &str,
+) -> Option<Vec<String>> {
     use std::io::Write;
     let prog = bin_dir.join(kind);
     if kind.contains('/') || !prog.is_file() {
@@ -183,7 +191,7 @@ pub fn plugin_versions(bin_dir: &Path, kind: &str, cni_version: &str) -> Option<
 
 /// Writes `text` to `path` atomically (temporary file in the same directory, then rename), creating
 /// the directory. Returns whether the content changed. Errors: I/O.
-pub fn write_atomic(path: &Path, text: &str) -> io::Result<bool> {
+pub(crate) fn write_atomic(path: &Path, text: &str) -> io::Result<bool> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
         return Ok(false);
     }

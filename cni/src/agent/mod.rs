@@ -3,12 +3,12 @@
 //! conflist and podCIDR file once the podCIDR is known, and installs the masquerade table. Peers come
 //! from a [`PeerSource`]: the static file ([`StaticFile`]) or Kubernetes Nodes ([`kube`]).
 
-pub mod conflist;
+pub(crate) mod conflist;
 pub mod kube;
 pub mod leases;
 pub mod masq;
 pub mod peers;
-pub mod reconcile;
+pub(crate) mod reconcile;
 
 use ipnet::{IpNet, Ipv4Net};
 use peers::Peer;

@@ -15,7 +15,7 @@ use crate::netlink::{AddrEntry, FdbEntry, LinkEntry, NeighEntry, Netlink, RouteE
 use std::collections::HashSet;
 
 /// VXLAN overhead on an IPv4 underlay, bytes: outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet 14.
-pub const VXLAN_OVERHEAD: u32 = 50;
+pub(crate) const VXLAN_OVERHEAD: u32 = 50;
 
 /// Device settings of the overlay.
 #[derive(Debug, Clone)]
@@ -66,7 +66,11 @@ fn find_underlay(nl: &mut Netlink, me: &Peer, name: Option<&str>) -> Result<Link
 
 /// Runs one pass for `me` and `peers` (which may include `me`; it is skipped).
 /// Errors: netlink failures, or no underlay interface for `me.node_ip`.
-pub fn reconcile(dev: &DeviceConfig, me: &Peer, peers: &[Peer]) -> Result<Changes, AgentError> {
+pub(crate) fn reconcile(
+    dev: &DeviceConfig,
+    me: &Peer,
+    peers: &[Peer],
+) -> Result<Changes, AgentError> {
     let mut nl = Netlink::open()?;
     let mut ch = Changes::default();
     let underlay = find_underlay(&mut nl, me, dev.underlay.as_deref())?;
@@ -207,6 +211,6 @@ pub fn reconcile(dev: &DeviceConfig, me: &Peer, peers: &[Peer]) -> Result<Change
 
 /// Deletes the overlay device (its routes, neighbours and fdb entries go with it). Returns whether
 /// it existed.
-pub fn remove_device(name: &str) -> Result<bool, AgentError> {
+pub(crate) fn remove_device(name: &str) -> Result<bool, AgentError> {
     Ok(Netlink::open()?.delete_link(name)?)
 }

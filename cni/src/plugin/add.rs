@@ -22,7 +22,7 @@ use std::os::fd::AsRawFd;
 
 /// Runs ADD. Errors: 4 when `CNI_NETNS` cannot be opened, 11 when the podCIDR is unknown or
 /// exhausted, 7 for a bad podCIDR, 999 for netlink/sysctl failures (after undoing what was done).
-pub fn add(env: &Env, conf: &NetConf) -> Result<Value, CniError> {
+pub(crate) fn add(env: &Env, conf: &NetConf) -> Result<Value, CniError> {
     let netns = env.netns.as_deref().unwrap_or_default();
     let ns = File::open(netns).map_err(|e| {
         CniError::new(

@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 
 /// Runs CHECK. Errors: 7 without `prevResult`, 3 when `CNI_NETNS` is gone, 110–114 for a missing
 /// interface, address, route, host end or reservation.
-pub fn check(env: &Env, conf: &NetConf) -> Result<(), CniError> {
+pub(crate) fn check(env: &Env, conf: &NetConf) -> Result<(), CniError> {
     let prev = conf.prev_result.as_ref().ok_or_else(|| {
         CniError::new(
             code::INVALID_CONFIG,

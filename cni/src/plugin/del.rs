@@ -11,7 +11,7 @@ use crate::ipam::{Attachment, Ipam};
 use crate::netlink::Netlink;
 
 /// Runs DEL. Errors: 999 when netlink refuses to delete an existing link, 5 on IPAM I/O failure.
-pub fn del(env: &Env, conf: &NetConf) -> Result<(), CniError> {
+pub(crate) fn del(env: &Env, conf: &NetConf) -> Result<(), CniError> {
     let host_name = host_veth_name(&env.container_id, &env.ifname);
     let mut nl = Netlink::open()?;
     nl.delete_link(&host_name)?;

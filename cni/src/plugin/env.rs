@@ -5,7 +5,7 @@ use super::error::{code, CniError};
 
 /// The operation requested by `CNI_COMMAND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
+pub(crate) enum Command {
     /// Add the container to the network.
     Add,
     /// Remove it.
@@ -22,7 +22,7 @@ pub enum Command {
 
 /// The validated parameters of one invocation.
 #[derive(Debug, Clone)]
-pub struct Env {
+pub(crate) struct Env {
     /// The command.
     pub command: Command,
     /// `CNI_CONTAINERID` (required for ADD, DEL, CHECK).
@@ -35,7 +35,7 @@ pub struct Env {
 
 /// Reads and validates the parameters through `get` (the process environment in production).
 /// Errors: code 4 naming every invalid or missing variable.
-pub fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Env, CniError> {
+pub(crate) fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Env, CniError> {
     let raw = get("CNI_COMMAND").unwrap_or_default();
     let command = match raw.as_str() {
         "ADD" => Command::Add,
@@ -89,7 +89,7 @@ pub fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Env, CniError> {
 }
 
 /// A container ID per the spec: starts alphanumeric, then alphanumerics, `_`, `.`, `-`.
-pub fn valid_container_id(id: &str) -> bool {
+pub(crate) fn valid_container_id(id: &str) -> bool {
     let mut chars = id.chars();
     match chars.next() {
         Some(c) if c.is_ascii_alphanumeric() => {}
@@ -99,7 +99,7 @@ pub fn valid_container_id(id: &str) -> bool {
 }
 
 /// A Linux interface name: 1–15 bytes, not `.`/`..`, no `/`, `:` or whitespace.
-pub fn valid_ifname(name: &str) -> bool {
+pub(crate) fn valid_ifname(name: &str) -> bool {
     !name.is_empty()
         && name.len() < 16
         && name != "."

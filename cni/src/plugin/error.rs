@@ -4,37 +4,41 @@
 use serde::Serialize;
 
 /// Well-known and plugin-specific CNI error codes.
-pub mod code {
+pub(crate) mod code {
     /// Incompatible CNI version.
-    pub const INCOMPATIBLE_VERSION: u32 = 1;
+    pub(crate) const INCOMPATIBLE_VERSION: u32 = 1;
     /// Unsupported field in the network configuration.
-    pub const UNSUPPORTED_FIELD: u32 = 2;
+    #[expect(
+        dead_code,
+        reason = "the spec's table of well-known codes is kept whole; no failure of this plugin is this one"
+    )]
+    pub(crate) const UNSUPPORTED_FIELD: u32 = 2;
     /// Container unknown or does not exist (its network namespace is gone).
-    pub const UNKNOWN_CONTAINER: u32 = 3;
+    pub(crate) const UNKNOWN_CONTAINER: u32 = 3;
     /// Invalid necessary environment variables (`CNI_COMMAND`, `CNI_CONTAINERID`, …).
-    pub const INVALID_ENV: u32 = 4;
+    pub(crate) const INVALID_ENV: u32 = 4;
     /// I/O failure (reading stdin, IPAM state).
-    pub const IO_FAILURE: u32 = 5;
+    pub(crate) const IO_FAILURE: u32 = 5;
     /// Failed to decode content (the configuration is not valid JSON of the expected shape).
-    pub const DECODE: u32 = 6;
+    pub(crate) const DECODE: u32 = 6;
     /// Invalid network configuration.
-    pub const INVALID_CONFIG: u32 = 7;
+    pub(crate) const INVALID_CONFIG: u32 = 7;
     /// Try again later (transient: e.g. the pod CIDR is exhausted until a pod is deleted).
-    pub const TRY_AGAIN_LATER: u32 = 11;
+    pub(crate) const TRY_AGAIN_LATER: u32 = 11;
     /// STATUS: the plugin cannot service ADD (pod CIDR unknown, no free address).
-    pub const NOT_AVAILABLE: u32 = 50;
+    pub(crate) const NOT_AVAILABLE: u32 = 50;
     /// CHECK: the container interface `CNI_IFNAME` is missing or not up.
-    pub const CHECK_INTERFACE: u32 = 110;
+    pub(crate) const CHECK_INTERFACE: u32 = 110;
     /// CHECK: the pod address is missing from the container interface.
-    pub const CHECK_ADDRESS: u32 = 111;
+    pub(crate) const CHECK_ADDRESS: u32 = 111;
     /// CHECK: a container route (`169.254.1.1 scope link`, default) or the host `/32` route is missing.
-    pub const CHECK_ROUTE: u32 = 112;
+    pub(crate) const CHECK_ROUTE: u32 = 112;
     /// CHECK: the host end of the veth pair is missing or not up.
-    pub const CHECK_HOST_END: u32 = 113;
+    pub(crate) const CHECK_HOST_END: u32 = 113;
     /// CHECK: the IPAM reservation is missing or differs from prevResult.
-    pub const CHECK_IPAM: u32 = 114;
+    pub(crate) const CHECK_IPAM: u32 = 114;
     /// Any other failure (netlink, sysctl), as libcni's generic internal error.
-    pub const INTERNAL: u32 = 999;
+    pub(crate) const INTERNAL: u32 = 999;
 }
 
 /// A CNI error to print on stdout.

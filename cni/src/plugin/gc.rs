@@ -11,7 +11,7 @@ use crate::netlink::Netlink;
 use std::collections::HashSet;
 
 /// Runs GC. Errors: 7 without `cni.dev/valid-attachments`; otherwise the collected errors (999).
-pub fn gc(conf: &NetConf) -> Result<(), CniError> {
+pub(crate) fn gc(conf: &NetConf) -> Result<(), CniError> {
     let valid = conf.valid_attachments.as_ref().ok_or_else(|| {
         CniError::new(
             code::INVALID_CONFIG,
@@ -53,7 +53,7 @@ pub fn gc(conf: &NetConf) -> Result<(), CniError> {
 }
 
 /// Runs STATUS. Errors: 50 when the podCIDR is unknown or has no free address.
-pub fn status(conf: &NetConf) -> Result<(), CniError> {
+pub(crate) fn status(conf: &NetConf) -> Result<(), CniError> {
     let cidr = conf.resolve_pod_cidr().map_err(|e| {
         CniError::new(
             code::NOT_AVAILABLE,

@@ -3,16 +3,16 @@
 //! point calls; it starts no async runtime and talks to no API server. Errors are the spec's JSON
 //! error object on stdout; logs go to stderr only.
 
-pub mod add;
-pub mod check;
+pub(crate) mod add;
+pub(crate) mod check;
 pub mod config;
-pub mod del;
-pub mod env;
-pub mod error;
-pub mod gc;
-pub mod names;
-pub mod result;
-pub mod timing;
+pub(crate) mod del;
+pub(crate) mod env;
+pub(crate) mod error;
+pub(crate) mod gc;
+pub(crate) mod names;
+pub(crate) mod result;
+pub(crate) mod timing;
 
 use config::NetConf;
 use env::Command;

@@ -5,14 +5,14 @@ use std::net::Ipv4Addr;
 
 /// MAC of every host end (as Calico uses): pods reach `169.254.1.1` at this address through a
 /// permanent neighbour entry, so no ARP round trip happens on a pod's first packet.
-pub const HOST_MAC: [u8; 6] = [0xee, 0xee, 0xee, 0xee, 0xee, 0xee];
+pub(crate) const HOST_MAC: [u8; 6] = [0xee, 0xee, 0xee, 0xee, 0xee, 0xee];
 
 /// Prefix of every host end name; `ip link show | grep ^.*: cc` lists them.
-pub const HOST_PREFIX: &str = "cc";
+pub(crate) const HOST_PREFIX: &str = "cc";
 
 /// The host end name for (containerID, ifname): `cc` + the first 13 hex digits of
 /// SHA-256(`containerID` `/` `ifname`): 15 bytes, the Linux maximum.
-pub fn host_veth_name(container_id: &str, ifname: &str) -> String {
+pub(crate) fn host_veth_name(container_id: &str, ifname: &str) -> String {
     let mut h = Sha256::new();
     h.update(container_id.as_bytes());
     h.update(b"/");
@@ -23,7 +23,7 @@ pub fn host_veth_name(container_id: &str, ifname: &str) -> String {
 
 /// The pod interface MAC for a pod address: `0a:58:` + the four address bytes (locally
 /// administered, unicast), as kubenet and OVN-Kubernetes derive it.
-pub fn pod_mac(ip: Ipv4Addr) -> [u8; 6] {
+pub(crate) fn pod_mac(ip: Ipv4Addr) -> [u8; 6] {
     let o = ip.octets();
     [0x0a, 0x58, o[0], o[1], o[2], o[3]]
 }

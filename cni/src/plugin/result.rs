@@ -10,11 +10,11 @@ use std::net::Ipv4Addr;
 
 /// The link-local gateway every pod routes through; the host end answers for it (proxy ARP, and a
 /// permanent neighbour entry in the pod).
-pub const GATEWAY: Ipv4Addr = Ipv4Addr::new(169, 254, 1, 1);
+pub(crate) const GATEWAY: Ipv4Addr = Ipv4Addr::new(169, 254, 1, 1);
 
 /// What one ADD created.
 #[derive(Debug, Clone)]
-pub struct Attached<'a> {
+pub(crate) struct Attached<'a> {
     /// Host end name.
     pub host_name: &'a str,
     /// Host end MAC.
@@ -30,7 +30,7 @@ pub struct Attached<'a> {
 }
 
 /// Builds the result JSON for `conf.cni_version`, merged into `conf.prev_result` when present.
-pub fn add_result(conf: &NetConf, a: &Attached<'_>) -> Value {
+pub(crate) fn add_result(conf: &NetConf, a: &Attached<'_>) -> Value {
     let mut out = match &conf.prev_result {
         Some(Value::Object(m)) => m.clone(),
         _ => Map::new(),
@@ -100,7 +100,7 @@ fn take_array(m: &mut Map<String, Value>, key: &str) -> Vec<Value> {
 }
 
 /// IPv4 addresses listed in a result's `ips` (without prefix), in order.
-pub fn result_ipv4s(result: &Value) -> Vec<Ipv4Addr> {
+pub(crate) fn result_ipv4s(result: &Value) -> Vec<Ipv4Addr> {
     result
         .get("ips")
         .and_then(Value::as_array)

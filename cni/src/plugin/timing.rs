@@ -15,14 +15,14 @@ fn enabled() -> bool {
 }
 
 /// Records the end of phase `name`.
-pub fn mark(name: &'static str) {
+pub(crate) fn mark(name: &'static str) {
     if enabled() {
         MARKS.with(|m| m.borrow_mut().push((name, Instant::now())));
     }
 }
 
 /// Writes the timing line to stderr (when enabled).
-pub fn report() {
+pub(crate) fn report() {
     if !enabled() {
         return;
     }
