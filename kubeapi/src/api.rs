@@ -80,6 +80,47 @@ pub enum EvictOutcome {
     Blocked(String),
 }
 
+/// What one server-side apply ([`ClusterApi::apply`]) did to the object, told by the object read
+/// before the apply and the one the apply returns: the API server bumps `metadata.resourceVersion` on
+/// every write, and a server-side apply that changes nothing writes nothing, so it keeps it. A write
+/// that changed only the field-ownership bookkeeping (`metadata.managedFields`) is no change of the
+/// object either.
+///
+/// The words are those of client-side `kubectl apply` (`created`, `configured`, `unchanged`);
+/// `kubectl apply --server-side` prints `serverside-applied` for every object, changed or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The object did not exist; the apply created it.
+    Created,
+    /// The object existed and the apply changed it; also when another writer changed it between the
+    /// read and the apply.
+    Configured,
+    /// The object existed and the apply left it as it was (same resourceVersion, or nothing but its
+    /// `managedFields` written).
+    Unchanged,
+}
+
+impl Applied {
+    /// `created`, `configured` or `unchanged`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applied::Created => "created",
+            Applied::Configured => "configured",
+            Applied::Unchanged => "unchanged",
+        }
+    }
+    /// True when the apply wrote the object (created or configured).
+    pub fn changed(self) -> bool {
+        self != Applied::Unchanged
+    }
+}
+
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Every Kubernetes call clusterctl makes. Blocking; one value per cluster.
 pub trait ClusterApi: Send + Sync {
     /// All Nodes (`GET /api/v1/nodes`).
@@ -108,9 +149,10 @@ pub trait ClusterApi: Send + Sync {
     /// Server-side applies one whole object (`apiVersion`, `kind`, `metadata.name`, and
     /// `metadata.namespace` for namespaced kinds) with field manager `clusterctl`, conflicts forced
     /// (`kubectl apply --server-side --force-conflicts`): created when missing, converged when
-    /// changed, untouched when equal. Errors name the object and carry the server's message (e.g. a
-    /// custom resource its CRD's schema refuses: 422 `Invalid`). The default implementation errs.
-    fn apply(&self, object: &serde_json::Value) -> Result<(), ApiError> {
+    /// changed, untouched when equal; returns which of the three ([`Applied`]). Errors name the object
+    /// and carry the server's message (e.g. a custom resource its CRD's schema refuses: 422
+    /// `Invalid`). The default implementation errs.
+    fn apply(&self, object: &serde_json::Value) -> Result<Applied, ApiError> {
         Err(ApiError::Transport {
             call: format!(
                 "apply {} {}",

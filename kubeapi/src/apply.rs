@@ -1,6 +1,7 @@
 //! Objects of any kind through the `kube` client: server-side apply (field manager `clusterctl`,
 //! conflicts forced, as `kubectl apply --server-side --force-conflicts`), and reads by
-//! `apiVersion`/`kind`, each kind's resource found through discovery (cached per client). This is how
+//! `apiVersion`/`kind`, each kind's resource found through discovery (cached per client). An apply
+//! tells whether it created, changed or left the object as it was ([`Applied`]). This is how
 //! `up` installs a third-party CNI's manifests and waits for their CRDs and status objects.
 
 use std::collections::HashMap;
@@ -11,7 +12,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, ApiCapabilities, Scope};
 use serde_json::Value;
 
-use crate::api::ApiError;
+use crate::api::{ApiError, Applied};
 use crate::kube_impl::{KubeClusterApi, FIELD_MANAGER};
 
 /// The resources found through discovery, by `apiVersion kind`.
@@ -23,6 +24,17 @@ fn describe(kind: &str, namespace: Option<&str>, name: &str) -> String {
         Some(ns) => format!("{kind} {ns}/{name}"),
         None => format!("{kind} {name}"),
     }
+}
+
+/// `o` as JSON without what the server changes on every write (`metadata.resourceVersion`) and its
+/// field-ownership bookkeeping (`metadata.managedFields`): what an apply may have configured.
+fn content(o: &DynamicObject) -> Option<Value> {
+    let mut v = serde_json::to_value(o).ok()?;
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+        m.remove("managedFields");
+    }
+    Some(v)
 }
 
 fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
@@ -93,8 +105,15 @@ impl KubeClusterApi {
         }
     }
 
-    /// Server-side applies `object` (a whole object with `apiVersion`, `kind`, `metadata.name`).
-    pub(crate) fn apply_object(&self, object: &Value) -> Result<(), ApiError> {
+    /// Server-side applies `object` (a whole object with `apiVersion`, `kind`, `metadata.name`) and
+    /// tells what it did: the object is read first (absent: [`Applied::Created`]), and its
+    /// resourceVersion compared with the one the apply returns (equal: [`Applied::Unchanged`], as a
+    /// server-side apply that changes nothing writes nothing). A moved resourceVersion is
+    /// [`Applied::Configured`] unless the object is otherwise the same apart from its
+    /// `managedFields`: the API server (v1.34) writes once, on the second apply, to an object whose
+    /// applied configuration owns no field (e.g. a Namespace with only a name), only to record a
+    /// `before-first-apply` field manager.
+    pub(crate) fn apply_object(&self, object: &Value) -> Result<Applied, ApiError> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
@@ -109,10 +128,24 @@ impl KubeClusterApi {
         let (ar, caps) = self.resource(&call, api_version, kind)?;
         let api = self.dynamic_api(&ar, &caps, ns);
         let pp = PatchParams::apply(FIELD_MANAGER).force();
-        self.rt
-            .block_on(async { api.patch(name, &pp, &Patch::Apply(object)).await })
-            .map(|_| ())
-            .map_err(|e| self.map_err(&call, e))
+        let (before, after) = self
+            .rt
+            .block_on(async {
+                let before = api.get_opt(name).await?;
+                let after = api.patch(name, &pp, &Patch::Apply(object)).await?;
+                Ok::<_, kube::Error>((before, after))
+            })
+            .map_err(|e| self.map_err(&call, e))?;
+        Ok(match before {
+            None => Applied::Created,
+            Some(b) if b.metadata.resource_version == after.metadata.resource_version => {
+                Applied::Unchanged
+            }
+            Some(b) if content(&b).is_some_and(|c| Some(c) == content(&after)) => {
+                Applied::Unchanged
+            }
+            Some(_) => Applied::Configured,
+        })
     }
 
     /// The object `kind` `name` (in `namespace` for namespaced kinds) as JSON; `None` when it or its

@@ -269,7 +269,7 @@ impl ClusterApi for KubeClusterApi {
         }
     }
 
-    fn apply(&self, object: &serde_json::Value) -> Result<(), ApiError> {
+    fn apply(&self, object: &serde_json::Value) -> Result<crate::Applied, ApiError> {
         self.apply_object(object)
     }
 

@@ -14,7 +14,7 @@ pub(crate) mod kube_impl;
 pub mod kubeconfig;
 pub(crate) mod node;
 
-pub use api::{ApiError, ClusterApi, EvictOutcome, TaintSpec};
+pub use api::{ApiError, Applied, ClusterApi, EvictOutcome, TaintSpec};
 pub use diagnose::{diagnose, Diagnosis, Layer, StuckPod, Termination};
 pub use kube_impl::KubeClusterApi;
 pub use node::{node_status, NodeStatus};

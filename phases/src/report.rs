@@ -27,7 +27,8 @@ pub trait Reporter: Send + Sync {
     /// A phase ended on a node.
     fn phase_end(&self, phase: &str, node: &str, outcome: &Outcome);
     /// A command or file write that changes the node was made (`what`: e.g. `run: systemctl restart
-    /// containerd`, `write /etc/containerd/config.toml (1234 bytes, mode 0644)`).
+    /// containerd`, `write /etc/containerd/config.toml (1234 bytes, mode 0644)`), or a line of the
+    /// phase's work that says itself that nothing changed (`api: server-side apply KIND NAME: unchanged`).
     fn change(&self, phase: &str, node: &str, what: &str);
     /// A read-only command ran (shown only with `-v`).
     fn query(&self, phase: &str, node: &str, what: &str);

@@ -2,12 +2,14 @@
 //! `list_objects` of `KubeClusterApi`) against a real control plane (`clusterctl_testbed::envtest`):
 //! an object is created, a second apply of the same object changes nothing (its resourceVersion
 //! stays), a changed object converges with one field manager `clusterctl`, and a field another
-//! manager set is taken over (conflicts forced); a CRD's kind is found through discovery once the CRD
+//! manager set is taken over (conflicts forced) — each apply telling which it was ([`Applied`]:
+//! created, unchanged, configured), also for a CRD and for a Namespace with only a name (whose second
+//! apply the server writes, only in its managedFields, and which is unchanged); a CRD's kind is found through discovery once the CRD
 //! is Established, and before that an apply of its kind fails naming the object; a custom resource its
 //! schema refuses fails with the server's 422 message and the object's name; a missing object or kind
 //! reads as `None` / an empty list.
 
-use clusterctl_kubeapi::{ApiError, ClusterApi, KubeClusterApi};
+use clusterctl_kubeapi::{ApiError, Applied, ClusterApi, KubeClusterApi};
 use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::unique_name;
 use serde_json::{json, Value};
@@ -36,13 +38,13 @@ fn apply_creates_keeps_converges_and_names_what_the_server_refuses() {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": "settings", "namespace": ns}, "data": {"key": v}})
     };
-    api.apply(&cm("one")).expect("created");
+    assert_eq!(api.apply(&cm("one")).expect("created"), Applied::Created);
     let got = api
         .get_object("v1", "ConfigMap", Some(&ns), "settings")
         .expect("get")
         .expect("exists");
     assert_eq!(got["data"]["key"], "one");
-    api.apply(&cm("one")).expect("again");
+    assert_eq!(api.apply(&cm("one")).expect("again"), Applied::Unchanged);
     let again = api
         .get_object("v1", "ConfigMap", Some(&ns), "settings")
         .expect("get")
@@ -54,7 +56,10 @@ fn apply_creates_keeps_converges_and_names_what_the_server_refuses() {
         &json!({"data": {"key": "by-hand"}}),
     )
     .expect("hand edit");
-    api.apply(&cm("two")).expect("converged");
+    assert_eq!(
+        api.apply(&cm("two")).expect("converged"),
+        Applied::Configured
+    );
     let conv = api
         .get_object("v1", "ConfigMap", Some(&ns), "settings")
         .expect("get")
@@ -68,6 +73,49 @@ fn apply_creates_keeps_converges_and_names_what_the_server_refuses() {
         .filter_map(|m| m["manager"].as_str().map(str::to_string))
         .collect();
     assert_eq!(owners, ["clusterctl"]);
+    assert_eq!(api.apply(&cm("two")).expect("again"), Applied::Unchanged);
+    let kept = api
+        .get_object("v1", "ConfigMap", Some(&ns), "settings")
+        .expect("get")
+        .expect("exists");
+    assert_eq!(rv(&kept), rv(&conv), "unchanged: the same resourceVersion");
+    // A hand edit put back to the applied value: the apply takes the field back (configured).
+    env.merge_patch(
+        &format!("/api/v1/namespaces/{ns}/configmaps/settings"),
+        &json!({"data": {"key": "by-hand"}}),
+    )
+    .expect("hand edit");
+    assert_eq!(
+        api.apply(&cm("two")).expect("taken back"),
+        Applied::Configured
+    );
+
+    // An object whose applied configuration owns no field (a Namespace with only a name): on the
+    // second apply the server writes it once more, only to record a `before-first-apply` field
+    // manager (the resourceVersion moves); the object is the same, so that apply is unchanged.
+    let bare_name = unique_name("bare");
+    let bare = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": bare_name}});
+    let read = |n: &str| {
+        api.get_object("v1", "Namespace", None, n)
+            .expect("get")
+            .expect("exists")
+    };
+    assert_eq!(api.apply(&bare).expect("bare"), Applied::Created);
+    let first = read(&bare_name);
+    assert_eq!(api.apply(&bare).expect("bare again"), Applied::Unchanged);
+    let second = read(&bare_name);
+    assert_ne!(
+        rv(&first),
+        rv(&second),
+        "the server wrote its field-ownership bookkeeping: {second}"
+    );
+    assert_eq!(first["metadata"]["labels"], second["metadata"]["labels"]);
+    assert_eq!(api.apply(&bare).expect("third"), Applied::Unchanged);
+    assert_eq!(
+        rv(&read(&bare_name)),
+        rv(&second),
+        "then nothing is written"
+    );
 
     // A kind the server does not serve yet: the apply names the object; reads are None / empty.
     let group = format!("{}.example.com", unique_name("g"));
@@ -95,7 +143,7 @@ fn apply_creates_keeps_converges_and_names_what_the_server_refuses() {
                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                         "spec": {"type": "object", "properties": {
                             "size": {"type": "integer", "minimum": 1}}}}}}}]}});
-    api.apply(&crd).expect("CRD");
+    assert_eq!(api.apply(&crd).expect("CRD"), Applied::Created);
     let start = Instant::now();
     loop {
         let c = api
@@ -118,8 +166,13 @@ fn apply_creates_keeps_converges_and_names_what_the_server_refuses() {
         assert!(start.elapsed() < Duration::from_secs(60), "not Established");
         std::thread::sleep(Duration::from_millis(200));
     }
-    api.apply(&widget(json!(3)))
-        .expect("accepted by the schema");
+    // Established, the CRD is no longer written to by the server: an equal apply leaves it.
+    assert_eq!(api.apply(&crd).expect("CRD again"), Applied::Unchanged);
+    assert_eq!(
+        api.apply(&widget(json!(3)))
+            .expect("accepted by the schema"),
+        Applied::Created
+    );
     match api.apply(&widget(json!(0))) {
         Err(ApiError::Status {
             call,
@@ -140,6 +193,10 @@ fn apply_creates_keeps_converges_and_names_what_the_server_refuses() {
     assert_eq!(
         stored["spec"]["size"], 3,
         "the refused apply changed nothing"
+    );
+    assert_eq!(
+        api.apply(&widget(json!(3))).expect("again"),
+        Applied::Unchanged
     );
     // Right after the CRD is Established a list may still answer 429 while its storage starts.
     let start = Instant::now();

@@ -11,7 +11,8 @@
 //! * `cni` (first control plane): calico, flannel and kindnet objects
 //!   (`clusterctl_render::cni::install`) are server-side applied through the Kubernetes API from this
 //!   machine (field manager `clusterctl`), step by step; Calico's CRDs are waited for until Established
-//!   before the operator and the custom resources. Cilium: the `helm` program and the chart are placed on
+//!   before the operator and the custom resources. Each object is reported `created`, `configured` or
+//!   `unchanged`, and only the first two count as changes ([`apply_steps`]). Cilium: the `helm` program and the chart are placed on
 //!   the first control plane and `helm upgrade --install cilium … -f <values>` runs there with
 //!   `admin.conf`, unless the release is already deployed with the same chart and values digests.
 //! * `wait-ready` asks [`calico_not_available`] too: every TigeraStatus Available.
@@ -408,7 +409,8 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             };
             let steps =
                 install::kindnet_steps(&ci.input, &template).map_err(|e| ctx.local_error(e))?;
-            apply_steps(ctx, data, &steps)
+            let api = data.api.get(ctx)?;
+            apply_steps(ctx, api.as_deref(), &steps)
         }
         _ => {
             let Some(upstream) = fetched_bytes(ctx, &ci)? else {
@@ -439,31 +441,52 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             };
             let steps = install::manifest_steps(&ci.input, &upstream, &rendered(data, ctx.name()))
                 .map_err(|e| ctx.local_error(e))?;
-            apply_steps(ctx, data, &steps)
+            let api = data.api.get(ctx)?;
+            apply_steps(ctx, api.as_deref(), &steps)
         }
     }
 }
 
-/// Applies each step's objects through the API (server-side apply) and waits as the step says.
-/// Errors: the first object the server refuses, named with the server's message; CRDs not Established
-/// within [`CRD_TIMEOUT`], named.
+/// Applies each step's objects through the API (server-side apply) and waits as the step says. `api`
+/// is `None` only offline (a dry run without `--probe`, or before `init`).
+///
+/// A dry run plans each object as `server-side apply KIND NAME` (one change each) and applies
+/// nothing. A real run reports each object as `api: server-side apply KIND NAME: created`,
+/// `…: configured` or `…: unchanged` ([`clusterctl_kubeapi::Applied`], as the server answered) and
+/// counts only the created and configured ones, so a re-run over objects that are already as applied
+/// is `done, nothing to change`.
+///
+/// Errors: the first object the server refuses, named with the server's message; no API client in a
+/// run that changes things; CRDs not Established within [`CRD_TIMEOUT`], named.
 pub fn apply_steps(
     ctx: &mut NodeCtx,
-    data: &UpData,
+    api: Option<&dyn clusterctl_kubeapi::ClusterApi>,
     steps: &[ApplyStep],
 ) -> Result<(), PhaseError> {
-    let api = data.api.get(ctx)?;
     for step in steps {
         ctx.info(&format!("{}: {} object(s)", step.what, step.objects.len()));
         for o in &step.objects {
             let what = format!("server-side apply {}", install::object_name(o));
-            match &api {
-                Some(api) => {
-                    let api = api.clone();
-                    ctx.api_change(&what, || api.apply(o))?
+            // The perform reports and counts what the server did (nothing for an unchanged object).
+            let apply = Change::new(PlanKind::Api, &what).reports_itself();
+            ctx.change(apply, |ctx| {
+                let Some(api) = api else {
+                    return Err(ctx.local_error(format!(
+                        "{what}: no client for the Kubernetes API of the first control plane"
+                    )));
+                };
+                let applied = api
+                    .apply(o)
+                    .map_err(|e| ctx.local_error_in(format_args!("Kubernetes API: {what}"), &e))?;
+                if applied.changed() {
+                    ctx.changes += 1;
                 }
-                None => ctx.api_change(&what, || Ok::<(), clusterctl_kubeapi::ApiError>(()))?,
-            }
+                // One line per object, as `kubectl apply` prints one; an unchanged object's line
+                // says so and is not counted.
+                ctx.reporter()
+                    .change(&ctx.phase, ctx.name(), &format!("api: {what}: {applied}"));
+                Ok(())
+            })?;
         }
         if step.wait == Wait::CrdsEstablished {
             let names: Vec<String> = step
@@ -471,7 +494,7 @@ pub fn apply_steps(
                 .iter()
                 .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
                 .collect();
-            let Some(api) = &api else {
+            let Some(api) = api else {
                 ctx.info(&format!(
                     "wait until {} CRD(s) are Established",
                     names.len()
@@ -482,7 +505,7 @@ pub fn apply_steps(
             if ctx.mode.dry_run {
                 continue;
             }
-            wait_established(ctx, api.as_ref(), &names)?;
+            wait_established(ctx, api, &names)?;
         }
     }
     Ok(())

@@ -3,7 +3,11 @@
 //! test, thrown away whole) and the real `kubectl` (`clusterctl_testbed::k8sbin`). Each CNI's steps are
 //! built as `up` builds them — from the cluster file, the files render writes and the upstream files —
 //! and server-side applied through `KubeClusterApi::apply` (field manager `clusterctl`), then checked in
-//! what the server stores:
+//! what the server stores. The steps go through the `cni` phase's own `apply_steps` (a real run on
+//! a first control plane), which reports each object `created`, `configured` or `unchanged` and counts
+//! only the first two as changes: a first apply creates every object, a re-apply leaves every object
+//! unchanged and counts no change, a changed field configures only its object (real kubectl's
+//! server-side apply says `serverside-applied` of every object either way).
 //!
 //! * **flannel**: the real upstream `kube-flannel.yml` of the pinned release, which the test bed reads
 //!   from flannel's Go module (`scripts/k8s/build.sh flannel-manifest`; its sha256 is the one pinned in
@@ -27,17 +31,20 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clusterctl_kubeapi::{ClusterApi, KubeClusterApi};
 use clusterctl_phases::up::cni_install::{
-    calico_not_available, control_plane_not_ready, established, for_cluster,
+    apply_steps, calico_not_available, control_plane_not_ready, for_cluster,
 };
+use clusterctl_phases::{Mode, NodeCtx, Outcome, Reporter, Secrets};
 use clusterctl_render::cni::install::{
     images_of, kindnet_steps, manifest_steps, ApplyStep, InstallInput, Wait,
 };
 use clusterctl_render::{render, Facts};
-use clusterctl_spec::ValidCluster;
+use clusterctl_spec::model::Role;
+use clusterctl_spec::{ValidCluster, ValidNode};
 use clusterctl_testbed::calico_shape::{own_calico_crds, own_tigera_operator};
 use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::k8sbin::{require_programs, DEFAULT_VERSION};
@@ -101,38 +108,71 @@ fn client(env: &Envtest) -> Api {
     }
 }
 
-/// Applies the steps as `up`'s `cni` phase does: every object, then the step's wait.
-fn apply(api: &KubeClusterApi, steps: &[ApplyStep]) {
-    for step in steps {
-        for o in &step.objects {
-            if let Err(e) = api.apply(o) {
-                panic!("{}: {}: {e}", step.what, o["metadata"]["name"]);
-            }
+/// Keeps the lines a phase reports.
+#[derive(Default)]
+struct Lines(Mutex<Vec<String>>);
+
+impl Reporter for Lines {
+    fn phase_start(&self, _: &str, _: &str) {}
+    fn phase_end(&self, _: &str, _: &str, _: &Outcome) {}
+    fn change(&self, _: &str, _: &str, what: &str) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(what.to_string());
         }
-        if step.wait == Wait::CrdsEstablished {
-            let start = Instant::now();
-            for o in &step.objects {
-                let name = o["metadata"]["name"].as_str().expect("name");
-                loop {
-                    let crd = api
-                        .get_object(
-                            "apiextensions.k8s.io/v1",
-                            "CustomResourceDefinition",
-                            None,
-                            name,
-                        )
-                        .expect("get CRD");
-                    if crd.as_ref().is_some_and(established) {
-                        break;
-                    }
-                    assert!(
-                        start.elapsed() < Duration::from_secs(60),
-                        "{name} not Established"
-                    );
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            }
-        }
+    }
+    fn query(&self, _: &str, _: &str, _: &str) {}
+    fn output(&self, _: &str, _: &[u8]) {}
+    fn upload_progress(&self, _: &str, _: &str, _: u64, _: u64) {}
+    fn note(&self, _: &str) {}
+}
+
+/// What one run of the `cni` phase's apply did: the changes it counted and the line it reported
+/// per object.
+struct Run {
+    changes: usize,
+    lines: Vec<String>,
+}
+
+impl Run {
+    /// The word each object was reported with (`created`, `configured`, `unchanged`), in order.
+    fn words(&self) -> Vec<&str> {
+        self.lines
+            .iter()
+            .map(|l| l.rsplit(": ").next().unwrap_or_default())
+            .collect()
+    }
+    /// The word `object` (`KIND NAME`) was reported with.
+    fn word_of(&self, object: &str) -> &str {
+        let head = format!("api: server-side apply {object}: ");
+        self.lines
+            .iter()
+            .find_map(|l| l.strip_prefix(&head))
+            .unwrap_or_else(|| panic!("no line for {object}: {:?}", self.lines))
+    }
+}
+
+/// Applies the steps as `up`'s `cni` phase does: its own `apply_steps` in a real run on the first
+/// control plane — every object, then the step's wait (CRDs Established).
+fn apply(api: &KubeClusterApi, steps: &[ApplyStep]) -> Run {
+    let lines = Arc::new(Lines::default());
+    let node = ValidNode::new("cp1", Role::ControlPlane, None);
+    let mut ctx = NodeCtx::new(
+        node,
+        None,
+        Mode::default(),
+        lines.clone(),
+        Secrets::default(),
+    );
+    ctx.phase = "cni".into();
+    if let Err(e) = apply_steps(&mut ctx, Some(api), steps) {
+        panic!("apply: {e}");
+    }
+    let lines = lines.0.lock().map(|v| v.clone()).unwrap_or_default();
+    let objects: usize = steps.iter().map(|s| s.objects.len()).sum();
+    assert_eq!(lines.len(), objects, "one line per object: {lines:?}");
+    Run {
+        changes: ctx.changes,
+        lines,
     }
 }
 
@@ -213,9 +253,16 @@ fn flannel_upstream_manifest_with_the_rendered_net_conf_is_applied_and_converges
     assert_eq!(input.mirror_prefix.as_deref(), Some(MIRROR));
     let upstream = BTreeMap::from([("kube-flannel.yml".to_string(), manifest.clone())]);
     let steps = manifest_steps(&input, &upstream, &rendered).expect("steps");
-    apply(&a.api, &steps);
-
+    assert_eq!(steps.len(), 1);
     let objects = &steps[0].objects;
+    let first = apply(&a.api, &steps);
+    assert_eq!(first.changes, objects.len(), "{:?}", first.lines);
+    assert!(
+        first.words().iter().all(|w| *w == "created"),
+        "{:?}",
+        first.lines
+    );
+
     let cm = get(
         &a.api,
         "v1",
@@ -246,14 +293,26 @@ fn flannel_upstream_manifest_with_the_rendered_net_conf_is_applied_and_converges
     );
     // Idempotent, through our client and through real kubectl with the same field manager.
     let before = resource_versions(&a.api, objects);
-    apply(&a.api, &steps);
+    let again = apply(&a.api, &steps);
+    assert_eq!(again.changes, 0, "a re-apply counts no change");
+    assert!(
+        again.words().iter().all(|w| *w == "unchanged"),
+        "{:?}",
+        again.lines
+    );
     assert_eq!(
         resource_versions(&a.api, objects),
         before,
         "a re-apply changes nothing"
     );
+    // Real kubectl's server-side apply says `serverside-applied` of every object, changed or not.
     let out = kubectl_apply(bins.path("kubectl"), &a.kubeconfig, objects);
-    assert!(out.contains("serverside-applied"), "{out}");
+    let said: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(said.len(), objects.len(), "{out}");
+    assert!(
+        said.iter().all(|l| l.ends_with(" serverside-applied")),
+        "{out}"
+    );
     assert_eq!(
         resource_versions(&a.api, objects),
         before,
@@ -263,7 +322,22 @@ fn flannel_upstream_manifest_with_the_rendered_net_conf_is_applied_and_converges
     let c2 = cluster(dir.path(), "flannel", "10.32.0.0/12");
     let (input2, rendered2) = prepared(&c2);
     let steps2 = manifest_steps(&input2, &upstream, &rendered2).expect("steps");
-    apply(&a.api, &steps2);
+    let changed = apply(&a.api, &steps2);
+    assert_eq!(changed.changes, 1, "{:?}", changed.lines);
+    assert_eq!(
+        changed.word_of("ConfigMap kube-flannel/kube-flannel-cfg"),
+        "configured"
+    );
+    assert_eq!(
+        changed
+            .words()
+            .iter()
+            .filter(|w| **w == "unchanged")
+            .count(),
+        objects.len() - 1,
+        "{:?}",
+        changed.lines
+    );
     let cm = get(
         &a.api,
         "v1",
@@ -311,7 +385,22 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
     // Before the CRDs are applied the custom resources have no kind to go to: the server refuses.
     let early = a.api.apply(&steps[2].objects[0]).expect_err("no CRD yet");
     assert!(early.to_string().contains("Installation"), "{early}");
-    apply(&a.api, &steps);
+    let count: usize = steps.iter().map(|s| s.objects.len()).sum();
+    let first = apply(&a.api, &steps);
+    assert_eq!(first.changes, count, "{:?}", first.lines);
+    assert!(
+        first.words().iter().all(|w| *w == "created"),
+        "{:?}",
+        first.lines
+    );
+    // A re-run (the CRDs Established, nothing changed since): every object unchanged, no change.
+    let again = apply(&a.api, &steps);
+    assert_eq!(again.changes, 0, "{:?}", again.lines);
+    assert!(
+        again.words().iter().all(|w| *w == "unchanged"),
+        "{:?}",
+        again.lines
+    );
 
     let inst = get(
         &a.api,
@@ -355,6 +444,25 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
     assert!(
         e.contains("Unsupported value") && e.contains("Bogus"),
         "{e}"
+    );
+
+    // A changed podSubnet: the Installation is configured, nothing else.
+    let c2 = cluster(dir.path(), "calico", "10.32.0.0/12");
+    let (input2, rendered2) = prepared(&c2);
+    let steps2 = manifest_steps(&input2, &upstream, &rendered2).expect("steps");
+    let changed = apply(&a.api, &steps2);
+    assert_eq!(changed.changes, 1, "{:?}", changed.lines);
+    assert_eq!(changed.word_of("Installation default"), "configured");
+    let inst = get(
+        &a.api,
+        "operator.tigera.io/v1",
+        "Installation",
+        None,
+        "default",
+    );
+    assert_eq!(
+        inst["spec"]["calicoNetwork"]["ipPools"][0]["cidr"],
+        "10.32.0.0/12"
     );
 
     // The TigeraStatus wait: nothing reported yet, then progressing, then available.
@@ -452,7 +560,8 @@ fn kindnet_template_is_filled_patched_and_applied_and_cni_none_waits_for_the_con
             "DaemonSet"
         ]
     );
-    apply(&a.api, &steps);
+    let first = apply(&a.api, &steps);
+    assert_eq!(first.changes, 4, "{:?}", first.lines);
     let ds = get(
         &a.api,
         "apps/v1",
@@ -505,7 +614,13 @@ fn kindnet_template_is_filled_patched_and_applied_and_cni_none_waits_for_the_con
     // Idempotent: a re-apply, and the real kubectl's server-side apply with the same field manager.
     let objects = &steps[0].objects;
     let before = resource_versions(&a.api, objects);
-    apply(&a.api, &steps);
+    let again = apply(&a.api, &steps);
+    assert_eq!(again.changes, 0, "{:?}", again.lines);
+    assert!(
+        again.words().iter().all(|w| *w == "unchanged"),
+        "{:?}",
+        again.lines
+    );
     let out = kubectl_apply(bins.path("kubectl"), &a.kubeconfig, objects);
     assert!(out.contains("serverside-applied"), "{out}");
     assert_eq!(
