@@ -83,8 +83,8 @@ pub enum EvictOutcome {
 /// What one server-side apply ([`ClusterApi::apply`]) did to the object, told by the object read
 /// before the apply and the one the apply returns: the API server bumps `metadata.resourceVersion` on
 /// every write, and a server-side apply that changes nothing writes nothing, so it keeps it. A write
-/// that changed only the field-ownership bookkeeping (`metadata.managedFields`) is no change of the
-/// object either.
+/// that changed only the field-ownership bookkeeping (`metadata.managedFields`) or the `status` (a
+/// controller's, between the read and the apply) is no change of the object either.
 ///
 /// The words are those of client-side `kubectl apply` (`created`, `configured`, `unchanged`);
 /// `kubectl apply --server-side` prints `serverside-applied` for every object, changed or not.
@@ -92,11 +92,11 @@ pub enum EvictOutcome {
 pub enum Applied {
     /// The object did not exist; the apply created it.
     Created,
-    /// The object existed and the apply changed it; also when another writer changed it between the
-    /// read and the apply.
+    /// The object existed and the apply changed it (more than its `managedFields` and `status`); also
+    /// when another writer changed it so between the read and the apply.
     Configured,
     /// The object existed and the apply left it as it was (same resourceVersion, or nothing but its
-    /// `managedFields` written).
+    /// `managedFields` and `status` written).
     Unchanged,
 }
 

@@ -26,13 +26,17 @@ fn describe(kind: &str, namespace: Option<&str>, name: &str) -> String {
     }
 }
 
-/// `o` as JSON without what the server changes on every write (`metadata.resourceVersion`) and its
-/// field-ownership bookkeeping (`metadata.managedFields`): what an apply may have configured.
+/// `o` as JSON without what the server changes on every write (`metadata.resourceVersion`), its
+/// field-ownership bookkeeping (`metadata.managedFields`) and the `status` controllers write: what an
+/// apply may have configured.
 fn content(o: &DynamicObject) -> Option<Value> {
     let mut v = serde_json::to_value(o).ok()?;
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("resourceVersion");
         m.remove("managedFields");
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.remove("status");
     }
     Some(v)
 }
@@ -110,9 +114,10 @@ impl KubeClusterApi {
     /// resourceVersion compared with the one the apply returns (equal: [`Applied::Unchanged`], as a
     /// server-side apply that changes nothing writes nothing). A moved resourceVersion is
     /// [`Applied::Configured`] unless the object is otherwise the same apart from its
-    /// `managedFields`: the API server (v1.34) writes once, on the second apply, to an object whose
-    /// applied configuration owns no field (e.g. a Namespace with only a name), only to record a
-    /// `before-first-apply` field manager.
+    /// `managedFields` and `status`: the API server (v1.34) writes once, on the second apply, to an
+    /// object whose applied configuration owns no field (e.g. a Namespace with only a name), only to
+    /// record a `before-first-apply` field manager; and a controller may write the status between
+    /// the read and the apply.
     pub(crate) fn apply_object(&self, object: &Value) -> Result<Applied, ApiError> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();

@@ -23,7 +23,8 @@
 //! `APIServer` exists, the operator Deployment names the upstream image; every Calico and tigera image
 //! was loaded from the bundle on both nodes and is held by their containerd; the kubelet started the
 //! operator from the loaded image and nothing was pulled; with the `cni` record forgotten a second
-//! `up` runs the phase again and changes no object (same resourceVersions), contacting nothing. Not
+//! `up` runs the phase again, which reports every object `unchanged` and counts no change (`done,
+//! nothing to change`) and changes no object (same resourceVersions), contacting nothing. Not
 //! run: the tigera operator and Calico (stand-in images, objects of our own shape).
 
 use std::collections::BTreeSet;
@@ -236,7 +237,21 @@ fn calico_from_the_bundle_is_applied_by_up_without_reaching_out() {
     let cp = c.node_names()[0].clone();
     forget_cni_record(&c, &cp);
     let second = c.up(&["--skip-phases", "wait-ready"]).all();
-    assert!(second.contains(&format!("[{cp}] cni: done")), "{second}");
+    assert!(
+        second.contains(&format!("[{cp}] cni: done, nothing to change")),
+        "the rerun counts no change:\n{second}"
+    );
+    // Each object is reported, as unchanged.
+    let applied: Vec<&str> = second
+        .lines()
+        .filter(|l| l.contains(&format!("[{cp}] cni: api: server-side apply ")))
+        .collect();
+    assert!(applied.len() >= 8, "{second}");
+    assert!(
+        applied.iter().all(|l| l.ends_with(": unchanged")),
+        "{}",
+        applied.join("\n")
+    );
     assert_eq!(resource_versions(&c, objects), before, "no object changed");
     assert_eq!(dead.hits.load(Ordering::SeqCst), 0);
     eprintln!(
