@@ -58,7 +58,7 @@ impl Secrets {
 
 /// The error of a change's call in [`NodeCtx::api_change`] and [`NodeCtx::local_change`]: any error
 /// (its causes are kept as the [`PhaseError`]'s source) or a message (`"no API client".into()`).
-pub type CallError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type CallError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a dry-run plan entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! work is done before changing anything. See `docs/phases.md`.
 
 pub mod connect;
-pub mod ctx;
+pub(crate) mod ctx;
 pub mod destroy;
 pub mod engine;
 pub mod error;
@@ -14,13 +14,13 @@ pub mod fake;
 pub mod get;
 pub mod image_load;
 pub(crate) mod kubeadm;
-pub mod local;
+pub(crate) mod local;
 pub mod node_containers;
 pub mod node_join;
 pub mod node_remove;
 pub mod packages;
 pub mod progress;
-pub mod reach;
+pub(crate) mod reach;
 pub mod render_dir;
 pub(crate) mod report;
 pub mod state;
@@ -29,7 +29,7 @@ pub mod steps;
 pub mod undo;
 pub mod up;
 pub mod upgrade;
-pub mod util;
+pub(crate) mod util;
 pub mod version;
 
 pub use ctx::{Mode, NodeCtx, PlanEntry, PlanKind, Secrets};

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Writes `data` to `path` atomically (temp file in the same directory, then rename) with `mode`;
 /// creates parent directories (0700). Errors: any I/O error.
-pub fn write_private(path: &Path, mode: u32, data: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, mode: u32, data: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -37,7 +37,7 @@ pub fn write_private(path: &Path, mode: u32, data: &[u8]) -> std::io::Result<()>
 
 /// The cache directory of `cluster`: `$XDG_CACHE_HOME/clusterctl/<cluster>` or
 /// `$HOME/.cache/clusterctl/<cluster>`; `None` when neither variable is set.
-pub fn cache_dir(cluster: &str) -> Option<PathBuf> {
+pub(crate) fn cache_dir(cluster: &str) -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -96,7 +96,7 @@ pub enum OutputError {
 /// The components of `rel` below an output directory: a leading `/` and `.` are ignored (rendered
 /// paths are absolute paths on the node), `..` is refused, and at least one component is required.
 /// Errors: [`OutputError::Escapes`] or [`OutputError::Empty`].
-pub fn output_components(rel: &str) -> Result<Vec<std::ffi::CString>, OutputError> {
+pub(crate) fn output_components(rel: &str) -> Result<Vec<std::ffi::CString>, OutputError> {
     use std::os::unix::ffi::OsStrExt;
     use std::path::Component;
     let mut out = Vec::new();
@@ -135,7 +135,7 @@ pub fn output_components(rel: &str) -> Result<Vec<std::ffi::CString>, OutputErro
 /// is refused; an existing file is replaced, never written through, so a hard link to a file
 /// outside is left alone). Returns the paths written, in order. Errors: the first refused or failed
 /// path; files before it are written.
-pub fn write_tree<'a>(
+pub(crate) fn write_tree<'a>(
     root: &Path,
     files: impl IntoIterator<Item = (&'a str, &'a [u8], u32)>,
 ) -> Result<Vec<PathBuf>, OutputError> {

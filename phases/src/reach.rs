@@ -97,7 +97,7 @@ pub enum ReachError {
 }
 
 /// `~/x` with `$HOME` expanded.
-pub fn expand_home(p: &str) -> PathBuf {
+pub(crate) fn expand_home(p: &str) -> PathBuf {
     match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(p),
@@ -106,7 +106,7 @@ pub fn expand_home(p: &str) -> PathBuf {
 
 /// `node`'s address as the transports and scripts take it: the IP literal, empty when it has none
 /// (a docker node before its container exists).
-pub fn address_text(node: &ValidNode) -> String {
+pub(crate) fn address_text(node: &ValidNode) -> String {
     node.address.map(|a| a.to_string()).unwrap_or_default()
 }
 
@@ -115,7 +115,7 @@ pub fn address_text(node: &ValidNode) -> String {
 /// privileged, capabilities, tmpfs, cgroup namespace, memory and CPU limits), its network and the
 /// nodes' port mappings. kind's read-only `/lib/modules` mount is left out when the host has no such
 /// directory (the engine refuses a missing bind source).
-pub fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOptions {
+pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOptions {
     let mut options = DockerNodeOptions::kind(tag);
     options.image = cluster.docker_node_image();
     let ro = &cluster.spec().docker.run_options;
@@ -174,7 +174,7 @@ pub fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOptions {
 
 /// A docker memory size (`512m`, `4g`, `1073741824`; suffixes b, k, m, g in powers of 1024, as
 /// `docker run --memory` reads them) in bytes; `None` when it is not one (validate refuses it).
-pub fn docker_bytes(size: &str) -> Option<i64> {
+pub(crate) fn docker_bytes(size: &str) -> Option<i64> {
     let lower = size.to_ascii_lowercase();
     let (digits, unit) = match lower.char_indices().last()? {
         (i, c) if c.is_ascii_alphabetic() => (&lower[..i], c),
@@ -192,7 +192,7 @@ pub fn docker_bytes(size: &str) -> Option<i64> {
 
 /// The Docker provider of `cluster` with its node options (no container is created). Errors: the
 /// engine cannot be used.
-pub fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, ReachError> {
+pub(crate) fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, ReachError> {
     DockerProvider::new(
         cluster.name().to_string(),
         docker_options(cluster, &cluster.version_info().tag()),
@@ -204,7 +204,7 @@ pub fn docker_provider(cluster: &ValidCluster) -> Result<DockerProvider, ReachEr
 /// made through `exec`'s `Provider` trait ([`NodeProvider::provider`], [`NodeProvider::transport`]);
 /// the Docker provider's own steps (listing, creating, removing node containers) are on
 /// [`DockerProvider`].
-pub enum NodeProvider {
+pub(crate) enum NodeProvider {
     /// Nodes listed in the file, reached over SSH ([`ssh_provider`]).
     Ssh(SshProvider),
     /// Node containers ([`docker_provider`]).
@@ -213,7 +213,7 @@ pub enum NodeProvider {
 
 impl NodeProvider {
     /// The provider as `exec` sees it.
-    pub fn provider(&self) -> &dyn clusterctl_exec::Provider {
+    pub(crate) fn provider(&self) -> &dyn clusterctl_exec::Provider {
         match self {
             NodeProvider::Ssh(p) => p,
             NodeProvider::Docker(p) => p.as_ref(),
@@ -223,7 +223,7 @@ impl NodeProvider {
     /// A transport to `node` at `address` (its address; `up` may use another one; the Docker
     /// provider reaches the node's container whatever the address). SSH connects here, with the
     /// file's attempts, and checks the host key. Errors: as `SshTransport::connect`.
-    pub fn transport(
+    pub(crate) fn transport(
         &self,
         node: &ValidNode,
         address: &str,
@@ -236,7 +236,7 @@ impl NodeProvider {
 
 /// The provider of `cluster`: [`ssh_provider`] or [`docker_provider`]. Errors: the Docker engine
 /// cannot be used.
-pub fn provider_for(
+pub(crate) fn provider_for(
     cluster: &ValidCluster,
     known_hosts: Option<&Path>,
 ) -> Result<NodeProvider, ReachError> {
@@ -249,7 +249,7 @@ pub fn provider_for(
 /// The SSH provider of `cluster`: the file's user, the SSH agent when a node names no key, the file's
 /// connect attempts and host-key policy, host keys checked against `known_hosts` (default
 /// `~/.ssh/known_hosts`). Each node's own settings come with its [`node_spec`].
-pub fn ssh_provider(cluster: &ValidCluster, known_hosts: Option<&Path>) -> SshProvider {
+pub(crate) fn ssh_provider(cluster: &ValidCluster, known_hosts: Option<&Path>) -> SshProvider {
     let defaults = &cluster.spec().ssh;
     let mut provider = SshProvider::new(defaults.user.clone(), SshAuth::Agent)
         .with_connect_attempts(defaults.connect_attempts);
@@ -273,7 +273,7 @@ fn host_key_policy(policy: HostKeyPolicy) -> clusterctl_exec::HostKeyPolicy {
 
 /// `node` as a provider sees it, at `address`: its role and its own SSH user, port, key file (`~`
 /// expanded; none: the SSH agent) and host-key policy.
-pub fn node_spec(node: &ValidNode, address: &str) -> NodeSpec {
+pub(crate) fn node_spec(node: &ValidNode, address: &str) -> NodeSpec {
     NodeSpec {
         ssh_user: Some(node.ssh.user.clone()),
         ssh_port: Some(node.ssh.port),
@@ -293,7 +293,7 @@ pub(crate) fn exec_role(role: Role) -> clusterctl_exec::Role {
 
 /// Transports to nodes, and why the others could not be reached.
 #[derive(Default)]
-pub struct Reached {
+pub(crate) struct Reached {
     /// Node name → transport.
     pub transports: BTreeMap<String, Arc<dyn Transport>>,
     /// Node name → why it could not be reached.
@@ -303,7 +303,11 @@ pub struct Reached {
 /// Reaches `nodes` of `cluster` that exist through its provider ([`provider_for`]): SSH hosts in
 /// parallel (host keys checked against `known_hosts`, default `~/.ssh/known_hosts`); Docker provider:
 /// the running node containers labelled with the cluster name. Never creates anything.
-pub fn reach(cluster: &ValidCluster, nodes: &[&ValidNode], known_hosts: Option<&Path>) -> Reached {
+pub(crate) fn reach(
+    cluster: &ValidCluster,
+    nodes: &[&ValidNode],
+    known_hosts: Option<&Path>,
+) -> Reached {
     let mut out = Reached::default();
     let provider = match provider_for(cluster, known_hosts) {
         Ok(p) => p,
@@ -371,7 +375,7 @@ pub fn reach(cluster: &ValidCluster, nodes: &[&ValidNode], known_hosts: Option<&
 }
 
 /// Runs `f` on every transport in parallel; results keyed by node name.
-pub fn on_each<T: Send>(
+pub(crate) fn on_each<T: Send>(
     transports: &BTreeMap<String, Arc<dyn Transport>>,
     f: impl Fn(&str, &dyn Transport) -> T + Sync,
 ) -> BTreeMap<String, T> {
@@ -395,7 +399,7 @@ pub fn on_each<T: Send>(
 /// context); else the cluster's context in `$KUBECONFIG`/`~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
 /// the first control plane over its transport and kept 0600 in the local cache
 /// (`~/.cache/clusterctl/<cluster>/admin.conf`). Errors: what is missing.
-pub fn kubeconfig_for(
+pub(crate) fn kubeconfig_for(
     cluster: &ValidCluster,
     kubeconfig: Option<&Path>,
     known_hosts: Option<&Path>,
@@ -437,7 +441,7 @@ pub fn kubeconfig_for(
 /// reaches its nodes): the endpoint admin.conf names is the node's, which this machine may not reach.
 /// Errors: the download failed, the file is missing or (docker) not a kubeconfig, or the cache is not
 /// writable.
-pub fn cache_admin_conf(
+pub(crate) fn cache_admin_conf(
     cluster: &ValidCluster,
     first: &dyn Transport,
 ) -> Result<PathBuf, ReachError> {
@@ -473,7 +477,7 @@ pub fn cache_admin_conf(
 
 /// The cluster's API client: [`kubeconfig_for`], then the `kube` client for that file and context.
 /// Errors: as [`kubeconfig_for`], or the kubeconfig does not give a usable client.
-pub fn cluster_api(
+pub(crate) fn cluster_api(
     cluster: &ValidCluster,
     kubeconfig: Option<&Path>,
     known_hosts: Option<&Path>,

@@ -5,14 +5,14 @@ use sha2::{Digest, Sha256};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Lower-case hex sha256 of `data` (64 characters).
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
 
 /// Lower-case hex sha256 of the local file at `path`, streamed (large binaries are not read into
 /// memory), memoised per process by (path, size, modification time) so that one run hashes the
 /// clusterctl binary once for all its nodes. Errors: the file cannot be read.
-pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
+pub(crate) fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     type Key = (std::path::PathBuf, u64, Option<SystemTime>);
@@ -35,10 +35,10 @@ pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
 
 /// `s` quoted for a POSIX shell: bare when it holds only safe characters, otherwise in single quotes
 /// with embedded single quotes written as `'\''` (exec's one quoting, [`clusterctl_exec::shell`]).
-pub use clusterctl_exec::shell::quote_word as sh_quote;
+pub(crate) use clusterctl_exec::shell::quote_word as sh_quote;
 
 /// The last `lines` lines of `text` (lossy UTF-8), trimmed of trailing white space.
-pub fn tail(text: &[u8], lines: usize) -> String {
+pub(crate) fn tail(text: &[u8], lines: usize) -> String {
     let s = String::from_utf8_lossy(text);
     let all: Vec<&str> = s.trim_end().lines().collect();
     let start = all.len().saturating_sub(lines);
@@ -50,7 +50,7 @@ pub fn tail(text: &[u8], lines: usize) -> String {
 /// the rest for stderr). Programs print their error last on stderr after pages of stdout (kubeadm's
 /// system verification prints its whole `CONFIG_*`/`CGROUPS_*` report to stdout, then the
 /// `[ERROR SystemVerification]` line to stderr), so stderr's end is kept whatever stdout's length.
-pub fn output_tail(stdout: &[u8], stderr: &[u8], lines: usize) -> String {
+pub(crate) fn output_tail(stdout: &[u8], stderr: &[u8], lines: usize) -> String {
     let count = |t: &str| if t.is_empty() { 0 } else { t.lines().count() };
     let has_out = !tail(stdout, 1).is_empty();
     let err_room = if has_out { lines - lines / 3 } else { lines };
@@ -64,7 +64,7 @@ pub fn output_tail(stdout: &[u8], stderr: &[u8], lines: usize) -> String {
 }
 
 /// Seconds since the Unix epoch, local clock (0 if the clock is before 1970).
-pub fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -72,13 +72,13 @@ pub fn now_secs() -> u64 {
 }
 
 /// The UTC time of day `HH:MM:SS` for the local clock, for plain progress lines.
-pub fn clock() -> String {
+pub(crate) fn clock() -> String {
     let s = now_secs() % 86_400;
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
 
 /// `n` random bytes from the local kernel (`/dev/urandom`). Errors: the device cannot be read.
-pub fn random_bytes(n: usize) -> std::io::Result<Vec<u8>> {
+pub(crate) fn random_bytes(n: usize) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut f = std::fs::File::open("/dev/urandom")?;
     let mut buf = vec![0u8; n];
@@ -87,7 +87,7 @@ pub fn random_bytes(n: usize) -> std::io::Result<Vec<u8>> {
 }
 
 /// `n` random characters from `[a-z0-9]` (the alphabet of kubeadm bootstrap tokens).
-pub fn random_token_chars(n: usize) -> std::io::Result<String> {
+pub(crate) fn random_token_chars(n: usize) -> std::io::Result<String> {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let mut out = String::with_capacity(n);
     while out.len() < n {

@@ -2,7 +2,7 @@
 //! needs into a directory — `DIR/<node>/<absolute path on the node>` and `DIR/cluster/<path>` for
 //! cluster-wide manifests and values — with the modes the files get on the nodes, then list what was
 //! written. Rendering is offline, with assumed node facts (containerd 1.x, the file's cgroup version).
-//! It never writes outside DIR (`clusterctl_phases::local::write_tree`: every path checked first, no
+//! It never writes outside DIR (`write_tree` in `phases/src/local.rs`: every path checked first, no
 //! link inside DIR followed) and never writes a secret: join tokens and certificate keys stay placeholders, registry credentials are not read.
 //! With `--fetch`, the pinned upstream files of a third-party CNI are obtained (checked by sha256) into
 //! `DIR/cluster/upstream/`.

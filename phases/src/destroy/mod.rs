@@ -13,7 +13,7 @@
 
 pub mod cni_leftovers;
 mod local;
-pub mod reset;
+pub(crate) mod reset;
 pub mod scripts;
 
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@ use crate::error::PhaseError;
 
 /// The etcd static pod's `etcdctl` with kubeadm's certificate paths, run in the pod of the control
 /// plane `cp` (`kubectl exec`, admin.conf).
-pub fn etcdctl(cp: &str, args: &str) -> String {
+pub(crate) fn etcdctl(cp: &str, args: &str) -> String {
     format!(
         "{} -n kube-system exec etcd-{} -- etcdctl --endpoints=https://127.0.0.1:2379 \
          --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt \
@@ -20,7 +20,7 @@ pub fn etcdctl(cp: &str, args: &str) -> String {
 
 /// The hex member ID of the etcd member named `node` in `etcdctl member list` output (simple format:
 /// `ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER` per line). `None` when not listed.
-pub fn member_id(list: &str, node: &str) -> Option<String> {
+pub(crate) fn member_id(list: &str, node: &str) -> Option<String> {
     list.lines().find_map(|l| {
         let cols: Vec<&str> = l.split(',').map(str::trim).collect();
         (cols.len() >= 3 && cols[2] == node && !cols[0].is_empty()).then(|| cols[0].to_string())

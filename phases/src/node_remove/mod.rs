@@ -17,7 +17,7 @@
 //! control plane is refused (joins and credentials go through it). [`run`] is the entry point.
 
 mod drain;
-pub mod etcd;
+pub(crate) mod etcd;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

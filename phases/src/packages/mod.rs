@@ -22,7 +22,7 @@
 pub mod bundle;
 pub mod probe;
 pub mod script;
-pub mod table;
+pub(crate) mod table;
 
 use clusterctl_spec::model::RuntimeKind;
 

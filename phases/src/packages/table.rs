@@ -38,7 +38,7 @@
 //! (docs/testbed-kubernetes.md); containerd 2.2 is within [C]'s support for every minor below.
 
 /// The Kubernetes repository of `minor` (`1.34`), format `deb` or `rpm`, with a trailing `/` [K].
-pub fn kubernetes_repo(minor: (u64, u64), format: &str) -> String {
+pub(crate) fn kubernetes_repo(minor: (u64, u64), format: &str) -> String {
     format!(
         "https://pkgs.k8s.io/core:/stable:/v{}.{}/{format}/",
         minor.0, minor.1
@@ -46,7 +46,7 @@ pub fn kubernetes_repo(minor: (u64, u64), format: &str) -> String {
 }
 
 /// The signing key of a repository at `repo` (a URL ending in `deb/` or `rpm/`) [K] [P].
-pub fn key_url(repo: &str) -> String {
+pub(crate) fn key_url(repo: &str) -> String {
     if repo.ends_with("/rpm/") {
         format!("{repo}repodata/repomd.xml.key")
     } else {
@@ -56,7 +56,7 @@ pub fn key_url(repo: &str) -> String {
 
 /// One supported Kubernetes minor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MinorRow {
+pub(crate) struct MinorRow {
     /// `(1, 34)`.
     pub minor: (u64, u64),
     /// The oldest containerd accepted on a node, per release line ([C], [N]): a version is accepted when
@@ -72,7 +72,7 @@ pub struct MinorRow {
 }
 
 /// The table, oldest minor first. Sources per column in the module documentation.
-pub const MINORS: &[MinorRow] = &[
+pub(crate) const MINORS: &[MinorRow] = &[
     // [C] row 1.31: 2.1.0+, 2.0.0+, 1.7.20+, 1.6.34+.
     MinorRow {
         minor: (1, 31),
@@ -124,12 +124,12 @@ pub const MINORS: &[MinorRow] = &[
 ];
 
 /// The row of `minor`, when supported.
-pub fn row(minor: (u64, u64)) -> Option<&'static MinorRow> {
+pub(crate) fn row(minor: (u64, u64)) -> Option<&'static MinorRow> {
     MINORS.iter().find(|r| r.minor == minor)
 }
 
 /// The containerd release archive for `arch` (`amd64`, `arm64`) and its published sha256 file [C].
-pub fn containerd_archive(version: &str, arch: &str) -> (String, String) {
+pub(crate) fn containerd_archive(version: &str, arch: &str) -> (String, String) {
     let url = format!(
         "https://github.com/containerd/containerd/releases/download/v{version}/containerd-{version}-linux-{arch}.tar.gz"
     );
@@ -138,7 +138,7 @@ pub fn containerd_archive(version: &str, arch: &str) -> (String, String) {
 }
 
 /// runc's static binary for `arch` and the release's sha256 file (one line per file) [O].
-pub fn runc_binary(version: &str, arch: &str) -> (String, String) {
+pub(crate) fn runc_binary(version: &str, arch: &str) -> (String, String) {
     let base = format!("https://github.com/opencontainers/runc/releases/download/v{version}");
     (
         format!("{base}/runc.{arch}"),
@@ -148,7 +148,7 @@ pub fn runc_binary(version: &str, arch: &str) -> (String, String) {
 
 /// `(major, minor, patch)` of the leading `x.y.z` of a package or program version
 /// (`1.6.20~ds1-1+deb12u3`, `v2.2.1`, `1.7.24-1`); `None` when it does not start so.
-pub fn triple(v: &str) -> Option<(u64, u64, u64)> {
+pub(crate) fn triple(v: &str) -> Option<(u64, u64, u64)> {
     let v = v.trim().trim_start_matches('v');
     let mut it = v.splitn(3, '.');
     let a = it.next()?.parse().ok()?;
@@ -159,7 +159,7 @@ pub fn triple(v: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// True when containerd `version` is accepted for `row` (see [`MinorRow::containerd_min`]).
-pub fn containerd_accepted(row: &MinorRow, version: &str) -> bool {
+pub(crate) fn containerd_accepted(row: &MinorRow, version: &str) -> bool {
     let Some(v) = triple(version) else {
         return false;
     };
@@ -176,7 +176,7 @@ pub fn containerd_accepted(row: &MinorRow, version: &str) -> bool {
 /// Replaces the scheme and host of `url` with `mirror` (a URL prefix, trailing `/` ignored), keeping
 /// the path: `https://pkgs.k8s.io/core:/stable:/v1.34/deb/` under `https://repo.site/k8s` is
 /// `https://repo.site/k8s/core:/stable:/v1.34/deb/`. Without a mirror, `url` unchanged.
-pub fn locate(url: &str, mirror: Option<&str>) -> String {
+pub(crate) fn locate(url: &str, mirror: Option<&str>) -> String {
     let Some(m) = mirror else {
         return url.to_string();
     };
@@ -189,7 +189,7 @@ pub fn locate(url: &str, mirror: Option<&str>) -> String {
 }
 
 /// The host (with port) of `url`.
-pub fn host_of(url: &str) -> &str {
+pub(crate) fn host_of(url: &str) -> &str {
     let after = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
     after.split('/').next().unwrap_or("")
 }

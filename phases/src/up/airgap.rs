@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 /// Directory on the nodes that receives the bundle's packages (`packages/`) and binaries (`bin/`).
-pub const REMOTE_DIR: &str = "/var/lib/clusterctl/airgap";
+pub(crate) const REMOTE_DIR: &str = "/var/lib/clusterctl/airgap";
 
 /// The air-gap settings of one `up` (built by the CLI from `spec.airgap` and `spec.registry`).
 /// Clones share the verified bundle.
@@ -167,7 +167,7 @@ fn no_inputs(_: &UpData, _: &ValidNode) -> String {
 /// The phases that run before preflight: `airgap/verify` (required: the others need it) and, unless
 /// the bundle is the `packages` phase's source (`packages.source: bundle`), `airgap/packages`. Empty
 /// without `airgap` settings.
-pub fn early_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
+pub(crate) fn early_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
     if spec.airgap.is_none() {
         return Vec::new();
     }
@@ -197,7 +197,7 @@ pub fn early_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
 
 /// The phase that runs once the runtime is configured: `airgap/mirror` when a mirror is set, else
 /// `airgap/images`. Empty without `airgap` settings.
-pub fn image_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
+pub(crate) fn image_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
     match &spec.airgap {
         None => Vec::new(),
         Some(a) if a.mirror.is_some() => vec![Phase {
@@ -227,7 +227,7 @@ pub fn image_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
 /// Errors: the first bad entry, named; a bundle for another cluster or version; a bundle lacking an
 /// image the cluster pulls, or unpacking an archive elsewhere than the file says; a missing bundle (a
 /// dry run notes it and goes on).
-pub fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn verify(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(a) = &data.spec.airgap else {
         return Ok(());
     };
@@ -333,7 +333,7 @@ fn node_files(vb: &VerifiedBundle, data: &UpData, node: &str) -> Vec<NodeFile> {
 
 /// Digest material of `airgap/packages`: each file's node path, mode and sha256, plus `extractTo` for
 /// archives unpacked on the node (a new directory must unpack again).
-pub fn package_inputs(data: &UpData, node: &ValidNode) -> String {
+pub(crate) fn package_inputs(data: &UpData, node: &ValidNode) -> String {
     let Some(vb) = data.spec.airgap.as_ref().and_then(|a| a.verified.get()) else {
         return String::new();
     };
@@ -375,7 +375,7 @@ fn place(ctx: &mut NodeCtx, vb: &VerifiedBundle, f: &NodeFile) -> Result<(), Pha
 }
 
 /// `airgap/packages`: places the node's packages and binaries, then installs what is not installed.
-pub fn packages(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn packages(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(vb) = bundle_of(ctx, data)? else {
         ctx.info("packages and binaries from the bundle (once it is written and verified)");
         return Ok(());
@@ -400,7 +400,7 @@ pub fn packages(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 }
 
 /// Digest material of the image steps: the runtime and every image's name and manifest digest.
-pub fn image_digests(runtime: RuntimeKind, images: &[BundleImage]) -> String {
+pub(crate) fn image_digests(runtime: RuntimeKind, images: &[BundleImage]) -> String {
     let mut s = format!("{}\n", runtime.unit());
     for i in images {
         s.push_str(&format!("{} {}\n", i.mirror, i.digest));
@@ -410,7 +410,7 @@ pub fn image_digests(runtime: RuntimeKind, images: &[BundleImage]) -> String {
 
 /// Digest material of `airgap/images`: the runtime and the name and manifest digest of every image
 /// the node's role needs (missing ones by source, so the phase runs and reports them).
-pub fn image_inputs(data: &UpData, node: &ValidNode) -> String {
+pub(crate) fn image_inputs(data: &UpData, node: &ValidNode) -> String {
     let Some(a) = data.spec.airgap.as_ref() else {
         return String::new();
     };
@@ -428,7 +428,7 @@ pub fn image_inputs(data: &UpData, node: &ValidNode) -> String {
 /// under the name the file's nodes pull it by ([`AirgapUp::pull_names`]) and the bundle's manifest
 /// digest ([`ensure_images`]). Errors: an image the bundle does
 /// not carry (the cluster file changed since the bundle was written), or the load failed.
-pub fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(vb) = bundle_of(ctx, data)? else {
         ctx.info("images from the bundle into the runtime (once it is written and verified)");
         return Ok(());
@@ -454,7 +454,7 @@ pub fn images(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 /// containers-storage:NAME` per image, hashed (`node::crio`: for a tagged index the node's platform
 /// child is what containers-storage stores). A dry run only plans the load. Errors: the check or
 /// the load failed.
-pub fn ensure_images(
+pub(crate) fn ensure_images(
     ctx: &mut NodeCtx,
     vb: &VerifiedBundle,
     runtime_kind: RuntimeKind,
@@ -531,7 +531,7 @@ pub fn ensure_images(
 }
 
 /// `airgap/mirror`: pushes the bundle's images to the registry mirror ([`push_to_mirror`]).
-pub fn mirror(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn mirror(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(a) = &data.spec.airgap else {
         return Ok(());
     };
@@ -548,7 +548,7 @@ pub fn mirror(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 /// Pushes every image of `vb` to the registry mirror `m`, under its prefix (blobs the registry has
 /// are skipped; images the import record `record` lists and the registry serves with the same digest
 /// cost one `HEAD`). A dry run only plans it. Errors: the first push error, naming the image.
-pub fn push_to_mirror(
+pub(crate) fn push_to_mirror(
     ctx: &mut NodeCtx,
     vb: &VerifiedBundle,
     m: &MirrorPush,

@@ -16,17 +16,17 @@ use crate::util::sh_quote;
 use clusterctl_spec::ValidNode;
 
 /// Where the builtin plugin binary is installed (CNI `binDir`).
-pub const PLUGIN_PATH: &str = "/opt/cni/bin/clusterctl-cni";
+pub(crate) const PLUGIN_PATH: &str = "/opt/cni/bin/clusterctl-cni";
 /// Where the clusterctl binary is installed on nodes (the agent unit's `ExecStart`).
-pub const BINARY_PATH: &str = "/usr/local/bin/clusterctl";
+pub(crate) const BINARY_PATH: &str = "/usr/local/bin/clusterctl";
 /// The agent's systemd unit name.
-pub const AGENT_UNIT: &str = "clusterctl-cni-agent.service";
+pub(crate) const AGENT_UNIT: &str = "clusterctl-cni-agent.service";
 /// The unit used when the renderer provides none: the installed binary run as
 /// `clusterctl cni agent --config /etc/clusterctl/cni/agent.json`.
-pub const DEFAULT_UNIT: &str = "[Unit]\nDescription=clusterctl CNI overlay agent\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=/usr/local/bin/clusterctl cni agent --config /etc/clusterctl/cni/agent.json\nRestart=always\nRestartSec=5\n\n[Install]\nWantedBy=multi-user.target\n";
+pub(crate) const DEFAULT_UNIT: &str = "[Unit]\nDescription=clusterctl CNI overlay agent\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=/usr/local/bin/clusterctl cni agent --config /etc/clusterctl/cni/agent.json\nRestart=always\nRestartSec=5\n\n[Install]\nWantedBy=multi-user.target\n";
 
 /// Digest material: the CNI files of the node, and the binary's size and modification time.
-pub fn inputs(data: &UpData, node: &ValidNode) -> String {
+pub(crate) fn inputs(data: &UpData, node: &ValidNode) -> String {
     let mut s = String::new();
     for f in data.files_of(&node.name, placed::CNI) {
         s.push_str(&format!(
@@ -51,7 +51,7 @@ pub fn inputs(data: &UpData, node: &ValidNode) -> String {
 }
 
 /// The builtin CNI phase (every node).
-pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(bin) = &data.spec.binary else {
         return Err(ctx.local_error(
             "the path of the clusterctl binary to install as the CNI plugin is unknown",
@@ -99,7 +99,7 @@ pub fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 
 /// The manifest CNI phase (first control plane): places the manifests and applies them (server-side
 /// idempotent; the phase runs only when not recorded done with the same manifests).
-pub fn run_manifests(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run_manifests(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let files = data.files_of(ctx.name(), placed::CNI);
     super::files::place(ctx, &files)?;
     for f in files.iter().filter(|f| {

@@ -14,7 +14,7 @@ use crate::util::{now_secs, sh_quote};
 use clusterctl_exec::Cmd;
 
 /// Placeholder secrets shown in an offline dry-run.
-pub fn placeholders() -> JoinSecrets {
+pub(crate) fn placeholders() -> JoinSecrets {
     JoinSecrets {
         token: "<bootstrap-token>".into(),
         token_created: 0,
@@ -25,12 +25,12 @@ pub fn placeholders() -> JoinSecrets {
 }
 
 /// The script printing `sha256:<hex>` of the cluster CA's public key (kubeadm's `--discovery-token-ca-cert-hash`).
-pub const CA_HASH_SCRIPT: &str = "openssl x509 -pubkey -noout -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1";
+pub(crate) const CA_HASH_SCRIPT: &str = "openssl x509 -pubkey -noout -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1";
 
 /// Secrets valid for a join (`control_plane`: the certificate key must be valid too), creating fresh
 /// ones on the first control plane when needed. `joining` receives the plan entries of the steps run on
 /// the first control plane. `Ok(None)` offline.
-pub fn get(
+pub(crate) fn get(
     joining: &mut NodeCtx,
     data: &UpData,
     control_plane: bool,

@@ -120,7 +120,7 @@ impl NodeFacts {
 }
 
 /// The script run on every node; prints `key=value` lines.
-pub const FACTS_SCRIPT: &str = r#". /etc/os-release 2>/dev/null
+pub(crate) const FACTS_SCRIPT: &str = r#". /etc/os-release 2>/dev/null
 echo "os_id=${ID:-}"
 echo "os_version=${VERSION_ID:-}"
 echo "os_like=${ID_LIKE:-}"
@@ -139,7 +139,7 @@ test -f /etc/kubernetes/kubelet.conf && echo kubelet_conf=yes
 true"#;
 
 /// Parses the output of [`FACTS_SCRIPT`].
-pub fn parse(out: &str) -> NodeFacts {
+pub(crate) fn parse(out: &str) -> NodeFacts {
     let mut f = NodeFacts {
         known: true,
         ..Default::default()
@@ -245,7 +245,7 @@ fn expected_containerd(data: &UpData, facts: &NodeFacts) -> String {
 
 /// The `facts` phase: gathers and stores the node's facts. Errors: the script failed or the node is
 /// unreachable.
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let mut facts = match ctx.read(FACTS_SCRIPT)? {
         Some(out) => parse(&out),
         None => NodeFacts::default(),

@@ -14,7 +14,7 @@ use clusterctl_render::RenderedFile;
 
 /// The `render` phase (runs once, locally): renders every node's files from the facts.
 /// Errors: the renderer's message.
-pub fn render(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn render(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let facts = data.facts.lock().map(|f| f.clone()).unwrap_or_default();
     let files = data
         .renderer
@@ -29,7 +29,7 @@ pub fn render(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 }
 
 /// Places `files` on the node; returns the paths that changed.
-pub fn place(ctx: &mut NodeCtx, files: &[RenderedFile]) -> Result<Vec<String>, PhaseError> {
+pub(crate) fn place(ctx: &mut NodeCtx, files: &[RenderedFile]) -> Result<Vec<String>, PhaseError> {
     let mut changed = Vec::new();
     for f in files {
         if ctx.put_file(&f.path, f.mode, &f.content)? {
@@ -40,7 +40,7 @@ pub fn place(ctx: &mut NodeCtx, files: &[RenderedFile]) -> Result<Vec<String>, P
 }
 
 /// The `files` phase.
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let host = data.files_of(ctx.name(), placed::HOST);
     let other = data.files_of(ctx.name(), placed::OTHER);
     // The directories the node has before anything is placed, for `destroy` (`crate::undo`).

@@ -12,13 +12,13 @@ use clusterctl_spec::model::RuntimeKind;
 use clusterctl_spec::ValidNode;
 
 /// Digest material: the image references.
-pub fn inputs(data: &UpData, _: &ValidNode) -> String {
+pub(crate) fn inputs(data: &UpData, _: &ValidNode) -> String {
     data.spec.preload_images.join("\n")
 }
 
 /// `reference` as containerd names it: `docker.io/library/` added to single names, `docker.io/` to
 /// two-part names without a registry host, `:latest` when it has neither tag nor digest.
-pub fn normalise(reference: &str) -> String {
+pub(crate) fn normalise(reference: &str) -> String {
     let first = reference.split('/').next().unwrap_or_default();
     let has_host = reference.contains('/')
         && (first.contains('.') || first.contains(':') || first == "localhost");
@@ -39,7 +39,7 @@ pub fn normalise(reference: &str) -> String {
 /// The `images` phase. With an air-gap bundle it does nothing: the preload images travel in the
 /// bundle like every other image (`airgap/images` loads them, or `airgap/mirror` pushes them where
 /// the nodes pull from), and this machine may have no Docker image to save.
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if data.spec.airgap.is_some() {
         if !data.spec.preload_images.is_empty() {
             ctx.info(

@@ -43,27 +43,27 @@ use clusterctl_exec::Cmd;
 use std::time::Duration;
 
 /// Where the join secrets are kept on the first control plane (0600, root).
-pub const JOIN_SECRETS_PATH: &str = "/var/lib/clusterctl/join.json";
+pub(crate) const JOIN_SECRETS_PATH: &str = "/var/lib/clusterctl/join.json";
 
 /// The init configuration path on the node (the rendered one's path).
-pub fn init_config(data: &UpData, node: &str) -> Option<clusterctl_render::RenderedFile> {
+pub(crate) fn init_config(data: &UpData, node: &str) -> Option<clusterctl_render::RenderedFile> {
     data.files_of(node, placed::KUBEADM_INIT).into_iter().next()
 }
 
 /// What `kubeadm init` leaves behind before it writes `admin.conf`: any of these means a half-done
 /// init (kubeadm's `certs`, `control-plane`, `etcd` phases run before `kubeconfig admin`).
-pub const HALF_INIT_CHECK: &str = "test -e /etc/kubernetes/pki/ca.key \
+pub(crate) const HALF_INIT_CHECK: &str = "test -e /etc/kubernetes/pki/ca.key \
  -o -e /etc/kubernetes/manifests/kube-apiserver.yaml \
  -o -e /etc/kubernetes/manifests/etcd.yaml \
  -o -d /var/lib/etcd/member";
 
 /// How long `init` waits for the API server of an earlier, interrupted `kubeadm init` whose static pods
 /// are starting (kubeadm's own `wait-control-plane` allows 4 minutes).
-pub const API_WAIT: Duration = Duration::from_secs(240);
+pub(crate) const API_WAIT: Duration = Duration::from_secs(240);
 
 /// The kubeadm phases that finish an init whose control plane runs, in kubeadm's order (each run with
 /// `--config <init configuration>`). All of them create or update, so they are safe to run again.
-pub const FINISH_PHASES: &[&str] = &[
+pub(crate) const FINISH_PHASES: &[&str] = &[
     "upload-config all",
     "upload-certs --upload-certs",
     "mark-control-plane",
@@ -74,7 +74,7 @@ pub const FINISH_PHASES: &[&str] = &[
 
 /// How far an earlier `kubeadm init` on this node got ([`state_script`]'s answer).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InitState {
+pub(crate) enum InitState {
     /// Nothing of an init: run it.
     Fresh,
     /// Leftovers of an init stopped before `admin.conf`: reset, then init.
@@ -97,7 +97,7 @@ pub enum InitState {
 /// The read-only query of how far an init got: one line, `fresh`, `half`, `down starting=0|1
 /// kubelet=<systemctl is-active>` or `up missing=<names>`. The API server is asked at `https://<address>:6443` (the node's own address
 /// is in its certificate; the control-plane endpoint may be a VIP nobody holds yet).
-pub fn state_script(address: &str, kube_proxy: bool) -> String {
+pub(crate) fn state_script(address: &str, kube_proxy: bool) -> String {
     let host = if address.contains(':') {
         format!("[{address}]")
     } else {
@@ -124,7 +124,7 @@ pub fn state_script(address: &str, kube_proxy: bool) -> String {
 }
 
 /// Parses [`state_script`]'s output (anything else: [`InitState::Fresh`]).
-pub fn parse_state(out: &str) -> InitState {
+pub(crate) fn parse_state(out: &str) -> InitState {
     let line = out.lines().last().unwrap_or("").trim();
     if line == "half" {
         InitState::Half
@@ -241,7 +241,7 @@ fn finish(ctx: &mut NodeCtx, data: &UpData, missing: &[String]) -> Result<(), Ph
 }
 
 /// The `init` phase.
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let mut st = state(ctx, data)?;
     let starting = |s: &InitState| matches!(s, InitState::Down { starting: true, .. });
     if let InitState::Down {

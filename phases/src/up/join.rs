@@ -42,13 +42,13 @@ use clusterctl_exec::Cmd;
 use std::time::Duration;
 
 /// The label kubeadm's `mark-control-plane` puts on a control plane's Node.
-pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
+pub(crate) const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 
 /// The kubeadm phases that finish a control-plane join whose kubelet was started, in kubeadm's
 /// order (each run with `--config <join configuration>`); all of them are safe to run again. This is
 /// the list of kubeadm ≥ 1.35, where `ControlPlaneKubeletLocalMode` is on: the etcd member joins in
 /// `etcd-join` and the kubelet's bootstrap is waited for in `kubelet-wait-bootstrap`.
-pub const FINISH_CONTROL_PLANE_PHASES: &[&str] = &[
+pub(crate) const FINISH_CONTROL_PLANE_PHASES: &[&str] = &[
     "etcd-join",
     "kubelet-wait-bootstrap",
     "control-plane-join all",
@@ -60,14 +60,15 @@ pub const FINISH_CONTROL_PLANE_PHASES: &[&str] = &[
 /// kubeadm 1.34 answers `kubeadm join phase kubelet-wait-bootstrap --config …` with "unknown flag:
 /// --config", the phase name being taken for an argument of `phase`), so `up` waits for the Node
 /// itself ([`wait_registered_script`]) before `control-plane-join all` marks it.
-pub const FINISH_CONTROL_PLANE_PHASES_1_33: &[&str] = &["etcd-join", "control-plane-join all"];
+pub(crate) const FINISH_CONTROL_PLANE_PHASES_1_33: &[&str] =
+    &["etcd-join", "control-plane-join all"];
 
 /// The same for kubeadm ≤ 1.32 (the gate off): the kubelet talks to the control-plane endpoint and
 /// `control-plane-join all` adds the etcd member (`etcd`; an existing member is kept) and marks the node.
-pub const FINISH_CONTROL_PLANE_PHASES_1_32: &[&str] = &["control-plane-join all"];
+pub(crate) const FINISH_CONTROL_PLANE_PHASES_1_32: &[&str] = &["control-plane-join all"];
 
 /// The finishing phases of the kubeadm of Kubernetes `version`.
-pub fn finish_control_plane_phases(version: &semver::Version) -> &'static [&'static str] {
+pub(crate) fn finish_control_plane_phases(version: &semver::Version) -> &'static [&'static str] {
     match version.minor {
         m if m <= 32 => FINISH_CONTROL_PLANE_PHASES_1_32,
         m if m <= 34 => FINISH_CONTROL_PLANE_PHASES_1_33,
@@ -86,7 +87,7 @@ fn registered_check(name: &str) -> String {
 /// Waits (up to 240 s) until the kubelet has registered the Node `name`, asked with the kubelet's own
 /// credentials (`kubelet.conf`; the node authorizer lets a kubelet read its Node); on timeout fails
 /// with the kubelet's state and the end of its journal.
-pub fn wait_registered_script(name: &str) -> String {
+pub(crate) fn wait_registered_script(name: &str) -> String {
     let n = sh_quote(name);
     format!(
         "i=0; until kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node {n} -o name >/dev/null 2>&1; do \
@@ -97,7 +98,7 @@ pub fn wait_registered_script(name: &str) -> String {
 
 /// How far an earlier `kubeadm join` on this node got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JoinState {
+pub(crate) enum JoinState {
     /// Nothing of a join.
     Fresh,
     /// Leftovers of a join stopped before its kubelet started (CA, bootstrap kubeconfig, static
@@ -113,13 +114,13 @@ pub enum JoinState {
 
 /// The read-only query of how far a join got: `joined kubelet=<systemctl is-active>`, `half` or
 /// `fresh`.
-pub const STATE_SCRIPT: &str = "if [ -f /etc/kubernetes/kubelet.conf ]; then echo \"joined kubelet=$(systemctl is-active kubelet 2>/dev/null)\"; \
+pub(crate) const STATE_SCRIPT: &str = "if [ -f /etc/kubernetes/kubelet.conf ]; then echo \"joined kubelet=$(systemctl is-active kubelet 2>/dev/null)\"; \
 elif test -e /etc/kubernetes/pki/ca.crt -o -e /etc/kubernetes/bootstrap-kubelet.conf \
  -o -e /etc/kubernetes/manifests/kube-apiserver.yaml -o -e /etc/kubernetes/manifests/etcd.yaml \
  -o -d /var/lib/etcd/member; then echo half; else echo fresh; fi";
 
 /// Parses [`STATE_SCRIPT`]'s output.
-pub fn parse_state(out: &str) -> JoinState {
+pub(crate) fn parse_state(out: &str) -> JoinState {
     let out = out.trim();
     if let Some(k) = out.strip_prefix("joined") {
         JoinState::Joined {
@@ -133,7 +134,7 @@ pub fn parse_state(out: &str) -> JoinState {
 }
 
 /// True when the Node `name` (as `kubectl get node -o json` prints it) carries the control-plane label.
-pub fn marked_control_plane(node_json: &str) -> bool {
+pub(crate) fn marked_control_plane(node_json: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(node_json)
         .ok()
         .and_then(|v| v["metadata"]["labels"].as_object().cloned())
@@ -178,7 +179,7 @@ fn reset_half_join(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 }
 
 /// The join phases.
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let cp = ctx.node.is_control_plane();
     let state = ctx
         .read_labelled(

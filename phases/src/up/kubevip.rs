@@ -11,7 +11,7 @@ use crate::up::placed;
 
 /// `content` with the kubeconfig hostPath (`path: /etc/kubernetes/admin.conf`) pointing at
 /// `super-admin.conf`, as the seed's `sed` does; the mount path inside the pod stays `admin.conf`.
-pub fn with_super_admin(content: &[u8]) -> Vec<u8> {
+pub(crate) fn with_super_admin(content: &[u8]) -> Vec<u8> {
     String::from_utf8_lossy(content)
         .replace(
             &format!("path: {ADMIN_CONF}"),
@@ -21,7 +21,7 @@ pub fn with_super_admin(content: &[u8]) -> Vec<u8> {
 }
 
 /// `content` with the kubeconfig hostPath pointing at `admin.conf` (whichever the renderer chose).
-pub fn with_admin(content: &[u8]) -> Vec<u8> {
+pub(crate) fn with_admin(content: &[u8]) -> Vec<u8> {
     String::from_utf8_lossy(content)
         .replace(
             &format!("path: {SUPER_ADMIN_CONF}"),
@@ -35,7 +35,7 @@ fn is_first_cp(ctx: &NodeCtx, data: &UpData) -> bool {
 }
 
 /// The `control-plane/kube-vip` phase.
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let initialised = ctx.test(&format!("test -f {ADMIN_CONF}"))?.unwrap_or(false);
     let first = is_first_cp(ctx, data);
     for f in data.files_of(ctx.name(), placed::KUBE_VIP) {
@@ -56,7 +56,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 }
 
 /// The `control-plane/kube-vip-admin` phase (first control plane, after `init`).
-pub fn switch_to_admin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn switch_to_admin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let mut changed = false;
     for f in data.files_of(ctx.name(), placed::KUBE_VIP) {
         changed |= ctx.put_file(&f.path, f.mode, &with_admin(&f.content))?;

@@ -6,28 +6,28 @@
 //! verification first, its packages after `render` unless the bundle is the `packages` phase's
 //! source, its images after the runtime); [`UpData`] is what they share.
 
-pub mod airgap;
+pub(crate) mod airgap;
 pub mod api;
-pub mod cni;
+pub(crate) mod cni;
 pub mod cni_install;
 pub mod cni_token;
-pub mod credentials;
-pub mod facts;
-pub mod files;
+pub(crate) mod credentials;
+pub(crate) mod facts;
+pub(crate) mod files;
 pub mod from_file;
-pub mod images;
-pub mod init;
-pub mod join;
+pub(crate) mod images;
+pub(crate) mod init;
+pub(crate) mod join;
 pub mod kubeconfig;
-pub mod kubevip;
+pub(crate) mod kubevip;
 pub mod labels;
 pub mod launch;
-pub mod packages;
-pub mod placed;
+pub(crate) mod packages;
+pub(crate) mod placed;
 pub mod preflight;
-pub mod ready;
-pub mod rollout;
-pub mod runtime;
+pub(crate) mod ready;
+pub(crate) mod rollout;
+pub(crate) mod runtime;
 
 use crate::ctx::{Mode, NodeCtx, Secrets};
 use crate::engine::{InputsFn, Phase, PhaseFn, Targets};

@@ -31,7 +31,7 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(900);
 /// The `packages` phase. Errors: [`PhaseError::Check`] with every reason the node is refused
 /// (kubeadm/kubelet missing with `preinstalled`, another version without `replaceInstalled`, an OS it
 /// cannot serve), or the failing install command (e.g. apt refusing an unsigned repository).
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let settings = &data.spec.packages;
     let version = &data.spec.kubernetes_version;
     let Some(out) = ctx.read_labelled(

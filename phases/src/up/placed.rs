@@ -5,7 +5,7 @@ use clusterctl_render::Purpose;
 
 /// Kernel modules, sysctls and the node environment of an unprivileged node container: placed by
 /// `preflight --fix` and by `files`.
-pub const HOST: &[Purpose] = &[
+pub(crate) const HOST: &[Purpose] = &[
     Purpose::Sysctl,
     Purpose::KernelModules,
     Purpose::NodeEnvironment,
@@ -13,7 +13,7 @@ pub const HOST: &[Purpose] = &[
 /// Container runtime configuration (containerd `config.toml`, `certs.d/*/hosts.toml`, CRI-O
 /// drop-ins, `registries.conf`, registry CA files): placed by `runtime/*`, which restarts the
 /// runtime when one changed.
-pub const RUNTIME: &[Purpose] = &[
+pub(crate) const RUNTIME: &[Purpose] = &[
     Purpose::ContainerdConfig,
     Purpose::ContainerdHosts,
     Purpose::RegistryCa,
@@ -21,18 +21,18 @@ pub const RUNTIME: &[Purpose] = &[
     Purpose::RegistriesConf,
 ];
 /// The kube-vip static pod manifest (`/etc/kubernetes/manifests/kube-vip.yaml`).
-pub const KUBE_VIP: &[Purpose] = &[Purpose::KubeVip];
+pub(crate) const KUBE_VIP: &[Purpose] = &[Purpose::KubeVip];
 /// The kubeadm `InitConfiguration`/`ClusterConfiguration` (first control plane).
-pub const KUBEADM_INIT: &[Purpose] = &[Purpose::KubeadmInit];
+pub(crate) const KUBEADM_INIT: &[Purpose] = &[Purpose::KubeadmInit];
 /// The kubeadm `JoinConfiguration` (other nodes); bootstrap token, CA cert hash and certificate
 /// key are filled in by the join phase, never by the renderer.
-pub const KUBEADM_JOIN: &[Purpose] = &[Purpose::KubeadmJoin];
+pub(crate) const KUBEADM_JOIN: &[Purpose] = &[Purpose::KubeadmJoin];
 /// The kubeadm `ResetConfiguration` (v1beta4): placed by `init` only when it finds a `kubeadm
 /// init` that failed half-way and resets it before trying again.
-pub const KUBEADM_RESET: &[Purpose] = &[Purpose::KubeadmReset];
+pub(crate) const KUBEADM_RESET: &[Purpose] = &[Purpose::KubeadmReset];
 /// CNI files: manifests and Helm values to apply (on the first control plane) or the builtin
 /// agent's unit and config.
-pub const CNI: &[Purpose] = &[
+pub(crate) const CNI: &[Purpose] = &[
     Purpose::CniConfig,
     Purpose::CniAgentConfig,
     Purpose::CniAgentUnit,
@@ -41,7 +41,7 @@ pub const CNI: &[Purpose] = &[
 ];
 /// Anything else the control plane or kubelet reads (audit policy, authentication
 /// configuration, OIDC CA, crictl's configuration): placed by `files` before `init`/`join`.
-pub const OTHER: &[Purpose] = &[
+pub(crate) const OTHER: &[Purpose] = &[
     Purpose::AuditPolicy,
     Purpose::AuthenticationConfig,
     Purpose::OidcCa,

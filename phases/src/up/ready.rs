@@ -13,10 +13,10 @@ use clusterctl_kubeapi::{node_status, Node};
 use std::time::{Duration, Instant};
 
 /// How often the Nodes are listed.
-pub const POLL: Duration = Duration::from_secs(2);
+pub(crate) const POLL: Duration = Duration::from_secs(2);
 
 /// The nodes of `want` not Ready in `nodes`, each as `name (reason)`.
-pub fn not_ready(nodes: &[Node], want: &[&str]) -> Vec<String> {
+pub(crate) fn not_ready(nodes: &[Node], want: &[&str]) -> Vec<String> {
     want.iter()
         .filter_map(|w| {
             match nodes
@@ -35,7 +35,7 @@ pub fn not_ready(nodes: &[Node], want: &[&str]) -> Vec<String> {
 
 /// The `wait-ready` phase; a dry run lists the Nodes once and notes which are not Ready yet. Errors: [`PhaseError::Check`] naming the nodes not Ready at the timeout
 /// (or the last API error when the API server never answered).
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let timeout = data.spec.ready_timeout;
     let Some(api) = data.api.get(ctx)? else {
         ctx.info(&format!(

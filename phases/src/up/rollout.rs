@@ -41,11 +41,11 @@ use serde_yaml::{Mapping, Value};
 use std::time::Duration;
 
 /// The kubeadm configuration written for the rollout commands on each control plane (0600).
-pub const ROLLOUT_CONFIG: &str = "/etc/kubernetes/kubeadm/rollout.yaml";
+pub(crate) const ROLLOUT_CONFIG: &str = "/etc/kubernetes/kubeadm/rollout.yaml";
 /// The kube-apiserver static pod manifest kubeadm writes.
-pub const APISERVER_MANIFEST: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";
+pub(crate) const APISERVER_MANIFEST: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";
 /// The API server's serving certificate and key.
-pub const APISERVER_CERT: &str = "/etc/kubernetes/pki/apiserver.crt";
+pub(crate) const APISERVER_CERT: &str = "/etc/kubernetes/pki/apiserver.crt";
 
 /// The document of `kind` in a multi-document YAML text, as a mapping.
 fn doc(text: &str, kind: &str) -> Option<Mapping> {
@@ -79,13 +79,13 @@ fn cluster_configuration(data: &UpData) -> Option<String> {
 }
 
 /// Digest material of `rollout/kubeadm-config`: the ClusterConfiguration.
-pub fn cluster_inputs(data: &UpData, _: &ValidNode) -> String {
+pub(crate) fn cluster_inputs(data: &UpData, _: &ValidNode) -> String {
     cluster_configuration(data).unwrap_or_default()
 }
 
 /// Digest material of `rollout/apiserver` on `node`: the ClusterConfiguration and the node's API server
 /// files (path, mode, sha256).
-pub fn apiserver_inputs(data: &UpData, node: &ValidNode) -> String {
+pub(crate) fn apiserver_inputs(data: &UpData, node: &ValidNode) -> String {
     let mut s = cluster_inputs(data, node);
     for f in data.files_of(&node.name, placed::OTHER) {
         s.push_str(&format!(
@@ -99,7 +99,7 @@ pub fn apiserver_inputs(data: &UpData, node: &ValidNode) -> String {
 }
 
 /// Digest material of the kubelet phases: the rendered KubeletConfiguration.
-pub fn kubelet_inputs(data: &UpData, _: &ValidNode) -> String {
+pub(crate) fn kubelet_inputs(data: &UpData, _: &ValidNode) -> String {
     doc(&init_text(data), "KubeletConfiguration")
         .map(|m| yaml(&m))
         .unwrap_or_default()
@@ -109,7 +109,7 @@ pub fn kubelet_inputs(data: &UpData, _: &ValidNode) -> String {
 /// own name and advertise address (bind port, CRI socket and the rest as rendered, without bootstrap
 /// token or certificate key), the ClusterConfiguration and the KubeletConfiguration as rendered.
 /// Errors: nothing rendered for the first control plane.
-pub fn rollout_config(data: &UpData, node: &ValidNode) -> Result<String, NotRendered> {
+pub(crate) fn rollout_config(data: &UpData, node: &ValidNode) -> Result<String, NotRendered> {
     rollout_config_from(&init_text(data), node)
 }
 
@@ -117,13 +117,13 @@ pub fn rollout_config(data: &UpData, node: &ValidNode) -> Result<String, NotRend
 /// configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no {kind} rendered for the first control plane")]
-pub struct NotRendered {
+pub(crate) struct NotRendered {
     /// The document kind (`InitConfiguration`, `ClusterConfiguration`).
     pub kind: &'static str,
 }
 
 /// [`rollout_config`] from the first control plane's rendered init configuration `text`.
-pub fn rollout_config_from(text: &str, node: &ValidNode) -> Result<String, NotRendered> {
+pub(crate) fn rollout_config_from(text: &str, node: &ValidNode) -> Result<String, NotRendered> {
     let mut init = doc(text, "InitConfiguration").ok_or(NotRendered {
         kind: "InitConfiguration",
     })?;
@@ -217,7 +217,7 @@ fn kubeadm(ctx: &mut NodeCtx, args: &str) -> Result<(), PhaseError> {
 }
 
 /// `rollout/kubeadm-config` (first control plane): updates the kubeadm-config ConfigMap.
-pub fn kubeadm_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn kubeadm_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if baseline(ctx, data)? {
         return Ok(());
     }
@@ -249,7 +249,7 @@ fn current_sans(ctx: &mut NodeCtx) -> Result<Option<Vec<String>>, PhaseError> {
 
 /// `rollout/apiserver` (control planes, serial): files, certificate when a certSAN is missing, static
 /// pod regenerated, `/livez` answered before the next control plane.
-pub fn apiserver(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn apiserver(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if baseline(ctx, data)? {
         return Ok(());
     }
@@ -317,7 +317,7 @@ fn wait_healthy(ctx: &mut NodeCtx, port: u64) -> Result<(), PhaseError> {
 }
 
 /// `rollout/kubelet-config` (first control plane): updates the kubelet-config ConfigMap.
-pub fn kubelet_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn kubelet_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if baseline(ctx, data)? {
         return Ok(());
     }
@@ -327,7 +327,7 @@ pub fn kubelet_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError
 
 /// `rollout/kubelet` (every node, serial): `/var/lib/kubelet/config.yaml` rewritten from the ConfigMap,
 /// kubelet restarted and active again.
-pub fn kubelet(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn kubelet(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     if baseline(ctx, data)? {
         return Ok(());
     }
@@ -343,7 +343,7 @@ pub fn kubelet(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
 /// `version` (first control plane, every run): refuses a `kubernetesVersion` different from the one the
 /// control plane runs (the kube-apiserver static pod's image tag), pointing to `clusterctl upgrade`. A
 /// node without the manifest (not initialised yet) or a manifest naming no version passes.
-pub fn version_check(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn version_check(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let Some(Some(bytes)) = ctx.read_file(APISERVER_MANIFEST)? else {
         return Ok(());
     };
@@ -373,7 +373,7 @@ fn no_inputs(_: &UpData, _: &ValidNode) -> String {
 }
 
 /// The `version` phase (required: runs even with `--only`), placed right after `render`.
-pub fn version_phase() -> Phase<UpData> {
+pub(crate) fn version_phase() -> Phase<UpData> {
     Phase {
         name: "version",
         targets: Targets::FirstControlPlane,
@@ -386,7 +386,7 @@ pub fn version_phase() -> Phase<UpData> {
 }
 
 /// The rollout phases, in order, placed after the joins.
-pub fn phases() -> Vec<Phase<UpData>> {
+pub(crate) fn phases() -> Vec<Phase<UpData>> {
     let p = |name: &'static str,
              targets: Targets,
              serial: bool,

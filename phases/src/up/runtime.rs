@@ -11,7 +11,7 @@ use crate::error::PhaseError;
 use crate::up::placed;
 
 /// The runtime phase.
-pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let unit = data.spec.runtime.unit();
     let files = data.files_of(ctx.name(), placed::RUNTIME);
     crate::undo::record_dirs(ctx)?;

@@ -28,7 +28,7 @@
 mod api;
 mod bundle;
 mod checks;
-pub mod error;
+pub(crate) mod error;
 pub(crate) mod images;
 pub(crate) mod packages;
 mod run;
