@@ -57,6 +57,28 @@ impl KubeClusterApi {
     }
 }
 
+/// The first line of `e`'s message with whatever it quotes (`"…"`, `` `…` ``) left out and no
+/// source snippet: kube's kubeconfig errors may show the lines around a fault or a value, and a
+/// kubeconfig holds credentials.
+fn unquoted(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let mut out = String::new();
+    let mut open: Option<char> = None;
+    for c in first.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push('…');
+                open = None;
+            }
+            Some(_) => {}
+            None if matches!(c, '"' | '`') => open = Some(c),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
 impl KubeClusterApi {
     /// A client for the kubeconfig at `path`, using `context` (or the file's `current-context`).
     /// Errors: [`ApiError::Config`] when the file cannot be read, the context is missing, or its
@@ -72,7 +94,11 @@ impl KubeClusterApi {
             .enable_all()
             .build()
             .map_err(|e| cfg_err(format!("cannot start the async runtime: {e}")))?;
-        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| cfg_err(e.to_string()))?;
+        // Checked first by our own reading, whose errors name a line and column but never the text
+        // (a kubeconfig holds credentials); kube's own errors are shown without what they quote.
+        let text = std::fs::read_to_string(path).map_err(|e| cfg_err(e.to_string()))?;
+        crate::kubeconfig::parse(&text).map_err(|e| cfg_err(e.to_string()))?;
+        let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|e| cfg_err(unquoted(&e)))?;
         // Errors after this point name the context actually used.
         let origin = named(
             context
@@ -85,7 +111,7 @@ impl KubeClusterApi {
         };
         let mut config = rt
             .block_on(Config::from_custom_kubeconfig(kubeconfig, &options))
-            .map_err(|e| cfg_err(e.to_string()))?;
+            .map_err(|e| cfg_err(unquoted(&e)))?;
         // A 429 must reach the caller: an eviction refused by a PodDisruptionBudget is retried
         // by the drain (with its own interval and deadline), not for minutes inside the client.
         config.default_retry = false;
@@ -320,5 +346,36 @@ impl ClusterApi for KubeClusterApi {
                 reason: "the answer holds no status.token".to_string(),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubeconfig_errors_are_shown_without_what_they_quote_or_a_snippet() {
+        let e = "invalid type: string \"SECRET-TOKEN\", expected a `map` here\n 14 |   token: SECRET-TOKEN";
+        let shown = unquoted(&e);
+        assert_eq!(shown, "invalid type: string …, expected a … here");
+        assert!(!shown.contains("SECRET"));
+        assert_eq!(unquoted(&"can't load"), "can't load");
+    }
+
+    #[test]
+    fn an_unreadable_kubeconfig_is_refused_without_its_text() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("config");
+        std::fs::write(
+            &p,
+            "apiVersion: v1\nusers:\n- name: prod\n  user:\n    token: PROD-SECRET\n    password: [x]\ncontexts: []\n",
+        )
+        .expect("write");
+        let e = match KubeClusterApi::from_kubeconfig(&p, None) {
+            Ok(_) => panic!("a kubeconfig that does not parse was taken"),
+            Err(e) => e.to_string(),
+        };
+        assert!(!e.contains("PROD-SECRET"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 }

@@ -12,9 +12,45 @@ pub enum KubeconfigError {
     /// The text is not YAML (the file is left as it is).
     #[error("kubeconfig is not YAML: {0}")]
     NotYaml(#[source] serde_yaml::Error),
+    /// The text is YAML but not a kubeconfig: which part is not as `v1.Config` has it (the text,
+    /// which holds credentials, is never quoted).
+    #[error("not a kubeconfig: {0}")]
+    NotKubeconfig(&'static str),
     /// The edited document could not be written back as YAML.
     #[error("{0}")]
     Serialize(#[source] serde_yaml::Error),
+}
+
+/// The kubeconfig `text` as its top-level mapping, checked so that a file clusterctl cannot read as a
+/// kubeconfig is refused rather than replaced: an empty (or all-blank) text is an empty kubeconfig;
+/// otherwise a YAML mapping whose `clusters`, `users` and `contexts`, where present and not null,
+/// are lists of mappings. Errors: [`KubeconfigError::NotYaml`] (with the line and column, no text),
+/// [`KubeconfigError::NotKubeconfig`].
+pub fn parse(text: &str) -> Result<serde_yaml::Mapping, KubeconfigError> {
+    if text.trim().is_empty() {
+        return Ok(serde_yaml::Mapping::new());
+    }
+    let root = match serde_yaml::from_str::<Value>(text).map_err(KubeconfigError::NotYaml)? {
+        Value::Mapping(m) => m,
+        Value::Null => return Ok(serde_yaml::Mapping::new()),
+        _ => {
+            return Err(KubeconfigError::NotKubeconfig(
+                "the document is not a mapping",
+            ))
+        }
+    };
+    for (key, why) in [
+        ("clusters", "`clusters` is not a list of entries"),
+        ("users", "`users` is not a list of entries"),
+        ("contexts", "`contexts` is not a list of entries"),
+    ] {
+        match root.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Sequence(items)) if items.iter().all(Value::is_mapping) => {}
+            Some(_) => return Err(KubeconfigError::NotKubeconfig(why)),
+        }
+    }
+    Ok(root)
 }
 
 /// The name of the cluster, user and context clusterctl merges for cluster `cluster`:
@@ -189,6 +225,26 @@ mod tests {
     use super::*;
 
     const TEXT: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster: {server: 'https://127.0.0.1:6443'}\n- name: other\n  cluster: {server: 'https://10.0.0.1:6443'}\nusers:\n- name: lab-admin\n  user: {token: x}\n- name: other-admin\n  user: {token: y}\ncontexts:\n- name: lab\n  context: {cluster: lab, user: lab-admin}\n- name: other\n  context: {cluster: other, user: other-admin}\ncurrent-context: lab\n";
+
+    #[test]
+    fn parse_refuses_what_is_not_a_kubeconfig_without_quoting_it() {
+        assert!(parse("").expect("empty").is_empty());
+        assert!(parse("  \n").expect("blank").is_empty());
+        assert!(parse("apiVersion: v1\nclusters:\nusers: []\n").is_ok());
+        for (text, want) in [
+            ("users: \"x\"\n", "`users` is not a list"),
+            ("clusters: [a]\n", "`clusters` is not a list"),
+            ("- a\n- b\n", "not a mapping"),
+            (
+                "users:\n- name: u\n  user: {token: SECRET-T}\n bad: [\n",
+                "not YAML",
+            ),
+        ] {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(want), "{text}: {e}");
+            assert!(!e.contains("SECRET"), "{e}");
+        }
+    }
 
     #[test]
     fn removes_only_the_clusters_entries() {

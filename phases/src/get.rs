@@ -215,11 +215,16 @@ pub fn export_kubeconfig(
     known_hosts: Option<&Path>,
 ) -> Result<(), KubeconfigError> {
     let admin = standalone(cluster, None, known_hosts)?;
-    let existing = std::fs::read_to_string(dest).unwrap_or_default();
+    // Through a link to the file it names; a file that cannot be read is refused, never replaced.
+    let dest = crate::local::follow_links(dest);
+    let existing = crate::local::read_if_exists(&dest).map_err(|source| KubeconfigError::Read {
+        path: dest.clone(),
+        source,
+    })?;
     let merged = merged_into(&existing, &admin, cluster)?;
-    crate::local::write_private(dest, 0o600, merged.as_bytes()).map_err(|source| {
+    crate::local::write_private(&dest, 0o600, merged.as_bytes()).map_err(|source| {
         KubeconfigError::Write {
-            path: dest.to_path_buf(),
+            path: dest.clone(),
             source,
         }
     })

@@ -35,6 +35,34 @@ pub(crate) fn write_private(path: &Path, mode: u32, data: &[u8]) -> std::io::Res
     std::fs::rename(&tmp, path)
 }
 
+/// `path` with its symbolic links followed to the file they name (a dangling link's target too), so
+/// that writing a user's file (the kubeconfig) through a link updates the file the link names rather
+/// than replacing the link with a copy. Gives up after 40 links (a loop), returning the last path.
+pub fn follow_links(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        let Some(target) = is_link.then(|| std::fs::read_link(&p).ok()).flatten() else {
+            return p;
+        };
+        p = match p.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    p
+}
+
+/// The text of `path`, empty when it does not exist. Errors: any other I/O error, including a file
+/// that is not UTF-8 or a directory — so that a caller merging into the file never replaces what it
+/// could not read.
+pub fn read_if_exists(path: &Path) -> std::io::Result<String> {
+    match std::fs::read_to_string(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        other => other,
+    }
+}
+
 /// The cache directory of `cluster`: `$XDG_CACHE_HOME/clusterctl/<cluster>` or
 /// `$HOME/.cache/clusterctl/<cluster>`; `None` when neither variable is set.
 pub(crate) fn cache_dir(cluster: &str) -> Option<PathBuf> {
@@ -344,6 +372,43 @@ fn replace_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_are_followed_to_their_file_and_unreadable_files_are_errors() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let real = d.path().join("dot/kubeconfig");
+        std::fs::create_dir_all(real.parent().expect("parent")).expect("mkdir");
+        std::fs::create_dir_all(d.path().join(".kube")).expect("mkdir");
+        let link = d.path().join(".kube/config");
+        std::os::unix::fs::symlink("../dot/kubeconfig", &link).expect("symlink");
+        // Dangling first, then existing: both lead to the file the link names.
+        assert_eq!(
+            follow_links(&link),
+            d.path().join(".kube/../dot/kubeconfig")
+        );
+        std::fs::write(&real, "x").expect("write");
+        write_private(&follow_links(&link), 0o600, b"y").expect("write through");
+        assert!(std::fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).expect("read"), "y");
+        let plain = d.path().join("plain");
+        assert_eq!(follow_links(&plain), plain);
+        // A loop ends.
+        std::os::unix::fs::symlink("loop", d.path().join("loop")).expect("symlink");
+        let _ = follow_links(&d.path().join("loop"));
+        assert_eq!(
+            read_if_exists(&d.path().join("missing")).expect("missing"),
+            ""
+        );
+        assert!(read_if_exists(d.path()).is_err(), "a directory");
+        std::fs::write(d.path().join("latin1"), b"caf\xe9").expect("write");
+        assert!(
+            read_if_exists(&d.path().join("latin1")).is_err(),
+            "not UTF-8"
+        );
+    }
 
     fn mode_of(p: &Path) -> u32 {
         std::fs::metadata(p).expect("meta").permissions().mode() & 0o777

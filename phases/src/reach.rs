@@ -396,7 +396,7 @@ pub(crate) fn on_each<T: Send>(
 
 /// The kubeconfig path and context for the cluster's API: `kubeconfig` (the cluster's context,
 /// `clusterctl-<cluster>` — see `clusterctl_kubeapi::kubeconfig::cluster_context` — else its current
-/// context); else the cluster's context in `$KUBECONFIG`/`~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
+/// context); else the cluster's context in any file of `$KUBECONFIG`, or `~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
 /// the first control plane over its transport and kept 0600 in the local cache
 /// (`~/.cache/clusterctl/<cluster>/admin.conf`). Errors: what is missing.
 pub(crate) fn kubeconfig_for(
@@ -412,7 +412,7 @@ pub(crate) fn kubeconfig_for(
     if let Some(p) = kubeconfig {
         return Ok((p.to_path_buf(), with_context(p)));
     }
-    if let Some(p) = crate::up::kubeconfig::target(None) {
+    for p in crate::up::kubeconfig::candidates(None) {
         if let Some(ctx) = with_context(&p) {
             return Ok((p, Some(ctx)));
         }

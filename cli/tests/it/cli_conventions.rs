@@ -868,7 +868,8 @@ fn get_and_export_kubeconfig_carry_only_the_clusters_context() {
         0o600
     );
     // destroy removes exactly the cluster's entries and unsets the current context that named them.
-    // (No node container of this cluster exists; without a Docker engine only that step fails.)
+    // (No node container of this cluster exists; without a Docker engine that step fails and the
+    // context is kept, so this part needs the engine the suite starts.)
     let (_, out, err) = run(
         d,
         &[
@@ -888,6 +889,117 @@ fn get_and_export_kubeconfig_carry_only_the_clusters_context() {
     let v = assert_entries(&left, &["mine"]);
     assert_eq!(v["current-context"].as_str(), Some(""), "{left}");
     assert!(left.contains("my-token"), "{left}");
+}
+
+/// Breaker findings: a kubeconfig clusterctl cannot read (not YAML, a list that is not a list, not
+/// UTF-8, a directory) is refused by `export kubeconfig` and left as it is — never replaced by a file
+/// with only the cluster's entries; a kubeconfig reached through a symbolic link is written through it
+/// (the link stays); `destroy` finds the cluster's context in any file of `KUBECONFIG=a:b`; a
+/// kubeconfig that does not parse is refused by `status` without a line of it on the screen.
+#[test]
+fn kubeconfig_files_are_never_replaced_by_what_cannot_be_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let name = clusterctl_testbed::unique_name("kk");
+    let entry = format!("clusterctl-{name}");
+    std::fs::write(d.join("kubeconfig"), two_contexts(&name)).expect("write");
+    docker_file(d, &name, &[]);
+    let export = |dest: &std::path::Path| {
+        run(
+            d,
+            &[
+                "export",
+                "kubeconfig",
+                "-f",
+                "cluster.yaml",
+                "--kubeconfig",
+                &dest.to_string_lossy(),
+            ],
+        )
+    };
+    for (file, bytes) in [
+        (
+            "notyaml",
+            &b"apiVersion: v1\nusers: [\n  keep-me: {token: x}\n"[..],
+        ),
+        ("notalist", &b"apiVersion: v1\nusers: \"keep-me\"\n"[..]),
+        ("latin1", &b"apiVersion: v1\n# caf\xe9 keep-me\n"[..]),
+    ] {
+        let dest = d.join(file);
+        std::fs::write(&dest, bytes).expect("write");
+        let (code, out, err) = export(&dest);
+        assert_eq!(code, 1, "{file}: {out}{err}");
+        assert_eq!(
+            std::fs::read(&dest).expect("read"),
+            bytes,
+            "{file} left as it was"
+        );
+    }
+    std::fs::create_dir(d.join("adir")).expect("mkdir");
+    let (code, _, err) = export(&d.join("adir"));
+    assert_eq!(code, 1, "{err}");
+    // Through a link: the file it names is merged into, the link stays a link.
+    std::fs::create_dir(d.join("dot")).expect("mkdir");
+    std::fs::write(d.join("dot/real"), "apiVersion: v1\nkind: Config\n").expect("write");
+    std::os::unix::fs::symlink("dot/real", d.join("linked")).expect("symlink");
+    let (code, out, err) = export(&d.join("linked"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(std::fs::symlink_metadata(d.join("linked"))
+        .expect("meta")
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(d.join("dot/real"))
+        .expect("read")
+        .contains(&entry));
+    // destroy: the context is in the second file of KUBECONFIG.
+    std::fs::write(d.join("first"), "apiVersion: v1\nkind: Config\n").expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_clusterctl"))
+        .args(["destroy", "-f", "cluster.yaml", "--yes"])
+        .current_dir(d)
+        .env("HOME", d)
+        .env(
+            "KUBECONFIG",
+            format!(
+                "{}:{}",
+                d.join("first").display(),
+                d.join("dot/real").display()
+            ),
+        )
+        .env_remove("XDG_CACHE_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .expect("destroy");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("context {entry} removed from")),
+        "{text}"
+    );
+    assert!(!std::fs::read_to_string(d.join("dot/real"))
+        .expect("read")
+        .contains(&entry));
+    // status on a kubeconfig that does not parse: refused, no line of it shown.
+    std::fs::write(
+        d.join("broken"),
+        format!("apiVersion: v1\nkind: Config\nusers:\n- name: prod\n  user:\n    token: PROD-SECRET\n    password: [x]\ncontexts:\n- name: {entry}\n  context: {{cluster: {entry}, user: prod}}\ncurrent-context: {entry}\n"),
+    )
+    .expect("write");
+    let (code, out, err) = run(
+        d,
+        &[
+            "status",
+            "-f",
+            "cluster.yaml",
+            "--kubeconfig",
+            "broken",
+            "-o",
+            "json",
+        ],
+    );
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        !out.contains("PROD-SECRET") && !err.contains("PROD-SECRET"),
+        "{out}{err}"
+    );
 }
 
 /// Walkthrough finding: `get kubeconfig --kubeconfig FILE` of a file without the cluster's context

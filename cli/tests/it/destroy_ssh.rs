@@ -389,10 +389,13 @@ fn a_destroy_that_could_not_reset_a_node_keeps_the_context_and_the_cache() {
     assert_eq!(r.code, 1, "{out}");
     assert!(out.contains("cp1: FAILED: cannot reach"), "{out}");
     for kept in [
-        "kubeconfig: the kubeconfig context kept: cp1 not torn down",
-        "cache: the local state cache kept: cp1 not torn down",
+        format!(
+            "kubeconfig: context clusterctl-{name} in {} kept: cp1 not torn down",
+            cli.kubeconfig().display()
+        ),
+        "cache: the local state cache kept: cp1 not torn down".to_string(),
     ] {
-        assert!(out.contains(kept), "{kept}:\n{out}");
+        assert!(out.contains(&kept), "{kept}:\n{out}");
     }
     assert_eq!(
         std::fs::read_to_string(cli.kubeconfig()).expect("kubeconfig"),

@@ -124,37 +124,67 @@ fn kept_for(data: &Data<'_>, subject: &str, what: &str) -> bool {
 }
 
 /// `kubeconfig`: removes exactly the cluster's entries (context, cluster and user
-/// `clusterctl-<cluster>`, or an earlier release's; `current-context` unset when it named them) —
-/// kept while a node's reset (or the docker removal) failed.
+/// `clusterctl-<cluster>`, or an earlier release's; `current-context` unset when it named them) from
+/// every kubeconfig file kubectl would read (`--kubeconfig`, each file of `$KUBECONFIG`, or
+/// `~/.kube/config`), through links to the file they name — kept while a node's reset (or the docker
+/// removal) failed. A file that cannot be read or is not a kubeconfig is a failed step, left as it is.
 pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
-    if kept_for(data, "kubeconfig", "the kubeconfig context") {
-        return Ok(());
-    }
     let name = clusterctl_kubeapi::kubeconfig::entry_name(data.cluster.name());
-    let Some(path) = crate::up::kubeconfig::target(data.opts.kubeconfig.as_ref()) else {
-        return Ok(());
-    };
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(());
-    };
-    let outcome = match clusterctl_kubeapi::kubeconfig::remove_cluster(&text, data.cluster.name()) {
-        Ok((new, removed)) if !removed.is_empty() => {
-            let name = removed.join(", ");
-            let what = format!("remove context {name} from {}", path.display());
-            match ctx.local_change(&what, || {
-                crate::local::write_private(&path, 0o600, new.as_bytes())
-            }) {
-                Ok(()) => {
-                    data.found.store(true, Ordering::SeqCst);
-                    StepOutcome::Done(format!("context {name} removed from {}", path.display()))
-                }
-                Err(e) => StepOutcome::Failed(reason(&e)),
+    let paths = crate::up::kubeconfig::candidates(data.opts.kubeconfig.as_ref());
+    let (mut had, mut read) = (false, false);
+    for path in &paths {
+        let path = crate::local::follow_links(path);
+        let text = match crate::local::read_if_exists(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                let why = format!("cannot read {}: {e}; left as it is", path.display());
+                say(data, "kubeconfig", StepOutcome::Failed(why));
+                continue;
             }
+        };
+        read |= !text.is_empty();
+        if text.is_empty() {
+            continue;
         }
-        Ok(_) => StepOutcome::Done(format!("no context {name} in {}", path.display())),
-        Err(e) => StepOutcome::Failed(e.to_string()),
-    };
-    say(data, "kubeconfig", outcome);
+        let outcome =
+            match clusterctl_kubeapi::kubeconfig::remove_cluster(&text, data.cluster.name()) {
+                Ok((new, removed)) if !removed.is_empty() => {
+                    had = true;
+                    let name = removed.join(", ");
+                    if kept_for(
+                        data,
+                        "kubeconfig",
+                        &format!("context {name} in {}", path.display()),
+                    ) {
+                        continue;
+                    }
+                    let what = format!("remove context {name} from {}", path.display());
+                    match ctx.local_change(&what, || {
+                        crate::local::write_private(&path, 0o600, new.as_bytes())
+                    }) {
+                        Ok(()) => {
+                            data.found.store(true, Ordering::SeqCst);
+                            StepOutcome::Done(format!(
+                                "context {name} removed from {}",
+                                path.display()
+                            ))
+                        }
+                        Err(e) => StepOutcome::Failed(reason(&e)),
+                    }
+                }
+                Ok(_) => continue,
+                Err(e) => StepOutcome::Failed(format!("{}: {e}; left as it is", path.display())),
+            };
+        say(data, "kubeconfig", outcome);
+    }
+    if read && !had {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        say(
+            data,
+            "kubeconfig",
+            StepOutcome::Done(format!("no context {name} in {}", shown.join(", "))),
+        );
+    }
     Ok(())
 }
 

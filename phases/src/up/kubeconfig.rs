@@ -23,6 +23,24 @@ pub fn target(explicit: Option<&PathBuf>) -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config"))
 }
 
+/// Every kubeconfig file a context is looked up in, as kubectl reads them: `explicit`, else every
+/// entry of `$KUBECONFIG` (empty entries skipped), else `~/.kube/config`. [`target`] is the first,
+/// where new entries are written.
+pub fn candidates(explicit: Option<&PathBuf>) -> Vec<PathBuf> {
+    if let Some(p) = explicit {
+        return vec![p.clone()];
+    }
+    if let Some(k) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        let all: Vec<PathBuf> = std::env::split_paths(&k)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        if !all.is_empty() {
+            return all;
+        }
+    }
+    target(None).into_iter().collect()
+}
+
 fn named(name: &str, key: &str, inner: Value) -> Value {
     let mut m = Mapping::new();
     m.insert("name".into(), name.into());
@@ -66,6 +84,10 @@ pub enum AdminKubeconfigError {
     /// It has no `users[0].user`.
     #[error("admin kubeconfig has no user")]
     NoUser,
+    /// The kubeconfig to merge into is not one clusterctl can read (not YAML, or its lists are not
+    /// lists): it is left as it is.
+    #[error("the kubeconfig to merge into cannot be read as one (left as it is; fix or move it)")]
+    Existing(#[source] clusterctl_kubeapi::kubeconfig::KubeconfigError),
     /// The result could not be written as YAML.
     #[error("writing the kubeconfig as YAML")]
     Write(#[source] serde_yaml::Error),
@@ -98,10 +120,9 @@ pub fn merge(
         Some(n) => c.insert("tls-server-name".into(), n.into()),
         None => c.remove("tls-server-name"),
     };
-    let mut root = match serde_yaml::from_str::<Value>(existing) {
-        Ok(Value::Mapping(m)) => m,
-        _ => Mapping::new(),
-    };
+    // A kubeconfig clusterctl cannot read is refused, never replaced (its other entries would be lost).
+    let mut root =
+        clusterctl_kubeapi::kubeconfig::parse(existing).map_err(AdminKubeconfigError::Existing)?;
     root.entry("apiVersion".into())
         .or_insert_with(|| "v1".into());
     root.entry("kind".into()).or_insert_with(|| "Config".into());
@@ -167,7 +188,9 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         }
         Some(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
     };
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    let path = crate::local::follow_links(&path);
+    let existing = crate::local::read_if_exists(&path)
+        .map_err(|e| ctx.local_error_in(format_args!("reading {}", path.display()), &e))?;
     let merged = merge(
         &existing,
         &admin,
