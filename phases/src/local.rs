@@ -38,7 +38,7 @@ pub(crate) fn write_private(path: &Path, mode: u32, data: &[u8]) -> std::io::Res
 /// `path` with its symbolic links followed to the file they name (a dangling link's target too), so
 /// that writing a user's file (the kubeconfig) through a link updates the file the link names rather
 /// than replacing the link with a copy. Gives up after 40 links (a loop), returning the last path.
-pub fn follow_links(path: &Path) -> PathBuf {
+pub(crate) fn follow_links(path: &Path) -> PathBuf {
     let mut p = path.to_path_buf();
     for _ in 0..40 {
         let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
@@ -56,7 +56,7 @@ pub fn follow_links(path: &Path) -> PathBuf {
 /// The text of `path`, empty when it does not exist. Errors: any other I/O error, including a file
 /// that is not UTF-8 or a directory — so that a caller merging into the file never replaces what it
 /// could not read.
-pub fn read_if_exists(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_if_exists(path: &Path) -> std::io::Result<String> {
     match std::fs::read_to_string(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
         other => other,
