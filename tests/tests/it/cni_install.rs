@@ -19,7 +19,8 @@
 //!   fetch Calico's files): the CRDs become Established before anything else is applied, the rendered
 //!   `Installation` and the `APIServer` are accepted by the CRDs' schemas, an `Installation` the schema
 //!   refuses fails naming the object and the server's message, the operator Deployment runs the
-//!   mirror's image, and the TigeraStatus wait names what is still progressing until all are Available.
+//!   mirror's image, real kubectl's server-side apply of the same objects changes nothing, and the
+//!   TigeraStatus wait names what is still progressing until all are Available.
 //! * **kindnet**: kind's real default CNI manifest of the kind release clusterctl targets (the constant
 //!   kind's node image build writes to `/kind/manifests/default-cni.yaml`, which the test bed reads from
 //!   kind's Go module: `scripts/k8s/build.sh kindnet-manifest`), filled with podSubnet and patched with
@@ -361,6 +362,9 @@ fn flannel_upstream_manifest_with_the_rendered_net_conf_is_applied_and_converges
 
 #[test]
 fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
+    let Some(bins) = require_programs(DEFAULT_VERSION, &["kubectl"]) else {
+        return;
+    };
     let Some(env) = Envtest::require_own() else {
         return;
     };
@@ -400,6 +404,16 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
         again.words().iter().all(|w| *w == "unchanged"),
         "{:?}",
         again.lines
+    );
+    // The real kubectl takes the same objects (server-side, same field manager) and changes nothing.
+    let all: Vec<Value> = steps.iter().flat_map(|s| s.objects.clone()).collect();
+    let before = resource_versions(&a.api, &all);
+    let out = kubectl_apply(bins.path("kubectl"), &a.kubeconfig, &all);
+    assert!(out.contains("serverside-applied"), "{out}");
+    assert_eq!(
+        resource_versions(&a.api, &all),
+        before,
+        "kubectl's server-side apply of Calico's objects changes nothing"
     );
 
     let inst = get(
