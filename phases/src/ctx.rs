@@ -7,7 +7,8 @@
 
 use crate::error::{Cause, PhaseError};
 use crate::report::Reporter;
-use crate::util::{output_tail, sh_quote};
+use crate::util::output_tail;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_exec::{Cmd, FileSpec, Output, Transport};
 use clusterctl_spec::ValidNode;
 use std::path::PathBuf;
@@ -424,7 +425,7 @@ impl NodeCtx {
 
     /// Reads a file as root: `Ok(None)` offline, `Ok(Some(None))` when it does not exist.
     pub fn read_file(&mut self, path: &str) -> Result<Option<Option<Vec<u8>>>, PhaseError> {
-        let p = sh_quote(path);
+        let p = quote_word(path);
         let cmd = Cmd::new(format!("if [ -e {p} ]; then cat {p}; else exit 3; fi"));
         match self.query_labelled(cmd.clone(), Some(&format!("read {path}")))? {
             None => Ok(None),
@@ -489,7 +490,7 @@ impl NodeCtx {
 
     /// The sha256 and octal mode of a file on the node: `Ok(None)` offline, `Ok(Some(None))` when absent.
     pub fn file_digest(&mut self, path: &str) -> Result<Option<Option<(String, u32)>>, PhaseError> {
-        let p = sh_quote(path);
+        let p = quote_word(path);
         let script = format!(
             "if [ -f {p} ]; then echo \"$(sha256sum < {p} | cut -d' ' -f1) $(stat -c %a {p})\"; else echo absent; fi"
         );

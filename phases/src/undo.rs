@@ -21,7 +21,7 @@
 
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
-use crate::util::sh_quote;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_render::RenderedFile;
 
 /// Where the undo record lives on a node.
@@ -163,9 +163,9 @@ pub fn backup_before_overwrite(
     files: &[RenderedFile],
 ) -> Result<(), PhaseError> {
     for f in files {
-        let p = sh_quote(&f.path);
-        let b = sh_quote(&format!("{BACKUP_DIR}{}", f.path));
-        let m = sh_quote(&format!("{BACKUP_DIR}{}.absent", f.path));
+        let p = quote_word(&f.path);
+        let b = quote_word(&format!("{BACKUP_DIR}{}", f.path));
+        let m = quote_word(&format!("{BACKUP_DIR}{}.absent", f.path));
         let want = crate::util::sha256_hex(&f.content);
         let check = format!(
             "[ ! -e {b} ] && [ ! -e {m} ] && {{ [ ! -e {p} ] || [ \"$(sha256sum < {p} | cut -d' ' -f1)\" != {want} ]; }}"

@@ -33,10 +33,6 @@ pub(crate) fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
     Ok(hex)
 }
 
-/// `s` quoted for a POSIX shell: bare when it holds only safe characters, otherwise in single quotes
-/// with embedded single quotes written as `'\''` (exec's one quoting, [`clusterctl_exec::shell`]).
-pub(crate) use clusterctl_exec::shell::quote_word as sh_quote;
-
 /// The last `lines` lines of `text` (lossy UTF-8), trimmed of trailing white space.
 pub(crate) fn tail(text: &[u8], lines: usize) -> String {
     let s = String::from_utf8_lossy(text);
@@ -104,17 +100,6 @@ pub(crate) fn random_token_chars(n: usize) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quoting_keeps_safe_words_and_quotes_the_rest() {
-        assert_eq!(
-            sh_quote("/etc/kubernetes/admin.conf"),
-            "/etc/kubernetes/admin.conf"
-        );
-        assert_eq!(sh_quote("a b"), "'a b'");
-        assert_eq!(sh_quote("it's"), "'it'\\''s'");
-        assert_eq!(sh_quote(""), "''");
-    }
 
     /// The real run's defect (issue 11, `upgrade` for real): kubeadm's error line on stderr was
     /// lost behind the last 15 lines of its stdout report.

@@ -5,7 +5,7 @@ use clusterctl_render::kubeadm::RESET_PATH;
 use clusterctl_render::Purpose;
 
 use super::cni_leftovers::{network_fragment, CniLeftovers};
-use crate::util::sh_quote;
+use clusterctl_exec::shell::quote_word;
 
 /// Packages `--purge` removes (when installed), besides the cluster file's `airgap.packages`.
 pub const K8S_PACKAGES: &[&str] = &[
@@ -133,7 +133,7 @@ pub fn masquerade_script() -> String {
 /// The shell fragment taking the address `vip` off every interface that still holds it (kube-vip
 /// assigns it as `<vip>/32` in ARP mode), appending what it removed to `$out`.
 pub fn vip_script(vip: &str) -> String {
-    let v = sh_quote(vip);
+    let v = quote_word(vip);
     format!(
         "for a in $(ip -o addr show | awk -v v={v} '{{split($4, x, \"/\"); if (x[1] == v) print $2 \"|\" $4}}'); do \
          ip addr del \"${{a#*|}}\" dev \"${{a%%|*}}\" && out=\"$out address ${{a#*|}} removed from ${{a%%|*}};\"; done; "
@@ -154,7 +154,7 @@ pub fn kube_proxy_script() -> String {
 
 /// [`kube_proxy_script`] reading the record of tables before `up` from `tables_record`.
 pub fn kube_proxy_script_with(tables_record: &str) -> String {
-    let rec = sh_quote(tables_record);
+    let rec = quote_word(tables_record);
     format!(
         r#"out=''
 for v in iptables ip6tables; do
@@ -210,7 +210,7 @@ pub fn files_script(paths: &[String]) -> String {
     let mut script = crate::undo::keep_dirs_prelude();
     script.push_str("n=0; ");
     for p in paths {
-        let q = sh_quote(p);
+        let q = quote_word(p);
         script.push_str(&format!(
             "if [ -e {q} ] || [ -L {q} ]; then rm -rf -- {q} && n=$((n+1)); fi; "
         ));

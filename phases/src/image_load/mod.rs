@@ -26,7 +26,7 @@ use crate::ctx::NodeCtx;
 use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use crate::steps::{reason, RunReport, Sink, StepLine, StepOutcome, StepRun, Steps};
-use crate::util::sh_quote;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_spec::ValidNode;
 
 /// Where the archive is staged on a node while it is imported (removed afterwards).
@@ -163,7 +163,7 @@ fn load_on_node(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<Option<u64>, Phase
             "write {remote} (mode 0600, the archive `docker save` makes, streamed from this machine)"
         )),
     }
-    let q = sh_quote(&remote);
+    let q = quote_word(&remote);
     let import = match data.runtime {
         RuntimeKind::Containerd => format!("ctr -n k8s.io images import {q}"),
         RuntimeKind::Crio => format!("podman load -i {q}"),

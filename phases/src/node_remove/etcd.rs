@@ -14,7 +14,7 @@ pub(crate) fn etcdctl(cp: &str, args: &str) -> String {
          --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt \
          --key=/etc/kubernetes/pki/etcd/server.key {args}",
         crate::up::KUBECTL,
-        crate::util::sh_quote(cp)
+        clusterctl_exec::shell::quote_word(cp)
     )
 }
 

@@ -16,7 +16,7 @@ use super::{
     CRIO_APT_KEYRING, CRIO_APT_LIST, CRIO_YUM_REPO, EXTRAS, MIRROR_CA, PINNED, RECORD_DIR,
     YUM_REPO,
 };
-use crate::util::sh_quote;
+use clusterctl_exec::shell::quote_word;
 
 /// The packages the record and `destroy --purge` consider.
 const RECORDED: &str =
@@ -161,8 +161,8 @@ pub fn apt_key(repo: &str, keyring: &str, ca: bool) -> String {
              fetch {url} \"$d/key\"\n\
              dearmor \"$d/key\" \"$d/keyring\"\n\
              install -m 0644 \"$d/keyring\" {keyring}.new && mv {keyring}.new {keyring}\n",
-            url = sh_quote(&url),
-            keyring = sh_quote(keyring)
+            url = quote_word(&url),
+            keyring = quote_word(keyring)
         ),
     )
 }
@@ -324,7 +324,7 @@ pub const ENABLE_KUBELET: &str = "systemctl enable kubelet";
 pub fn distro_containerd(version: &str) -> String {
     format!(
         "DEBIAN_FRONTEND=noninteractive apt-get install -y -q containerd={} && apt-mark hold containerd",
-        sh_quote(version)
+        quote_word(version)
     )
 }
 
@@ -405,10 +405,10 @@ pub fn containerd_archive(
          echo 'containerd {containerd} runc {runc}' > {RECORD_DIR}/containerd-archive\n\
          systemctl daemon-reload\n\
          systemctl enable containerd\n",
-        tgz = sh_quote(&tgz),
-        tgz_sum = sh_quote(&tgz_sum),
-        runc_url = sh_quote(&runc_url),
-        runc_sum = sh_quote(&runc_sum),
+        tgz = quote_word(&tgz),
+        tgz_sum = quote_word(&tgz_sum),
+        runc_url = quote_word(&runc_url),
+        runc_sum = quote_word(&runc_sum),
     );
     with_functions(ca, &body)
 }
@@ -459,7 +459,7 @@ pub fn record() -> String {
 /// purges the installed ones of `legacy` as before this record existed.
 pub fn purge(legacy: &[String]) -> String {
     let files = managed_files().join(" ");
-    let legacy: Vec<String> = legacy.iter().map(|p| sh_quote(p)).collect();
+    let legacy: Vec<String> = legacy.iter().map(|p| quote_word(p)).collect();
     format!(
         "d={RECORD_DIR}; out=''\n\
          is_installed() {{ if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${{Status}}' \"$1\" 2>/dev/null | grep -q ' ok installed'; else rpm -q \"$1\" >/dev/null 2>&1; fi; }}\n\

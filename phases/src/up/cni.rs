@@ -12,7 +12,7 @@ use super::{UpData, KUBECTL};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::up::placed;
-use crate::util::sh_quote;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_spec::ValidNode;
 
 /// Where the builtin plugin binary is installed (CNI `binDir`).
@@ -85,7 +85,7 @@ pub(crate) fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseE
     for f in files.iter().filter(|f| f.path.ends_with(".yaml")) {
         // Cluster manifests of the builtin CNI (the agent's ServiceAccount and RBAC), on the first
         // control plane only.
-        ctx.run_script(&format!("{KUBECTL} apply -f {}", sh_quote(&f.path)))?;
+        ctx.run_script(&format!("{KUBECTL} apply -f {}", quote_word(&f.path)))?;
     }
     if changed {
         ctx.run_script(&format!(
@@ -105,7 +105,7 @@ pub(crate) fn run_manifests(ctx: &mut NodeCtx, data: &UpData) -> Result<(), Phas
     for f in files.iter().filter(|f| {
         f.path.ends_with(".yaml") || f.path.ends_with(".yml") || f.path.ends_with(".json")
     }) {
-        ctx.run_script(&format!("{KUBECTL} apply -f {}", sh_quote(&f.path)))?;
+        ctx.run_script(&format!("{KUBECTL} apply -f {}", quote_word(&f.path)))?;
     }
     Ok(())
 }

@@ -21,9 +21,9 @@ use super::{UpData, ADMIN_CONF};
 use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 use crate::up::placed;
-use crate::util::sh_quote;
 use clusterctl_airgap::upstream::{Trust, UpstreamCache, WantedFile};
 use clusterctl_airgap::Digest;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_render::cni::install::{self, ApplyStep, InstallInput, Wait};
 use clusterctl_render::cni::versions::UpstreamFile;
 use std::collections::BTreeMap;
@@ -585,7 +585,7 @@ fn run_helm(ctx: &mut NodeCtx, data: &UpData, ci: &CniInstall) -> Result<(), Pha
     if placed || ctx.test(&format!("test -x {HELM_PATH}"))? != Some(true) {
         ctx.run_script(&format!(
             "tar -xzf {HELM_ARCHIVE_PATH} -O {} > {HELM_PATH}.tmp && chmod 0755 {HELM_PATH}.tmp && mv -f {HELM_PATH}.tmp {HELM_PATH}",
-            sh_quote(&member)
+            quote_word(&member)
         ))?;
     }
     ctx.put_local_file(chart, CHART_PATH, 0o644)?;
@@ -612,7 +612,7 @@ fn run_helm(ctx: &mut NodeCtx, data: &UpData, ci: &CniInstall) -> Result<(), Pha
     let args =
         install::helm_upgrade_args(CHART_PATH, VALUES_PATH, ADMIN_CONF, &chart_sha, &values_sha);
     let script = std::iter::once(HELM_PATH.to_string())
-        .chain(args.iter().map(|a| sh_quote(a)))
+        .chain(args.iter().map(|a| quote_word(a)))
         .collect::<Vec<_>>()
         .join(" ");
     ctx.run_script(&script)?;

@@ -10,7 +10,8 @@ use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::kubeadm::{new_certificate_key, patch_init, JoinSecrets};
-use crate::util::{now_secs, sh_quote};
+use crate::util::now_secs;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_exec::Cmd;
 
 /// Placeholder secrets shown in an offline dry-run.
@@ -108,7 +109,7 @@ fn refresh(
         cp.put_file(&cfg.path, 0o600, text.as_bytes())?;
         cp.run(Cmd::new(format!(
             "kubeadm init phase upload-certs --upload-certs --config {}",
-            sh_quote(&cfg.path)
+            quote_word(&cfg.path)
         )))?;
         s.certificate_key = key;
         s.key_uploaded = now;

@@ -56,7 +56,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         if path.starts_with("/etc/tmpfiles.d/") {
             ctx.run_script(&format!(
                 "systemd-tmpfiles --create {}",
-                crate::util::sh_quote(path)
+                clusterctl_exec::shell::quote_word(path)
             ))?;
         }
     }
@@ -67,7 +67,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     });
     if others_changed {
         for u in &units {
-            let u = crate::util::sh_quote(u);
+            let u = clusterctl_exec::shell::quote_word(u);
             ctx.run_script(&format!(
                 "systemctl daemon-reload && systemctl enable {u} && systemctl restart {u}"
             ))?;
@@ -84,7 +84,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 .map(str::trim)
                 .filter(|l| !l.is_empty() && !l.starts_with('#'))
             {
-                let m = crate::util::sh_quote(m);
+                let m = clusterctl_exec::shell::quote_word(m);
                 ctx.run_script(&format!("[ -d /sys/module/{m} ] || modprobe {m} || echo \"warning: kernel module {m} could not be loaded\" >&2"))?;
             }
         } else if path.starts_with("/etc/sysctl.d/") {
@@ -100,8 +100,8 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 .filter_map(|l| l.split_once('='))
             {
                 let (k, v) = (
-                    crate::util::sh_quote(k.trim()),
-                    crate::util::sh_quote(v.trim()),
+                    clusterctl_exec::shell::quote_word(k.trim()),
+                    clusterctl_exec::shell::quote_word(v.trim()),
                 );
                 ctx.run_script(&format!(
                     "[ \"$(sysctl -n {k})\" = {v} ] || sysctl -w {k}={v}"

@@ -7,7 +7,8 @@
 use super::UpData;
 use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
-use crate::util::{sh_quote, sha256_hex};
+use crate::util::sha256_hex;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_spec::model::RuntimeKind;
 use clusterctl_spec::ValidNode;
 
@@ -52,9 +53,12 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         let full = normalise(image);
         let present = match data.spec.runtime {
             RuntimeKind::Containerd => {
-                format!("ctr -n k8s.io images ls -q | grep -Fqx {}", sh_quote(&full))
+                format!(
+                    "ctr -n k8s.io images ls -q | grep -Fqx {}",
+                    quote_word(&full)
+                )
             }
-            RuntimeKind::Crio => format!("crictl inspecti {} >/dev/null 2>&1", sh_quote(&full)),
+            RuntimeKind::Crio => format!("crictl inspecti {} >/dev/null 2>&1", quote_word(&full)),
         };
         if ctx.test(&present)? == Some(true) {
             continue;
@@ -102,7 +106,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             }
             RuntimeKind::Crio => format!(
                 "skopeo copy docker-archive:{remote} containers-storage:{} && rm -f {remote}",
-                sh_quote(&full)
+                quote_word(&full)
             ),
         };
         ctx.run_script(&import)?;

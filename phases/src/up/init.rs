@@ -38,7 +38,8 @@ use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::kubeadm::{new_certificate_key, new_token, patch_init, JoinSecrets};
 use crate::up::placed;
-use crate::util::{now_secs, sh_quote};
+use crate::util::now_secs;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_exec::Cmd;
 use std::time::Duration;
 
@@ -156,7 +157,7 @@ fn reset_half_init(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let mut cmd = match &reset {
         Some(f) => {
             ctx.put_file(&f.path, f.mode, &f.content)?;
-            Cmd::new(format!("kubeadm reset --config {}", sh_quote(&f.path)))
+            Cmd::new(format!("kubeadm reset --config {}", quote_word(&f.path)))
         }
         None => Cmd::new("kubeadm reset -f"),
     };
@@ -232,7 +233,7 @@ fn finish(ctx: &mut NodeCtx, data: &UpData, missing: &[String]) -> Result<(), Ph
     for phase in FINISH_PHASES {
         let mut cmd = Cmd::new(format!(
             "kubeadm init phase {phase} --config {}",
-            sh_quote(&path)
+            quote_word(&path)
         ));
         cmd.timeout = Some(Duration::from_secs(300));
         ctx.run(cmd)?;
@@ -286,7 +287,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let path = fresh_secrets(ctx, data)?;
     let mut cmd = Cmd::new(format!(
         "kubeadm init --config {} --upload-certs",
-        sh_quote(&path)
+        quote_word(&path)
     ));
     cmd.timeout = Some(Duration::from_secs(600));
     ctx.run(cmd)?;

@@ -37,7 +37,7 @@ use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use crate::kubeadm::patch_join;
 use crate::up::placed;
-use crate::util::sh_quote;
+use clusterctl_exec::shell::quote_word;
 use clusterctl_exec::Cmd;
 use std::time::Duration;
 
@@ -80,7 +80,7 @@ pub(crate) fn finish_control_plane_phases(version: &semver::Version) -> &'static
 fn registered_check(name: &str) -> String {
     format!(
         "kubectl --kubeconfig /etc/kubernetes/kubelet.conf --request-timeout=10s get node {} -o name >/dev/null 2>&1",
-        sh_quote(name)
+        quote_word(name)
     )
 }
 
@@ -88,7 +88,7 @@ fn registered_check(name: &str) -> String {
 /// credentials (`kubelet.conf`; the node authorizer lets a kubelet read its Node); on timeout fails
 /// with the kubelet's state and the end of its journal.
 pub(crate) fn wait_registered_script(name: &str) -> String {
-    let n = sh_quote(name);
+    let n = quote_word(name);
     format!(
         "i=0; until kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node {n} -o name >/dev/null 2>&1; do \
          i=$((i+1)); if [ $i -ge 240 ]; then echo \"the kubelet did not register node {name} within 240 s (kubelet: $(systemctl is-active kubelet))\" >&2; \
@@ -149,7 +149,7 @@ fn is_marked(ctx: &mut NodeCtx, data: &UpData) -> Result<Option<bool>, PhaseErro
     super::on_first_cp(ctx, data, phase, |_, cp| {
         let out = cp.query(Cmd::new(format!(
             "{KUBECTL} get node {} -o json",
-            sh_quote(&name)
+            quote_word(&name)
         )))?;
         Ok(out.map(|o| o.success() && marked_control_plane(&o.stdout_str())))
     })
@@ -166,7 +166,7 @@ fn reset_half_join(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let mut cmd = match &reset {
         Some(f) => {
             ctx.put_file(&f.path, f.mode, &f.content)?;
-            Cmd::new(format!("kubeadm reset --config {}", sh_quote(&f.path)))
+            Cmd::new(format!("kubeadm reset --config {}", quote_word(&f.path)))
         }
         None => Cmd::new("kubeadm reset -f"),
     };
@@ -238,7 +238,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 // minute.
                 s.push(wait_registered_script(ctx.name()));
             }
-            let run = format!("kubeadm join phase {p} --config {}", sh_quote(&cfg.path));
+            let run = format!("kubeadm join phase {p} --config {}", quote_word(&cfg.path));
             if *p == "etcd-join" {
                 // Not idempotent in real kubeadm 1.34: run again on a member already promoted it
                 // fails with "etcdserver: can only promote a learner member". A registered Node
@@ -253,7 +253,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         }
         s
     } else {
-        vec![format!("kubeadm join --config {}", sh_quote(&cfg.path))]
+        vec![format!("kubeadm join --config {}", quote_word(&cfg.path))]
     };
     for script in scripts {
         let mut cmd = Cmd::new(script);

@@ -44,7 +44,7 @@ true"#;
 /// `resolv_ns=<nameservers>`.
 pub fn resolv_script(path: Option<&str>) -> String {
     let chosen = match path {
-        Some(p) => format!("rc={}", crate::util::sh_quote(p)),
+        Some(p) => format!("rc={}", clusterctl_exec::shell::quote_word(p)),
         None => "if [ \"$(systemctl is-active systemd-resolved 2>/dev/null)\" = active ]; then rc=/run/systemd/resolve/resolv.conf; else rc=/etc/resolv.conf; fi".into(),
     };
     format!(

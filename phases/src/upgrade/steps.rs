@@ -119,7 +119,7 @@ fn ignore_flag(checks: &[String]) -> String {
     }
     format!(
         " --ignore-preflight-errors={}",
-        crate::util::sh_quote(&checks.join(","))
+        clusterctl_exec::shell::quote_word(&checks.join(","))
     )
 }
 
