@@ -306,6 +306,23 @@ fn check_node_provider(
     host_ports: &mut BTreeSet<(Option<String>, u16, String)>,
 ) {
     let provider = file.spec.provider;
+    // The docker provider names a node's container `<cluster>-<node>` (kind's naming), and that name
+    // is the container's host name, so a DNS-1123 label: at most 63 characters.
+    let container = file.metadata.name.len() + 1 + node.name.len();
+    let names_valid = file.metadata.name.len() <= 63 && node.name.len() <= 63;
+    if provider == Provider::Docker && names_valid && container > 63 {
+        ctx.push(
+            Diagnostic::error(
+                "spec::node-name",
+                format!(
+                    "the node's container name `{}-{}` would be {container} characters; it is the container's host name, at most 63",
+                    file.metadata.name, node.name
+                ),
+            )
+            .help("shorten the node name or `metadata.name` so that together (with a '-') they fit in 63 characters")
+            .at(format!("{p}.name")),
+        );
+    }
     if provider == Provider::Ssh && !node.port_mappings.is_empty() {
         ctx.push(
             Diagnostic::error(
