@@ -44,6 +44,11 @@ pub enum JoinRefused {
     /// Named nodes already registered in the cluster (names).
     #[error("node(s) {0} already in the cluster (registered Node objects); nothing to join")]
     AlreadyJoined(String),
+    /// The first control plane was named: `up` made the cluster on it (its name).
+    #[error(
+        "node {0} is the first control plane, on which `up` made the cluster; nothing to join"
+    )]
+    FirstControlPlane(String),
 }
 
 /// The phases `node join` runs for `spec`, in `up`'s order: `up::phases` with those [`runs`] keeps.
@@ -86,9 +91,12 @@ pub fn engine_nodes(
         return Err(JoinRefused::NotInFile(unknown.join(", "), all.join(", ")));
     }
     let first = nodes.iter().find(|n| n.is_control_plane());
+    if let Some(f) = first.filter(|f| requested.contains(&f.name)) {
+        return Err(JoinRefused::FirstControlPlane(f.name.clone()));
+    }
     let joined: Vec<&str> = requested
         .iter()
-        .filter(|r| registered.contains(r) || first.is_some_and(|f| &f.name == *r))
+        .filter(|r| registered.contains(r))
         .map(String::as_str)
         .collect();
     if !joined.is_empty() {
@@ -211,7 +219,7 @@ mod tests {
         );
         assert_eq!(
             engine_nodes(&n, &["c1".into()], &[]),
-            Err(JoinRefused::AlreadyJoined("c1".into()))
+            Err(JoinRefused::FirstControlPlane("c1".into()))
         );
         assert_eq!(engine_nodes(&n, &[], &[]), Err(JoinRefused::NoNode));
     }

@@ -107,7 +107,7 @@ pub fn prepare<'a>(
         ..SpecOptions::default()
     };
     let mut spec = from_file::spec(cluster, &spec_options);
-    // With nothing registered yet, only the first control plane counts as joined: refused here too.
+    // Naming the first control plane is refused here, before anything is contacted.
     // Only the first control plane and the joining nodes are reached: another node being down does
     // not stop a join.
     let reached: Vec<String> = engine_nodes(&spec.nodes, &options.nodes, &[])?
