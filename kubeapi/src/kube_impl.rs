@@ -85,7 +85,10 @@ impl KubeClusterApi {
     /// credentials cannot be loaded. No request is made here.
     pub fn from_kubeconfig(path: &Path, context: Option<&str>) -> Result<Self, ApiError> {
         let named = |ctx: &str| format!("{} (context {ctx})", path.display());
-        let what = named(context.unwrap_or("current-context"));
+        let what = match context {
+            Some(c) => named(c),
+            None => format!("{} (its current context)", path.display()),
+        };
         let cfg_err = |reason: String| ApiError::Config {
             what: what.clone(),
             reason,
