@@ -10,6 +10,7 @@
 //! ```
 
 pub mod audit;
+pub mod cni_values;
 pub mod cni_versions;
 pub mod convert;
 pub(crate) mod diag;

@@ -289,6 +289,22 @@ pub enum Provider {
     Docker,
 }
 
+impl Provider {
+    /// The provider as the cluster file spells it: `ssh` or `docker`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Ssh => "ssh",
+            Provider::Docker => "docker",
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `spec.controlPlane`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -1124,3 +1124,96 @@ fn explicit_empty_taints_differ_from_unset() {
         Value::Sequence(vec![])
     );
 }
+
+/// The dotted paths of the leaves of `v` (a sequence is a leaf).
+fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Mapping(m) if !m.is_empty() => {
+            for (k, child) in m {
+                let k = k.as_str().expect("string keys");
+                let p = if prefix.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                leaves(child, &p, out);
+            }
+        }
+        _ => out.push(prefix.to_string()),
+    }
+}
+
+/// Breaker finding W5: `cni.values` keys clusterctl sets itself were overwritten silently. Every key
+/// the renderer sets in a third-party CNI's configuration (with an MTU and a mirror, so that the
+/// conditional ones are set too) is in spec's list (`clusterctl_spec::cni_values`): refused by
+/// validation, or a default that the user's value overrides (which the last check shows).
+#[test]
+fn every_cni_key_the_renderer_sets_is_owned_in_spec() {
+    use clusterctl_spec::cni_values::{defaulted_keys, owned_keys};
+    let cilium = |t: &str| t.replacen("plugin: cilium", "plugin: cilium\n      mtu: 1400", 1);
+    let flannel = |t: &str| {
+        t.replacen("    kubeProxy: disabled\n", "", 1)
+            .replacen("      kubeProxyReplacement: true\n", "", 1)
+            .replacen("plugin: cilium", "plugin: flannel\n      mtu: 1400", 1)
+    };
+    let calico = |t: &str| t.replacen("plugin: calico", "plugin: calico\n      mtu: 1400", 1);
+    let cases: [(&str, &dyn Fn(&str) -> String, &str); 3] = [
+        ("ha-crio-mirror", &cilium, "cni/cilium-values.yaml"),
+        ("ha-crio-mirror", &flannel, "cni/flannel-net-conf.json"),
+        ("oidc-flags-audit", &calico, "cni/calico-installation.yaml"),
+    ];
+    for (name, edit, file) in cases {
+        let c = fixture_text(name, edit);
+        let cni = &c.spec().networking.cni;
+        let r = rendered(&c);
+        let text = r
+            .cluster_file(file)
+            .unwrap_or_else(|| panic!("{name}: no {file}"))
+            .as_text();
+        let doc: Value = serde_yaml::from_str(&text).expect("yaml or json");
+        // Calico's values are the Installation's spec.
+        let values = if file.contains("calico") {
+            doc["spec"].clone()
+        } else {
+            doc
+        };
+        let mut set = Vec::new();
+        leaves(&values, "", &mut set);
+        let mut given = Vec::new();
+        leaves(&Value::Mapping(cni.values.clone()), "", &mut given);
+        let owned = owned_keys(cni.plugin);
+        let defaulted = defaulted_keys(cni.plugin);
+        let mut unlisted = Vec::new();
+        for leaf in set.iter().filter(|l| !given.contains(l)) {
+            let segs: Vec<&str> = leaf.split('.').collect();
+            let listed = owned.iter().any(|o| {
+                if o.anywhere {
+                    segs.contains(&o.path)
+                } else {
+                    leaf == o.path || leaf.starts_with(&format!("{}.", o.path))
+                }
+            }) || defaulted.contains(&leaf.as_str());
+            if !listed {
+                unlisted.push(leaf.clone());
+            }
+        }
+        assert!(
+            unlisted.is_empty(),
+            "{name} ({}): the renderer sets {unlisted:?}, which clusterctl_spec::cni_values does not list",
+            cni.plugin.name()
+        );
+        assert!(set.len() > given.len(), "{name}: nothing set?");
+    }
+    // A defaulted key is the user's when given.
+    let c = fixture_text("ha-crio-mirror", |t| {
+        flannel(t).replacen("        bpf:\n          masquerade: true\n", "        Backend: {Type: host-gw}\n", 1)
+    });
+    let r = rendered(&c);
+    let v: serde_json::Value = serde_json::from_str(
+        &r.cluster_file("cni/flannel-net-conf.json")
+            .expect("net-conf")
+            .as_text(),
+    )
+    .expect("json");
+    assert_eq!(v["Backend"]["Type"], "host-gw", "{v}");
+}

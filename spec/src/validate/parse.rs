@@ -94,7 +94,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {
     if !ctx.index.duplicates.is_empty() {
         return None;
     }
-    let value: Value = match serde_yaml::from_str(text) {
+    let (value, out_of_range) = match decode_value(ctx, text) {
         Ok(v) => v,
         Err(e) => {
             let msg = strip_location(&e.to_string());
@@ -170,7 +170,85 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>) -> Option<ClusterFile> {
     if !header_ok {
         return None;
     }
-    decode_with_recovery(ctx, value)
+    if out_of_range.is_empty() {
+        return decode_with_recovery(ctx, value);
+    }
+    // Each too-large integer is reported once, as out of range: the schema's own complaint about
+    // the stand-in decoded in its place is dropped, and the file is refused.
+    let before = ctx.diags.len();
+    let _ = decode_with_recovery(ctx, value);
+    let mut i = before;
+    while i < ctx.diags.len() {
+        if out_of_range
+            .iter()
+            .any(|p| ctx.diags[i].path == *p || is_within(&ctx.diags[i].path, p))
+        {
+            ctx.diags.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// Most integers too large for 64 bits reported in one file (each one costs a decode of the text).
+const MAX_OUT_OF_RANGE: usize = 20;
+
+/// The generic YAML value of `text`. An integer too large for 64 bits (`port: 18446744073709551616`)
+/// stops the YAML decoder ("invalid type: integer … as u128"): each is reported at its line as out of
+/// range and decoded as a stand-in of the same length (so that positions stay), so that the rest of
+/// the file is still checked; returns the value with the paths of those integers. Errors: any other
+/// decode error (or more than [`MAX_OUT_OF_RANGE`] such integers: the last error).
+fn decode_value(ctx: &mut Ctx<'_>, text: &str) -> Result<(Value, Vec<String>), serde_yaml::Error> {
+    let mut work: Option<String> = None;
+    let mut paths = Vec::new();
+    loop {
+        let current = work.as_deref().unwrap_or(text);
+        let e = match serde_yaml::from_str::<Value>(current) {
+            Ok(v) => return Ok((v, paths)),
+            Err(e) => e,
+        };
+        let msg = e.to_string();
+        let too_large = msg.contains(" as u128") || msg.contains(" as i128");
+        let Some(loc) = e
+            .location()
+            .filter(|_| too_large && paths.len() < MAX_OUT_OF_RANGE)
+        else {
+            return Err(e);
+        };
+        let off = crate::diag::offset_of(current, loc.line(), loc.column());
+        let len = current[off..]
+            .char_indices()
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '_')))
+            .map_or(current.len() - off, |(i, _)| i);
+        let digits = &current[off..off + len];
+        if !digits
+            .trim_start_matches(['+', '-'])
+            .starts_with(|c: char| c.is_ascii_digit())
+        {
+            return Err(e);
+        }
+        let path = ctx
+            .index
+            .path_at(loc.line(), loc.column(), false)
+            .unwrap_or_default();
+        let mut d = Diagnostic::error(
+            "spec::out-of-range",
+            format!("{digits} is out of range: too large for any number field (the largest is 18446744073709551615)"),
+        )
+        .help("give a value in the field's range (ports 1–65535, sizes and counts as documented in docs/spec.md); quote it if it is meant as text")
+        .label("out of range");
+        d.path = path.clone();
+        d.span = Some((off, len).into());
+        d.line = loc.line();
+        d.column = loc.column();
+        ctx.push(d);
+        paths.push(path);
+        // A plain string of the same length stands in: `x` then the rest of the token.
+        let mut next = current.to_string();
+        next.replace_range(off..off + 1, "x");
+        work = Some(next);
+    }
 }
 
 /// Decodes the typed model; after each schema error removes the offending entry and retries. When the

@@ -279,38 +279,19 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
     }
     check_cni_sources(ctx, cni);
     check_cni_pinned(ctx, cni);
-    // Settings clusterctl derives itself; typing them again is how the seed's pool mismatch happened.
-    let owned: &[(&str, &'static str)] = match cni.plugin {
-        CniPlugin::Calico => &[
-            ("ipPools", "the pool CIDR comes from podSubnet"),
-            ("cidr", "the pool CIDR comes from podSubnet"),
-            ("calicoNetwork", "the pool CIDR comes from podSubnet"),
-        ],
-        CniPlugin::Cilium => &[
-            ("ipv4NativeRoutingCIDR", "it is set to podSubnet"),
-            ("ipv6NativeRoutingCIDR", "it is set to podSubnet"),
-            (
-                "clusterPoolIPv4PodCIDRList",
-                "pod CIDRs come from podSubnet",
-            ),
-            ("k8sServiceHost", "it is set to the control-plane endpoint"),
-            ("k8sServicePort", "it is set to the control-plane endpoint"),
-            (
-                "kubeProxyReplacement",
-                "use networking.cni.kubeProxyReplacement",
-            ),
-        ],
-        CniPlugin::Flannel => &[
-            ("Network", "it is set to podSubnet"),
-            ("network", "it is set to podSubnet"),
-        ],
-        _ => &[],
-    };
+    // Settings clusterctl sets itself (crate::cni_values, the one list): typing them again is how the
+    // seed's pool mismatch happened, and a value typed there would be overwritten silently.
+    let owned = crate::cni_values::owned_keys(cni.plugin);
+    let anywhere: Vec<(&str, &'static str)> = owned
+        .iter()
+        .filter(|o| o.anywhere)
+        .map(|o| (o.path, o.reason))
+        .collect();
     let mut found = Vec::new();
     owned_keys(
         &cni.values,
         "spec.networking.cni.values",
-        owned,
+        &anywhere,
         0,
         &mut found,
     );
@@ -327,6 +308,55 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             .at(format!("{path}#key")),
         );
     }
+    let mut reported = std::collections::BTreeSet::new();
+    for o in owned.iter().filter(|o| !o.anywhere) {
+        if let Some((path, replaced)) =
+            owned_path(&cni.values, "spec.networking.cni.values", o.path)
+        {
+            // `image: quay.io/…` stands in the way of image.repository, .tag and .useDigest: once.
+            if !reported.insert(path.clone()) {
+                continue;
+            }
+            let what = if replaced {
+                format!(
+                    "`{}` is set by clusterctl, so this value would be replaced",
+                    o.path
+                )
+            } else {
+                format!("`{}` may not be set in the CNI values", o.path)
+            };
+            ctx.push(
+                Diagnostic::error("spec::cni-owned-value", format!("{what}: {}", o.reason))
+                    .help(format!(
+                        "remove it from networking.cni.values ({} sets `{}` itself)",
+                        cni.plugin.name(),
+                        o.path
+                    ))
+                    .at(format!("{path}#key")),
+            );
+        }
+    }
+}
+
+/// Where the user's values meet the owned key `dotted` (`image.repository`): the key itself, or an
+/// ancestor on its way that is not a mapping (clusterctl would replace it with one). `(path, true)` for
+/// such an ancestor; `None` when the values leave the key alone.
+fn owned_path(map: &serde_yaml::Mapping, base: &str, dotted: &str) -> Option<(String, bool)> {
+    let mut cur = map;
+    let mut path = base.to_string();
+    let keys: Vec<&str> = dotted.split('.').collect();
+    for (i, k) in keys.iter().enumerate() {
+        let v = cur.get(*k)?;
+        path = crate::position::join_key(&path, k);
+        if i + 1 == keys.len() {
+            return Some((path, false));
+        }
+        match v {
+            serde_yaml::Value::Mapping(m) => cur = m,
+            _ => return Some((path, true)),
+        }
+    }
+    None
 }
 
 /// `networking.underlayMTU`: room for the smallest overlay MTU (576) plus the VXLAN overhead, and a
@@ -474,7 +504,15 @@ fn check_cni_pinned(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
                     cni.plugin.name()
                 ),
             )
-            .help(format!("use one of {}", table.join(", ")))
+            .help(if cni.accept_unverified {
+                format!(
+                    "use one of {} (acceptUnverified does not apply to {} versions: only pinned versions are installed)",
+                    table.join(", "),
+                    cni.plugin.name()
+                )
+            } else {
+                format!("use one of {}", table.join(", "))
+            })
             .at(at),
         );
     }
@@ -542,7 +580,24 @@ fn check_cni_sources(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
             }
         }
     }
-    if cni.accept_unverified {
+    if cni.accept_unverified
+        && matches!(
+            cni.plugin,
+            CniPlugin::Builtin | CniPlugin::Kindnet | CniPlugin::None
+        )
+    {
+        ctx.push(
+            Diagnostic::warning(
+                "spec::cni-unverified",
+                format!(
+                    "acceptUnverified has no effect for {}: it installs no upstream files",
+                    cni.plugin.name()
+                ),
+            )
+            .help("remove `acceptUnverified` (it is for the upstream files of calico, cilium and flannel)")
+            .at("spec.networking.cni.acceptUnverified"),
+        );
+    } else if cni.accept_unverified {
         ctx.push(
             Diagnostic::warning(
                 "spec::cni-unverified",

@@ -77,6 +77,14 @@ const ROWS: &[Row] = &[
     err("kindnet on ssh", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: kindnet\n")], "kindnet CNI is only available with the docker provider", "", "kindnet"),
     err("calico pool typed twice", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: calico\n      values:\n        ipPools: [{cidr: 192.168.0.0/16}]\n")], "`ipPools` may not be set in the CNI values", "values", "ipPools"),
     err("cilium pool nested in values", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: cilium\n      values:\n        ipam:\n          operator:\n            clusterPoolIPv4PodCIDRList: [10.0.0.0/8]\n")], "`clusterPoolIPv4PodCIDRList` may not be set in the CNI values", "operator", "clusterPoolIPv4PodCIDRList"),
+    err("cilium image tag is clusterctl's", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: cilium\n      values:\n        image:\n          pullPolicy: Always\n          tag: v1.99.0\n")], "`image.tag` may not be set in the CNI values: clusterctl pins the image", "pullPolicy", "tag"),
+    err("cilium ipam mode is clusterctl's", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: cilium\n      values:\n        ipam: {mode: cluster-pool}\n")], "`ipam.mode` may not be set in the CNI values", "ipam", "mode"),
+    err("cilium envoy is inside the agent", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: cilium\n      values:\n        envoy:\n          enabled: true\n")], "`envoy.enabled` may not be set in the CNI values", "envoy", "enabled"),
+    err("cilium image as a string would be replaced", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: cilium\n      values:\n        image: quay.io/cilium/cilium:v1.18.0\n")], "`image.repository` is set by clusterctl, so this value would be replaced", "values", "image"),
+    err("cilium operator image", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: cilium\n      values:\n        operator: {replicas: 1, image: {repository: my/op}}\n")], "`operator.image.repository` may not be set", "image", "repository"),
+    err("flannel address family", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: flannel\n      values:\n        EnableIPv6: true\n")], "`EnableIPv6` may not be set in the CNI values: it follows podSubnet", "values", "EnableIPv6"),
+    err("flannel backend mtu", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: flannel\n      values:\n        Backend: {Type: vxlan, mtu: 1400}\n")], "`Backend.mtu` may not be set in the CNI values: use networking.cni.mtu", "Backend", "mtu"),
+    err("calico registry is the mirror's", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: calico\n      values:\n        registry: quay.io/\n")], "`registry` may not be set in the CNI values", "values", "registry"),
     err("kubeProxyReplacement with calico", &[("    serviceSubnet: 10.96.0.0/16\n", "    serviceSubnet: 10.96.0.0/16\n    cni:\n      plugin: calico\n      kubeProxyReplacement: true\n")], "kubeProxyReplacement is a Cilium setting", "kubeProxyReplacement", "true"),
     err("VIP outside control-plane subnet", &[("10.0.0.100", "10.1.0.100")], "the ARP VIP 10.1.0.100 is not in the control planes' subnet 10.0.0.0/24", "", "10.1.0.100"),
     err("VIP is a node address", &[("address: 10.0.0.100", "address: 10.0.0.21")], "the VIP 10.0.0.21 is also the address of node w1", "vip", "10.0.0.21"),
@@ -347,6 +355,90 @@ fn every_problem_is_reported_in_one_run() {
     // Schema errors stop the semantic rules only for what did not decode; the summary counts them all.
     assert!(report.error_count() >= 2, "{report}");
     assert!(report.to_string().contains("many.yaml:"), "{report}");
+}
+
+/// Breaker finding U2: one integer too large for 64 bits stopped the whole decode ("invalid type:
+/// integer … as u128, expected any YAML value") and hid every other error. It is reported at its line
+/// as out of range, once, and the other errors still are.
+#[test]
+fn an_integer_too_large_is_out_of_range_at_its_line_and_hides_nothing() {
+    let text = BASE
+        .replacen(
+            "  provider: ssh\n",
+            "  provider: ssh\n  ssh: {port: 18446744073709551616}\n  colour: blue\n",
+            1,
+        )
+        .replacen(
+            "      role: worker\n",
+            "      role: worker\n      labels: {size: -99999999999999999999}\n",
+            1,
+        );
+    let loaded = clusterctl_spec::Loaded::from_text("big.yaml", text.clone());
+    let report = validate(&loaded).expect_err("invalid");
+    for (needle, path) in [
+        ("18446744073709551616", "spec.ssh.port"),
+        ("-99999999999999999999", "spec.nodes[1].labels.size"),
+    ] {
+        let found: Vec<_> = report.items.iter().filter(|d| d.path == path).collect();
+        assert_eq!(found.len(), 1, "{path} reported once: {report}");
+        let d = found[0];
+        assert!(
+            d.message.contains(needle) && d.message.contains("out of range"),
+            "{d}"
+        );
+        assert_eq!((d.line, d.column), anchor(&text, "", needle), "{d}");
+    }
+    assert!(
+        report
+            .items
+            .iter()
+            .any(|d| d.message.contains("unknown field `colour`")),
+        "{report}"
+    );
+    assert!(!report.to_string().contains("u128"), "{report}");
+}
+
+/// Breaker finding U7: `acceptUnverified: true` with a CNI that installs no upstream files warned
+/// about upstream files; with an unpinned Calico version it reads as if it could help.
+#[test]
+fn accept_unverified_says_where_it_has_no_effect() {
+    for plugin in ["builtin", "none"] {
+        let text = BASE.replacen(
+            "    serviceSubnet: 10.96.0.0/16\n",
+            &format!("    serviceSubnet: 10.96.0.0/16\n    cni: {{plugin: {plugin}, acceptUnverified: true}}\n"),
+            1,
+        );
+        let loaded = clusterctl_spec::Loaded::from_text("u.yaml", text);
+        let items = match validate(&loaded) {
+            Ok(v) => v.warnings,
+            Err(d) => d.items,
+        };
+        let d = items
+            .iter()
+            .find(|d| d.path == "spec.networking.cni.acceptUnverified")
+            .unwrap_or_else(|| panic!("{plugin}: {items:?}"));
+        assert_eq!(d.severity, Severity::Warning);
+        assert!(
+            d.message
+                .contains(&format!("acceptUnverified has no effect for {plugin}")),
+            "{d}"
+        );
+        assert!(!d.message.contains("installed as downloaded"), "{d}");
+    }
+    let text = BASE.replacen(
+        "    serviceSubnet: 10.96.0.0/16\n",
+        "    serviceSubnet: 10.96.0.0/16\n    cni: {plugin: calico, version: v3.0.0, acceptUnverified: true}\n",
+        1,
+    );
+    let report =
+        validate(&clusterctl_spec::Loaded::from_text("c.yaml", text)).expect_err("unpinned");
+    let d = report
+        .items
+        .iter()
+        .find(|d| d.message.contains("is not a version clusterctl has pinned"))
+        .unwrap_or_else(|| panic!("{report}"));
+    let help = d.help.as_deref().unwrap_or_default();
+    assert!(help.contains("acceptUnverified does not apply"), "{help}");
 }
 
 #[test]
