@@ -51,6 +51,18 @@ pub enum AirgapError {
         /// What broke.
         reason: String,
     },
+    /// A file download (an upstream CNI file, a chart) could not be completed: the server could not
+    /// be reached or the transfer broke (tried again), or it answered a status other than 200/206
+    /// (`status`, not tried again).
+    #[error("download of {url} failed: {reason}")]
+    Download {
+        /// The URL, without credentials.
+        url: String,
+        /// What broke, or the status and the head of the body.
+        reason: String,
+        /// The HTTP status when the server answered one.
+        status: Option<u16>,
+    },
     /// Authentication failed or a challenge could not be answered.
     #[error("authentication to {registry} failed: {reason}")]
     Auth {

@@ -190,7 +190,11 @@ impl UpstreamCache {
                     last = None;
                     break;
                 }
-                Err(e @ AirgapError::Http { .. }) => return Err(e),
+                Err(
+                    e @ AirgapError::Download {
+                        status: Some(_), ..
+                    },
+                ) => return Err(e),
                 Err(e) => last = Some(e),
             }
         }
@@ -365,9 +369,10 @@ impl UpstreamCache {
         if have > 0 {
             req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
         }
-        let mut resp = req.send().map_err(|e| AirgapError::Transport {
+        let mut resp = req.send().map_err(|e| AirgapError::Download {
             url: want.url.clone(),
             reason: e.to_string(),
+            status: None,
         })?;
         let (mut file, start) = match resp.status() {
             StatusCode::PARTIAL_CONTENT if have > 0 => (
@@ -381,19 +386,19 @@ impl UpstreamCache {
             StatusCode::RANGE_NOT_SATISFIABLE => {
                 // What we have is longer than the file: start over next time.
                 let _ = std::fs::remove_file(part);
-                return Err(AirgapError::Transport {
+                return Err(AirgapError::Download {
                     url: want.url.clone(),
                     reason: "the partial download is longer than the file; restarting".into(),
+                    status: None,
                 });
             }
             s => {
                 let mut body = String::new();
                 let _ = (&mut resp).take(512).read_to_string(&mut body);
-                return Err(AirgapError::Http {
-                    method: "GET".into(),
+                return Err(AirgapError::Download {
                     url: want.url.clone(),
-                    status: s.as_u16(),
-                    body: body.trim().to_string(),
+                    reason: format!("the server answered {s}: {}", body.trim()),
+                    status: Some(s.as_u16()),
                 });
             }
         };
@@ -410,9 +415,10 @@ impl UpstreamCache {
                 format!("larger than {MAX_FILE_BYTES} bytes; refused"),
             ));
         }
-        copied.map_err(|e| AirgapError::Transport {
+        copied.map_err(|e| AirgapError::Download {
             url: want.url.clone(),
             reason: format!("interrupted after {} bytes: {e}", start + n),
+            status: None,
         })?;
         Ok(())
     }

@@ -110,6 +110,12 @@ pub enum OutputError {
         /// What it had to be: `directory` or `regular file`.
         want: &'static str,
     },
+    /// The output directory exists and is not a directory (or a path above it is not one).
+    #[error("output directory {}: exists and is not a directory (choose a directory, or a path that does not exist yet)", .dir.display())]
+    NotADirectory {
+        /// The output directory as given.
+        dir: PathBuf,
+    },
     /// The operating system refused.
     #[error("writing {}: {source}", .path.display())]
     Io {
@@ -161,8 +167,11 @@ pub(crate) fn output_components(rel: &str) -> Result<Vec<std::ffi::CString>, Out
 /// temporary file created `O_EXCL|O_NOFOLLOW` mode 0600 in its directory, set to its mode with
 /// `fchmod`, and renamed over the name (a link or any other existing non-regular file at the name
 /// is refused; an existing file is replaced, never written through, so a hard link to a file
-/// outside is left alone). Returns the paths written, in order. Errors: the first refused or failed
-/// path; files before it are written.
+/// outside is left alone). A link or a wrong type already in the way of any path is refused before
+/// anything is written; `root` existing as something other than a directory is
+/// [`OutputError::NotADirectory`]. Returns the paths written, in order. Errors: the first refused or
+/// failed path; files before it are written only when the refusal came from a change made during
+/// the write.
 pub(crate) fn write_tree<'a>(
     root: &Path,
     files: impl IntoIterator<Item = (&'a str, &'a [u8], u32)>,
@@ -176,7 +185,27 @@ pub(crate) fn write_tree<'a>(
         let path = path.to_path_buf();
         move |source| OutputError::Io { path, source }
     };
-    std::fs::create_dir_all(root).map_err(io(root))?;
+    if let Some(kind) = root_kind(root) {
+        if !kind.is_dir() {
+            return Err(OutputError::NotADirectory {
+                dir: root.to_path_buf(),
+            });
+        }
+    }
+    std::fs::create_dir_all(root).map_err(|source| match source.kind() {
+        std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => {
+            OutputError::NotADirectory {
+                dir: root.to_path_buf(),
+            }
+        }
+        _ => OutputError::Io {
+            path: root.to_path_buf(),
+            source,
+        },
+    })?;
+    for (comps, _, _) in &plan {
+        precheck(root, comps)?;
+    }
     let root_fd = open_dir_at(None, &path_cstring(root)?).map_err(io(root))?;
     let mut written = Vec::with_capacity(plan.len());
     for (comps, content, mode) in plan {
@@ -201,6 +230,50 @@ pub(crate) fn write_tree<'a>(
         written.push(target);
     }
     Ok(written)
+}
+
+/// Refuses, before anything is written, a path whose existing components below `root` include a
+/// link, a non-directory where a directory must be, or a non-regular file at the name (the walk that
+/// writes checks again, relative to descriptors).
+fn precheck(root: &Path, comps: &[std::ffi::CString]) -> Result<(), OutputError> {
+    let mut target = root.to_path_buf();
+    for c in comps {
+        target.push(std::ffi::OsStr::from_bytes(c.as_bytes()));
+    }
+    let mut full = root.to_path_buf();
+    for (i, c) in comps.iter().enumerate() {
+        full.push(std::ffi::OsStr::from_bytes(c.as_bytes()));
+        let Ok(meta) = std::fs::symlink_metadata(&full) else {
+            return Ok(());
+        };
+        let last = i + 1 == comps.len();
+        let ty = meta.file_type();
+        if ty.is_symlink() {
+            return Err(OutputError::Link {
+                path: target,
+                link: full,
+            });
+        }
+        let (ok, want) = if last {
+            (ty.is_file(), "regular file")
+        } else {
+            (ty.is_dir(), "directory")
+        };
+        if !ok {
+            return Err(OutputError::WrongType {
+                path: target,
+                at: full,
+                want,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What `root` is, following links (the user chose it, and it may be a link to a directory); `None`
+/// when it does not exist (or cannot be examined: creating it then says why).
+fn root_kind(root: &Path) -> Option<std::fs::FileType> {
+    std::fs::metadata(root).ok().map(|m| m.file_type())
 }
 
 fn path_cstring(p: &Path) -> Result<std::ffi::CString, OutputError> {
@@ -546,6 +619,43 @@ mod tests {
             std::fs::read_to_string(out.join("cp/etc/containerd/config.toml")).expect("read"),
             "rendered"
         );
+    }
+
+    #[test]
+    fn a_link_in_the_way_of_a_later_file_stops_the_write_before_anything_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).expect("mkdir");
+        let victim = dir.path().join("victim/new.crt");
+        std::os::unix::fs::symlink(&victim, out.join("ca.crt")).expect("symlink");
+        let err = write_tree(
+            &out,
+            [
+                ("cluster.yaml", &b"c"[..], 0o644),
+                ("ca.crt", &b"x"[..], 0o644),
+            ],
+        )
+        .expect_err("a dangling link in the way");
+        assert!(matches!(err, OutputError::Link { .. }), "{err}");
+        assert!(!out.join("cluster.yaml").exists(), "nothing written");
+        assert!(!victim.exists() && !victim.parent().expect("dir").exists());
+    }
+
+    #[test]
+    fn an_output_directory_that_is_a_file_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("afile");
+        std::fs::write(&file, "mine").expect("write");
+        for root in [file.clone(), file.join("sub")] {
+            let err = write_tree(&root, [("a.txt", &b"x"[..], 0o644)]).expect_err("a file");
+            assert!(matches!(err, OutputError::NotADirectory { .. }), "{err}");
+            let text = err.to_string();
+            assert!(
+                text.contains(&root.display().to_string()) && text.contains("not a directory"),
+                "{text}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&file).expect("read"), "mine");
     }
 
     #[test]

@@ -26,16 +26,18 @@ const MANIFEST: &str = ".clusterctl-render";
 #[derive(Debug, thiserror::Error)]
 pub enum RenderDirError {
     /// The renderer refused the cluster.
-    #[error("render failed: {0}")]
+    #[error("{0}")]
     Render(#[source] RenderError),
     /// An upstream file could not be obtained or checked (`--fetch`).
-    #[error("render --fetch: {0}")]
+    #[error("--fetch: {0}")]
     Fetch(#[source] AirgapError),
     /// No cache directory for upstream files.
-    #[error("render --fetch: no cache directory for upstream files ($XDG_CACHE_HOME and $HOME are unset)")]
+    #[error(
+        "--fetch: no cache directory for upstream files ($XDG_CACHE_HOME and $HOME are unset)"
+    )]
     NoCache,
     /// A fetched file could not be read back from the cache.
-    #[error("render --fetch: reading {}: {source}", path.display())]
+    #[error("--fetch: reading {}: {source}", path.display())]
     ReadFetched {
         /// The cached file.
         path: PathBuf,

@@ -352,8 +352,8 @@ fn a_download_cut_every_time_caches_nothing_and_the_next_run_resumes() {
         .fetch(&s.client, &w, false)
         .expect_err("cut three times");
     assert!(
-        matches!(e, AirgapError::Transport { .. }),
-        "a transport error: {e:?}"
+        matches!(e, AirgapError::Download { status: None, .. }),
+        "a broken download: {e:?}"
     );
     assert_eq!(cached_files(&s), 0, "nothing half-downloaded is handed on");
     assert!(s.cache.cached(&w).is_none());
