@@ -16,7 +16,7 @@ use clusterctl_airgap::AirgapError;
 use clusterctl_render::{RenderError, RenderedFile};
 use clusterctl_spec::ValidCluster;
 
-use crate::local::OutputError;
+pub use crate::local::OutputError;
 
 /// The list of files written, kept in the output directory so that the next render can remove the
 /// files it no longer writes.
@@ -48,6 +48,17 @@ pub enum RenderDirError {
     /// A path was refused or a file could not be written.
     #[error(transparent)]
     Write(#[from] OutputError),
+}
+
+/// Writes `files` (path relative to `dir`, content, mode) under `dir` as `render` writes its tree
+/// (`local::write_tree`): every path checked before anything is written, no link inside `dir`
+/// followed, a `dir` that is not a directory named; for other outputs of the same kind (`profile print
+/// --output-dir`). Returns the paths written. Errors: the first refused or failed path.
+pub fn write_files<'a>(
+    dir: &Path,
+    files: impl IntoIterator<Item = (&'a str, &'a [u8], u32)>,
+) -> Result<Vec<PathBuf>, OutputError> {
+    crate::local::write_tree(dir, files)
 }
 
 /// One written file, as listed (fields in the order `render -o json` has always printed them).

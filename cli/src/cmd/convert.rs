@@ -66,7 +66,10 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         }
         Err(d) => {
             print!("{}", out.text);
-            eprintln!("{:?}", miette::Report::new(d));
+            // Each diagnostic once, as `validate` prints them (a miette report of the whole list
+            // printed its text and then every item again).
+            super::validate::print_graphical(&d.items);
+            eprintln!("{}", d.summary());
             Ok(ExitCode::from(crate::EXIT_INVALID))
         }
     }

@@ -105,7 +105,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
 fn confirm(cluster: &ValidCluster) -> bool {
     let stdin = std::io::stdin();
     eprint!(
-        "Destroy cluster {} ({} node(s), provider {:?})? This resets every node. Type yes: ",
+        "Destroy cluster {} ({} node(s), provider {})? This resets every node. Type yes: ",
         cluster.name(),
         cluster.nodes().len(),
         cluster.provider()

@@ -199,8 +199,22 @@ pub(crate) fn diagnostics(items: &[clusterctl_spec::Diagnostic]) -> Vec<serde_js
 }
 
 /// `profile list` and `validate --list-profiles`: one line per profile (name, description,
-/// `(default)` for the default one).
-pub(crate) fn print_profiles() {
+/// `(default)` for the default one), or with `-o json|yaml` one list `[{name, description, default}]`
+/// (as `get clusters -o json` lists).
+pub(crate) fn print_profiles(format: Format) -> miette::Result<()> {
+    let rows: Vec<serde_json::Value> = clusterctl_spec::profiles()
+        .iter()
+        .map(|(name, description)| {
+            serde_json::json!({
+                "name": name,
+                "description": description,
+                "default": *name == clusterctl_spec::DEFAULT_PROFILE,
+            })
+        })
+        .collect();
+    if format.print(&rows)? {
+        return Ok(());
+    }
     for (name, description) in clusterctl_spec::profiles() {
         let default = if *name == clusterctl_spec::DEFAULT_PROFILE {
             " (default)"
@@ -209,6 +223,7 @@ pub(crate) fn print_profiles() {
         };
         println!("{name:<16} {description}{default}");
     }
+    Ok(())
 }
 
 /// A clap value parser for counts that must be at least 1 (`--parallel`, `--jobs`), saying so in
@@ -219,6 +234,67 @@ pub(crate) fn at_least_one(s: &str) -> Result<usize, CountError> {
         Ok(n) => Ok(n),
         Err(_) => Err(CountError::NotANumber(s.to_string())),
     }
+}
+
+/// Why a duration flag's value was refused ([`seconds`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct DurationError(String);
+
+impl std::fmt::Display for DurationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} is not a duration: give whole seconds (`600`) or a whole number with a unit s, m or h (`600s`, `10m`, `1h`)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for DurationError {}
+
+/// A clap value parser for timeouts (`--ready-timeout`, `--drain-timeout`): whole seconds, or a whole
+/// number with the unit `s`, `m` or `h`; the value in seconds.
+pub(crate) fn seconds(s: &str) -> Result<u64, DurationError> {
+    let t = s.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, ""),
+    };
+    let scale = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => return Err(DurationError(s.to_string())),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| DurationError(s.to_string()))
+}
+
+/// Why an `--ignore-preflight` entry was refused ([`check_id`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct EmptyCheckId;
+
+impl std::fmt::Display for EmptyCheckId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "empty check id: give check ids separated by commas, without empty entries (`swap,time-sync`)",
+        )
+    }
+}
+
+impl std::error::Error for EmptyCheckId {}
+
+/// A clap value parser for one `--ignore-preflight` entry: refuses an empty one (`,`, `swap,,x`);
+/// whether it names a check is decided later ([`NodeRunArgs::refuse_unknown_checks`]).
+pub(crate) fn check_id(s: &str) -> Result<String, EmptyCheckId> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(EmptyCheckId);
+    }
+    Ok(t.to_string())
 }
 
 /// The subcommands whose `-o` used to name a path, with the long flag that names it now.
@@ -303,7 +379,7 @@ pub(crate) struct NodeRunArgs {
     pub fix: bool,
     /// Preflight checks reported as warnings instead of failures (ids such as `time-sync`, `swap`,
     /// `module/br_netfilter`; an unknown id is refused, listing them all).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = check_id)]
     pub ignore_preflight: Vec<String>,
     /// Show every check and the output of every command.
     #[arg(short = 'v', long)]
@@ -314,8 +390,9 @@ pub(crate) struct NodeRunArgs {
     /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
     #[arg(long)]
     pub known_hosts: Option<PathBuf>,
-    /// Seconds to wait for every node to be Ready.
-    #[arg(long, default_value_t = 600)]
+    /// How long to wait for every node to be Ready: whole seconds (`600`) or with a unit (`600s`,
+    /// `10m`, `1h`).
+    #[arg(long, default_value = "600", value_parser = seconds)]
     pub ready_timeout: u64,
 }
 
@@ -371,6 +448,38 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn timeouts_take_seconds_or_a_unit() {
+        assert_eq!(seconds("600"), Ok(600));
+        assert_eq!(seconds("600s"), Ok(600));
+        assert_eq!(seconds("0s"), Ok(0));
+        assert_eq!(seconds("10m"), Ok(600));
+        assert_eq!(seconds("1h"), Ok(3600));
+        for bad in [
+            "",
+            "s",
+            "10x",
+            "1.5m",
+            "-1",
+            "10 m",
+            "99999999999999999999h",
+        ] {
+            let e = seconds(bad).expect_err(bad).to_string();
+            assert!(
+                e.contains("whole seconds") && e.contains("10m"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_check_ids_are_refused() {
+        assert_eq!(check_id("swap"), Ok("swap".to_string()));
+        assert_eq!(check_id(" swap "), Ok("swap".to_string()));
+        assert_eq!(check_id(""), Err(EmptyCheckId));
+        assert!(EmptyCheckId.to_string().starts_with("empty check id"));
     }
 
     #[test]

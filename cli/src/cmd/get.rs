@@ -154,7 +154,13 @@ fn clusters(output: Format) -> miette::Result<ExitCode> {
 const NONE: &str = "<none>";
 
 fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
-    let cluster = match target.load(Format::Text) {
+    // An invalid file is printed as the `invalid` document `-o json|yaml` asks for.
+    let format = match output {
+        NodesFormat::Json => Format::Json,
+        NodesFormat::Yaml => Format::Yaml,
+        NodesFormat::Text | NodesFormat::Wide | NodesFormat::Name => Format::Text,
+    };
+    let cluster = match target.load(format) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };

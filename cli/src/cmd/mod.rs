@@ -6,6 +6,7 @@ pub(crate) mod cni;
 pub(crate) mod completion;
 pub(crate) mod convert;
 pub(crate) mod destroy;
+pub(crate) mod escape;
 pub(crate) mod flags;
 pub(crate) mod get;
 pub(crate) mod image;

@@ -30,7 +30,7 @@ pub(crate) fn print_up_plan(
         "clusterctl up --dry-run: {} ({how}): nothing is changed",
         spec.cluster
     );
-    let provider = format!("{:?}", cluster.provider()).to_lowercase();
+    let provider = cluster.provider().as_str();
     println!(
         "cluster {}: Kubernetes v{}, provider {provider}, {} control plane(s) + {} worker(s), endpoint {}, runtime {}, CNI {}",
         spec.cluster,

@@ -29,7 +29,7 @@ pub(crate) enum Command {
 pub(crate) fn run(c: Command) -> miette::Result<ExitCode> {
     match c {
         Command::List => {
-            super::flags::print_profiles();
+            super::flags::print_profiles(super::flags::Format::Text)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Print { name, output_dir } => match clusterctl_spec::from_profile(&name) {
@@ -48,7 +48,7 @@ pub(crate) fn run(c: Command) -> miette::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
             Err(d) => {
-                eprintln!("{:?}", miette::Report::new(d));
+                super::validate::print_graphical(&d.items);
                 Ok(ExitCode::from(crate::EXIT_INVALID))
             }
         },
@@ -56,20 +56,25 @@ pub(crate) fn run(c: Command) -> miette::Result<ExitCode> {
 }
 
 /// Writes `text` as `dir/cluster.yaml` and each of `refs` (the sample files shipped with the profiles)
-/// beside it, saying what it wrote. Exit 2, nothing written, when one of them exists already; 1 when
-/// a write fails.
+/// beside it, saying what it wrote, through `clusterctl_phases::render_dir::write_files` (as `render`: no
+/// link inside `dir` is followed). Exit 2, nothing written, when one of them exists already, when a
+/// link or something other than a file is in the way, or when `dir` is not a directory; 1 when a
+/// write fails.
 fn write_out(dir: &Path, text: &str, refs: &[String]) -> ExitCode {
-    let mut files: Vec<(PathBuf, &str)> = vec![(dir.join("cluster.yaml"), text)];
+    use clusterctl_phases::render_dir::OutputError;
+    let mut files: Vec<(&str, &str)> = vec![("cluster.yaml", text)];
     for r in refs {
         match clusterctl_spec::profiles::profile_file(r) {
-            Some(t) => files.push((dir.join(r), t)),
+            Some(t) => files.push((r.as_str(), t)),
             None => eprintln!("note: {r} is not shipped with clusterctl: put your own file there"),
         }
     }
+    // A link is not "a file that exists": write_tree refuses it below, saying so.
     let existing: Vec<String> = files
         .iter()
-        .filter(|(p, _)| p.exists())
-        .map(|(p, _)| p.display().to_string())
+        .map(|(r, _)| dir.join(r))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink()))
+        .map(|p| p.display().to_string())
         .collect();
     if !existing.is_empty() {
         eprintln!(
@@ -78,16 +83,21 @@ fn write_out(dir: &Path, text: &str, refs: &[String]) -> ExitCode {
         );
         return ExitCode::from(crate::EXIT_INVALID);
     }
-    for (path, content) in &files {
-        let written = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(path, content));
-        if let Err(e) = written {
-            eprintln!("profile print: writing {}: {e}", path.display());
-            return ExitCode::FAILURE;
+    let tree = files.iter().map(|(r, t)| (*r, t.as_bytes(), 0o644));
+    match clusterctl_phases::render_dir::write_files(dir, tree) {
+        Ok(written) => {
+            for path in written {
+                println!("wrote {}", path.display());
+            }
+            ExitCode::SUCCESS
         }
-        println!("wrote {}", path.display());
+        Err(e @ OutputError::Io { .. }) => {
+            eprintln!("profile print: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("profile print: {e}; nothing was written");
+            ExitCode::from(crate::EXIT_INVALID)
+        }
     }
-    ExitCode::SUCCESS
 }

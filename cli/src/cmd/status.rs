@@ -60,11 +60,21 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     }
 }
 
-/// The report as text: the cluster line, the node table, missing nodes, drift, stuck pods.
+/// The report as text: the cluster line, the node table, missing nodes, drift, stuck pods. What the
+/// API returned is escaped ([`super::escape::printable`]): a node name or a pod message cannot move the
+/// cursor, recolour the terminal or reorder the line.
 fn print_text(cluster: &ValidCluster, r: &StatusReport) {
+    print!("{}", text(cluster, r));
+}
+
+/// [`print_text`]'s text.
+fn text(cluster: &ValidCluster, r: &StatusReport) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
     let d = &r.diagnosis;
     let ready = d.nodes.iter().filter(|n| n.ready).count();
-    println!(
+    let _ = writeln!(
+        o,
         "cluster {} (file: Kubernetes {}, {} node(s)); {} of {} registered node(s) Ready",
         r.cluster,
         cluster.version_info().tag(),
@@ -72,119 +82,190 @@ fn print_text(cluster: &ValidCluster, r: &StatusReport) {
         ready,
         d.nodes.len()
     );
-    let w = d
+    let rows: Vec<[String; 4]> = d
         .nodes
         .iter()
-        .map(|n| n.name.len())
+        .map(|n| {
+            let mut reason = n.reason.clone().unwrap_or_default();
+            if n.unschedulable {
+                reason = if reason.is_empty() {
+                    "cordoned".into()
+                } else {
+                    format!("cordoned; {reason}")
+                };
+            }
+            [&n.name, &n.role, &n.version, &reason].map(|v| esc(v))
+        })
+        .collect();
+    let w = rows
+        .iter()
+        .map(|r| r[0].chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
-    let rw = d
-        .nodes
+    let rw = rows
         .iter()
-        .map(|n| n.role.len())
+        .map(|r| r[1].chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
-    println!(
+    let _ = writeln!(
+        o,
         "\n{:w$}  {:rw$}  {:8}  {:5}  REASON",
         "NODE", "ROLE", "VERSION", "READY"
     );
-    for n in &d.nodes {
-        let mut reason = n.reason.clone().unwrap_or_default();
-        if n.unschedulable {
-            reason = if reason.is_empty() {
-                "cordoned".into()
-            } else {
-                format!("cordoned; {reason}")
-            };
-        }
-        println!(
-            "{:w$}  {:rw$}  {:8}  {:5}  {reason}",
-            n.name,
-            n.role,
-            n.version,
+    for (row, n) in rows.iter().zip(&d.nodes) {
+        let [name, role, version, reason] = row;
+        let _ = writeln!(
+            o,
+            "{name:w$}  {role:rw$}  {version:8}  {:5}  {reason}",
             if n.ready { "True" } else { "False" }
         );
     }
     for m in &r.missing_nodes {
-        println!(
+        let _ = writeln!(
+            o,
             "{m:w$}  (in the file, not registered: run `clusterctl up` or `clusterctl node join`)"
         );
     }
-    print_drift(r);
-    print_stuck(&d.stuck);
+    drift(&mut o, r);
+    stuck_pods(&mut o, &d.stuck);
+    o
+}
+
+/// `s` as text output may print it ([`super::escape::printable`]).
+fn esc(s: &str) -> String {
+    super::escape::printable(s).into_owned()
 }
 
 /// The declared labels and taints the nodes do not carry.
-fn print_drift(r: &StatusReport) {
+fn drift(o: &mut String, r: &StatusReport) {
+    use std::fmt::Write;
     if !r.label_drift.is_empty() {
-        println!("\nlabels declared in the file but missing on the node (`clusterctl up` restores them):");
+        o.push_str("\nlabels declared in the file but missing on the node (`clusterctl up` restores them):\n");
         for l in &r.label_drift {
-            match &l.actual {
-                Some(a) => println!("  {}: {} (has {a})", l.node, l.label),
-                None => println!("  {}: {}", l.node, l.label),
-            }
+            let (node, label) = (esc(&l.node), esc(&l.label));
+            let _ = match &l.actual {
+                Some(a) => writeln!(o, "  {node}: {label} (has {})", esc(a)),
+                None => writeln!(o, "  {node}: {label}"),
+            };
         }
     }
     if !r.taint_drift.is_empty() {
-        println!("\ntaints declared in the file but missing on the node (`clusterctl up` restores them):");
+        o.push_str("\ntaints declared in the file but missing on the node (`clusterctl up` restores them):\n");
         for t in &r.taint_drift {
-            println!("  {}: {}", t.node, t.taint);
+            let _ = writeln!(o, "  {}: {}", esc(&t.node), esc(&t.taint));
         }
     }
 }
 
 /// Each stuck pod: where it is stuck, why, and what to look at next.
-fn print_stuck(stuck: &[clusterctl_kubeapi::StuckPod]) {
+fn stuck_pods(o: &mut String, stuck: &[clusterctl_kubeapi::StuckPod]) {
+    use std::fmt::Write;
     if stuck.is_empty() {
-        println!("\nno stuck pods");
+        o.push_str("\nno stuck pods\n");
         return;
     }
-    println!("\nstuck pods ({}):", stuck.len());
+    let _ = writeln!(o, "\nstuck pods ({}):", stuck.len());
     for s in stuck {
-        println!(
+        let _ = writeln!(
+            o,
             "\n  {}/{}  stuck at {}: {}{}",
-            s.namespace,
-            s.name,
+            esc(&s.namespace),
+            esc(&s.name),
             s.layer.as_str(),
-            s.reason,
+            esc(&s.reason),
             s.node
                 .as_ref()
-                .map(|n| format!(" (on {n})"))
+                .map(|n| format!(" (on {})", esc(n)))
                 .unwrap_or_default()
         );
         if !s.message.is_empty() {
-            println!("    {}", s.message);
+            let _ = writeln!(o, "    {}", esc(&s.message));
         }
         for m in &s.missing_labels {
-            println!("    no node has: {m}");
+            let _ = writeln!(o, "    no node has: {}", esc(m));
         }
         for t in &s.untolerated_taints {
-            println!("    untolerated taint: {t}");
+            let _ = writeln!(o, "    untolerated taint: {}", esc(t));
         }
         if let Some(img) = &s.image {
             let on = match &s.nodes_with_image {
                 Some(v) if v.is_empty() => "on no node".to_string(),
-                Some(v) => format!("on {}", v.join(", ")),
+                Some(v) => format!(
+                    "on {}",
+                    v.iter().map(|n| esc(n)).collect::<Vec<_>>().join(", ")
+                ),
                 None => "unknown (node runtimes not reachable)".to_string(),
             };
-            println!("    image {img}: {on}");
+            let _ = writeln!(o, "    image {}: {on}", esc(img));
         }
         if let Some(t) = &s.last_termination {
-            println!(
+            let _ = writeln!(
+                o,
                 "    last termination: {} (exit code {}){}, {} restart(s)",
-                t.reason,
+                esc(&t.reason),
                 t.exit_code,
                 t.message
                     .as_ref()
-                    .map(|m| format!(": {m}"))
+                    .map(|m| format!(": {}", esc(m)))
                     .unwrap_or_default(),
                 s.restarts
             );
         }
         for n in &s.next {
-            println!("    next: {n}");
+            let _ = writeln!(o, "    next: {}", esc(n));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clusterctl_kubeapi::NodeStatus;
+    use clusterctl_phases::status::{Health, LabelDrift};
+
+    /// Breaker finding C1: node names and reasons from the API were printed raw, ANSI and bidi
+    /// control characters included.
+    #[test]
+    fn text_output_escapes_what_the_api_returned() {
+        let loaded = clusterctl_spec::from_profile("lab").expect("lab");
+        let cluster = clusterctl_spec::validate(&loaded).expect("valid").cluster;
+        let evil = "c1\u{202e}\n\x1b[31mRED";
+        let r = StatusReport {
+            cluster: "lab".into(),
+            result: Health::Degraded,
+            diagnosis: clusterctl_kubeapi::Diagnosis {
+                nodes: vec![NodeStatus {
+                    name: evil.into(),
+                    role: "control-plane".into(),
+                    version: "v1.34.1\x07".into(),
+                    ready: false,
+                    reason: Some("\x1b]0;pwned\x07NotReady".into()),
+                    unschedulable: false,
+                    internal_ip: None,
+                }],
+                stuck: vec![],
+            },
+            missing_nodes: vec![],
+            label_drift: vec![LabelDrift {
+                node: evil.into(),
+                label: "disktype=ssd".into(),
+                actual: Some("\u{2066}hdd".into()),
+            }],
+            taint_drift: vec![],
+        };
+        let t = text(&cluster, &r);
+        assert!(
+            !t.chars().any(|c| (c.is_control() && c != '\n')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+            "{t:?}"
+        );
+        assert!(
+            t.contains("c1\\u{202e}\\u{a}\\u{1b}[31mRED  control-plane"),
+            "{t}"
+        );
+        assert!(t.contains("\\u{1b}]0;pwned\\u{7}NotReady"), "{t}");
+        assert!(t.contains("(has \\u{2066}hdd)"), "{t}");
     }
 }

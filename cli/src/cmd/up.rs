@@ -262,14 +262,23 @@ fn load(args: &Args) -> Result<ValidCluster, ExitCode> {
 
 /// `--recreate`: destroys `cluster` as `destroy --yes` does (`clusterctl_phases::destroy::run`: every
 /// node reset, the kubeconfig context and the local state cache removed), printing each step, so that
-/// `up` builds it again with no recorded phase skipped. A dry run only says so. False when a teardown
-/// step failed (then `up` stops).
+/// `up` builds it again with no recorded phase skipped. A dry run only says so. With `-o json|yaml`
+/// these lines go to stderr: stdout holds the one document. False when a teardown step failed (then
+/// `up` stops).
 fn recreate(cluster: &ValidCluster, args: &Args) -> bool {
     let name = cluster.name();
+    let structured = args.output.is_structured();
+    let say = |l: &str| {
+        if structured {
+            eprintln!("{l}");
+        } else {
+            println!("{l}");
+        }
+    };
     if args.dry_run {
-        println!(
+        say(&format!(
             "--recreate: cluster {name} would be destroyed first (as `clusterctl destroy --yes`)"
-        );
+        ));
         return true;
     }
     let opts = clusterctl_phases::destroy::Options {
@@ -277,11 +286,13 @@ fn recreate(cluster: &ValidCluster, args: &Args) -> bool {
         known_hosts: args.nodes.known_hosts.clone(),
         ..Default::default()
     };
-    let failures = clusterctl_phases::destroy::run(cluster, &opts, &|l| println!("{l}"))
+    let failures = clusterctl_phases::destroy::run(cluster, &opts, &|l| say(&l.to_string()))
         .report
         .failures();
     if failures == 0 {
-        println!("recreate: cluster {name} destroyed; building it again");
+        say(&format!(
+            "recreate: cluster {name} destroyed; building it again"
+        ));
     } else {
         eprintln!("up --recreate: destroying cluster {name} failed in {failures} step(s) (see above); not building it again");
     }

@@ -47,11 +47,12 @@ pub(crate) struct Args {
     /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).
     #[arg(long)]
     pub known_hosts: Option<PathBuf>,
-    /// Seconds to wait for a node's pods to be evicted.
-    #[arg(long, default_value_t = 300)]
+    /// How long to wait for a node's pods to be evicted: seconds (`300`) or with a unit (`5m`).
+    #[arg(long, default_value = "300", value_parser = super::flags::seconds)]
     pub drain_timeout: u64,
-    /// Seconds to wait for a node to be Ready with the new kubelet.
-    #[arg(long, default_value_t = 600)]
+    /// How long to wait for a node to be Ready with the new kubelet: seconds (`600`) or with a unit
+    /// (`10m`).
+    #[arg(long, default_value = "600", value_parser = super::flags::seconds)]
     pub ready_timeout: u64,
     /// Print every check and the output of every command.
     #[arg(short = 'v', long)]

@@ -19,7 +19,7 @@ pub(crate) struct Args {
     /// Validate a built-in profile instead of a file (see --list-profiles).
     #[arg(long, conflicts_with = "file")]
     pub profile: Option<String>,
-    /// List the built-in profiles and exit.
+    /// List the built-in profiles and exit (with `-o json|yaml`: `[{name, description, default}]`).
     #[arg(long)]
     pub list_profiles: bool,
     /// Output format: graphical diagnostics and a summary line (`text`), or one document
@@ -33,7 +33,7 @@ pub(crate) struct Args {
 /// otherwise.
 pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     if args.list_profiles {
-        super::flags::print_profiles();
+        super::flags::print_profiles(args.output)?;
         return Ok(ExitCode::SUCCESS);
     }
     let loaded = match &args.profile {
@@ -62,7 +62,9 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     })
 }
 
-fn print_graphical(items: &[Diagnostic]) {
+/// Prints each diagnostic once on stderr, graphically (its location, then miette's rendering with
+/// the source line).
+pub(crate) fn print_graphical(items: &[Diagnostic]) {
     let theme = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
         miette::GraphicalTheme::unicode()
     } else {

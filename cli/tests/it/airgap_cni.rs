@@ -254,4 +254,22 @@ fn render_fetch_writes_the_checked_upstream_file_into_the_output() {
     assert_ne!(code, 0, "{text}");
     assert!(text.contains(&other) && text.contains(pinned), "{text}");
     assert!(!out2.exists(), "nothing written: {text}");
+
+    // A download that fails is named as one, with its address, once prefixed (breaker finding U6:
+    // "render: render --fetch: registry request … failed").
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let gone = format!("http://127.0.0.1:{port}/kube-flannel.yml");
+    std::fs::write(&file, cluster_yaml(work.path(), &gone, Some(&other))).expect("file");
+    let (code, text) = render(&work.path().join("out3"));
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(&format!("render: --fetch: download of {gone} failed")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("registry request") && !text.contains("render: render"),
+        "{text}"
+    );
 }

@@ -598,6 +598,11 @@ fn destroy_and_status_take_a_profile() {
         err.contains("Destroy cluster lab") && err.contains("nothing was changed"),
         "{err}"
     );
+    // The provider as the file spells it (breaker finding C5: "provider Ssh").
+    assert!(
+        err.contains("provider ssh") || err.contains("provider docker"),
+        "{err}"
+    );
     // status --profile reads the profile (whether or not a `lab` cluster runs here, the input is
     // valid: not exit 2).
     let (code, out, err) = run(d, &["status", "--profile", "lab", "-o", "json"]);
@@ -1471,4 +1476,187 @@ fn output_into_a_closed_pipe_does_not_panic() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+/// Breaker finding W3: `profile print --output-dir DIR` with `DIR/harbor-ca.crt` a dangling link to a
+/// path outside DIR wrote through the link (creating its target). It is refused as `render` refuses
+/// it: exit 2, nothing written. U6: an `--output-dir` that is an existing regular file is named and
+/// said not to be a directory (it was a bare "File exists (os error 17)").
+#[test]
+fn output_dirs_with_links_or_files_in_the_way_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::create_dir(d.join("pp")).expect("mkdir");
+    let victim = d.join("victim/new.crt");
+    std::os::unix::fs::symlink(&victim, d.join("pp/harbor-ca.crt")).expect("symlink");
+    let (code, out, err) = run(
+        d,
+        &["profile", "print", "ha-containerd", "--output-dir", "pp"],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("symbolic link") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert!(!victim.exists() && !d.join("victim").exists(), "{err}");
+    assert!(
+        !d.join("pp/cluster.yaml").exists(),
+        "nothing written: {out}"
+    );
+    std::fs::write(d.join("afile"), "mine").expect("write");
+    for args in [
+        &["profile", "print", "lab", "--output-dir", "afile"][..],
+        &["render", "--profile", "lab", "--output-dir", "afile"][..],
+    ] {
+        let (code, out, err) = run(d, args);
+        assert_ne!(code, 0, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("afile") && err.contains("not a directory"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("os error 17"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(d.join("afile")).expect("read"),
+        "mine"
+    );
+}
+
+/// Breaker findings W4: with `-o json|yaml` stdout is exactly one document. `up --dry-run --recreate`
+/// said "--recreate: … would be destroyed first" on stdout before it (now on stderr); `get nodes -f
+/// <empty, binary, missing or invalid file>` printed nothing (now the `invalid` document);
+/// `validate --list-profiles` printed the text table (now a list).
+#[test]
+fn structured_output_is_one_document_in_the_corners_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("empty.yaml"), "").expect("write");
+    std::fs::write(d.join("binary.yaml"), [0u8, 159, 146, 150, 255]).expect("write");
+    std::fs::write(
+        d.join("bad.yaml"),
+        "apiVersion: clusterctl.io/v1alpha1\nkind: Nope\n",
+    )
+    .expect("write");
+    for format in ["json", "yaml"] {
+        let (code, out, err) = run(
+            d,
+            &[
+                "up",
+                "--dry-run",
+                "--recreate",
+                "--profile",
+                "lab",
+                "-o",
+                format,
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+        let v = plan_document(format, &out, "lab");
+        assert!(v.is_object(), "{v}");
+        assert!(
+            err.contains("--recreate: cluster lab would be destroyed first"),
+            "{err}"
+        );
+        for file in ["empty.yaml", "binary.yaml", "missing.yaml", "bad.yaml"] {
+            let (code, out, err) = run(d, &["get", "nodes", "-f", file, "-o", format]);
+            assert_eq!(code, 2, "{file}: {out}{err}");
+            let v = document(format, &out);
+            assert_eq!(v["result"], "invalid", "{file}: {v}");
+            assert!(
+                v["diagnostics"].as_array().is_some_and(|a| !a.is_empty()),
+                "{v}"
+            );
+        }
+        let (code, out, err) = run(d, &["validate", "--list-profiles", "-o", format]);
+        assert_eq!(code, 0, "{err}");
+        let v = document(format, &out);
+        let list = v.as_array().unwrap_or_else(|| panic!("a list: {v}"));
+        assert!(
+            list.iter()
+                .any(|p| p["name"] == "lab" && p["description"].is_string()),
+            "{v}"
+        );
+        assert_eq!(
+            list.iter().filter(|p| p["default"] == true).count(),
+            1,
+            "{v}"
+        );
+    }
+    // Text is unchanged: the recreate line on stdout, the table.
+    let (code, out, err) = run(d, &["up", "--dry-run", "--recreate", "--profile", "lab"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("--recreate: cluster lab would be destroyed first"),
+        "{out}"
+    );
+    let (code, out, _) = run(d, &["validate", "--list-profiles"]);
+    assert_eq!(code, 0);
+    assert!(out.lines().any(|l| l.starts_with("lab ")), "{out}");
+}
+
+/// Breaker finding U5: `--ignore-preflight ,` was refused as "unknown check(s) ``, ``" and
+/// `--ready-timeout 0s` as "invalid digit found in string". An empty check id is named as such; a
+/// timeout takes seconds or a unit (`600`, `600s`, `10m`), and a bad one says so.
+#[test]
+fn empty_check_ids_and_timeouts_with_units() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    for list in [",", "swap,,time-sync"] {
+        let (code, out, err) = run(
+            d,
+            &[
+                "up",
+                "--dry-run",
+                "--profile",
+                "lab",
+                "--ignore-preflight",
+                list,
+            ],
+        );
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(
+            err.contains("empty check id") && !err.contains("``"),
+            "{err}"
+        );
+    }
+    for t in ["0s", "10m", "600"] {
+        let (code, _, err) = run(
+            d,
+            &["up", "--dry-run", "--profile", "lab", "--ready-timeout", t],
+        );
+        assert_eq!(code, 0, "{t}: {err}");
+    }
+    let (code, _, err) = run(
+        d,
+        &[
+            "up",
+            "--dry-run",
+            "--profile",
+            "lab",
+            "--ready-timeout",
+            "1.5m",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("whole seconds") && !err.contains("invalid digit"),
+        "{err}"
+    );
+}
+
+/// Breaker finding C11: a converted file that does not validate had each error printed twice (the
+/// report's text, then every item again).
+#[test]
+fn convert_prints_each_error_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(
+        d.join("kind.yaml"),
+        "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  podSubnet: banana\n",
+    )
+    .expect("write");
+    let (code, out, err) = run(d, &["convert", "-f", "kind.yaml"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(err.matches("is not a CIDR").count(), 1, "{err}");
+    assert!(err.contains("1 error"), "{err}");
 }

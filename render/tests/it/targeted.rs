@@ -1157,7 +1157,8 @@ fn every_cni_key_the_renderer_sets_is_owned_in_spec() {
             .replacen("plugin: cilium", "plugin: flannel\n      mtu: 1400", 1)
     };
     let calico = |t: &str| t.replacen("plugin: calico", "plugin: calico\n      mtu: 1400", 1);
-    let cases: [(&str, &dyn Fn(&str) -> String, &str); 3] = [
+    type Edit<'a> = &'a dyn Fn(&str) -> String;
+    let cases: [(&str, Edit<'_>, &str); 3] = [
         ("ha-crio-mirror", &cilium, "cni/cilium-values.yaml"),
         ("ha-crio-mirror", &flannel, "cni/flannel-net-conf.json"),
         ("oidc-flags-audit", &calico, "cni/calico-installation.yaml"),
@@ -1206,7 +1207,11 @@ fn every_cni_key_the_renderer_sets_is_owned_in_spec() {
     }
     // A defaulted key is the user's when given.
     let c = fixture_text("ha-crio-mirror", |t| {
-        flannel(t).replacen("        bpf:\n          masquerade: true\n", "        Backend: {Type: host-gw}\n", 1)
+        flannel(t).replacen(
+            "        bpf:\n          masquerade: true\n",
+            "        Backend: {Type: host-gw}\n",
+            1,
+        )
     });
     let r = rendered(&c);
     let v: serde_json::Value = serde_json::from_str(
