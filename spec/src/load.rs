@@ -192,9 +192,11 @@ impl Loaded {
     }
 }
 
-/// Reads the cluster file at `path` and the files it references, relative to its directory.
-/// Errors: the cluster file cannot be read or is larger than [`MAX_FILE_BYTES`] (one diagnostic without a
-/// position). Unreadable referenced files are not errors here: validation reports them at their field.
+/// Reads the cluster file at `path` and the files it references, relative to its directory; `-` reads
+/// the file from standard input (as kubectl's `-f -`), its references relative to the working
+/// directory. Errors: the cluster file cannot be read or is larger than [`MAX_FILE_BYTES`] (one
+/// diagnostic without a position). Unreadable referenced files are not errors here: validation
+/// reports them at their field.
 pub fn load(path: &Path) -> Result<Loaded, Diagnostics> {
     let name = path.display().to_string();
     let fail = |msg: String, help: &str| {
@@ -207,7 +209,12 @@ pub fn load(path: &Path) -> Result<Loaded, Diagnostics> {
             Diagnostic::error("spec::read", msg).help(help.to_string()),
         )
     };
-    let bytes = read_regular(path, MAX_FILE_BYTES).map_err(|e| {
+    let read = if path.as_os_str() == "-" {
+        read_stdin(MAX_FILE_BYTES)
+    } else {
+        read_regular(path, MAX_FILE_BYTES)
+    };
+    let bytes = read.map_err(|e| {
         let help = match e {
             ReadError::NotRegular { .. } => "give the path of a cluster file with -f",
             ReadError::TooLarge { .. } => "check that -f names the cluster file",
@@ -220,6 +227,26 @@ pub fn load(path: &Path) -> Result<Loaded, Diagnostics> {
     let mut loaded = Loaded::from_text(name, text);
     loaded.resolve_references(|p| read_referenced(&base, p));
     Ok(loaded)
+}
+
+/// Standard input, at most `max` bytes. Errors: [`ReadError::Io`], [`ReadError::TooLarge`].
+fn read_stdin(max: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| ReadError::Io {
+            path: PathBuf::from("-"),
+            source,
+        })?;
+    if bytes.len() as u64 > max {
+        return Err(ReadError::TooLarge {
+            path: PathBuf::from("-"),
+            limit: max,
+        });
+    }
+    Ok(bytes)
 }
 
 fn read_referenced(base: &Path, p: &str) -> Referenced {

@@ -316,6 +316,22 @@ fn refusals_and_failures_are_documents_too_with_o_json() {
     assert!(v["files"].as_array().is_some_and(|f| !f.is_empty()), "{v}");
 }
 
+#[test]
+fn dash_f_dash_reads_the_cluster_file_from_stdin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let lab = run(d, &["profile", "print", "lab"]).1;
+    let (code, out, err) = run_with_stdin(d, &["validate", "-f", "-"], &lab);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("-: valid"), "{out}");
+    let (code, out, err) = run_with_stdin(d, &["up", "-f", "-", "--dry-run", "-o", "json"], &lab);
+    assert_eq!(code, 0, "{err}");
+    plan_document("json", &out, "lab");
+    let (code, out, err) = run_with_stdin(d, &["validate", "-f", "-", "-o", "json"], "kind: [\n");
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(document("json", &out)["diagnostics"][0]["line"], 2, "{out}");
+}
+
 /// The values a machine-readable plan's step `kind` takes (docs/commands.md, "Machine-readable
 /// output").
 const STEP_KINDS: &[&str] = &["check", "run", "write", "local", "api", "note", "phase"];
