@@ -48,9 +48,9 @@ pub fn clusters() -> (Vec<ClusterRow>, Option<ExecError>) {
                 .filter_map(Result::ok)
                 .filter(|e| e.path().is_dir())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                // A cluster name (DNS-1123) never starts with `.`: `.upstream` is the download cache
-                // of upstream files (`up::cni_install`), not a cluster.
-                .filter(|n| !n.starts_with('.'))
+                // Only what can be a cluster name (a DNS-1123 label): not `.upstream`, the download
+                // cache of upstream files (`up::cni_install`), nor any directory someone else made.
+                .filter(|n| clusterctl_spec::is_cluster_name(n))
                 .filter(|n| !rows.iter().any(|r| &r.name == n))
                 .collect();
             names.sort();

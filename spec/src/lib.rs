@@ -33,3 +33,9 @@ pub use profiles::{from_profile, profiles, DEFAULT_PROFILE};
 pub use valid::{Endpoint, Mirror, SourceAuth, SshTarget, ValidCluster, ValidNode};
 pub use validate::{validate, Validated};
 pub use versions::{KubeadmApi, VersionInfo};
+
+/// Whether `name` can be a cluster's name (`metadata.name`): a DNS-1123 label, 1–63 lower-case
+/// letters, digits and `-`, starting and ending with a letter or digit — what validation requires.
+pub fn is_cluster_name(name: &str) -> bool {
+    syntax::dns1123_label(name).is_ok()
+}

@@ -460,6 +460,21 @@ fn the_dry_runs_print_machine_readable_plans() {
     let v = document("json", &out);
     assert_eq!(v["cluster"], "cluster.yaml", "{v}");
     assert_eq!(v["result"], "invalid", "{v}");
+    // An archive that is not a regular file (a device would be read forever) is refused up front.
+    let (code, out, err) = run(
+        d,
+        &[
+            "image",
+            "load",
+            "--dry-run",
+            "-o",
+            "json",
+            "--archive",
+            "/dev/zero",
+        ],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("not a regular file"), "{err}");
     // -o is the dry run's.
     for args in [
         &["destroy", "--yes", "-o", "json"][..],
@@ -1183,11 +1198,17 @@ fn get_clusters_and_nodes_list_the_docker_nodes() {
     let cached = format!("{name}c");
     std::fs::create_dir_all(d.join(".cache/clusterctl/.upstream")).expect("cache");
     std::fs::create_dir_all(d.join(".cache/clusterctl").join(&cached)).expect("cache");
+    // Directories that cannot be a cluster's name (breaker finding) are not listed either.
+    for other in ["Bad Name", "under_score", "with\nnewline"] {
+        std::fs::create_dir_all(d.join(".cache/clusterctl").join(other)).expect("cache");
+    }
     let (code, out, err) = run(d, &["get", "clusters"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.lines().any(|l| l == name), "{out}");
     assert!(out.lines().any(|l| l == cached), "{out}");
-    assert!(!out.contains(".upstream"), "{out}");
+    for not in [".upstream", "Bad Name", "under_score", "newline"] {
+        assert!(!out.contains(not), "{not}: {out}");
+    }
     let (code, out, _) = run(d, &["get", "clusters", "-o", "json"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");

@@ -228,13 +228,19 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Run
     }
     let archive = match &opts.archive {
         Some(a) => {
-            let size = std::fs::metadata(a)
-                .map_err(|source| Refused::Archive {
-                    path: a.clone(),
-                    source,
-                })?
-                .len();
-            Some((a.clone(), size))
+            let refused = |source| Refused::Archive {
+                path: a.clone(),
+                source,
+            };
+            let meta = std::fs::metadata(a).map_err(refused)?;
+            // A device, FIFO or directory would block the upload or read forever (`/dev/zero`).
+            if !meta.is_file() {
+                return Err(refused(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "not a regular file (give an image archive written by `docker save`)",
+                )));
+            }
+            Some((a.clone(), meta.len()))
         }
         None => None,
     };
