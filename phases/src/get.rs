@@ -75,11 +75,10 @@ pub struct NodeRow {
     /// `None` (`<none>` in text, as kubectl prints an empty cell) for a docker node whose container
     /// does not exist or is not running (Docker releases a stopped container's address).
     pub address: Option<String>,
-    /// The node container (docker provider; `(none)` when it has none).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The node container (docker provider); `None` (`<none>` in text, null in JSON) when it has
+    /// none, and for an SSH node.
     pub container: Option<String>,
-    /// The node container's state (`running`, `exited`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The node container's state (`running`, `exited`); `None` (null in JSON) without one.
     pub state: Option<String>,
 }
 
@@ -129,9 +128,7 @@ pub fn nodes(cluster: &ValidCluster) -> (Vec<NodeRow>, Option<ListError>) {
                     .address
                     .map(|a| a.to_string())
                     .or_else(|| d.and_then(|d| d.address.clone())),
-                container: d
-                    .map(|d| d.container.clone())
-                    .or_else(|| docker.then(|| "(none)".to_string())),
+                container: d.map(|d| d.container.clone()),
                 state: d.map(|d| d.state.clone()),
             }
         })

@@ -165,6 +165,7 @@ fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let (rows, failed) = clusterctl_phases::get::nodes(&cluster);
+    let docker = cluster.provider() == clusterctl_spec::model::Provider::Docker;
     if let Some(e) = failed {
         eprintln!("get nodes: the Docker engine could not be asked: {e}");
     }
@@ -195,7 +196,9 @@ fn nodes(target: &Target, output: NodesFormat) -> miette::Result<ExitCode> {
                         r.name,
                         r.role,
                         address,
-                        r.container.as_deref().unwrap_or("-"),
+                        r.container
+                            .as_deref()
+                            .unwrap_or(if docker { NONE } else { "-" }),
                         r.state.as_deref().unwrap_or("-")
                     );
                 } else {

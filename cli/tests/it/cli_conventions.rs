@@ -1151,6 +1151,46 @@ fn get_nodes_of_ssh_hosts_shows_the_files_addresses() {
     );
 }
 
+/// README walkthrough finding (point 8): `get nodes -o json` of a docker node without a container
+/// said `"container": "(none)"`, a placeholder, where commands.md promises null for `<none>`.
+#[test]
+fn get_nodes_json_has_null_for_what_a_node_does_not_have() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    docker_file(d, &clusterctl_testbed::unique_name("gn"), &["w1"]);
+    let (code, out, err) = run(d, &["get", "nodes", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let rows = v.as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{v}");
+    for r in rows {
+        for key in ["address", "container", "state"] {
+            assert!(
+                r.get(key).is_some_and(serde_json::Value::is_null),
+                "{key}: {r}"
+            );
+        }
+    }
+    let (code, out, err) = run(d, &["get", "nodes", "-o", "wide"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("(none)"), "{out}");
+    let w1: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("w1"))
+        .expect("w1")
+        .split_whitespace()
+        .collect();
+    assert_eq!(w1, ["w1", "worker", "<none>", "<none>", "-"], "{out}");
+    // SSH nodes: their address, no container (null).
+    let (code, out, err) = run(d, &["get", "nodes", "--profile", "builtin", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        v[0]["address"].is_string() && v[0]["container"].is_null(),
+        "{v}"
+    );
+}
+
 #[test]
 fn get_clusters_and_nodes_list_the_docker_nodes() {
     use clusterctl_testbed::docker::docker;
@@ -1245,13 +1285,19 @@ fn get_clusters_and_nodes_list_the_docker_nodes() {
         assert_eq!(row("w1")[..3], ["w1", "worker", "<none>"], "{out}");
         if format == "wide" {
             assert_eq!(row("cp1")[3..], [container.as_str(), "running"], "{out}");
-            assert_eq!(row("w1")[3..], ["(none)", "-"], "{out}");
+            assert_eq!(row("w1")[3..], ["<none>", "-"], "{out}");
         }
     }
     let (_, out, _) = run(d, &["get", "nodes", "-o", "json"]);
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v[0]["address"], ip, "{v}");
+    assert_eq!(v[0]["container"], container.as_str(), "{v}");
+    assert_eq!(v[0]["state"], "running", "{v}");
     assert!(v[1]["address"].is_null(), "{v}");
+    assert!(
+        v[1]["container"].is_null() && v[1]["state"].is_null(),
+        "{v}"
+    );
     let (code, out, _) = run(d, &["get", "nodes", "-o", "name"]);
     assert_eq!(code, 0);
     assert_eq!(out, "cp1\nw1\n");
