@@ -454,6 +454,30 @@ fn the_dry_runs_print_machine_readable_plans() {
             assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
         }
     }
+    // An image the local engine does not have: the run stops at `archive` (exit 1), and that failed
+    // step is a `failures` entry (README walkthrough finding, point 7: `failures` was empty).
+    let absent = "clusterctl-test/absent:nope";
+    let (code, out, err) = run(d, &["image", "load", "--dry-run", "-o", "json", absent]);
+    assert_eq!(code, 1, "{out}{err}");
+    let v = document("json", &out);
+    assert_eq!(v["result"], "failed", "{v}");
+    let failures = v["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), 1, "{v}");
+    assert_eq!(
+        (failures[0]["node"].as_str(), failures[0]["phase"].as_str()),
+        (Some("local"), Some("archive")),
+        "{v}"
+    );
+    assert!(
+        failures[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(absent)),
+        "{v}"
+    );
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains(absent)),
+        "{v}"
+    );
     // Nothing to load (no image, no archive): refused before the file is read, as a document too.
     let (code, out, err) = run(d, &["image", "load", "--dry-run", "-o", "json"]);
     assert_eq!(code, 2, "{out}{err}");

@@ -276,6 +276,16 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Run
     };
     let (mut report, result) = run.run(&phases(), &data);
     report.lines = data.steps.lines();
+    if let Err(e) = &result {
+        // A phase that stopped the run (the local archive: an image the engine does not have) is a
+        // failed line too, so that every failure is a line of the report (and an entry of the dry
+        // run's `failures`); not passed to the sink: `stopped` says the same, and the command prints it.
+        report.lines.extend(e.0.iter().map(|pe| StepLine {
+            subject: pe.node().to_string(),
+            step: Some(pe.phase().to_string()),
+            outcome: StepOutcome::Failed(reason(pe)),
+        }));
+    }
     report.stopped = result
         .err()
         .map(|e| e.0.iter().map(reason).collect::<Vec<_>>().join("\n"));
