@@ -77,9 +77,12 @@ fn main() -> ExitCode {
         return cmd::cni::plugin_main();
     }
     // `-o PATH` of `render` and `airgap bundle` is a deprecated alias of their path flags (it warns).
-    let cli = Cli::parse_from(cmd::flags::rewrite_deprecated(
-        std::env::args_os().collect(),
-    ));
+    let args = cmd::flags::rewrite_deprecated(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        // A command line clap refuses is invalid input: as a document too when it asks for one.
+        Err(e) => return cmd::flags::parse_error(&e, &args),
+    };
     // Errors keep their lines whole: entry names, references and URLs stay copyable.
     let _ = miette::set_hook(Box::new(|_| {
         Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())

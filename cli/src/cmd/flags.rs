@@ -338,7 +338,7 @@ pub(crate) fn rewrite_deprecated(args: Vec<OsString>) -> Vec<OsString> {
         match value {
             Some((v, n)) if !FORMATS.contains(&v.as_str()) => {
                 eprintln!(
-                    "warning: `-o {v}` naming a path is deprecated and will be removed in the next release: use `{long} {v}` (-o/--output is the output format in every command)"
+                    "warning: `-o {v}` naming a path is deprecated and will be removed in the next release: use `{long} {v}` (-o/--output is an output format wherever a command takes it)"
                 );
                 out.push(OsString::from(*long));
                 out.push(OsString::from(v));
@@ -351,6 +351,85 @@ pub(crate) fn rewrite_deprecated(args: Vec<OsString>) -> Vec<OsString> {
         }
     }
     out
+}
+
+/// The value of the last `-o/--output` (`-o V`, `-oV`, `-o=V`, `--output V`, `--output=V`) of a raw
+/// command line, before `--`; `None` without one.
+fn raw_flag<'a>(words: &'a [String], short: &str, long: &str) -> Option<&'a str> {
+    let mut found = None;
+    let mut i = 1;
+    while i < words.len() {
+        let w = words[i].as_str();
+        if w == "--" {
+            break;
+        }
+        if w == short || w == long {
+            found = words.get(i + 1).map(String::as_str);
+            i += 2;
+            continue;
+        }
+        if let Some(v) = w.strip_prefix(&format!("{long}=")) {
+            found = Some(v);
+        } else if let Some(v) = w.strip_prefix(short).filter(|_| !w.starts_with("--")) {
+            if !v.is_empty() {
+                found = Some(v.strip_prefix('=').unwrap_or(v));
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The format a raw command line asks for with `-o/--output` (`text` when none, or not a format).
+pub(crate) fn raw_format(args: &[OsString]) -> Format {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match raw_flag(&words, "-o", "--output") {
+        Some("json") => Format::Json,
+        Some("yaml") => Format::Yaml,
+        _ => Format::Text,
+    }
+}
+
+/// Answers a command line clap refuses (an unknown flag, `-o` without `--dry-run`, a missing
+/// argument): help and version requests as clap does; an error as clap's text on stderr and, when the
+/// raw arguments ask for `-o json|yaml`, the `{cluster, result: invalid, error, diagnostics: []}`
+/// document on stdout (docs/commands.md, "Machine-readable output"; `cluster` the `--profile` or
+/// `-f/--file` given, else null). Exit code clap's: 2 for a refused command line.
+pub(crate) fn parse_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
+    if !e.use_stderr() {
+        // --help, --version: printed on stdout, exit 0.
+        e.exit()
+    }
+    let _ = e.print();
+    let format = raw_format(args);
+    if format.is_structured() {
+        let words: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let cluster =
+            raw_flag(&words, "--profile", "--profile").or_else(|| raw_flag(&words, "-f", "--file"));
+        // clap's text without its `error: ` opening, up to the usage line (the rest is for a person).
+        let rendered = e.render().to_string();
+        let error = rendered
+            .split("\n\n")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .trim_start_matches("error: ");
+        let doc = serde_json::json!({
+            "cluster": cluster,
+            "result": DocResult::Invalid,
+            "error": error,
+            "diagnostics": [],
+        });
+        // Strings, null and an empty list always serialise.
+        let _ = format.print(&doc);
+    }
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(crate::EXIT_INVALID))
 }
 
 /// `-o/--output` of the dry runs of `destroy`, `node join|remove`, `upgrade` and `image load`: the
@@ -514,6 +593,31 @@ mod tests {
             rewrite_deprecated(os(&["clusterctl", "validate", "-o", "x"])),
             os(&["clusterctl", "validate", "-o", "x"])
         );
+    }
+
+    #[test]
+    fn the_format_a_raw_command_line_asks_for() {
+        for (args, want) in [
+            (&["clusterctl", "up", "-o", "json"][..], Format::Json),
+            (&["clusterctl", "up", "-ojson"][..], Format::Json),
+            (&["clusterctl", "up", "-o=yaml"][..], Format::Yaml),
+            (&["clusterctl", "up", "--output", "yaml"][..], Format::Yaml),
+            (
+                &["clusterctl", "up", "--output=json", "-o", "text"][..],
+                Format::Text,
+            ),
+            (&["clusterctl", "up", "-o", "xml"][..], Format::Text),
+            (&["clusterctl", "up", "--", "-o", "json"][..], Format::Text),
+            (&["clusterctl", "up", "--dry-run"][..], Format::Text),
+        ] {
+            assert_eq!(raw_format(&os(args)), want, "{args:?}");
+        }
+        let words: Vec<String> = ["clusterctl", "up", "-f", "a.yaml", "--file=b.yaml"]
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        assert_eq!(raw_flag(&words, "-f", "--file"), Some("b.yaml"));
+        assert_eq!(raw_flag(&words, "--profile", "--profile"), None);
     }
 
     #[test]

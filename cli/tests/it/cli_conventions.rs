@@ -513,6 +513,68 @@ fn the_dry_runs_print_machine_readable_plans() {
     }
 }
 
+/// README walkthrough finding (point 5): a command line clap refuses (`-o` without `--dry-run`, a
+/// command that takes no `-o`, an unknown flag) printed clap's text alone although it asked for `-o
+/// json|yaml`. It is now the `invalid` document on stdout too (clap's message on stderr, exit 2);
+/// `cluster` is the `-f`/`--profile` given, else null. Without `-o json|yaml`, only clap's text; help
+/// is still help.
+#[test]
+fn a_refused_command_line_is_a_document_when_it_asks_for_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    for (args, cluster, said) in [
+        (
+            &["up", "-f", "x.yaml", "-o", "json"][..],
+            Some("x.yaml"),
+            "--dry-run",
+        ),
+        (&["destroy", "-o", "json"][..], None, "--dry-run"),
+        (
+            &["destroy", "--profile", "lab", "--output=yaml"][..],
+            Some("lab"),
+            "--dry-run",
+        ),
+        (&["profile", "list", "-o", "json"][..], None, "'-o'"),
+        (
+            &["status", "-f", "c.yaml", "--bogus", "-ojson"][..],
+            Some("c.yaml"),
+            "--bogus",
+        ),
+    ] {
+        let (code, out, err) = run(d, args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("error:") && err.contains(said),
+            "{args:?}: {err}"
+        );
+        let format = if args.contains(&"--output=yaml") {
+            "yaml"
+        } else {
+            "json"
+        };
+        let v = document(format, &out);
+        assert_eq!(v["result"], "invalid", "{args:?}: {v}");
+        assert_eq!(v["cluster"].as_str(), cluster, "{args:?}: {v}");
+        assert_eq!(v["diagnostics"], serde_json::json!([]), "{args:?}: {v}");
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(said) && !error.starts_with("error:"),
+            "{args:?}: {v}"
+        );
+        assert!(!error.contains("Usage:"), "{args:?}: {v}");
+    }
+    // No document asked for: clap's text alone. Help is help (stdout, exit 0).
+    for args in [&["destroy", "-o", "text"][..], &["up", "-o", "xml"][..]] {
+        let (code, out, err) = run(d, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(err.contains("error:"), "{args:?}: {err}");
+    }
+    let (code, out, _) = run(d, &["up", "-o", "json", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage:"), "{out}");
+}
+
 /// Walkthrough finding: `upgrade --profile lab --to V` of a version other than the profile's said
 /// "set spec.kubernetesVersion to V in the file first", but there is no file: it says how to write
 /// the profile out and go on with that file. A file is named by its path.
