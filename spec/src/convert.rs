@@ -2,7 +2,9 @@
 //! (`clusterctl convert`): docker provider; kind's node names; kindnet unless `disableDefaultCNI`;
 //! pod and service subnets, kube-proxy mode, node labels and port mappings kept. What has no
 //! equivalent (extra mounts, kubeadm and containerd patches, feature gates, IPv6) is listed in
-//! [`Converted::dropped`] and as a comment at the top of the file. Pure: text in, text out.
+//! [`Converted::dropped`] and as a comment at the top of the file, what the conversion chose itself
+//! (the Kubernetes version when no node image names one) in [`Converted::notes`] and as a `# note:`
+//! comment. Pure: text in, text out.
 
 use std::fmt::Write as _;
 
@@ -34,6 +36,19 @@ pub struct Converted {
     pub text: String,
     /// Settings with no equivalent, one line each.
     pub dropped: Vec<String>,
+    /// What the conversion chose where the kind config says nothing (the Kubernetes version when no
+    /// node image names one), one line each; also a `# note:` comment at the top of the file.
+    pub notes: Vec<String>,
+}
+
+/// Where a setting of a kind config with no field of its own goes in a cluster file, if anywhere.
+fn no_field_hint(key: &str) -> &'static str {
+    match key {
+        "featureGates" => "no cluster file field sets every component's feature gates; the API server's go in spec.apiServer.extraArgs as `feature-gates: \"Name=true\"` (docs/spec.md, `spec.apiServer`)",
+        "runtimeConfig" => "the API server's `runtime-config` goes in spec.apiServer.extraArgs (docs/spec.md, `spec.apiServer`)",
+        "containerdConfigPatches" | "containerdConfigPatchesJSON6902" => "no patches of the runtime config; a registry mirror is spec.registry (docs/spec.md, `spec.registry`)",
+        _ => "no patches of the kubeadm config; write the setting in the cluster file's own fields (docs/spec.md)",
+    }
 }
 
 /// Converts a kind config's text into a cluster file for cluster `name` (default: the config's
@@ -68,9 +83,7 @@ pub fn convert(
         "containerdConfigPatchesJSON6902",
     ] {
         if v.get(key).is_some() {
-            dropped.push(format!(
-                "{key} (write the setting in the cluster file's own fields; see docs/spec.md)"
-            ));
+            dropped.push(format!("{key} ({})", no_field_hint(key)));
         }
     }
     let empty = Value::Mapping(Default::default());
@@ -94,11 +107,20 @@ pub fn convert(
         let tag = crate::image::ImageRef::parse(&i).ok()?.tag?;
         tag.starts_with('v').then_some(tag)
     });
-    let version = version
-        .map(str::to_string)
-        .or(image_version)
-        .or_else(|| crate::versions::all().last().map(crate::versions::tag))
-        .unwrap_or_default();
+    let mut notes = Vec::new();
+    let version = match version.map(str::to_string).or(image_version) {
+        Some(v) => v,
+        None => {
+            let newest = crate::versions::all()
+                .last()
+                .map(crate::versions::tag)
+                .unwrap_or_default();
+            notes.push(format!(
+                "kubernetesVersion {newest}: no node image names a version, so the newest supported patch (--kubernetes-version V for another)"
+            ));
+            newest
+        }
+    };
 
     let mut o = String::new();
     let _ = writeln!(o, "apiVersion: clusterctl.io/v1alpha1");
@@ -193,9 +215,13 @@ pub fn convert(
     for d in &dropped {
         let _ = writeln!(head, "# not converted: {d}");
     }
+    for n in &notes {
+        let _ = writeln!(head, "# note: {n}");
+    }
     Ok(Converted {
         text: head + &o,
         dropped,
+        notes,
     })
 }
 
@@ -245,6 +271,40 @@ mod tests {
         assert!(c.text.contains("kubernetesVersion: v1.34.1\n"));
         assert!(c.text.contains("- name: worker\n      role: worker\n"));
         assert_eq!(c.dropped, vec!["nodes[0].extraMounts".to_string()]);
+        assert!(c.notes.is_empty(), "{:?}", c.notes);
+    }
+
+    #[test]
+    fn a_defaulted_version_is_a_note_and_settings_without_a_field_say_where_they_go() {
+        let kind = "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nfeatureGates: {Foo: true}\nruntimeConfig: {api/all: \"true\"}\n";
+        let c = convert(kind, None, None).expect("converts");
+        let newest = crate::versions::tag(crate::versions::all().last().expect("a version"));
+        assert!(
+            c.text.contains(&format!("kubernetesVersion: {newest}\n")),
+            "{}",
+            c.text
+        );
+        assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
+        assert!(c.notes[0].contains(&newest) && c.notes[0].contains("--kubernetes-version"));
+        assert!(
+            c.text.contains(&format!("# note: {}", c.notes[0])),
+            "{}",
+            c.text
+        );
+        assert!(
+            c.dropped[0].starts_with("featureGates (")
+                && c.dropped[0].contains("spec.apiServer.extraArgs")
+                && c.dropped[0].contains("feature-gates"),
+            "{:?}",
+            c.dropped
+        );
+        assert!(c.dropped[1].contains("runtime-config"), "{:?}", c.dropped);
+        // A node image's tag is the version: no note.
+        let tagged = "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n  image: kindest/node:v1.34.1\n";
+        assert!(convert(tagged, None, None)
+            .expect("converts")
+            .notes
+            .is_empty());
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! (docker provider; kind's node names; kindnet unless `disableDefaultCNI`; pod and service subnets,
 //! kube-proxy mode, node labels and port mappings kept). What has no equivalent (extra mounts, kubeadm
 //! and containerd patches, feature gates, IPv6) is listed as a comment at the top and a warning on
-//! stderr. The result is validated; exit 0 when it is valid, 2 when the input is not a kind config or
-//! the result does not validate (its diagnostics printed). The conversion is
+//! stderr; what it chose where the config says nothing (the Kubernetes version when no node image
+//! names one) is a `# note:` comment and a `note:` line on stderr. The result is validated: its
+//! warnings (e.g. `spec::cgroup-v1`) are printed on stderr; exit 0 when it is valid, 2 when the input
+//! is not a kind config or the result does not validate (its diagnostics printed). The conversion is
 //! `clusterctl_spec::convert::convert`'s; this module reads the file, validates and prints.
 
 use std::path::PathBuf;
@@ -58,9 +60,19 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     for w in &out.dropped {
         eprintln!("warning: not converted: {w}");
     }
+    for n in &out.notes {
+        eprintln!("note: {n}");
+    }
     let loaded = clusterctl_spec::Loaded::from_text("converted cluster file", out.text.clone());
     match clusterctl_spec::validate(&loaded) {
-        Ok(_) => {
+        Ok(v) => {
+            // The result validates; what validation warns about is said as `validate` would.
+            for w in &v.warnings {
+                eprintln!("warning: {}: {} (at {})", w.code, w.message, w.path);
+                if let Some(help) = &w.help {
+                    eprintln!("  help: {help}");
+                }
+            }
             print!("{}", out.text);
             Ok(ExitCode::SUCCESS)
         }
