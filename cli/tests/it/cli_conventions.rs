@@ -892,6 +892,44 @@ fn a_kind_config_is_recognised_and_converted() {
     let (code, _, err) = run_with_stdin(d, &["convert", "-f", "-"], "kind: Cluster\n");
     assert_eq!(code, 2);
     assert!(err.contains("convert: stdin: "), "{err}");
+    // README walkthrough finding (point 6): no node image, so the newest supported version, said as
+    // a note (stderr and a comment); validation's warnings shown (the docker provider on a newest
+    // Kubernetes that refuses cgroup v1 hosts); featureGates points at the field that takes them.
+    let minimal = "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\nfeatureGates:\n  Foo: true\n";
+    let (code, out, err) = run_with_stdin(d, &["convert", "-f", "-"], minimal);
+    assert_eq!(code, 0, "{err}");
+    let newest = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("kubernetesVersion: "))
+        .expect("kubernetesVersion")
+        .to_string();
+    let note = format!("note: kubernetesVersion {newest}: no node image names a version");
+    assert!(err.contains(&note), "{err}");
+    assert!(out.contains(&format!("# {note}")), "{out}");
+    assert!(err.contains("warning: spec::cgroup-v1: "), "{err}");
+    assert!(
+        err.contains("help: set `kubelet: {failCgroupV1: false}`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("featureGates (") && err.contains("spec.apiServer.extraArgs"),
+        "{err}"
+    );
+    assert!(out.contains("plugin: none"), "{out}");
+    // The wait of a file without a CNI, planned as the run does it (point 3): the control plane only.
+    std::fs::write(d.join("none.yaml"), &out).expect("write");
+    let (code, plan, err) = run(d, &["up", "-f", "none.yaml", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    let wait = plan
+        .lines()
+        .find(|l| l.trim_start().starts_with("wait-ready"))
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(
+        wait.contains("wait until the control-plane components are Running and Ready")
+            && wait.contains("cni: none")
+            && !wait.contains("every node is Ready"),
+        "{wait}"
+    );
 }
 
 /// A kubeconfig as `up` leaves it after building cluster `lab` (entries `clusterctl-<lab>`) beside

@@ -37,20 +37,21 @@ pub(crate) fn not_ready(nodes: &[Node], want: &[&str]) -> Vec<String> {
 /// (or the last API error when the API server never answered).
 pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let timeout = data.spec.ready_timeout;
-    let Some(api) = data.api.get(ctx)? else {
-        ctx.info(&format!(
-            "wait until every node is Ready (Kubernetes API from this machine, timeout {}s)",
-            timeout.as_secs()
-        ));
-        return Ok(());
-    };
-    let want: Vec<&str> = data.spec.nodes.iter().map(|n| n.name.as_str()).collect();
     let no_cni = data.spec.cni == clusterctl_spec::model::CniPlugin::None;
     let calico = data
         .spec
         .cni_install
         .as_ref()
         .is_some_and(|c| c.input.plugin == "calico");
+    let Some(api) = data.api.get(ctx)? else {
+        ctx.info(&format!(
+            "{} (Kubernetes API from this machine, timeout {}s)",
+            waited_for(no_cni, calico),
+            timeout.as_secs()
+        ));
+        return Ok(());
+    };
+    let want: Vec<&str> = data.spec.nodes.iter().map(|n| n.name.as_str()).collect();
     if no_cni {
         let note = "cni: none — the nodes stay NotReady until a CNI is installed (kubectl apply your CNI's manifests); waiting only for the control-plane components";
         ctx.info(note);
@@ -91,7 +92,8 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         if ctx.mode.dry_run {
             // A dry run lists once and plans the wait: the nodes still to join cannot be Ready yet.
             ctx.info(&format!(
-                "wait until every node is Ready (timeout {}s); not yet: {}",
+                "{} (timeout {}s); not yet: {}",
+                waited_for(no_cni, calico),
                 timeout.as_secs(),
                 problems.join(", ")
             ));
@@ -105,6 +107,22 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
             )]));
         }
         std::thread::sleep(POLL.min(timeout));
+    }
+}
+
+/// What the phase waits for, as a dry run's plan says it: every node Ready, or with `cni: none`
+/// only the control-plane components (their static pods Running and Ready: the nodes stay NotReady
+/// without a CNI); with Calico also its TigeraStatus objects Available.
+fn waited_for(no_cni: bool, calico: bool) -> String {
+    let what = if no_cni {
+        "wait until the control-plane components are Running and Ready (cni: none: the nodes stay NotReady until a CNI is installed)"
+    } else {
+        "wait until every node is Ready"
+    };
+    if calico {
+        format!("{what} and Calico's TigeraStatus objects Available")
+    } else {
+        what.to_string()
     }
 }
 
