@@ -101,31 +101,39 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => return Ok(stopped(e)),
     };
+    // The node containers a docker-provider join creates (a dry run's provider steps).
+    let provider = if args.dry_run {
+        super::plan::join_provider_plan(
+            &cluster,
+            prepared.cluster_name(),
+            &args.nodes,
+            &|n| prepared.reached(n),
+            &prepared.provider_plan,
+        )
+    } else {
+        Vec::new()
+    };
     if args.dry_run && !format.is_structured() {
         println!(
             "clusterctl node join --dry-run: {} into cluster `{}`: nothing is changed (nodes and API read only)",
             args.nodes.join(", "),
             prepared.cluster_name()
         );
-        super::plan::print_join_provider_plan(
-            &cluster,
-            prepared.cluster_name(),
-            &args.nodes,
-            &|n| prepared.reached(n),
-            &prepared.provider_plan,
-        );
+        super::plan::print_provider_plan(&provider);
     }
     let joined = match prepared.run() {
         Ok(j) => j,
         Err(e) => return Ok(stopped(e)),
     };
-    report(&args, format, &joined, reporter.as_ref())
+    report(&args, format, &provider, &joined, reporter.as_ref())
 }
 
-/// Prints what the join did (or, with `--dry-run`, planned); the exit code.
+/// Prints what the join did (or, with `--dry-run`, planned, after the `provider` steps of a
+/// docker-provider dry run); the exit code.
 fn report(
     args: &JoinArgs,
     format: super::flags::Format,
+    provider: &[String],
     joined: &Joined,
     reporter: &dyn Reporter,
 ) -> miette::Result<ExitCode> {
@@ -135,6 +143,7 @@ fn report(
         return super::plan::print_document(
             format,
             &joined.cluster,
+            provider,
             &summary.plan,
             summary.total_changes(),
             error,
@@ -148,7 +157,12 @@ fn report(
             .max()
             .unwrap_or(10);
         // The engine's nodes: the first control plane, then the joining ones.
-        super::plan::print_entries(&super::plan::groups(&joined.nodes), &summary.plan, width);
+        super::plan::print_entries(
+            &super::plan::groups(&joined.nodes),
+            &summary.plan,
+            width,
+            args.run.verbose,
+        );
         if let Err(e) = &joined.result {
             eprintln!("node join (dry run) stopped:\n{e}");
             return Ok(ExitCode::FAILURE);

@@ -9,8 +9,8 @@ use clusterctl_spec::ValidNode;
 
 /// Prints `up`'s dry-run plan: the header (offline or probing), the cluster line, the phase order,
 /// the provider's steps (`provider_plan`, docker only), then per node what would change (see
-/// [`print_changes`]); with `verbose` every check, command and file write in full
-/// ([`print_entries`]).
+/// [`print_changes`]); with `verbose` every check, command and file write in full, multi-line
+/// scripts included ([`print_entries`] with `full`).
 pub(crate) fn print_up_plan(
     cluster: &clusterctl_spec::ValidCluster,
     spec: &clusterctl_phases::up::UpSpec,
@@ -51,7 +51,7 @@ pub(crate) fn print_up_plan(
     }
     let width = phases.iter().map(|p| p.name.len()).max().unwrap_or(10);
     if verbose {
-        print_entries(&groups(&spec.nodes), plan, width);
+        print_entries(&groups(&spec.nodes), plan, width, true);
     } else {
         print_changes(&groups(&spec.nodes), plan, width);
     }
@@ -164,24 +164,30 @@ fn one_line(text: &str) -> String {
 /// For a docker-provider dry run: the node containers `node join` creates, those of `joining` that
 /// have no container yet (`reached` says whether a node's container runs), taken from
 /// `clusterctl_phases::connect::connect`'s provider `plan` (`create container <cluster>-<node> (…)`).
-pub(crate) fn print_join_provider_plan(
+/// Empty for the SSH provider.
+pub(crate) fn join_provider_plan(
     cluster: &clusterctl_spec::ValidCluster,
     name: &str,
     joining: &[String],
     reached: &dyn Fn(&str) -> bool,
     plan: &[String],
-) {
+) -> Vec<String> {
     if cluster.provider() != clusterctl_spec::model::Provider::Docker {
-        return;
+        return Vec::new();
     }
-    let lines: Vec<&String> = joining
+    joining
         .iter()
         .filter(|n| !reached(n))
         .filter_map(|n| {
             let prefix = format!("create container {name}-{n} ");
-            plan.iter().find(|l| l.starts_with(&prefix))
+            plan.iter().find(|l| l.starts_with(&prefix)).cloned()
         })
-        .collect();
+        .collect()
+}
+
+/// Prints the provider's steps of a docker-provider dry run (`provider docker:` and one line each),
+/// nothing when there are none.
+pub(crate) fn print_provider_plan(lines: &[String]) {
     if !lines.is_empty() {
         println!("\nprovider docker:");
         for l in lines {
@@ -217,10 +223,16 @@ pub(crate) fn groups(nodes: &[ValidNode]) -> Vec<(String, String)> {
 
 /// Prints `plan` to stdout under each of `groups` that has entries (`NAME:` then `  PHASE  KIND
 /// TEXT`, the phase column at least `width` characters wide and as wide as the longest phase path in
-/// `plan`, sub-phases such as `join/worker/credentials` included), then an empty line. Checks and
-/// failures (`FAIL`, a probe's, on one line) are shortened; writes drop the leading `write `; the
-/// further lines of a multi-line script are indented to the text column.
-pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], width: usize) {
+/// `plan`, sub-phases such as `join/worker/credentials` included), then an empty line. Failures
+/// (`FAIL`, a probe's) are on one line; a multi-line check is shortened to its first line and `(+N
+/// lines)` unless `full` (`-v/--verbose`); writes drop the leading `write `; the further lines of a
+/// multi-line script are indented to the text column.
+pub(crate) fn print_entries(
+    groups: &[(String, String)],
+    plan: &[PlanEntry],
+    width: usize,
+    full: bool,
+) {
     let width = plan
         .iter()
         .map(|e| e.phase.chars().count())
@@ -235,7 +247,7 @@ pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], wid
             let kind = kind_word(e.kind);
             let text = match e.kind {
                 PlanKind::Write => e.text.trim_start_matches("write ").to_string(),
-                PlanKind::Check => short(&e.text),
+                PlanKind::Check if !full => short(&e.text),
                 PlanKind::Failed => failure(&e.text, &e.phase, &e.node),
                 _ => e.text.clone(),
             };
@@ -252,7 +264,7 @@ pub(crate) fn print_entries(groups: &[(String, String)], plan: &[PlanEntry], wid
 pub(crate) fn print_dry_run(header: &str, nodes: &[ValidNode], plan: &[PlanEntry], changes: usize) {
     println!("{header}");
     let width = plan.iter().map(|e| e.phase.len()).max().unwrap_or(10);
-    print_entries(&groups(nodes), plan, width);
+    print_entries(&groups(nodes), plan, width, false);
     println!("{changes} change(s) planned; nothing was changed (dry run).");
 }
 
@@ -281,7 +293,9 @@ fn document_kind(k: PlanKind) -> &'static str {
 /// Prints a dry run's plan as one machine-readable document (`up`, `node join` and `upgrade` with
 /// `--dry-run [--probe] -o json|yaml`; docs/commands.md, "Machine-readable output"): `{cluster,
 /// result, changes, error, failures: [{node, phase, message}], steps: [{node, phase, kind, result,
-/// text}]}`. `result` is `ok` or `failed`;
+/// text}]}`. `result` is `ok` or `failed`; the steps open with the provider's (`provider`: the
+/// docker provider's network and node containers, `node: local`, `phase: provider`, `kind: local`,
+/// not counted in `changes`, as in the text plan);
 /// a step's `kind` is `check`, `run`, `write`, `local`, `api`, `note`, or `phase` for a phase a probe
 /// found failing on that node, its `result` `planned` or `failed`; every command and file write is in
 /// full (redacted as in the text plan); `error` is the run's failure (every failing phase), else null;
@@ -290,11 +304,12 @@ fn document_kind(k: PlanKind) -> &'static str {
 pub(crate) fn print_document(
     format: super::flags::Format,
     cluster: &str,
+    provider: &[String],
     plan: &[PlanEntry],
     changes: usize,
     error: Option<String>,
 ) -> miette::Result<std::process::ExitCode> {
-    print_with(format, cluster, plan, changes, error, Vec::new())
+    print_with(format, cluster, provider, plan, changes, error, Vec::new())
 }
 
 /// Prints the dry run of `destroy`, `node remove` or `image load` (their [`RunReport`]) as the
@@ -321,22 +336,39 @@ pub(crate) fn print_report_document(
         .stopped
         .clone()
         .or_else(|| (!failed.is_empty()).then(|| format!("{} step(s) failed", failed.len())));
-    print_with(format, cluster, &report.plan, report.changes, error, failed)
+    print_with(
+        format,
+        cluster,
+        &[],
+        &report.plan,
+        report.changes,
+        error,
+        failed,
+    )
 }
 
 /// [`print_document`] with `failed` (entries of `failures` found outside the plan) added.
 fn print_with(
     format: super::flags::Format,
     cluster: &str,
+    provider: &[String],
     plan: &[PlanEntry],
     changes: usize,
     error: Option<String>,
     mut failures: Vec<serde_json::Value>,
 ) -> miette::Result<std::process::ExitCode> {
     use super::flags::DocResult;
-    let steps: Vec<serde_json::Value> = plan
-        .iter()
-        .map(|e| {
+    let provider_steps = provider.iter().map(|text| {
+        serde_json::json!({
+            "node": "local",
+            "phase": "provider",
+            "kind": kind_word(PlanKind::Local),
+            "result": "planned",
+            "text": text,
+        })
+    });
+    let steps: Vec<serde_json::Value> = provider_steps
+        .chain(plan.iter().map(|e| {
             serde_json::json!({
                 "node": e.node,
                 "phase": e.phase,
@@ -344,7 +376,7 @@ fn print_with(
                 "result": if e.kind == PlanKind::Failed { "failed" } else { "planned" },
                 "text": e.text,
             })
-        })
+        }))
         .collect();
     failures.extend(plan.iter().filter(|e| e.kind == PlanKind::Failed).map(|e| {
         serde_json::json!({

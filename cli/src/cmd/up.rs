@@ -39,8 +39,8 @@ pub(crate) struct Args {
     /// With `--dry-run`: also query the nodes (read-only) to show what is already done.
     #[arg(long, requires = "dry_run")]
     pub probe: bool,
-    /// With `--dry-run`: the plan as text, or as one document (`json`, `yaml`: `{cluster, changes,
-    /// error, steps: [{node, phase, kind, text}]}`).
+    /// With `--dry-run`: the plan as text, or as one document (`json`, `yaml`: `{cluster, result,
+    /// changes, error, failures, steps: [{node, phase, kind, result, text}]}`).
     #[arg(
         short = 'o',
         long = "output",
@@ -79,10 +79,13 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     if let Some(code) = args.nodes.refuse_unknown_checks(args.output, &named) {
         return Ok(code);
     }
-    let cluster = match load(&args) {
+    let (cluster, defaulted) = match load(&args) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    if defaulted {
+        eprintln!("{DEFAULTED}");
+    }
     if let Some(code) = args
         .nodes
         .refuse_unknown_checks(args.output, cluster.name())
@@ -154,6 +157,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         return super::plan::print_document(
             args.output,
             &spec.cluster,
+            &connected.provider_plan,
             &summary.plan,
             changes,
             error,
@@ -233,9 +237,18 @@ fn outcome(
     ExitCode::SUCCESS
 }
 
+/// What a dry run with no `-f`, no `--profile` and no `cluster.yaml` says (on stderr, before its plan
+/// or document) of the file it plans.
+const DEFAULTED: &str = "up --dry-run: no cluster.yaml here and no -f FILE or --profile NAME: planning the built-in `lab` profile";
+
 /// The validated cluster of `-f`/`--profile` (default `cluster.yaml`, or with `--dry-run` and no file
-/// the `lab` profile); on failure the diagnostics are printed and `Err` holds exit code 2.
-fn load(args: &Args) -> Result<ValidCluster, ExitCode> {
+/// the `lab` profile, then with `true`: the caller says so); on failure the diagnostics are printed
+/// and `Err` holds exit code 2.
+fn load(args: &Args) -> Result<(ValidCluster, bool), ExitCode> {
+    let defaulted = args.profile.is_none()
+        && args.file.is_none()
+        && args.dry_run
+        && !Path::new("cluster.yaml").exists();
     let loaded = match (&args.profile, &args.file) {
         (Some(p), _) => clusterctl_spec::from_profile(p),
         (None, Some(f)) => clusterctl_spec::load(f),
@@ -251,7 +264,7 @@ fn load(args: &Args) -> Result<ValidCluster, ExitCode> {
         }
     };
     match loaded.and_then(|l| clusterctl_spec::validate(&l)) {
-        Ok(v) => Ok(v.cluster),
+        Ok(v) => Ok((v.cluster, defaulted)),
         Err(d) => {
             let name = d.source.name.clone();
             super::flags::print_invalid(args.output, &name, &d);

@@ -136,14 +136,14 @@ fn finish(
     if let Some(stopped) = &report.stopped {
         if out.is_structured() {
             let error = Some(format!("upgrade failed: {}", stopped.error));
-            return super::plan::print_document(out, name, plan, report.changes, error);
+            return super::plan::print_document(out, name, &[], plan, report.changes, error);
         }
         super::flags::print_error(out, name, &format!("upgrade failed:\n{}", stopped.error));
         eprintln!("{}", stopped.hint);
         return Ok(ExitCode::FAILURE);
     }
     if out.is_structured() {
-        return super::plan::print_document(out, name, plan, report.changes, None);
+        return super::plan::print_document(out, name, &[], plan, report.changes, None);
     }
     if args.dry_run {
         let header = format!(

@@ -381,6 +381,35 @@ fn up_dry_run_prints_a_machine_readable_plan() {
         assert_eq!(code, 0, "{err}");
         let v = plan_document(format, &out, "lab");
         assert!(has_step(&v, "control-plane", "run", "kubeadm init"), "{v}");
+        // The text plan's `provider docker:` section, first (README walkthrough finding, point 2).
+        let steps = v["steps"].as_array().expect("steps");
+        let provider: Vec<&str> = steps
+            .iter()
+            .take_while(|s| s["phase"] == "provider")
+            .map(|s| {
+                assert_eq!(
+                    (s["node"].as_str(), s["kind"].as_str()),
+                    (Some("local"), Some("local")),
+                    "{s}"
+                );
+                s["text"].as_str().unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(provider.len(), 4, "{provider:?}");
+        assert_eq!(provider[0], "create network clusterctl-lab (if missing)");
+        for (line, node) in provider[1..]
+            .iter()
+            .zip(["control-plane", "worker", "worker2"])
+        {
+            assert!(
+                line.starts_with(&format!("create container lab-{node} (")),
+                "{line}"
+            );
+        }
+        // The provider's steps are not counted, as in the text plan.
+        let (_, text, _) = run(dir.path(), &["up", "--dry-run", "--profile", "lab"]);
+        let counted = format!("{} change(s) planned", v["changes"]);
+        assert!(text.contains(&counted), "{counted}: {text}");
     }
     // -o needs --dry-run.
     let (code, _, err) = run(dir.path(), &["up", "--profile", "lab", "-o", "json"]);

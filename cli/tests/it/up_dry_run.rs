@@ -38,6 +38,14 @@ fn dry_run_without_a_file_prints_the_lab_plan_offline() {
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("offline: no node is contacted"), "{out}");
     assert!(out.contains("cluster lab: Kubernetes v1.34.1"), "{out}");
+    // Which file it plans is said (README walkthrough finding, point 11): none here, so `lab`.
+    assert!(
+        err.contains("no cluster.yaml here") && err.contains("the built-in `lab` profile"),
+        "{err}"
+    );
+    // -v lists every check in full: a multi-line script is not cut (point 1).
+    assert!(!out.contains(" lines)"), "{out}");
+    assert!(out.contains("/etc/os-release"), "{out}");
     assert!(out.contains("create container lab-control-plane"), "{out}");
 
     let cp = section(&out, "node control-plane (control-plane");
@@ -592,6 +600,19 @@ fn the_default_lab_plan_is_short_and_names_every_change() {
     assert_eq!(code, 0, "{err}");
     assert!(full.contains("  check  "), "{full}");
     assert!(full.lines().count() > out.lines().count() + 50, "{full}");
+    // In full: every line of the multi-line facts script, each in the text column.
+    let facts: Vec<&str> = full
+        .lines()
+        .skip_while(|l| !l.starts_with("node control-plane ("))
+        .skip_while(|l| !l.trim_start().starts_with("facts"))
+        .skip(1)
+        .take_while(|l| l.starts_with("     "))
+        .collect();
+    assert!(facts.len() > 5, "{full}");
+    // Named explicitly: no note of a default.
+    let (code, _, err) = clusterctl(&["up", "--dry-run", "--profile", "lab"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("no cluster.yaml here"), "{err}");
     let (code, json, err) = clusterctl(&["up", "--dry-run", "-o", "json"], dir.path());
     assert_eq!(code, 0, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&json).expect("json");
