@@ -246,18 +246,6 @@ pub fn hold(family: Family, names: &[String]) -> Option<String> {
     }
 }
 
-/// Releases the hold of `names` before they are moved on purpose (apt; EL: `None`, installs pass
-/// `--disableexcludes`).
-pub fn unhold(family: Family, names: &[&str]) -> Option<String> {
-    match family {
-        Family::Debian => Some(format!(
-            "apt-mark unhold {} >/dev/null 2>&1 || true",
-            names.join(" ")
-        )),
-        Family::El => None,
-    }
-}
-
 /// For `upgrade` with `packages.source: preinstalled` (packages the user installed from the
 /// Kubernetes repository, as the kubeadm upgrade guide has it): the node's own Kubernetes repository
 /// switched in place to `minor`'s (`/vX.Y/deb/` or `/vX.Y/rpm/` in its apt source or yum repository
@@ -554,10 +542,6 @@ mod tests {
             hold(Family::Debian, &["kubeadm".into(), "kubelet".into()]).unwrap(),
             "apt-mark hold kubeadm kubelet"
         );
-        assert_eq!(
-            unhold(Family::Debian, &["kubeadm"]).unwrap(),
-            "apt-mark unhold kubeadm >/dev/null 2>&1 || true"
-        );
     }
 
     /// The EL path is covered here (no EL host runs on the test bed): each file and command line.
@@ -605,7 +589,6 @@ mod tests {
             None,
             "exclude= holds them"
         );
-        assert_eq!(unhold(Family::El, &["kubeadm"]), None);
         let (cpath, crio) = crio_repo_file((1, 34), Family::El, None, false).unwrap();
         assert_eq!(cpath, "/etc/yum.repos.d/cri-o.repo");
         assert!(crio.contains("baseurl=https://download.opensuse.org/repositories/isv:/cri-o:/stable:/v1.34/rpm/\n"), "{crio}");

@@ -85,6 +85,18 @@ fn check_present(
     )]))
 }
 
+/// The OS families (`debian`, `rhel`) the bundle's packages are for: their `os`, leaving out files for
+/// any OS (release archives, binaries).
+fn bundle_families(
+    packages: &[clusterctl_airgap::bundle::BundleFile],
+) -> std::collections::BTreeSet<String> {
+    packages
+        .iter()
+        .filter_map(|p| p.os.clone())
+        .filter(|o| o != "any")
+        .collect()
+}
+
 /// `bundle`: the node's files from the verified bundle placed and installed (what `airgap/packages`
 /// does for the other sources), then [`bundle::finish`]'s steps. The node's package state is recorded
 /// first (for `destroy --purge`); another version of a pinned package is refused before anything is
@@ -96,14 +108,18 @@ fn from_bundle(
     version: &Version,
 ) -> Result<(), PhaseError> {
     let settings = &data.spec.packages;
-    if !settings.replace {
-        let refused: Vec<String> = probe::pinned_mismatches(installed, version)
-            .iter()
-            .map(|(p, v)| probe::mismatch_message(p, v, version))
-            .collect();
-        if !refused.is_empty() {
-            return Err(ctx.check_error(refused));
-        }
+    // Refused before anything is placed: another version of a pinned package (unless
+    // `replaceInstalled`), or an OS family the bundle carries no package for.
+    let families = data
+        .spec
+        .airgap
+        .as_ref()
+        .and_then(|a| a.verified())
+        .map(|vb| bundle_families(&vb.manifest.packages))
+        .unwrap_or_default();
+    let refused = probe::refusals(settings, installed, version, &families);
+    if !refused.is_empty() {
+        return Err(ctx.check_error(refused));
     }
     if !installed.recorded {
         step(ctx, script::record())?;
@@ -292,5 +308,28 @@ fn offline_plan(ctx: &mut NodeCtx, settings: &Settings, version: &Version) {
                 settings.replace
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clusterctl_airgap::bundle::BundleFile;
+
+    #[test]
+    fn the_bundle_families_are_those_of_its_os_specific_packages() {
+        let file = |os: Option<&str>| BundleFile {
+            name: "x".into(),
+            path: "packages/x".into(),
+            os: os.map(str::to_string),
+            arch: None,
+            size: 1,
+            sha256: clusterctl_airgap::Digest::of(b"x"),
+            extract_to: None,
+            kubernetes_version: None,
+        };
+        let got = bundle_families(&[file(Some("debian")), file(Some("any")), file(None)]);
+        assert_eq!(got.into_iter().collect::<Vec<_>>(), ["debian"]);
+        assert!(bundle_families(&[file(Some("any"))]).is_empty());
     }
 }
