@@ -87,14 +87,25 @@ pub(crate) fn print_error(format: Format, cluster: &str, error: &str) {
 /// finding: the file itself is valid).
 pub(crate) fn print_refusal(format: Format, cluster: &str, error: &str) {
     eprintln!("{error}");
+    print_invalid_document(format, Some(cluster), error, Vec::new());
+}
+
+/// The `{"cluster", "result": "invalid", "error", "diagnostics"}` document on stdout, when `format`
+/// asks for one (`cluster` null when no file or profile was named).
+fn print_invalid_document(
+    format: Format,
+    cluster: Option<&str>,
+    error: &str,
+    diagnostics: Vec<serde_json::Value>,
+) {
     if format.is_structured() {
         let doc = serde_json::json!({
             "cluster": cluster,
             "result": DocResult::Invalid,
             "error": error,
-            "diagnostics": [],
+            "diagnostics": diagnostics,
         });
-        // Strings and an empty list always serialise.
+        // Strings, null and JSON values always serialise.
         let _ = format.print(&doc);
     }
 }
@@ -103,16 +114,7 @@ pub(crate) fn print_refusal(format: Format, cluster: &str, error: &str) {
 /// `{"cluster", "result": "invalid", "error", "diagnostics"}` document `format` asks for on stdout.
 pub(crate) fn print_invalid(format: Format, name: &str, d: &clusterctl_spec::Diagnostics) {
     eprintln!("{d}");
-    if format.is_structured() {
-        let doc = serde_json::json!({
-            "cluster": name,
-            "result": DocResult::Invalid,
-            "error": d.to_string(),
-            "diagnostics": diagnostics(&d.items),
-        });
-        // Strings and numbers always serialise.
-        let _ = format.print(&doc);
-    }
+    print_invalid_document(format, Some(name), &d.to_string(), diagnostics(&d.items));
 }
 
 /// How a command that addresses an existing cluster names it: `-f FILE` or `--profile NAME`.
@@ -420,14 +422,7 @@ pub(crate) fn parse_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
             .unwrap_or_default()
             .trim()
             .trim_start_matches("error: ");
-        let doc = serde_json::json!({
-            "cluster": cluster,
-            "result": DocResult::Invalid,
-            "error": error,
-            "diagnostics": [],
-        });
-        // Strings, null and an empty list always serialise.
-        let _ = format.print(&doc);
+        print_invalid_document(format, cluster, error, Vec::new());
     }
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(crate::EXIT_INVALID))
 }
