@@ -508,16 +508,20 @@ impl NodeCtx {
         }
     }
 
+    /// Whether the node's file at `path` has sha256 `want` and `mode` already (false offline or when
+    /// absent) — what [`NodeCtx::put_file`] and [`NodeCtx::put_local_file`] skip the write for.
+    fn holds(&mut self, path: &str, want: &str, mode: u32) -> Result<bool, PhaseError> {
+        Ok(matches!(self.file_digest(path)?, Some(Some((sha, m))) if sha == want && m == mode))
+    }
+
     /// Places `data` at `path` with `mode` unless the node already has exactly that (sha256 and mode
     /// compared first). Returns whether it wrote (or, in dry-run, would write). The content is never
     /// shown; only path, size and mode.
     pub fn put_file(&mut self, path: &str, mode: u32, data: &[u8]) -> Result<bool, PhaseError> {
         let want = crate::util::sha256_hex(data);
         self.placed.push((path.to_string(), want.clone()));
-        if let Some(Some((sha, m))) = self.file_digest(path)? {
-            if sha == want && m == mode {
-                return Ok(false);
-            }
+        if self.holds(path, &want, mode)? {
+            return Ok(false);
         }
         let what = format!("write {path} ({} bytes, mode {mode:04o})", data.len());
         self.change(Change::new(PlanKind::Write, &what), |ctx| {
@@ -546,10 +550,8 @@ impl NodeCtx {
             ctx.local_error_in(format_args!("reading {}", local.display()), &e)
         };
         let want = crate::util::file_sha256(local).map_err(|e| read_err(self, e))?;
-        if let Some(Some((sha, m))) = self.file_digest(path)? {
-            if sha == want && m == mode {
-                return Ok(false);
-            }
+        if self.holds(path, &want, mode)? {
+            return Ok(false);
         }
         let file = std::fs::File::open(local).map_err(|e| read_err(self, e))?;
         let total = file.metadata().map_err(|e| read_err(self, e))?.len();
