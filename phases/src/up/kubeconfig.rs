@@ -12,25 +12,18 @@ use crate::error::PhaseError;
 use serde_yaml::{Mapping, Value};
 use std::path::PathBuf;
 
-/// The user's kubeconfig path: `explicit`, else the first entry of `$KUBECONFIG`, else `~/.kube/config`.
+/// The user's kubeconfig path, where new entries are written: the first of [`candidates`].
 pub fn target(explicit: Option<&PathBuf>) -> Option<PathBuf> {
-    if let Some(p) = explicit {
-        return Some(p.clone());
-    }
-    if let Some(k) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
-        return std::env::split_paths(&k).next();
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config"))
+    candidates(explicit).into_iter().next()
 }
 
 /// Every kubeconfig file a context is looked up in, as kubectl reads them: `explicit`, else every
-/// entry of `$KUBECONFIG` (empty entries skipped), else `~/.kube/config`. [`target`] is the first,
-/// where new entries are written.
+/// entry of `$KUBECONFIG` (empty entries skipped), else `~/.kube/config` (none without `HOME`).
 pub fn candidates(explicit: Option<&PathBuf>) -> Vec<PathBuf> {
     if let Some(p) = explicit {
         return vec![p.clone()];
     }
-    if let Some(k) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+    if let Some(k) = std::env::var_os("KUBECONFIG") {
         let all: Vec<PathBuf> = std::env::split_paths(&k)
             .filter(|p| !p.as_os_str().is_empty())
             .collect();
@@ -38,7 +31,10 @@ pub fn candidates(explicit: Option<&PathBuf>) -> Vec<PathBuf> {
             return all;
         }
     }
-    target(None).into_iter().collect()
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".kube").join("config"))
+        .into_iter()
+        .collect()
 }
 
 fn named(name: &str, key: &str, inner: Value) -> Value {
