@@ -45,6 +45,26 @@ pub fn require(what: &str, available: bool) -> bool {
     false
 }
 
+/// A non-loopback address of this machine and a port nothing listens on there, so that an SSH
+/// connection to it is refused at once (validation refuses loopback node addresses): the source
+/// address of the route to a TEST-NET address (no packet is sent). `None` when there is no IPv4 route
+/// — after [`require`] said so (which fails the test in CI).
+pub fn refusing_address() -> Option<(String, u16)> {
+    let udp = std::net::UdpSocket::bind("0.0.0.0:0").expect("udp socket");
+    let addr = match udp.connect("192.0.2.1:9").and_then(|_| udp.local_addr()) {
+        Ok(a) => a.ip().to_string(),
+        Err(e) => {
+            require(&format!("an IPv4 route ({e})"), false);
+            return None;
+        }
+    };
+    let port = std::net::TcpListener::bind(format!("{addr}:0"))
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    Some((addr, port))
+}
+
 /// True when the process runs as root (uid 0).
 pub fn is_root() -> bool {
     // SAFETY-free: read from /proc to avoid a libc dependency.

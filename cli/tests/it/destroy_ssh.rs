@@ -356,18 +356,9 @@ fn destroy_leaves_each_node_as_before_up() {
 #[test]
 fn a_destroy_that_could_not_reset_a_node_keeps_the_context_and_the_cache() {
     // A local address and a port nothing listens on: the connection is refused at once.
-    let udp = std::net::UdpSocket::bind("0.0.0.0:0").expect("udp socket");
-    let addr = match udp.connect("192.0.2.1:9").and_then(|_| udp.local_addr()) {
-        Ok(a) => a.ip().to_string(),
-        Err(e) => {
-            require(&format!("an IPv4 route ({e})"), false);
-            return;
-        }
+    let Some((addr, port)) = clusterctl_testbed::refusing_address() else {
+        return;
     };
-    let port = std::net::TcpListener::bind(format!("{addr}:0"))
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
     let dir = tempfile::tempdir().expect("tempdir");
     let name = "dstkeep";
     std::fs::write(

@@ -519,21 +519,10 @@ fn an_unknown_ignored_preflight_check_is_refused_with_the_valid_names() {
 /// naming it.
 #[test]
 fn ssh_up_says_which_node_it_is_connecting_to() {
-    // A non-loopback address of this machine (validate refuses loopback node addresses): the source
-    // address of the route to a TEST-NET address (no packet is sent), and a port nothing listens on
-    // there, so the connection is refused at once.
-    let udp = std::net::UdpSocket::bind("0.0.0.0:0").expect("udp socket");
-    let addr = match udp.connect("192.0.2.1:9").and_then(|_| udp.local_addr()) {
-        Ok(a) => a.ip().to_string(),
-        Err(e) => {
-            clusterctl_testbed::require(&format!("an IPv4 route ({e})"), false);
-            return;
-        }
+    // A local address and a port nothing listens on: the connection is refused at once.
+    let Some((addr, port)) = clusterctl_testbed::refusing_address() else {
+        return;
     };
-    let port = std::net::TcpListener::bind(format!("{addr}:0"))
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("c.yaml"),
