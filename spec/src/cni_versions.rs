@@ -165,3 +165,13 @@ pub const FLANNEL: &[FlannelRelease] = &[
         commit: "e810d96f557a0dc39125800f3d1ab56a0b9c40d1",
     },
 ];
+
+/// A CNI version as the tables write it, with its `v` (`3.32.1` → `v3.32.1`; `v3.32.1` as it is): the
+/// one place the file's `cni.version` is compared in.
+pub fn tagged(version: &str) -> String {
+    if version.starts_with('v') {
+        version.to_string()
+    } else {
+        format!("v{version}")
+    }
+}

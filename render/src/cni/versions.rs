@@ -273,20 +273,15 @@ pub fn cluster_files(
     Ok(v.into_iter().map(|f| with_sources(cluster, f)).collect())
 }
 
-fn norm(v: &str) -> String {
-    if v.starts_with('v') {
-        v.to_string()
-    } else {
-        format!("v{v}")
-    }
-}
-
 /// The pins of `cluster`'s CNI: `None` for builtin, kindnet and none (no upstream files or images
 /// pulled by clusterctl). Errors: [`RenderError::UnknownCniVersion`] for a Calico or flannel version
 /// outside the tables above (their operator / CNI-plugin image tags are only known for those).
 pub fn pins(cluster: &ValidCluster) -> Result<Option<Pins>, RenderError> {
     let cni = &cluster.spec().networking.cni;
-    let want = cni.version.as_deref().map(norm);
+    let want = cni
+        .version
+        .as_deref()
+        .map(clusterctl_spec::cni_versions::tagged);
     let unknown =
         |plugin: &'static str, version: String, list: Vec<&str>| RenderError::UnknownCniVersion {
             plugin,

@@ -461,11 +461,7 @@ fn check_cni_pinned(ctx: &mut Ctx<'_>, cni: &crate::model::Cni) {
     if crate::versions::parse_version(v).is_none() {
         return;
     }
-    let v = if v.starts_with('v') {
-        v.to_string()
-    } else {
-        format!("v{v}")
-    };
+    let v = crate::cni_versions::tagged(v);
     let at = "spec.networking.cni.version";
     let table: Vec<&str> = match cni.plugin {
         CniPlugin::Calico => CALICO.iter().map(|r| r.version).collect(),
