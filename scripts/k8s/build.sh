@@ -7,7 +7,7 @@
 # VERSION is a Kubernetes tag (v1.34.4). PROGRAMs (default: all) are any of
 #   kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl
 #   etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins
-#   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest
+#   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost
 # or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, etcd, etcdctl, coredns), `node`
 # (containerd, containerd-shim-runc-v2, ctr, runc, cni-plugins, crictl), `cni` (helm, flanneld, flannel-cni,
@@ -16,6 +16,11 @@
 # flannel's Documentation/kube-flannel.yml, the `helm package` of cilium's install/kubernetes/cilium, and
 # kind's default CNI manifest (the constant kind's node image build writes to /kind/manifests/default-cni.yaml,
 # evaluated by scripts/k8s/kind-cni.go), each read from its Go module at the pinned tag.
+# `conformance` (e2e.test, ginkgo, agnhost) is the conformance suite of the same module: e2e.test is
+# `go test -c k8s.io/kubernetes/test/e2e`, stamped with the same version ldflags as the Kubernetes programs;
+# ginkgo is github.com/onsi/ginkgo/v2/ginkgo at the version k8s.io/kubernetes@VERSION's go.mod requires;
+# agnhost is k8s.io/kubernetes/test/images/agnhost (the binary of the e2e image; images.sh wraps it).
+# They are built in their own copy of the build module under their own lock (e2e.test takes minutes).
 #
 # Layout ($CACHE = ${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}):
 #   $CACHE/bin/<program>/<program version>/<program>   one binary (cni-plugins: a CNI bin dir of plugins)
@@ -46,6 +51,7 @@ PATCH=${BASH_REMATCH[2]}
 K8S_PROGRAMS=(kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
 CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
 CNI_PROGRAMS=(helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest)
+CONFORMANCE_PROGRAMS=(e2e.test ginkgo agnhost)
 ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns crictl kube-vip "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}")
 CNI_PLUGINS=(bridge host-local loopback portmap ptp bandwidth tuning firewall static)
 
@@ -68,8 +74,9 @@ for p in "$@"; do
     control-plane) want+=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns) ;;
     node) want+=("${CONTAINERD_PROGRAMS[@]}" runc cni-plugins crictl) ;;
     cni) want+=("${CNI_PROGRAMS[@]}") ;;
+    conformance) want+=("${CONFORMANCE_PROGRAMS[@]}") ;;
     *)
-      ok=0; for q in "${ALL_PROGRAMS[@]}"; do [ "$q" = "$p" ] && ok=1; done
+      ok=0; for q in "${ALL_PROGRAMS[@]}" "${CONFORMANCE_PROGRAMS[@]}"; do [ "$q" = "$p" ] && ok=1; done
       [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]})"
       want+=("$p") ;;
   esac
@@ -85,7 +92,8 @@ envfile="$CACHE/versions/$VERSION.env"
 path_of() {
   local p=$1 v=""
   case "$p" in
-    kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl) v=$VERSION ;;
+    kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl|e2e.test|agnhost) v=$VERSION ;;
+    ginkgo) v=$(ginkgo_version) ;;
     helm|flanneld|flannel-cni|flannel-manifest|cilium-chart|kindnet-manifest) cni_path "$p"; return 0 ;;
     *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
           etcd|etcdctl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
@@ -95,6 +103,12 @@ path_of() {
   esac
   [ -n "$v" ] || return 0
   if [ "$p" = cni-plugins ]; then echo "$CACHE/bin/$p/$v"; else echo "$CACHE/bin/$p/$v/$p"; fi
+}
+# The ginkgo version k8s.io/kubernetes@VERSION's go.mod requires (empty before the module is downloaded).
+ginkgo_version() {
+  local mod="$CACHE/go/mod/cache/download/k8s.io/kubernetes/@v/$VERSION.mod"
+  [ -f "$mod" ] || return 0
+  awk '$1=="github.com/onsi/ginkgo/v2" {print $2; exit} $1=="require" && $2=="github.com/onsi/ginkgo/v2" {print $3; exit}' "$mod"
 }
 # libseccomp-dev is installed: runc is built with seccomp (scripts/packages/packages.list).
 seccomp_lib() { [ -f /usr/lib/x86_64-linux-gnu/libseccomp.a ] || [ -f /usr/lib/libseccomp.a ]; }
@@ -268,6 +282,47 @@ build_k8s() {
   [ "$prog" = kubeadm ] && got=$("$CACHE/bin/kubeadm/$VERSION/kubeadm" version -o short)
   [ "$prog" = kubectl ] && got=$("$CACHE/bin/kubectl/$VERSION/kubectl" version --client -o yaml | sed -n 's/^ *gitVersion: //p' | head -n1)
   case "$got" in *"$VERSION"*) ;; *) log "warning: $prog reports '$got', expected $VERSION" ;; esac
+}
+
+# ---- the conformance suite (e2e.test, ginkgo, agnhost) -------------------------------------------------
+# A copy of the Kubernetes build module, so the long e2e.test build holds its own lock, not the one the
+# Kubernetes programs build under.
+e2e_module_dir() {
+  local src dir="$CACHE/work/k8s.io_kubernetes-e2e@$VERSION"
+  if [ -f "$dir/go.mod" ]; then echo "$dir"; return; fi
+  src=$(locked "k8s.io/kubernetes@$VERSION" k8s_module_dir) || return 1
+  mkdir -p "$dir"; cp "$src/go.mod" "$dir/go.mod"; [ -f "$src/go.sum" ] && cp "$src/go.sum" "$dir/go.sum"
+  echo "$dir"
+}
+
+build_conformance() {
+  local prog=$1
+  have "$prog" && return 0
+  local dir; dir=$(e2e_module_dir) || return 1
+  [ -n "${K8S_LDFLAGS:-}" ] || K8S_LDFLAGS=$(k8s_ldflags)
+  case "$prog" in
+    agnhost) go_build agnhost "$VERSION" "$dir" k8s.io/kubernetes/test/images/agnhost "$K8S_LDFLAGS" ;;
+    ginkgo)
+      local want; want=$(ginkgo_version)
+      [ -n "$want" ] || die "cannot read the ginkgo version from k8s.io/kubernetes@$VERSION's go.mod"
+      go_build ginkgo "$want" "$dir" github.com/onsi/ginkgo/v2/ginkgo "-s -w"
+      local got; got=$(cd "$dir" && go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)
+      [ "$got" = "$want" ] || log "warning: ginkgo resolved to $got in the build module, k8s.io/kubernetes requires $want" ;;
+    e2e.test)
+      local dest="$CACHE/bin/e2e.test/$VERSION" t0 t1 secs
+      mkdir -p "$dest"; t0=$(date +%s.%N)
+      log "building e2e.test $VERSION (go test -c k8s.io/kubernetes/test/e2e; minutes)"
+      ( cd "$dir" && go test -c -trimpath -ldflags "$K8S_LDFLAGS" -o "$dest/.e2e.test.tmp" k8s.io/kubernetes/test/e2e ) \
+        || { rm -f "$dest/.e2e.test.tmp"; return 1; }
+      mv -f "$dest/.e2e.test.tmp" "$dest/e2e.test"
+      t1=$(date +%s.%N); secs=$(python3 -c "print(round($t1-$t0,1))")
+      printf '%s %s %s %ss nproc=%s\n' "$(date -u +%FT%TZ)" e2e.test "$VERSION" "$secs" "$(nproc)" >>"$CACHE/times.log"
+      TIMES+=("e2e.test $VERSION ${secs}s")
+      log "built e2e.test $VERSION in ${secs}s"
+      # The framework prints the version it was stamped with (and exits) for --version.
+      local got; got=$(timeout 60 "$dest/e2e.test" --version 2>/dev/null || true)
+      [ "$got" = "$VERSION" ] || log "warning: e2e.test --version says '$got', expected $VERSION" ;;
+  esac
 }
 
 # ---- the versions for VERSION (needs kubeadm) --------------------------------------------------------
@@ -498,6 +553,7 @@ for p in "${wanted[@]}"; do
     containerd|containerd-shim-runc-v2|ctr)
       locked "github.com/containerd/containerd/v2@$(ev CONTAINERD_VERSION)" build_containerd "$p" ;;
     runc) locked "github.com/opencontainers/runc@$(ev RUNC_VERSION)" build_runc ;;
+    e2e.test|ginkgo|agnhost) locked "k8s.io/kubernetes-e2e@$VERSION" build_conformance "$p" ;;
     cni-plugins) locked "github.com/containernetworking/plugins@$(ev CNI_PLUGINS_VERSION)" build_cni ;;
   esac
 done

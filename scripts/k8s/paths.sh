@@ -5,7 +5,8 @@
 #   scripts/k8s/paths.sh VERSION PROGRAM    the path alone; exit 1 when it is not built
 #   scripts/k8s/paths.sh VERSION --env      the component versions chosen for VERSION (KEY=VALUE lines)
 #
-# cni-plugins is a directory (a CNI bin dir); flannel-manifest and cilium-chart are upstream files. A program recorded as unbuildable (kube-vip) has a FAILED
+# e2e.test, ginkgo and agnhost are the conformance suite (build.sh's `conformance` group); ginkgo is keyed by the
+# version k8s.io/kubernetes@VERSION's go.mod requires. cni-plugins is a directory (a CNI bin dir); flannel-manifest and cilium-chart are upstream files. A program recorded as unbuildable (kube-vip) has a FAILED
 # file beside where its binary would be, and is left out.
 set -euo pipefail
 CACHE=${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}
@@ -23,7 +24,11 @@ fi
 
 ver_of() {
   case "$1" in
-    kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl) echo "$VERSION"; return ;;
+    kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl|e2e.test|agnhost) echo "$VERSION"; return ;;
+    ginkgo)
+      local mod="$CACHE/go/mod/cache/download/k8s.io/kubernetes/@v/$VERSION.mod"
+      [ -f "$mod" ] && awk '$1=="github.com/onsi/ginkgo/v2" {print $2; exit} $1=="require" && $2=="github.com/onsi/ginkgo/v2" {print $3; exit}' "$mod"
+      return ;;
   esac
   [ -f "$envfile" ] || return 0
   (
@@ -53,6 +58,6 @@ path_of() {
 if [ $# -ge 2 ]; then path_of "$2"; exit $?; fi
 for p in kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl \
          etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins \
-         helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest; do
+         helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost; do
   if f=$(path_of "$p"); then printf '%s %s\n' "$p" "$f"; fi
 done
