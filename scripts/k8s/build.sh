@@ -20,7 +20,8 @@
 # `go test -c k8s.io/kubernetes/test/e2e`, stamped with the same version ldflags as the Kubernetes programs;
 # ginkgo is github.com/onsi/ginkgo/v2/ginkgo at the version k8s.io/kubernetes@VERSION's go.mod requires;
 # agnhost is k8s.io/kubernetes/test/images/agnhost (the binary of the e2e image; images.sh wraps it).
-# They are built in their own copy of the build module under their own lock (e2e.test takes minutes).
+# They are built in their own copy of the build module under their own lock (e2e.test takes minutes), and
+# only when named (not part of the default `all`).
 #
 # Layout ($CACHE = ${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}):
 #   $CACHE/bin/<program>/<program version>/<program>   one binary (cni-plugins: a CNI bin dir of plugins)
@@ -77,7 +78,7 @@ for p in "$@"; do
     conformance) want+=("${CONFORMANCE_PROGRAMS[@]}") ;;
     *)
       ok=0; for q in "${ALL_PROGRAMS[@]}" "${CONFORMANCE_PROGRAMS[@]}"; do [ "$q" = "$p" ] && ok=1; done
-      [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]})"
+      [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]} ${CONFORMANCE_PROGRAMS[*]})"
       want+=("$p") ;;
   esac
 done
