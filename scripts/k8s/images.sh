@@ -19,6 +19,18 @@
 #       (flanneld runs iptables, iptables-restore, ip6tables for --ip-masq) + busybox (the install-cni init
 #       container runs `cp`)
 #   ghcr.io/flannel-io/flannel-cni-plugin:<tag>  /flannel + busybox (its init container runs `cp -f /flannel ...`)
+# and the images the conformance tests of the e2e suite run (issue 24), under the names and tags the framework's
+# image manifest (test/utils/image/manifest.go of k8s.io/kubernetes@VERSION) gives them:
+#   registry.k8s.io/e2e-test-images/agnhost:<tag>  /agnhost (build.sh builds k8s.io/kubernetes/test/images/agnhost)
+#       on a Debian rootfs with what upstream's alpine image adds (test/images/agnhost/Dockerfile): dig
+#       (bind9-dnsutils), curl, nc (netcat-openbsd), iproute2, iperf, bash; /coredns, /uploads,
+#       /agnhost-2 -> agnhost, /localhost.crt + /localhost.key (the module's porter/ pair), the user
+#       user-defined-in-image (1000) in group-defined-in-image (50000); Entrypoint ["/agnhost"], Cmd ["pause"]
+#   registry.k8s.io/e2e-test-images/jessie-dnsutils:<tag>  the same Debian rootfs (dnsutils: dig, nslookup) + /coredns
+#   registry.k8s.io/e2e-test-images/busybox:<tag>  Debian's busybox-static (as clusterctl.test/busybox:1)
+# These three are written only for a VERSION whose e2e.test build.sh has built (the suite that runs them).
+# Images the suite lists that are not made here (httpd, nginx, sample-apiserver, …): the tests using them are
+# left out of scripts/conformance.sh's CI focus (docs/testing.md lists them).
 # The names and tags are what `kubeadm config images list --kubernetes-version VERSION` prints; flannel's are
 # the two `image:` references of the pinned kube-flannel.yml that build.sh read from flannel's Go module
 # (the binaries: flanneld of that tag and the flannel plugin build.sh builds, see cni-versions.sh).
@@ -177,6 +189,49 @@ flannel_image=$(flannel_ref flannel); flannel_cni_image=$(flannel_ref flannel-cn
 image "$flannel_image" --file="$(bin flanneld):/opt/bin/flanneld:0755" --tree="$ipt:/" --tree="$bb:/" \
   --entrypoint='["/opt/bin/flanneld"]'
 image "$flannel_cni_image" --file="$(bin flannel-cni):/flannel:0755" --tree="$bb:/"
+
+# ---- the conformance suite's images (issue 24), for a version whose e2e.test is built --------------------
+e2e_images() {
+  E2E_PACKAGES="bash,curl,bind9-dnsutils,netcat-openbsd,iproute2,iperf,iputils-ping,procps,wget,ca-certificates"
+  e2e_key=$(printf '%s %s %s' "$suite" "$E2E_PACKAGES" "v1" | sha256sum | cut -c1-12)
+  e2e_rootfs="$CACHE/rootfs/e2e-$suite-$e2e_key"
+  if [ ! -f "$e2e_rootfs/.complete" ]; then
+    log "debootstrap $suite from $mirror with $E2E_PACKAGES (once; about a minute)"
+    rm -rf "$e2e_rootfs"; mkdir -p "$e2e_rootfs"
+    debootstrap --variant=minbase --include="$E2E_PACKAGES" "$suite" "$e2e_rootfs" "$mirror" >"$e2e_rootfs.log" 2>&1 \
+      || { tail -n 30 "$e2e_rootfs.log" >&2; die "debootstrap (e2e images) failed"; }
+    rm -rf "$e2e_rootfs"/var/cache/apt/archives/*.deb "$e2e_rootfs"/var/lib/apt/lists/* "$e2e_rootfs"/usr/share/doc \
+      "$e2e_rootfs"/usr/share/man "$e2e_rootfs"/usr/share/info "$e2e_rootfs"/usr/share/locale "$e2e_rootfs"/dev/*
+    # upstream's `adduser -u 1000 -D user-defined-in-image; addgroup -g 50000 group-defined-in-image; addgroup user… group…`
+    echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$e2e_rootfs/etc/passwd"
+    echo 'user-defined-in-image:x:1000:' >>"$e2e_rootfs/etc/group"
+    echo 'group-defined-in-image:x:50000:user-defined-in-image' >>"$e2e_rootfs/etc/group"
+    mkdir -p "$e2e_rootfs/home/user-defined-in-image" "$e2e_rootfs/uploads"
+    touch "$e2e_rootfs/.complete"
+  fi
+  "$here/build.sh" "$VERSION" agnhost >/dev/null
+  k8s_src=$(GOMODCACHE="$CACHE/go/mod" GOFLAGS=-mod=mod GOPROXY=https://proxy.golang.org GOTOOLCHAIN=local \
+    go mod download -json "k8s.io/kubernetes@$VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  manifest="$k8s_src/test/utils/image/manifest.go"
+  [ -f "$manifest" ] || die "no $manifest"
+  # e2e_ref NAME: the reference manifest.go gives NAME (configs[X] = Config{list.PromoterE2eRegistry, "NAME", "TAG"}).
+  e2e_ref() {
+    local tag; tag=$(sed -nE "s/^[[:space:]]*configs\[[A-Za-z]+\] = Config\{list\.PromoterE2eRegistry, \"$1\", \"([^\"]+)\"\}.*/\1/p" "$manifest" | head -n 1)
+    [ -n "$tag" ] || die "$manifest names no e2e image $1"
+    echo "registry.k8s.io/e2e-test-images/$1:$tag"
+  }
+  agnhost_ref=$(e2e_ref agnhost)
+  [ "${agnhost_ref##*:}" = "$(tr -d ' \n' <"$k8s_src/test/images/agnhost/VERSION")" ] \
+    || log "warning: manifest.go's $agnhost_ref differs from test/images/agnhost/VERSION"
+  image "$agnhost_ref" --tree="$e2e_rootfs:/" --file="$(bin agnhost):/agnhost:0755" --symlink=/agnhost-2:agnhost \
+    --file="$(bin coredns):/coredns:0755" \
+    --file="$k8s_src/test/images/agnhost/porter/localhost.crt:/localhost.crt:0644" \
+    --file="$k8s_src/test/images/agnhost/porter/localhost.key:/localhost.key:0644" \
+    --entrypoint='["/agnhost"]' --cmd='["pause"]'
+  image "$(e2e_ref jessie-dnsutils)" --tree="$e2e_rootfs:/" --file="$(bin coredns):/coredns:0755"
+  image "$(e2e_ref busybox)" --tree="$bb:/" --cmd='["sh"]'
+}
+if bin e2e.test >/dev/null 2>&1; then e2e_images; else log "no e2e.test for $VERSION: no conformance images"; fi
 
 mv "$out/images.txt.tmp" "$out/images.txt"
 cat "$out/images.txt"
