@@ -49,8 +49,13 @@ die() { log "error: $*"; exit 1; }
 VERSION=$1
 
 mkdir -p "$CACHE/lock" "$CACHE/rootfs"
-exec 8>"$CACHE/lock/images.lock"
+# One lock per VERSION for its images (versions are written side by side: v1.35.4's cold builds do not hold
+# up v1.34.4's images), and one for the rootfs trees every version shares, taken (and held to the end)
+# only while one of them is missing.
+exec 8>"$CACHE/lock/images-$VERSION.lock"
 flock 8
+shared_locked=""
+shared_lock() { [ -n "$shared_locked" ] || { exec 9>"$CACHE/lock/images.lock"; flock 9; shared_locked=1; }; }
 
 # ---- the tools rootfs (iptables, conntrack, ipset, busybox-static, CA bundle), cached by recipe hash ----
 suite=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release | tr -d '"'); suite=${suite:-bookworm}
@@ -64,6 +69,9 @@ mirror=${mirror:-http://deb.debian.org/debian}
 TOOLS_PACKAGES="iptables,conntrack,ipset,busybox-static,ca-certificates"
 tools_key=$(printf '%s %s %s' "$suite" "$TOOLS_PACKAGES" "v1" | sha256sum | cut -c1-12)
 tools="$CACHE/rootfs/tools-$suite-$tools_key"
+for t in "$tools" "$CACHE/rootfs/iptables-$tools_key" "$CACHE/rootfs/base-$tools_key" "$CACHE/rootfs/busybox-$tools_key"; do
+  [ -f "$t/.complete" ] || shared_lock
+done
 if [ ! -f "$tools/.complete" ]; then
   command -v debootstrap >/dev/null || die "debootstrap missing (apt-get install -y debootstrap)"
   log "debootstrap $suite from $mirror with $TOOLS_PACKAGES (once; about a minute)"
@@ -195,6 +203,7 @@ e2e_images() {
   E2E_PACKAGES="bash,curl,bind9-dnsutils,netcat-openbsd,iproute2,iperf,iputils-ping,procps,wget,ca-certificates"
   e2e_key=$(printf '%s %s %s' "$suite" "$E2E_PACKAGES" "v1" | sha256sum | cut -c1-12)
   e2e_rootfs="$CACHE/rootfs/e2e-$suite-$e2e_key"
+  [ -f "$e2e_rootfs/.complete" ] || shared_lock
   if [ ! -f "$e2e_rootfs/.complete" ]; then
     log "debootstrap $suite from $mirror with $E2E_PACKAGES (once; about a minute)"
     rm -rf "$e2e_rootfs"; mkdir -p "$e2e_rootfs"
