@@ -162,6 +162,8 @@ pub(crate) fn check_cluster_over(c: &dyn Kube, hosts: &[String], overlay: &Overl
 
 #[test]
 fn ha_cluster_over_ssh_for_real() {
+    // The conformance suite first: images.sh writes its images only once e2e.test is built.
+    let suite = real_support::conformance::require_suite();
     let Some(env) = real_support::available() else {
         return;
     };
@@ -216,5 +218,9 @@ fn ha_cluster_over_ssh_for_real() {
         "{}",
         again.all()
     );
+    // Kubernetes' own conformance tests, the CI focus (scripts/conformance.sh ci), on this cluster.
+    if suite {
+        real_support::conformance::run_ci_focus(&c);
+    }
     eprintln!("[real] HA test done in {:.1}s", t.elapsed().as_secs_f64());
 }

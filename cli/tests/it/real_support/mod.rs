@@ -6,6 +6,8 @@
 //! plane through `docker exec` (independent of the code under test).
 #![allow(dead_code)]
 
+pub(crate) mod conformance;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,53 @@
+//! Kubernetes' own conformance tests against a real cluster (issue 24): `scripts/conformance.sh ci`, the
+//! `e2e.test` and `ginkgo` of [`VERSION`] built from `k8s.io/kubernetes` (`scripts/k8s/build.sh VERSION
+//! conformance`), run with the cluster's kubeconfig; the suite's images (agnhost, jessie-dnsutils, busybox,
+//! pause) come from the test's registry mirror, which `registry.k8s.io` is routed through.
+
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use super::{RealCluster, VERSION};
+
+/// The suite's programs (e2e.test, ginkgo, agnhost), built when missing. Call it before
+/// [`super::available`], so `scripts/k8s/images.sh` writes the suite's images too (it writes them only
+/// for a version whose e2e.test is built). `false` after a `SKIP:` line outside CI (a failure in CI).
+pub(crate) fn require_suite() -> bool {
+    clusterctl_testbed::k8sbin::require_programs(VERSION, &["e2e.test", "ginkgo", "agnhost"])
+        .is_some()
+}
+
+/// Runs the CI focus (`scripts/conformance.sh ci`, two ginkgo processes) against `c` through its VIP
+/// kubeconfig, JUnit under `<cache>/conformance/<cluster name>`; prints the summary line and panics
+/// unless every spec of the focus ran and passed.
+pub(crate) fn run_ci_focus(c: &RealCluster) {
+    let t = Instant::now();
+    let dir = clusterctl_testbed::k8snode::cache_root()
+        .join("conformance")
+        .join(&c.name);
+    let script = clusterctl_testbed::k8sbin::scripts_dir().join("../conformance.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("ci")
+        .arg("--kubeconfig")
+        .arg(c.cc.kubeconfig())
+        .arg("--junit-dir")
+        .arg(&dir)
+        .arg("--version")
+        .arg(VERSION)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running scripts/conformance.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!(
+        "[real] {} (after {:.1}s)",
+        stdout.trim(),
+        t.elapsed().as_secs_f64()
+    );
+    assert!(
+        out.status.success() && stdout.contains(" 0 failed"),
+        "conformance ci focus failed ({}):\n{stdout}\n{}\nginkgo's log: {}/ci/ginkgo.log",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        dir.display()
+    );
+}
