@@ -15,5 +15,5 @@ pub use docker::{
 };
 pub use local::LocalTransport;
 pub use provider::{NodeSpec, Provider, Role, SshProvider};
-pub use ssh::{ConnectRetry, HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
+pub use ssh::{Bastion, ConnectRetry, HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
 pub use transport::{Cmd, ExecError, FileSpec, Output, Transport};

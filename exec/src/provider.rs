@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::ssh::{HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
+use crate::ssh::{Bastion, HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
 use crate::transport::{ExecError, Transport};
 
 /// A node's role.
@@ -135,6 +135,12 @@ impl SshProvider {
     /// [`crate::ConnectRetry`]).
     pub fn with_connect_attempts(mut self, attempts: u32) -> Self {
         self.options.connect_retry.attempts = attempts;
+        self
+    }
+
+    /// The same provider reaching every node through the jump host `bastion`.
+    pub fn with_bastion(mut self, bastion: Bastion) -> Self {
+        self.options.bastion = Some(Box::new(bastion));
         self
     }
 

@@ -1,6 +1,7 @@
 //! The one way the commands reach a cluster's nodes and API: the cluster's provider ([`provider_for`]:
 //! `exec`'s [`SshProvider`] with the file's SSH settings — key file or agent, `known_hosts` strict or
-//! trust-on-first-use, the file's connect attempts — or its [`DockerProvider`] with kind's run options
+//! trust-on-first-use, the file's connect attempts, through the file's jump host (`spec.ssh.bastion`)
+//! when it names one — or its [`DockerProvider`] with kind's run options
 //! and the file's `spec.docker` settings, [`docker_options`]); every node's transport is made by that
 //! provider through `exec`'s `Provider` trait ([`NodeProvider::transport`]); reaching the nodes that
 //! exist ([`reach`]: SSH hosts in parallel, or the provider's labelled, running node containers —
@@ -12,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clusterctl_exec::{
-    DockerNodeOptions, DockerProvider, ExecError, NodeSpec, SshAuth, SshProvider, Transport,
+    Bastion, DockerNodeOptions, DockerProvider, ExecError, NodeSpec, SshAuth, SshProvider,
+    Transport,
 };
 use clusterctl_kubeapi::KubeClusterApi;
 use clusterctl_spec::model::{HostKeyPolicy, Provider, Role};
@@ -260,7 +262,32 @@ pub(crate) fn ssh_provider(cluster: &ValidCluster, known_hosts: Option<&Path>) -
     if let Some(k) = known_hosts {
         provider.options.known_hosts = k;
     }
-    provider
+    match &defaults.bastion {
+        Some(b) => provider.with_bastion(bastion(defaults, b)),
+        None => provider,
+    }
+}
+
+/// `exec`'s jump host for the file's `spec.ssh.bastion`: its own port (22), user, key file and
+/// host-key policy, each unset one taken from `spec.ssh` (no key file: the SSH agent).
+fn bastion(
+    defaults: &clusterctl_spec::model::SshDefaults,
+    b: &clusterctl_spec::model::SshBastion,
+) -> Bastion {
+    let key = b.key_file.as_ref().or(defaults.key_file.as_ref());
+    Bastion {
+        host: b.address.trim().to_string(),
+        port: b.port.unwrap_or(22),
+        user: b.user.clone().unwrap_or_else(|| defaults.user.clone()),
+        auth: match key {
+            Some(k) => SshAuth::KeyFile {
+                path: expand_home(k),
+                passphrase: None,
+            },
+            None => SshAuth::Agent,
+        },
+        host_key_policy: host_key_policy(b.host_key_policy.unwrap_or(defaults.host_key_policy)),
+    }
 }
 
 /// `exec`'s host-key policy for the file's (`insecure` is refused by validation).
@@ -530,6 +557,50 @@ mod tests {
             clusterctl_exec::HostKeyPolicy::TrustOnFirstUse
         );
         assert_eq!(options.connect_retry.attempts, 3);
+    }
+
+    #[test]
+    fn the_files_bastion_reaches_every_node_with_its_own_or_the_files_defaults() {
+        let file = |bastion: &str| {
+            crate::up::from_file::test_cluster(&format!("apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: sb}}\nspec:\n  kubernetesVersion: v1.34.1\n  provider: ssh\n  ssh: {{user: ops, keyFile: /k/nodes, hostKeyPolicy: strict{bastion}}}\n  nodes:\n    - {{name: cp1, role: control-plane, address: 10.9.0.11}}\n"))
+        };
+        let p = ssh_provider(&file(""), None);
+        assert_eq!(p.options.bastion, None);
+        let p = ssh_provider(&file(", bastion: {address: jump.example.com}"), None);
+        let b = p.options.bastion.clone().expect("bastion");
+        assert_eq!(
+            (b.host.as_str(), b.port, b.user.as_str()),
+            ("jump.example.com", 22, "ops")
+        );
+        assert_eq!(
+            b.auth,
+            clusterctl_exec::SshAuth::KeyFile {
+                path: PathBuf::from("/k/nodes"),
+                passphrase: None
+            }
+        );
+        assert_eq!(b.host_key_policy, clusterctl_exec::HostKeyPolicy::Strict);
+        let own = ", bastion: {address: 192.0.2.1, port: 2200, user: jump, keyFile: /k/jump, hostKeyPolicy: accept-new}";
+        let p = ssh_provider(&file(own), None);
+        let (_, options) = p.target(&node_spec(&file(own).nodes()[0], "10.9.0.11"));
+        let b = options
+            .bastion
+            .expect("every node's options carry the bastion");
+        assert_eq!(
+            (b.host.as_str(), b.port, b.user.as_str()),
+            ("192.0.2.1", 2200, "jump")
+        );
+        assert_eq!(
+            b.auth,
+            clusterctl_exec::SshAuth::KeyFile {
+                path: PathBuf::from("/k/jump"),
+                passphrase: None
+            }
+        );
+        assert_eq!(
+            b.host_key_policy,
+            clusterctl_exec::HostKeyPolicy::TrustOnFirstUse
+        );
     }
 
     #[test]

@@ -868,6 +868,32 @@ pub struct SshDefaults {
     /// of 1, 2 and 4 s between them). A refused host key is never retried, nor any command.
     #[serde(default = "default_connect_attempts")]
     pub connect_attempts: u32,
+    /// A jump host every node connection goes through (OpenSSH's `ProxyJump`), for nodes the
+    /// machine running clusterctl cannot reach directly. Unset: nodes are reached directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bastion: Option<SshBastion>,
+}
+
+/// `spec.ssh.bastion`: the jump host. Its host key is checked (against the same known_hosts file as
+/// the nodes') under its own `hostKeyPolicy`; the nodes' host keys are checked end to end through it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SshBastion {
+    /// Host name or IP address of the bastion, as the machine running clusterctl reaches it. Required.
+    #[serde(default)]
+    pub address: String,
+    /// SSH port. Default 22.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// Login user on the bastion. Default: `spec.ssh.user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Private key file for the bastion (`~` expanded). Default: `spec.ssh.keyFile`, else the SSH agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
+    /// Host-key policy for the bastion (`strict` or `accept-new`). Default: `spec.ssh.hostKeyPolicy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key_policy: Option<HostKeyPolicy>,
 }
 
 impl Default for SshDefaults {
@@ -878,6 +904,7 @@ impl Default for SshDefaults {
             port: default_ssh_port(),
             host_key_policy: HostKeyPolicy::default(),
             connect_attempts: default_connect_attempts(),
+            bastion: None,
         }
     }
 }

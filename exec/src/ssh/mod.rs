@@ -1,22 +1,26 @@
 //! `SshTransport`: a node reached over SSH with libssh2 (the `ssh2` crate). One TCP connection and SSH
 //! session per host, opened once and reused for every command and transfer (a `Mutex` serialises the
-//! channels); reopened once if it broke. Host keys are checked against a known_hosts file
-//! ([`known_hosts`]); authentication is by key file or by the ssh-agent. Commands run through the
-//! shell wrapper of [`crate::shell`] (`sudo -n` when the user is not root, secrets never on a command
-//! line), with a non-blocking loop that writes stdin, streams stdout/stderr and enforces the timeout.
+//! channels); reopened once if it broke. With a jump host ([`Bastion`]) that connection is a
+//! `direct-tcpip` channel of a session to the bastion ([`jump`]); connection set-up is in
+//! [`connect`]. Host keys are checked against a known_hosts file ([`known_hosts`]), on both hops;
+//! authentication is by key file or by the ssh-agent. Commands run through the shell wrapper of
+//! [`crate::shell`] (`sudo -n` when the user is not root, secrets never on a command line), with a
+//! non-blocking loop that writes stdin, streams stdout/stderr and enforces the timeout.
 
+mod connect;
+mod jump;
 pub(crate) mod known_hosts;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ssh2::{BlockDirections, ErrorCode, MethodType, Session};
+use ssh2::{BlockDirections, ErrorCode, Session};
 
+pub use jump::Bastion;
 pub use known_hosts::HostKeyPolicy;
 
 use crate::raw::{Input, RawExec};
@@ -25,13 +29,6 @@ use crate::transport::{Cmd, ExecError, Output};
 
 /// libssh2's `LIBSSH2_ERROR_EAGAIN`: a non-blocking call would block.
 const EAGAIN: i32 = -37;
-
-/// Host-key algorithms in order of preference (those libssh2 does not know are ignored by it).
-const HOSTKEY_PREF: &str = "ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,rsa-sha2-512,rsa-sha2-256,ssh-rsa";
-
-/// Ciphers in order of preference: AES-GCM first (hardware AES, no separate MAC), then AES-CTR and
-/// ChaCha20-Poly1305 (unknown names are ignored by libssh2).
-const CIPHER_PREF: &str = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,aes128-ctr,aes256-ctr,chacha20-poly1305@openssh.com,aes192-ctr";
 
 /// Where a node is: its name in the cluster file, address, SSH port and login user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +73,9 @@ pub struct SshOptions {
     /// How often connection set-up (TCP connect, handshake, authentication) is tried before giving up,
     /// at least 1; see [`ConnectRetry`]. Never applies to a command's result or to a refused host key.
     pub connect_retry: ConnectRetry,
+    /// The jump host every connection goes through (`spec.ssh.bastion`); `None`: connect directly.
+    /// Its host key is checked against [`Self::known_hosts`] too, under its own policy.
+    pub bastion: Option<Box<Bastion>>,
 }
 
 /// The bounded retry of SSH connection set-up, for nodes that are still booting (sshd not yet
@@ -110,6 +110,7 @@ impl SshOptions {
             host_key_policy: HostKeyPolicy::Strict,
             connect_timeout: Duration::from_secs(15),
             connect_retry: ConnectRetry::default(),
+            bastion: None,
         }
     }
 }
@@ -206,116 +207,36 @@ impl SshTransport {
         }
     }
 
+    /// One connection to the node: direct, or through the bastion ([`SshOptions::bastion`]), with
+    /// the host key checked and the user authenticated on each hop.
     fn open(&self) -> Result<Conn, ExecError> {
         let t = &self.target;
-        let timeout = self.options.connect_timeout;
-        let addrs: Vec<_> = (t.host.as_str(), t.port)
-            .to_socket_addrs()
-            .map_err(|e| self.err(format!("resolving {}: {e}", t.host)))?
-            .collect();
-        let mut last = String::from("no address");
-        let mut tcp = None;
-        for a in addrs {
-            match TcpStream::connect_timeout(&a, timeout) {
-                Ok(s) => {
-                    tcp = Some(s);
-                    break;
-                }
-                Err(e) => last = format!("{a}: {e}"),
+        let o = &self.options;
+        let login = connect::Login {
+            node: &t.node,
+            host: &t.host,
+            port: t.port,
+            user: &t.user,
+            auth: &o.auth,
+            known_hosts: &o.known_hosts,
+            policy: o.host_key_policy,
+            timeout: o.connect_timeout,
+            hop: connect::Hop::Node,
+        };
+        let (sess, fd) = match &o.bastion {
+            None => {
+                let tcp = connect::tcp(&login)?;
+                let fd = tcp.as_raw_fd();
+                (connect::session_over(tcp, &login)?, fd)
             }
-        }
-        let tcp = tcp.ok_or_else(|| {
-            self.err(format!(
-                "connecting to {}:{}: {last} (is the node up and its address right in the cluster file?)",
-                t.host, t.port
-            ))
-        })?;
-        let _ = tcp.set_nodelay(true);
-        let fd = tcp.as_raw_fd();
-        let mut sess = Session::new().map_err(|e| self.err(format!("libssh2: {e}")))?;
-        sess.set_tcp_stream(tcp);
-        sess.set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
-        let _ = sess.method_pref(MethodType::HostKey, HOSTKEY_PREF);
-        let _ = sess.method_pref(MethodType::CryptCs, CIPHER_PREF);
-        let _ = sess.method_pref(MethodType::CryptSc, CIPHER_PREF);
-        sess.handshake().map_err(|e| {
-            self.err(format!(
-                "SSH handshake with {}:{}: {e} (the TCP connection opened but no SSH server \
-                 answered in time: check the node's address and ssh.port in the cluster file)",
-                t.host, t.port
-            ))
-        })?;
-        known_hosts::verify(
-            &sess,
-            &t.node,
-            &t.host,
-            t.port,
-            &self.options.known_hosts,
-            self.options.host_key_policy,
-        )?;
-        match &self.options.auth {
-            SshAuth::KeyFile { path, passphrase } => sess
-                .userauth_pubkey_file(&t.user, None, path, passphrase.as_deref())
-                .map_err(|e| {
-                    self.err(format!(
-                        "key authentication as {} with {} at {}:{}: {e} (is the key's public half \
-                         in that user's ~/.ssh/authorized_keys? check ssh.user and ssh.keyFile)",
-                        t.user,
-                        path.display(),
-                        t.host,
-                        t.port
-                    ))
-                })?,
-            SshAuth::Agent => self.agent_auth(&sess, None)?,
-            SshAuth::AgentSocket(p) => self.agent_auth(&sess, Some(p))?,
-        }
-        if !sess.authenticated() {
-            return Err(self.err(format!("not authenticated as {}", t.user)));
-        }
+            Some(b) => {
+                let local = jump::tunnel(b, &login)?;
+                let fd = local.as_raw_fd();
+                (connect::session_over(local, &login)?, fd)
+            }
+        };
         self.connects.fetch_add(1, Ordering::SeqCst);
         Ok(Conn { sess, fd })
-    }
-
-    /// Authenticates with the first agent identity the server accepts.
-    fn agent_auth(&self, sess: &Session, socket: Option<&PathBuf>) -> Result<(), ExecError> {
-        let user = &self.target.user;
-        let fail = |what: &str, e: ssh2::Error| {
-            self.err(format!("agent authentication as {user}: {what}: {e}"))
-        };
-        let mut agent = sess.agent().map_err(|e| fail("agent", e))?;
-        if let Some(p) = socket {
-            agent
-                .set_identity_path(p)
-                .map_err(|e| fail("agent socket", e))?;
-        }
-        agent
-            .connect()
-            .map_err(|e| fail("connecting to the agent", e))?;
-        agent
-            .list_identities()
-            .map_err(|e| fail("listing identities", e))?;
-        let ids = agent
-            .identities()
-            .map_err(|e| fail("listing identities", e))?;
-        // Each refusal is kept: a timeout or a signing failure reads differently from "key not accepted".
-        let mut refusals: Vec<String> = Vec::new();
-        let ok = ids.iter().any(|id| match agent.userauth(user, id) {
-            Ok(()) => true,
-            Err(e) => {
-                refusals.push(format!("{}: {e}", id.comment()));
-                false
-            }
-        });
-        let _ = agent.disconnect();
-        if ok {
-            Ok(())
-        } else {
-            Err(self.err(format!(
-                "agent authentication as {user}: none of the agent's {} keys was accepted ({})",
-                ids.len(),
-                refusals.join("; ")
-            )))
-        }
     }
 
     fn is_root(&self) -> bool {

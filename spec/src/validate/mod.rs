@@ -6,6 +6,7 @@
 
 mod credentials;
 mod parse;
+mod rules_access;
 mod rules_apiserver;
 mod rules_kubeadm;
 mod rules_meta;
@@ -125,6 +126,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     let mirror = rules_registry::check(ctx, &file, meta.as_ref());
     let api = rules_apiserver::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_runtime::check(ctx, &file, meta.as_ref().map(|m| &m.version));
+    rules_access::check(ctx, &file);
     let source_auth = rules_sources::check(ctx, &file);
     let packages_ca = rules_packages::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_kubeadm::check(ctx, &file);
