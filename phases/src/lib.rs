@@ -19,6 +19,7 @@ pub mod node_containers;
 pub mod node_join;
 pub mod node_remove;
 pub mod packages;
+pub(crate) mod pki;
 pub mod progress;
 pub(crate) mod reach;
 pub mod render_dir;

@@ -131,14 +131,15 @@ standin_phase() { # kubeadm init phase control-plane|upload-config|certs …, ku
       awk '/^kind: KubeletConfiguration/{f=1} /^---/{if(f)exit} f' "$cfg" > /var/lib/clusterctl-standin/kubelet-config.yaml
       echo "[kubelet] Creating a ConfigMap \"kubelet-config\" in namespace kube-system with the configuration for the kubelets in the cluster" ;;
     "certs apiserver")
-      if [ -f /etc/kubernetes/pki/apiserver.crt ]; then
+      pki=$(awk '/^certificatesDir:/{print $2; exit}' "$cfg"); pki=${pki:-/etc/kubernetes/pki}
+      if [ -f "$pki/apiserver.crt" ]; then
         echo "[certs] Using existing apiserver certificate and key on disk"; return 0
       fi
       sans=$(awk '/^  certSANs:/{f=1;next} f&&/^  - /{sub(/^  - /,"");gsub(/"/,"");print;next} f{exit}' "$cfg" \
         | sed -E 's/^([0-9.]+)$/IP:\1/; t; s/^/DNS:/' | paste -sd, -)
       openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kube-apiserver \
         -addext "subjectAltName=DNS:kubernetes${sans:+,$sans}" \
-        -keyout /etc/kubernetes/pki/apiserver.key -out /etc/kubernetes/pki/apiserver.crt 2>/dev/null
+        -keyout "$pki/apiserver.key" -out "$pki/apiserver.crt" 2>/dev/null
       echo "[certs] Generating \"apiserver\" certificate and key" ;;
     *) echo "kubeadm stand-in: unsupported phase: $*" >&2; exit 1 ;;
   esac

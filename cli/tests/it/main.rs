@@ -36,6 +36,7 @@ mod real_cluster;
 mod real_docker;
 mod real_flannel;
 mod real_lifecycle;
+mod real_rollout;
 mod real_upgrade;
 mod recreate_ssh;
 mod rollout_system;

@@ -1,7 +1,7 @@
 //! Whole-system test of `up`'s day-2 rollout on the test bed: three control planes as systemd node
-//! containers over real SSH with the recording stand-ins of `tests/standins/` (and, from this file, a
-//! recording `curl` that answers the API server's `/livez`), the Kubernetes API being the recording
-//! HTTPS API server the stand-in's admin.conf points at. No Kubernetes runs here.
+//! containers over real SSH with the recording stand-ins of `tests/standins/` (no `curl` on the nodes:
+//! the health wait asks `kubectl get --raw /livez` with admin.conf), the Kubernetes API being the
+//! recording HTTPS API server the stand-in's admin.conf points at. No Kubernetes runs here.
 //!
 //! Checks: the first `up` only records the applied configuration (no rollout step); after the OIDC
 //! issuer and its CA change in the file (OIDC as apiserver flags, as in the seed), `up` uploads the
@@ -16,19 +16,11 @@ use std::path::Path;
 use clusterctl_testbed::apiserver::{ApiServer, TEST_TOKEN};
 use clusterctl_testbed::cli::StandinCluster;
 use clusterctl_testbed::cli::{
-    install_standin, install_standins, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, Run,
+    install_standins, ssh_cluster_yaml, standin_calls, Clusterctl, FileNode, Run,
 };
 use clusterctl_testbed::docker::{docker_available, TestNode};
 use clusterctl_testbed::{is_root, require};
 use serde_json::{json, Value};
-
-/// `curl` stand-in: records argv and answers `ok` for an API server's `/livez`.
-const CURL_STANDIN: &str = r#"#!/bin/sh
-# STAND-IN for curl (clusterctl rollout test): the API server's /livez answers ok. Records argv.
-echo "curl $*" >> /var/log/clusterctl-standin/calls.log
-case "$*" in *"/livez"*) printf ok; exit 0 ;; esac
-exec /usr/bin/curl "$@"
-"#;
 
 const OIDC_CA: &str = "/etc/kubernetes/oidc/ca.crt";
 const ROLLOUT: &str =
@@ -119,7 +111,6 @@ fn changed_oidc_rolls_out_one_control_plane_at_a_time() {
     std::fs::write(api_dir.join("token"), TEST_TOKEN).expect("token");
     for n in nodes {
         install_standins(n).expect("stand-ins");
-        install_standin(n, CURL_STANDIN, "/usr/local/bin/curl").expect("curl");
     }
 
     let home = tempfile::tempdir().expect("home");
@@ -192,7 +183,9 @@ fn changed_oidc_rolls_out_one_control_plane_at_a_time() {
         assert!(
             calls[at..]
                 .iter()
-                .any(|l| l.starts_with("curl") && l.contains("https://127.0.0.1:6443/livez")),
+                .any(|l| l.starts_with("kubectl")
+                    && l.contains(&format!("--server https://{}:6443", n.address))
+                    && l.contains("get --raw /livez")),
             "{}: /livez asked after the static pod: {calls:?}",
             n.name
         );

@@ -30,6 +30,7 @@ echo "containerd_bin=$(containerd --version 2>/dev/null | awk '{print $3}')"
 echo "crio_bin=$(crio --version 2>/dev/null | awk '/^Version/{print $2}')"
 echo "kubeadm_path=$(command -v kubeadm)"
 echo "kubelet_path=$(command -v kubelet)"
+echo "kubectl_path=$(command -v kubectl)"
 echo "kubelet_enabled=$(systemctl is-enabled kubelet 2>/dev/null)"
 echo "containerd_enabled=$(systemctl is-enabled containerd 2>/dev/null)"
 [ -f /var/lib/clusterctl-packages/before ] && echo recorded=1
@@ -67,6 +68,8 @@ pub struct Installed {
     pub kubeadm_path: String,
     /// `command -v kubelet`.
     pub kubelet_path: String,
+    /// `command -v kubectl` (the waits on control planes use it with admin.conf).
+    pub kubectl_path: String,
     /// `systemctl is-enabled kubelet`.
     pub kubelet_enabled: String,
     /// `systemctl is-enabled containerd` (empty: no such unit).
@@ -106,6 +109,7 @@ impl Installed {
                 "kubelet_bin" => i.kubelet_bin = v.into(),
                 "kubeadm_path" => i.kubeadm_path = v.into(),
                 "kubelet_path" => i.kubelet_path = v.into(),
+                "kubectl_path" => i.kubectl_path = v.into(),
                 "kubelet_enabled" => i.kubelet_enabled = v.into(),
                 "containerd_enabled" => i.containerd_enabled = v.into(),
                 "recorded" => i.recorded = v == "1",

@@ -25,8 +25,9 @@ pub(crate) fn placeholders() -> JoinSecrets {
     }
 }
 
-/// The script printing `sha256:<hex>` of the cluster CA's public key (kubeadm's `--discovery-token-ca-cert-hash`).
-pub(crate) const CA_HASH_SCRIPT: &str = "openssl x509 -pubkey -noout -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1";
+/// The cluster CA certificate, whose public key's sha256 is kubeadm's `--discovery-token-ca-cert-hash`
+/// (read from the node and hashed here: `openssl` is not on every node).
+pub(crate) const CA_CERT: &str = "/etc/kubernetes/pki/ca.crt";
 
 /// Secrets valid for a join (`control_plane`: the certificate key must be valid too), creating fresh
 /// ones on the first control plane when needed. `joining` receives the plan entries of the steps run on
@@ -116,13 +117,13 @@ fn refresh(
         changed = true;
     }
     if s.ca_cert_hash.is_empty() {
-        let hash = cp.read(CA_HASH_SCRIPT)?.unwrap_or_default();
-        if hash.len() != 64 {
-            return Err(cp.local_error(
-                "could not compute the CA cert hash from /etc/kubernetes/pki/ca.crt",
-            ));
-        }
-        s.ca_cert_hash = format!("sha256:{hash}");
+        let Some(Some(pem)) = cp.read_file(CA_CERT)? else {
+            return Err(cp.local_error(format!(
+                "{CA_CERT} is missing: no CA to compute the join's CA cert hash from"
+            )));
+        };
+        s.ca_cert_hash = crate::pki::spki_sha256(&pem)
+            .map_err(|e| cp.local_error_in(&format!("the CA cert hash of {CA_CERT}"), &e))?;
         changed = true;
     }
     if changed {

@@ -27,6 +27,7 @@ pub(crate) mod placed;
 pub mod preflight;
 pub(crate) mod ready;
 pub(crate) mod rollout;
+pub(crate) mod rollout_apiserver;
 pub(crate) mod runtime;
 
 use crate::ctx::{Mode, NodeCtx, Secrets};

@@ -62,7 +62,8 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     }
 }
 
-/// `preinstalled`: kubeadm and kubelet must be on `PATH` (the programs are not run).
+/// `preinstalled`: kubeadm, kubelet and kubectl must be on `PATH` (the programs are not run; `up`'s
+/// waits on the nodes use kubectl with admin.conf, never a tool a node may lack such as curl).
 fn check_present(
     ctx: &mut NodeCtx,
     installed: &Installed,
@@ -71,6 +72,7 @@ fn check_present(
     let missing: Vec<&str> = [
         ("kubeadm", &installed.kubeadm_path),
         ("kubelet", &installed.kubelet_path),
+        ("kubectl", &installed.kubectl_path),
     ]
     .iter()
     .filter(|(_, v)| v.is_empty())
@@ -81,7 +83,7 @@ fn check_present(
     }
     Err(ctx.check_error(vec![format!(
         "{} not installed: install kubeadm, kubelet and kubectl {version} yourself, or let up install them with `packages.source: upstream` (or `mirror`) in the cluster file",
-        missing.join(" and ")
+        missing.join(", ")
     )]))
 }
 

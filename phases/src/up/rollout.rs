@@ -7,10 +7,11 @@
 //!   updates the `kube-system/kubeadm-config` ConfigMap (what later joins and upgrades read);
 //! - `rollout/apiserver` (control planes, ONE AT A TIME): the API server's files (authentication
 //!   configuration, audit policy, OIDC CA) placed; when the serving certificate lacks a certSAN, the old
-//!   `apiserver.{crt,key}` moved aside and `kubeadm init phase certs apiserver --config` run (kubeadm
-//!   reuses an existing certificate, and `kubeadm certs renew` keeps the old SANs, so the old pair must
-//!   go first); `kubeadm init phase control-plane apiserver --config` regenerates the static pod; then
-//!   the node's API server must answer `/livez` before the next control plane starts;
+//!   a new pair made by `kubeadm init phase certs apiserver` in a staging directory (kubeadm reuses an
+//!   existing certificate, and `kubeadm certs renew` keeps the old SANs) and moved over the live one;
+//!   `kubeadm init phase control-plane apiserver --config` regenerates the static pod; then the node's
+//!   new API server must answer `/livez` (kubectl with admin.conf) before the next control plane
+//!   starts, or the previous manifest and pair are put back (`rollout_apiserver`);
 //! - `rollout/kubelet-config` (first control plane): `kubeadm init phase upload-config kubelet --config`
 //!   updates the `kubelet-config` ConfigMap;
 //! - `rollout/kubelet` (every node, one at a time): `kubeadm upgrade node phase kubelet-config` rewrites
@@ -28,7 +29,7 @@
 //! whose `kubernetesVersion` differs from the control plane's (the kube-apiserver static pod's image
 //! tag) is refused with a pointer to `clusterctl upgrade`.
 
-use super::{UpData, ADMIN_CONF};
+use super::UpData;
 use crate::ctx::NodeCtx;
 use crate::engine::{InputsFn, Phase, PhaseFn, Targets};
 use crate::error::PhaseError;
@@ -154,7 +155,7 @@ pub(crate) fn rollout_config_from(text: &str, node: &ValidNode) -> Result<String
 }
 
 /// The API server port of the rendered InitConfiguration (`localAPIEndpoint.bindPort`, default 6443).
-fn bind_port(data: &UpData) -> u64 {
+pub(super) fn bind_port(data: &UpData) -> u64 {
     doc(&init_text(data), "InitConfiguration")
         .and_then(|m| {
             m.get("localAPIEndpoint")
@@ -165,7 +166,7 @@ fn bind_port(data: &UpData) -> u64 {
 }
 
 /// `certSANs` of the rendered ClusterConfiguration.
-fn cert_sans(data: &UpData) -> Vec<String> {
+pub(super) fn cert_sans(data: &UpData) -> Vec<String> {
     doc(&init_text(data), "ClusterConfiguration")
         .and_then(|m| {
             m.get("apiServer")
@@ -185,7 +186,7 @@ fn cert_sans(data: &UpData) -> Vec<String> {
 /// this run's files, and the run only records the baseline. Offline (dry run) the state record the
 /// engine loaded (the local cache) decides, without a plan line: a fresh cluster plans no rollout, a
 /// node that ran the phase before (its settings changed since) plans it.
-fn baseline(ctx: &mut NodeCtx, data: &UpData) -> Result<bool, PhaseError> {
+pub(super) fn baseline(ctx: &mut NodeCtx, data: &UpData) -> Result<bool, PhaseError> {
     if !ctx.can_query() {
         return Ok(!ctx.ran_before);
     }
@@ -202,7 +203,7 @@ fn baseline(ctx: &mut NodeCtx, data: &UpData) -> Result<bool, PhaseError> {
     Ok(!recorded)
 }
 
-fn place_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+pub(super) fn place_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let node = ctx.node.clone();
     let cfg = rollout_config(data, &node).map_err(|e| ctx.local_error_from(&e))?;
     ctx.put_file(ROLLOUT_CONFIG, 0o600, cfg.as_bytes())?;
@@ -223,97 +224,6 @@ pub(crate) fn kubeadm_config(ctx: &mut NodeCtx, data: &UpData) -> Result<(), Pha
     }
     place_config(ctx, data)?;
     kubeadm(ctx, "init phase upload-config kubeadm")
-}
-
-/// The SANs the serving certificate at [`APISERVER_CERT`] carries (`DNS:x`, `IP Address:y` → `x`, `y`);
-/// `None` when there is no certificate.
-fn current_sans(ctx: &mut NodeCtx) -> Result<Option<Vec<String>>, PhaseError> {
-    let script = format!(
-        "if [ -f {APISERVER_CERT} ]; then openssl x509 -in {APISERVER_CERT} -noout -ext subjectAltName; else echo absent; fi"
-    );
-    let Some(out) = ctx.read(&script)? else {
-        return Ok(None);
-    };
-    if out.trim() == "absent" {
-        return Ok(None);
-    }
-    Ok(Some(
-        out.lines()
-            .skip_while(|l| !l.contains("Subject Alternative Name"))
-            .skip(1)
-            .flat_map(|l| l.split(','))
-            .filter_map(|e| e.trim().split_once(':').map(|(_, v)| v.trim().to_string()))
-            .collect(),
-    ))
-}
-
-/// `rollout/apiserver` (control planes, serial): files, certificate when a certSAN is missing, static
-/// pod regenerated, `/livez` answered before the next control plane.
-pub(crate) fn apiserver(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    if baseline(ctx, data)? {
-        return Ok(());
-    }
-    if ctx.test(&format!("test -f {ADMIN_CONF}"))? == Some(false) {
-        return Err(ctx.check_error(vec![format!(
-            "{ADMIN_CONF} is missing: this control plane was not set up by kubeadm"
-        )]));
-    }
-    for f in data.files_of(ctx.name(), placed::OTHER) {
-        ctx.put_file(&f.path, f.mode, &f.content)?;
-    }
-    place_config(ctx, data)?;
-    let want = cert_sans(data);
-    if let Some(have) = current_sans(ctx)? {
-        let missing: Vec<&String> = want.iter().filter(|s| !have.contains(s)).collect();
-        if !missing.is_empty() {
-            ctx.info(&format!(
-                "the API server certificate lacks certSAN(s) {}",
-                missing
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            let stamp = crate::util::now_secs();
-            ctx.run_script(&format!(
-                "mv {APISERVER_CERT} {APISERVER_CERT}.{stamp}.old && mv /etc/kubernetes/pki/apiserver.key /etc/kubernetes/pki/apiserver.key.{stamp}.old"
-            ))?;
-            kubeadm(ctx, "init phase certs apiserver")?;
-        }
-    }
-    kubeadm(ctx, "init phase control-plane apiserver")?;
-    wait_healthy(ctx, bind_port(data))
-}
-
-/// Waits (up to 5 minutes) until the node's API server answers `ok` on `/livez`.
-fn wait_healthy(ctx: &mut NodeCtx, port: u64) -> Result<(), PhaseError> {
-    let url = format!("https://127.0.0.1:{port}/livez");
-    let script = format!(
-        "sleep 2; for i in $(seq 1 150); do\n\
-         \x20 if [ \"$(curl -ks --max-time 5 {url})\" = ok ]; then echo \"{url}: ok\"; exit 0; fi\n\
-         \x20 sleep 2\n\
-         done\n\
-         echo \"{url} did not answer ok within 5 minutes\" >&2; exit 1"
-    );
-    let label = format!("wait until {url} answers ok");
-    // Not a change: a dry run restarted nothing, so it plans the wait instead of waiting.
-    if ctx.mode.dry_run {
-        ctx.info(&label);
-        return Ok(());
-    }
-    let mut c = Cmd::new(script);
-    c.timeout = Some(Duration::from_secs(330));
-    match ctx.query_labelled(c.clone(), Some(&label))? {
-        Some(o) if !o.success() => Err(ctx.command_error(&c, &o)),
-        _ => {
-            ctx.reporter().change(
-                &ctx.phase,
-                ctx.name(),
-                &format!("API server healthy ({url})"),
-            );
-            Ok(())
-        }
-    }
 }
 
 /// `rollout/kubelet-config` (first control plane): updates the kubelet-config ConfigMap.
@@ -413,7 +323,7 @@ pub(crate) fn phases() -> Vec<Phase<UpData>> {
             Targets::ControlPlanes,
             true,
             apiserver_inputs,
-            apiserver,
+            super::rollout_apiserver::apiserver,
         ),
         p(
             "rollout/kubelet-config",
