@@ -9,6 +9,9 @@ use std::process::ExitCode;
 
 /// Exit code for invalid input (a cluster file that does not validate, bad flags).
 pub const EXIT_INVALID: u8 = 2;
+/// Exit code of a command that changes a cluster refused because another clusterctl holds the
+/// cluster's lock (docs/lifecycle.md, "One writer at a time").
+pub const EXIT_BUSY: u8 = 3;
 
 /// `clusterctl`: one declarative `cluster.yaml` to a working Kubernetes cluster.
 #[derive(Parser, Debug)]

@@ -47,6 +47,8 @@ pub fn clusters() -> (Vec<ClusterRow>, Option<ExecError>) {
             let mut names: Vec<String> = entries
                 .filter_map(Result::ok)
                 .filter(|e| e.path().is_dir())
+                // A directory holding only the cluster lock (`destroy` keeps it) is no cluster.
+                .filter(|e| !only_the_lock(&e.path()))
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 // Only what can be a cluster name (a DNS-1123 label): not `.upstream`, the download
                 // cache of upstream files (`up::cni_install`), nor any directory someone else made.
@@ -62,6 +64,14 @@ pub fn clusters() -> (Vec<ClusterRow>, Option<ExecError>) {
         }
     }
     (rows, failed)
+}
+
+/// True when `dir` holds the cluster lock and nothing else (what `destroy` leaves).
+fn only_the_lock(dir: &std::path::Path) -> bool {
+    let names: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(Result::ok).map(|f| f.file_name()).collect())
+        .unwrap_or_default();
+    names.len() == 1 && names[0] == crate::lock::LOCK_FILE
 }
 
 /// One node of `get nodes`.

@@ -15,6 +15,7 @@ pub mod get;
 pub mod image_load;
 pub(crate) mod kubeadm;
 pub(crate) mod local;
+pub mod lock;
 pub mod node_containers;
 pub mod node_join;
 pub mod node_remove;

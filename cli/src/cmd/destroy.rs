@@ -53,6 +53,10 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    let _lock = match super::flags::lock_cluster(format, &cluster, "destroy", args.dry_run) {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
     let opts = Options {
         kubeconfig: args.kubeconfig,
         known_hosts: args.known_hosts,

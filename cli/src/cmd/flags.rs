@@ -82,6 +82,41 @@ pub(crate) fn print_error(format: Format, cluster: &str, error: &str) {
     }
 }
 
+/// Takes the lock of `cluster` for `command` (one that changes the cluster) before it changes anything
+/// (`clusterctl_phases::lock`); a dry run takes none. Returns the guard to hold until the command
+/// ends, or the exit code after printing why not: [`crate::EXIT_BUSY`] when another clusterctl holds
+/// it (named), 1 when the lock file cannot be used. Says so on stderr when the lock is taken over
+/// from a process that died holding it.
+pub(crate) fn lock_cluster(
+    format: Format,
+    cluster: &clusterctl_spec::ValidCluster,
+    command: &str,
+    dry_run: bool,
+) -> Result<Option<clusterctl_phases::lock::ClusterLock>, ExitCode> {
+    use clusterctl_phases::lock::{ClusterLock, LockError};
+    if dry_run {
+        return Ok(None);
+    }
+    match ClusterLock::take(cluster.name(), &format!("clusterctl {command}")) {
+        Ok(lock) => {
+            if let Some(h) = lock.taken_over() {
+                eprintln!(
+                    "{command}: took over the lock of cluster {} from {h}: that process ended without releasing it",
+                    cluster.name()
+                );
+            }
+            Ok(Some(lock))
+        }
+        Err(e) => {
+            print_error(format, cluster.name(), &format!("{command}: {e}"));
+            Err(match e {
+                LockError::Held { .. } => ExitCode::from(crate::EXIT_BUSY),
+                _ => ExitCode::FAILURE,
+            })
+        }
+    }
+}
+
 /// [`print_error`] for a command that refuses its input (exit 2: a version, a node name, an archive
 /// it cannot take): `{"cluster", "result": "invalid", "error", "diagnostics": []}` (no validation
 /// finding: the file itself is valid).

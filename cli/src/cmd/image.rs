@@ -70,6 +70,10 @@ fn load(args: LoadArgs) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    let _lock = match super::flags::lock_cluster(format, &cluster, "image load", args.dry_run) {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
     let opts = Options {
         images: args.images,
         archive: args.archive,

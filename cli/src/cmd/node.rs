@@ -64,6 +64,10 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    let _lock = match super::flags::lock_cluster(format, &cluster, "node join", args.dry_run) {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
     // Errors and refusals go out as the document `-o` asks for (and as text on stderr).
     let stopped = |e: JoinError| {
         let text = format!("node join: {e}");

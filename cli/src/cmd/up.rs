@@ -92,6 +92,10 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     {
         return Ok(code);
     }
+    let _lock = match super::flags::lock_cluster(args.output, &cluster, "up", args.dry_run) {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
     if args.recreate && !recreate(&cluster, &args) {
         return Ok(ExitCode::FAILURE);
     }

@@ -82,6 +82,10 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     };
+    let _lock = match super::flags::lock_cluster(out, &cluster, "upgrade", args.dry_run) {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
     // A dry run prints its plan, not per-step progress (unless --verbose).
     let reporter: Arc<dyn Reporter> = if args.dry_run && !args.verbose {
         Arc::new(QuietReporter)

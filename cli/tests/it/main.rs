@@ -16,6 +16,7 @@ mod airgap_up_crio;
 mod airgap_up_mirror;
 mod bare_hosts;
 mod cli_conventions;
+mod cluster_lock;
 mod cni_chain;
 mod cni_concurrency;
 mod cni_containerd2;

@@ -188,17 +188,42 @@ pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), Phase
     Ok(())
 }
 
+/// What the cache directory holds besides the cluster lock (which `destroy` itself holds: it stays,
+/// empty once released, so that no second clusterctl locks a new file meanwhile).
+fn cache_entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|r| {
+            r.filter_map(Result::ok)
+                .filter(|e| e.file_name() != crate::lock::LOCK_FILE)
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Removes everything in the cache directory but the lock.
+fn remove_cache(dir: &std::path::Path) -> std::io::Result<()> {
+    for p in cache_entries(dir) {
+        if p.is_dir() && !p.is_symlink() {
+            std::fs::remove_dir_all(&p)?;
+        } else {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    Ok(())
+}
+
 /// `cache`: removes the cluster's local state cache (`~/.cache/clusterctl/<cluster>`) — kept while a
 /// node's reset (or the docker removal) failed.
 pub(super) fn cache(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
     let Some(dir) = crate::local::cache_dir(data.cluster.name()) else {
         return Ok(());
     };
-    if !dir.exists() || kept_for(data, "cache", "the local state cache") {
+    if cache_entries(&dir).is_empty() || kept_for(data, "cache", "the local state cache") {
         return Ok(());
     }
     let what = format!("remove the local cache {}", dir.display());
-    let outcome = match ctx.local_change(&what, || std::fs::remove_dir_all(&dir)) {
+    let outcome = match ctx.local_change(&what, || remove_cache(&dir)) {
         Ok(()) => {
             data.found.store(true, Ordering::SeqCst);
             StepOutcome::Done(format!("{} removed", dir.display()))
