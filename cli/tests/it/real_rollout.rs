@@ -50,9 +50,7 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
     let base = std::fs::read_to_string(&c.file).expect("cluster file");
     // The real node image has no curl: nothing of the rollout may need it.
     assert_eq!(
-        c.first()
-            .sh("command -v curl || echo absent")
-            .expect("sh"),
+        c.first().sh("command -v curl || echo absent").expect("sh"),
         "absent"
     );
     c.up(&[]);
@@ -69,14 +67,19 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
     );
     let sans = served_sans(&address);
     assert!(sans.contains(&format!("DNS:{SAN}")), "served: {sans}");
-    assert!(sans.contains(&format!("IP Address:{address}")), "served: {sans}");
+    assert!(
+        sans.contains(&format!("IP Address:{address}")),
+        "served: {sans}"
+    );
     let args = apiserver_args(&c);
     assert!(
         args.contains("--audit-policy-file=/etc/kubernetes/audit/policy.yaml")
             && args.contains("--audit-log-path=/var/log/kubernetes/audit/audit.log"),
         "running: {args}"
     );
-    let cfg = c.kubectl("-n kube-system get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}'");
+    let cfg = c.kubectl(
+        "-n kube-system get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}'",
+    );
     assert!(
         cfg.contains(SAN) && cfg.contains("audit-policy-file"),
         "kubeadm-config: {cfg}"
@@ -112,11 +115,12 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
     let bad = format!("{rolled}    extraArgs: {{request-timeout: not-a-duration}}\n");
     with_api_server(&c, &base, &bad);
     let f = c.file.to_string_lossy().into_owned();
-    let r = c.clusterctl(&["up", "-f", &f, "--ready-timeout", "30"]);
+    let r = c.clusterctl(&["up", "-f", &f, "--ready-timeout", "60"]);
     let out = r.all();
     assert_eq!(r.code, 1, "{out}");
     assert!(
-        out.contains("previous manifest and certificate were put back") && out.contains("serves again"),
+        out.contains("previous manifest and certificate were put back")
+            && out.contains("serves again"),
         "{out}"
     );
     let args = apiserver_args(&c);

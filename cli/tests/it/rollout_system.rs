@@ -181,11 +181,9 @@ fn changed_oidc_rolls_out_one_control_plane_at_a_time() {
             .position(|l| l.starts_with(ROLLOUT))
             .unwrap_or(0);
         assert!(
-            calls[at..]
-                .iter()
-                .any(|l| l.starts_with("kubectl")
-                    && l.contains(&format!("--server https://{}:6443", n.address))
-                    && l.contains("get --raw /livez")),
+            calls[at..].iter().any(|l| l.starts_with("kubectl")
+                && l.contains(&format!("--server https://{}:6443", n.address))
+                && l.contains("get --raw /livez")),
             "{}: /livez asked after the static pod: {calls:?}",
             n.name
         );

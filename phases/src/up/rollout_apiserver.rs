@@ -72,7 +72,10 @@ fn running_container(ctx: &mut NodeCtx) -> Result<Option<String>, PhaseError> {
 
 /// The sha256 of the API server manifest, `None` offline or when absent.
 fn manifest_digest(ctx: &mut NodeCtx) -> Result<Option<String>, PhaseError> {
-    Ok(ctx.file_digest(APISERVER_MANIFEST)?.flatten().map(|(d, _)| d))
+    Ok(ctx
+        .file_digest(APISERVER_MANIFEST)?
+        .flatten()
+        .map(|(d, _)| d))
 }
 
 /// `rollout/apiserver` (control planes, serial): files, certificate when a certSAN is missing, static
@@ -155,7 +158,11 @@ fn stage_certificate(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError>
     ))?;
     let node = ctx.node.clone();
     let cfg = rollout_config(data, &node).map_err(|e| ctx.local_error_from(&e))?;
-    ctx.put_file(CERTS_CONFIG, 0o600, with_certificates_dir(&cfg, STAGE).as_bytes())?;
+    ctx.put_file(
+        CERTS_CONFIG,
+        0o600,
+        with_certificates_dir(&cfg, STAGE).as_bytes(),
+    )?;
     kubeadm(
         ctx,
         &format!("init phase certs apiserver --config {CERTS_CONFIG}"),
@@ -206,7 +213,10 @@ pub(crate) fn with_certificates_dir(cfg: &str, dir: &str) -> String {
 /// (the manifest itself did not change).
 fn restart(ctx: &mut NodeCtx, running: Option<&str>) -> Result<(), PhaseError> {
     if let Some(id) = running {
-        ctx.run_script(&format!("crictl stop {}", clusterctl_exec::shell::quote_word(id)))?;
+        ctx.run_script(&format!(
+            "crictl stop {}",
+            clusterctl_exec::shell::quote_word(id)
+        ))?;
     }
     Ok(())
 }
@@ -286,8 +296,11 @@ fn wait_healthy(
     match ctx.query_labelled(c.clone(), Some(&label))? {
         Some(o) if !o.success() => Err(ctx.command_error(&c, &o)),
         _ => {
-            ctx.reporter()
-                .change(&ctx.phase, ctx.name(), &format!("API server healthy ({url})"));
+            ctx.reporter().change(
+                &ctx.phase,
+                ctx.name(),
+                &format!("API server healthy ({url})"),
+            );
             Ok(())
         }
     }
@@ -310,7 +323,9 @@ mod tests {
     #[test]
     fn the_health_wait_uses_kubectl_not_curl() {
         let s = healthy_script("10.0.0.2", 6443, Some("abc"), 300);
-        assert!(s.contains("kubectl --kubeconfig /etc/kubernetes/admin.conf --server https://10.0.0.2:6443"));
+        assert!(s.contains(
+            "kubectl --kubeconfig /etc/kubernetes/admin.conf --server https://10.0.0.2:6443"
+        ));
         assert!(s.contains("get --raw /livez") && s.contains("old=abc"));
         assert!(!s.contains("curl") && !s.contains("wget") && !s.contains("openssl"));
     }

@@ -50,10 +50,11 @@ pub(super) fn run(args: Args) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let _lock = match super::super::flags::lock_cluster(format, &cluster, "node remove", args.dry_run) {
-        Ok(l) => l,
-        Err(code) => return Ok(code),
-    };
+    let _lock =
+        match super::super::flags::lock_cluster(format, &cluster, "node remove", args.dry_run) {
+            Ok(l) => l,
+            Err(code) => return Ok(code),
+        };
     let opts = Options {
         node: args.node.clone(),
         timeout: Duration::from_secs(args.timeout),
