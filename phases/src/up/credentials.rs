@@ -123,7 +123,7 @@ fn refresh(
             )));
         };
         s.ca_cert_hash = crate::pki::spki_sha256(&pem)
-            .map_err(|e| cp.local_error_in(&format!("the CA cert hash of {CA_CERT}"), &e))?;
+            .map_err(|e| cp.local_error_in(format!("the CA cert hash of {CA_CERT}"), &e))?;
         changed = true;
     }
     if changed {
