@@ -117,7 +117,7 @@ t0=$SECONDS
 rc=0
 if [ "$CONFIG" = full ]; then
   run parallel "$PROCS" "$FOCUS" "\\[Serial\\]${SKIP:+|$SKIP}" || rc=1
-  run serial 1 "\\[Serial\\].*$FOCUS|$FOCUS.*\\[Serial\\]" "$SKIP" || rc=1
+  run serial 1 "\\[Serial\\].*($FOCUS)|($FOCUS).*\\[Serial\\]" "$SKIP" || rc=1
 else
   run "$CONFIG" "$PROCS" "$FOCUS" "$SKIP" || rc=1
 fi

@@ -18,22 +18,26 @@ pub(crate) fn require_suite() -> bool {
 
 /// Runs the CI focus (`scripts/conformance.sh ci`, two ginkgo processes) against `c` through its VIP
 /// kubeconfig, JUnit under `<cache>/conformance/<cluster name>`; prints the summary line and panics
-/// unless every spec of the focus ran and passed.
+/// unless every spec of the focus ran and passed. By hand, `CLUSTERCTL_CONFORMANCE=full` runs the
+/// script's `full` config instead and `CLUSTERCTL_CONFORMANCE_FOCUS=RE` narrows it (`--focus`).
 pub(crate) fn run_ci_focus(c: &RealCluster) {
     let t = Instant::now();
+    let config = std::env::var("CLUSTERCTL_CONFORMANCE").unwrap_or_else(|_| "ci".to_string());
+    let focus = std::env::var("CLUSTERCTL_CONFORMANCE_FOCUS").ok();
     let dir = clusterctl_testbed::k8snode::cache_root()
         .join("conformance")
         .join(&c.name);
     let script = clusterctl_testbed::k8sbin::scripts_dir().join("../conformance.sh");
     let out = Command::new("bash")
         .arg(&script)
-        .arg("ci")
+        .arg(&config)
         .arg("--kubeconfig")
         .arg(c.cc.kubeconfig())
         .arg("--junit-dir")
         .arg(&dir)
         .arg("--version")
         .arg(VERSION)
+        .args(focus.iter().flat_map(|f| ["--focus", f.as_str()]))
         .stdin(Stdio::null())
         .output()
         .expect("running scripts/conformance.sh");
@@ -45,7 +49,7 @@ pub(crate) fn run_ci_focus(c: &RealCluster) {
     );
     assert!(
         out.status.success() && stdout.contains(" 0 failed"),
-        "conformance ci focus failed ({}):\n{stdout}\n{}\nginkgo's log: {}/ci/ginkgo.log",
+        "conformance {config} failed ({}):\n{stdout}\n{}\nginkgo's log: {}/*/ginkgo.log",
         out.status,
         String::from_utf8_lossy(&out.stderr),
         dir.display()
