@@ -109,8 +109,9 @@ impl KubeClusterApi {
         }
     }
 
-    /// Server-side applies `object` (a whole object with `apiVersion`, `kind`, `metadata.name`) and
-    /// tells what it did: the object is read first (absent: [`Applied::Created`]), and its
+    /// Server-side applies `object` (a whole object with `apiVersion`, `kind`, `metadata.name`) with
+    /// strict field validation (`fieldValidation=Strict`: an undeclared or duplicate field is an
+    /// error) and tells what it did: the object is read first (absent: [`Applied::Created`]), and its
     /// resourceVersion compared with the one the apply returns (equal: [`Applied::Unchanged`], as a
     /// server-side apply that changes nothing writes nothing). A moved resourceVersion is
     /// [`Applied::Configured`] unless the object is otherwise the same apart from its
@@ -132,7 +133,11 @@ impl KubeClusterApi {
         }
         let (ar, caps) = self.resource(&call, api_version, kind)?;
         let api = self.dynamic_api(&ar, &caps, ns);
-        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        // Strict field validation: a field the kind's schema does not declare (a misspelled value
+        // passed through from the cluster file) fails the apply instead of being dropped.
+        let pp = PatchParams::apply(FIELD_MANAGER)
+            .force()
+            .validation_strict();
         let (before, after) = self
             .rt
             .block_on(async {

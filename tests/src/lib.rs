@@ -8,11 +8,11 @@
 //! (upstream Kubernetes programs built from their Go modules by `scripts/k8s/build.sh`), `envtest` (a
 //! real etcd + kube-apiserver on loopback for API tests) and `k8snode` (node containers with the real
 //! kubeadm, kubelet and kubectl, and the version's images served to them from a registry);
-//! `calico_shape`: Calico's upstream files in a shape of our own.
+//! `upstream`: published upstream files
+//! the tests read from `../shared/upstream/` (Calico's CRDs and operator manifest).
 
 pub mod apiserver;
 pub mod aptrepo;
-pub mod calico_shape;
 pub mod cli;
 pub mod docker;
 pub mod envtest;
@@ -20,6 +20,7 @@ pub mod k8sbin;
 pub mod k8snode;
 pub mod netns;
 pub mod registry;
+pub mod upstream;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -3,14 +3,14 @@
 //! the upstream kubeadm, kubelet and kubectl v1.34.4, the real API server), with `cni.plugin: calico`
 //! (the default pinned release), **no registry mirror** and `airgap.bundle`.
 //!
-//! Calico's two upstream files are **of our own shape** (`clusterctl_testbed::calico_shape`: the CRDs
-//! of the `operator.tigera.io/v1` kinds `up` touches, and an operator manifest whose Deployment runs
-//! `quay.io/tigera/operator:<pinned>`): the Go module proxy serves neither projectcalico nor tigera
-//! (docs/cni.md). The connected side: a site mirror on loopback serves them, named in `cni.sources`
-//! with their sha256; `clusterctl airgap bundle` (its own `HOME`) takes them from there, the control
-//! plane's images from a read-only registry of the test bed's image store, and every image `airgap
-//! images` lists from quay.io (the tigera operator and Calico's components) from a loopback registry
-//! holding **stand-ins** under those names (the test bed's `pause`).
+//! Calico's two upstream files are **the real ones** of the pinned release (`../shared/upstream/calico/`,
+//! read by `clusterctl_testbed::upstream`; the Go module proxy serves neither projectcalico nor
+//! tigera, docs/cni.md). The connected side: a site mirror on loopback serves them, named in
+//! `cni.sources` by address only, so that their pinned sha256 is what they are checked against;
+//! `clusterctl airgap bundle` (its own `HOME`) takes them from there, the control plane's images from a
+//! read-only registry of the test bed's image store, and every image `airgap images` lists from
+//! quay.io (the tigera operator and Calico's components) from a loopback registry holding
+//! **stand-ins** under those names (the test bed's `pause`).
 //!
 //! The site: the mirror replaced by a listener counting connections on its port, both registries
 //! gone, an empty upstream cache, every upstream registry name at `127.0.0.9` on the nodes. `up
@@ -25,14 +25,15 @@
 //! operator from the loaded image and nothing was pulled; with the `cni` record forgotten a second
 //! `up` runs the phase again, which reports every object `unchanged` and counts no change (`done,
 //! nothing to change`) and changes no object (same resourceVersions), contacting nothing. Not
-//! run: the tigera operator and Calico (stand-in images, objects of our own shape).
+//! run: the tigera operator and Calico (stand-in images: the kubelet starts the operator's container
+//! from the loaded image, which has no `operator` program).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use clusterctl_spec::cni_versions::CalicoRelease;
 use clusterctl_testbed::aptrepo::FileServer;
-use clusterctl_testbed::calico_shape::{own_calico_crds, own_tigera_operator};
 
 use crate::airgap_support::{
     airgap_images, bundle_with_stand_ins, dead_address, forget_cni_record, loaded_from_the_bundle,
@@ -40,7 +41,7 @@ use crate::airgap_support::{
 };
 use crate::real_support::{self, FileOptions, Kube, RealCluster};
 
-/// The CRDs `up` applies first.
+/// Some of the CRDs `up` applies first (the real file holds every Calico CRD).
 const CRDS: [&str; 3] = [
     "installations.operator.tigera.io",
     "apiservers.operator.tigera.io",
@@ -54,30 +55,33 @@ struct CalicoSite {
     _dir: tempfile::TempDir,
 }
 
-/// Serves Calico's two files of our own shape (`operator` the pinned operator version) on loopback.
-fn calico_site(operator: &str) -> CalicoSite {
+/// Serves the real files of Calico `release` (`../shared/upstream/calico/`) on loopback, named in
+/// `cni.sources` by address only: `up` and `airgap bundle` check them against the pinned sha256.
+/// `None` when the files are missing outside CI.
+fn calico_site(release: &CalicoRelease) -> Option<CalicoSite> {
+    let real = clusterctl_testbed::upstream::calico(release.version, release.crds_file)?;
     let dir = tempfile::tempdir().expect("tempdir");
-    let files = [
-        ("operator-crds.yaml", own_calico_crds()),
-        ("tigera-operator.yaml", own_tigera_operator(operator)),
-    ];
     let server = FileServer::start("127.0.0.1", dir.path()).expect("file server");
     let mut spec = "  networking:\n    podSubnet: 10.244.0.0/16\n    cni:\n      plugin: calico\n      sources:\n".to_string();
-    for (name, text) in &files {
-        std::fs::write(dir.path().join(name), text).expect("file");
-        let sha = clusterctl_airgap::Digest::of(text.as_bytes())
-            .hex()
-            .to_string();
+    for (name, served, bytes) in [
+        ("operator-crds.yaml", release.crds_file, &real.crds),
+        (
+            "tigera-operator.yaml",
+            "tigera-operator.yaml",
+            &real.operator,
+        ),
+    ] {
+        std::fs::write(dir.path().join(served), bytes).expect("file");
         spec.push_str(&format!(
-            "        - {{name: {name}, url: \"{}/{name}\", sha256: {sha}}}\n",
+            "        - {{name: {name}, url: \"{}/{served}\"}}\n",
             server.url()
         ));
     }
-    CalicoSite {
+    Some(CalicoSite {
         server,
         spec,
         _dir: dir,
-    }
+    })
 }
 
 /// `metadata.resourceVersion` of each of `objects` (`kubectl get` arguments).
@@ -95,7 +99,9 @@ fn calico_from_the_bundle_is_applied_by_up_without_reaching_out() {
     let pinned = &clusterctl_spec::cni_versions::CALICO[0];
     let operator_image = format!("quay.io/tigera/operator:{}", pinned.operator);
     let t = Instant::now();
-    let site = calico_site(pinned.operator);
+    let Some(site) = calico_site(pinned) else {
+        return;
+    };
     let c = real_support::start(
         "agca",
         1,
@@ -137,9 +143,9 @@ fn calico_from_the_bundle_is_applied_by_up_without_reaching_out() {
         tb.elapsed().as_secs_f64()
     );
     let fetched = site.server.requests();
-    for f in ["/operator-crds.yaml", "/tigera-operator.yaml"] {
+    for f in [pinned.crds_file, "tigera-operator.yaml"] {
         assert!(
-            fetched.iter().any(|p| p == f),
+            fetched.iter().any(|p| *p == format!("/{f}")),
             "the bundle took {f} from cni.sources: {fetched:?}"
         );
     }
@@ -246,7 +252,10 @@ fn calico_from_the_bundle_is_applied_by_up_without_reaching_out() {
         .lines()
         .filter(|l| l.contains(&format!("[{cp}] cni: api: server-side apply ")))
         .collect();
-    assert!(applied.len() >= 8, "{second}");
+    assert!(
+        applied.len() > 30,
+        "every object of the real files: {second}"
+    );
     assert!(
         applied.iter().all(|l| l.ends_with(": unchanged")),
         "{}",

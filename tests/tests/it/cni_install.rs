@@ -15,12 +15,14 @@
 //!   DaemonSet's images are under the mirror; a second apply changes nothing (resourceVersions kept),
 //!   real `kubectl apply --server-side --field-manager=clusterctl` of the same objects changes nothing
 //!   either, and a changed podSubnet converges.
-//! * **calico**: CRDs, operator manifest and status objects *of our own shape* (the test bed does not
-//!   fetch Calico's files): the CRDs become Established before anything else is applied, the rendered
-//!   `Installation` and the `APIServer` are accepted by the CRDs' schemas, an `Installation` the schema
-//!   refuses fails naming the object and the server's message, the operator Deployment runs the
-//!   mirror's image, real kubectl's server-side apply of the same objects changes nothing, and the
-//!   TigeraStatus wait names what is still progressing until all are Available.
+//! * **calico**: for each pinned release, **Calico's real** CRD file and `tigera-operator.yaml` (read
+//!   from `../shared/upstream/calico/<version>/` by `clusterctl_testbed::upstream`; their sha256 is the
+//!   pinned one): the CRDs become Established before anything else is applied, the rendered
+//!   `Installation` and the `APIServer` are accepted by the real schemas under strict field validation,
+//!   an `Installation` the schema refuses (a value outside an enum, a field it does not declare) fails
+//!   naming the object and the server's message, the operator Deployment runs the mirror's image, real
+//!   kubectl's server-side apply of the same objects changes nothing, and the TigeraStatus wait names
+//!   what is still progressing until all are Available.
 //! * **kindnet**: kind's real default CNI manifest of the kind release clusterctl targets (the constant
 //!   kind's node image build writes to `/kind/manifests/default-cni.yaml`, which the test bed reads from
 //!   kind's Go module: `scripts/k8s/build.sh kindnet-manifest`), filled with podSubnet and patched with
@@ -43,10 +45,10 @@ use clusterctl_phases::{Mode, NodeCtx, Outcome, Reporter, Secrets};
 use clusterctl_render::cni::install::{
     images_of, kindnet_steps, manifest_steps, ApplyStep, InstallInput, Wait,
 };
+use clusterctl_render::cni::versions::CalicoRelease;
 use clusterctl_render::{render, Facts};
 use clusterctl_spec::model::Role;
 use clusterctl_spec::{ValidCluster, ValidNode};
-use clusterctl_testbed::calico_shape::{own_calico_crds, own_tigera_operator};
 use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::k8sbin::{require_programs, DEFAULT_VERSION};
 use serde_json::{json, Value};
@@ -203,13 +205,13 @@ fn resource_versions(api: &KubeClusterApi, objects: &[Value]) -> Vec<String> {
 }
 
 /// Real `kubectl apply --server-side --field-manager=clusterctl` of `objects`; returns its output.
+/// The objects go as one JSON `v1` `List`: YAML written by serde_yaml would leave strings such as
+/// `Off` (an enum value in Calico's FelixConfiguration CRD) unquoted, which kubectl's YAML 1.1 reader
+/// takes for booleans.
 fn kubectl_apply(kubectl: &Path, kubeconfig: &Path, objects: &[Value]) -> String {
-    let file = kubeconfig.with_file_name(format!("{}.yaml", clusterctl_testbed::unique_name("m")));
-    let text: Vec<String> = objects
-        .iter()
-        .map(|o| serde_yaml::to_string(o).expect("yaml"))
-        .collect();
-    std::fs::write(&file, text.join("---\n")).expect("manifest");
+    let file = kubeconfig.with_file_name(format!("{}.json", clusterctl_testbed::unique_name("m")));
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    std::fs::write(&file, list.to_string()).expect("manifest");
     let out = Command::new(kubectl)
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -360,32 +362,94 @@ fn flannel_upstream_manifest_with_the_rendered_net_conf_is_applied_and_converges
     assert_eq!(managers, ["clusterctl"], "one field manager");
 }
 
+/// Calico's real files of `release` (`../shared/upstream/calico/<version>/`), by the names `up` gives
+/// them; `None` when they are missing outside CI.
+fn calico_upstream(release: &CalicoRelease) -> Option<BTreeMap<String, Vec<u8>>> {
+    let files = clusterctl_testbed::upstream::calico(release.version, release.crds_file)?;
+    Some(BTreeMap::from([
+        ("operator-crds.yaml".to_string(), files.crds),
+        ("tigera-operator.yaml".to_string(), files.operator),
+    ]))
+}
+
+/// A two-node Calico cluster file pinning `version`, with the mirror, `pod_subnet` and `cni_extra`
+/// (more `cni` fields, e.g. `mtu` and `values`).
+fn calico_cluster(dir: &Path, version: &str, pod_subnet: &str, cni_extra: &str) -> ValidCluster {
+    let file = dir.join(format!("{}.yaml", clusterctl_testbed::unique_name("c")));
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: clusterctl.io/v1alpha1\nkind: Cluster\nmetadata: {{name: cnitest}}\nspec:\n  kubernetesVersion: v1.34.1\n  networking:\n    podSubnet: {pod_subnet}\n    serviceSubnet: 10.96.0.0/16\n    cni: {{plugin: calico, version: {version}{cni_extra}}}\n  registry: {{mirror: \"{MIRROR}\"}}\n  provider: ssh\n  controlPlane: {{endpoint: 10.88.0.11:6443}}\n  ssh: {{user: root}}\n  nodes:\n    - {{name: cp1, role: control-plane, address: 10.88.0.11}}\n    - {{name: w1, role: worker, address: 10.88.0.12}}\n"
+        ),
+    )
+    .expect("cluster file");
+    let loaded = clusterctl_spec::load(&file).expect("load");
+    clusterctl_spec::validate(&loaded).expect("valid").cluster
+}
+
 #[test]
-fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
+fn calico_upstream_files_are_byte_for_byte_the_pinned_ones() {
+    for release in clusterctl_render::cni::versions::CALICO {
+        let Some(files) = calico_upstream(release) else {
+            return;
+        };
+        assert_eq!(
+            sha256_hex(&files["operator-crds.yaml"]),
+            release.crds_sha256,
+            "{} {}",
+            release.version,
+            release.crds_file
+        );
+        assert_eq!(
+            sha256_hex(&files["tigera-operator.yaml"]),
+            release.operator_sha256,
+            "{} tigera-operator.yaml",
+            release.version
+        );
+    }
+}
+
+#[test]
+fn calico_real_crds_are_established_first_and_accept_every_object_up_applies() {
     let Some(bins) = require_programs(DEFAULT_VERSION, &["kubectl"]) else {
         return;
     };
+    for release in clusterctl_render::cni::versions::CALICO {
+        let t = Instant::now();
+        if !calico_release_against_its_real_schemas(bins.path("kubectl"), release) {
+            return;
+        }
+        eprintln!(
+            "calico {}: real CRDs and operator on a real API server in {:.1}s",
+            release.version,
+            t.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// The steps `up` builds for `release` from its real files, applied to a control plane of their own;
+/// `false` when a part is missing outside CI.
+fn calico_release_against_its_real_schemas(kubectl: &Path, release: &CalicoRelease) -> bool {
+    let Some(upstream) = calico_upstream(release) else {
+        return false;
+    };
     let Some(env) = Envtest::require_own() else {
-        return;
+        return false;
     };
     let a = client(&env);
     let dir = tempfile::tempdir().expect("tempdir");
-    let c = cluster(dir.path(), "calico", "192.168.0.0/16");
+    // `cni.mtu` and a pass-through value of Calico's own (`values`) are rendered into the Installation.
+    let extra = ", mtu: 1410, values: {controlPlaneReplicas: 1}";
+    let c = calico_cluster(dir.path(), release.version, "192.168.0.0/16", extra);
     let (input, rendered) = prepared(&c);
-    let pinned = &clusterctl_render::cni::versions::CALICO[0];
-    let upstream = BTreeMap::from([
-        (
-            "operator-crds.yaml".to_string(),
-            own_calico_crds().into_bytes(),
-        ),
-        (
-            "tigera-operator.yaml".to_string(),
-            own_tigera_operator(pinned.operator).into_bytes(),
-        ),
-    ]);
     let steps = manifest_steps(&input, &upstream, &rendered).expect("steps");
     assert_eq!(steps.len(), 3);
     assert_eq!(steps[0].wait, Wait::CrdsEstablished);
+    assert!(
+        steps[0].objects.len() > 20,
+        "{}: every CRD of the real file",
+        release.version
+    );
     // Before the CRDs are applied the custom resources have no kind to go to: the server refuses.
     let early = a.api.apply(&steps[2].objects[0]).expect_err("no CRD yet");
     assert!(early.to_string().contains("Installation"), "{early}");
@@ -408,35 +472,49 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
     // The real kubectl takes the same objects (server-side, same field manager) and changes nothing.
     let all: Vec<Value> = steps.iter().flat_map(|s| s.objects.clone()).collect();
     let before = resource_versions(&a.api, &all);
-    let out = kubectl_apply(bins.path("kubectl"), &a.kubeconfig, &all);
+    let out = kubectl_apply(kubectl, &a.kubeconfig, &all);
     assert!(out.contains("serverside-applied"), "{out}");
     assert_eq!(
         resource_versions(&a.api, &all),
         before,
         "kubectl's server-side apply of Calico's objects changes nothing"
     );
+    calico_objects_as_stored(&a.api, release, "192.168.0.0/16");
+    calico_schema_refusals(&a.api, &steps, &c, dir.path(), release, &upstream);
 
+    // A changed podSubnet: the Installation is configured, nothing else.
+    let c2 = calico_cluster(dir.path(), release.version, "10.32.0.0/12", extra);
+    let (input2, rendered2) = prepared(&c2);
+    let steps2 = manifest_steps(&input2, &upstream, &rendered2).expect("steps");
+    let changed = apply(&a.api, &steps2);
+    assert_eq!(changed.changes, 1, "{:?}", changed.lines);
+    assert_eq!(changed.word_of("Installation default"), "configured");
+    calico_objects_as_stored(&a.api, release, "10.32.0.0/12");
+    tigera_status_wait(&env, &a.api);
+    true
+}
+
+/// The Installation, APIServer and operator Deployment as the real API server stores them.
+fn calico_objects_as_stored(api: &KubeClusterApi, release: &CalicoRelease, pod_subnet: &str) {
     let inst = get(
-        &a.api,
+        api,
         "operator.tigera.io/v1",
         "Installation",
         None,
         "default",
     );
     let pool = &inst["spec"]["calicoNetwork"]["ipPools"][0];
-    assert_eq!(pool["cidr"], "192.168.0.0/16");
+    assert_eq!(pool["cidr"], pod_subnet);
     assert_eq!(pool["encapsulation"], "VXLANCrossSubnet");
+    assert_eq!(pool["natOutgoing"], "Enabled");
+    assert_eq!(pool["blockSize"], 26);
+    assert_eq!(inst["spec"]["calicoNetwork"]["mtu"], 1410);
+    assert_eq!(inst["spec"]["controlPlaneReplicas"], 1);
     assert_eq!(inst["spec"]["registry"], "harbor.example.com/");
     assert_eq!(inst["spec"]["imagePath"], "library/calico");
-    get(
-        &a.api,
-        "operator.tigera.io/v1",
-        "APIServer",
-        None,
-        "default",
-    );
+    get(api, "operator.tigera.io/v1", "APIServer", None, "default");
     let op = get(
-        &a.api,
+        api,
         "apps/v1",
         "Deployment",
         Some("tigera-operator"),
@@ -444,13 +522,26 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
     );
     assert_eq!(
         images_of(std::slice::from_ref(&op)),
-        [format!("{MIRROR}/tigera/operator:{}", pinned.operator)]
+        [format!("{MIRROR}/tigera/operator:{}", release.operator)],
+        "{}",
+        release.version
     );
-    // The schema is enforced: an Installation it refuses fails naming the object and the reason.
+}
+
+/// The real schemas are enforced, strictly: a value outside an enum and a field the schema does not
+/// declare (a misspelled pass-through value, as a cluster file may carry) are refused, naming the
+/// object and the server's reason.
+fn calico_schema_refusals(
+    api: &KubeClusterApi,
+    steps: &[ApplyStep],
+    c: &ValidCluster,
+    dir: &Path,
+    release: &CalicoRelease,
+    upstream: &BTreeMap<String, Vec<u8>>,
+) {
     let mut bad = steps[2].objects[0].clone();
     bad["spec"]["calicoNetwork"]["ipPools"][0]["encapsulation"] = json!("Bogus");
-    let e = a
-        .api
+    let e = api
         .apply(&bad)
         .expect_err("refused by the schema")
         .to_string();
@@ -459,27 +550,27 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
         e.contains("Unsupported value") && e.contains("Bogus"),
         "{e}"
     );
-
-    // A changed podSubnet: the Installation is configured, nothing else.
-    let c2 = cluster(dir.path(), "calico", "10.32.0.0/12");
-    let (input2, rendered2) = prepared(&c2);
-    let steps2 = manifest_steps(&input2, &upstream, &rendered2).expect("steps");
-    let changed = apply(&a.api, &steps2);
-    assert_eq!(changed.changes, 1, "{:?}", changed.lines);
-    assert_eq!(changed.word_of("Installation default"), "configured");
-    let inst = get(
-        &a.api,
-        "operator.tigera.io/v1",
-        "Installation",
-        None,
-        "default",
+    let typo = calico_cluster(
+        dir,
+        release.version,
+        &c.spec().networking.pod_subnet.to_string(),
+        ", values: {controlPlaneReplica: 1}",
     );
-    assert_eq!(
-        inst["spec"]["calicoNetwork"]["ipPools"][0]["cidr"],
-        "10.32.0.0/12"
+    let (input, rendered) = prepared(&typo);
+    let steps = manifest_steps(&input, upstream, &rendered).expect("steps");
+    let e = api
+        .apply(&steps[2].objects[0])
+        .expect_err("an undeclared field is refused")
+        .to_string();
+    assert!(
+        e.contains("Installation default") && e.contains("controlPlaneReplica"),
+        "{e}"
     );
+}
 
-    // The TigeraStatus wait: nothing reported yet, then progressing, then available.
+/// The TigeraStatus wait against the real TigeraStatus CRD: nothing reported yet, then progressing,
+/// then available.
+fn tigera_status_wait(env: &Envtest, api: &KubeClusterApi) {
     // Right after a CRD is Established the server may still answer its lists with 429 ("storage is
     // (re)initializing"), as wait-ready sees it: it counts as not yet available and is asked again.
     let list = |api: &KubeClusterApi| {
@@ -497,23 +588,24 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
         }
     };
     assert_eq!(
-        calico_not_available(&list(&a.api)),
+        calico_not_available(&list(api)),
         ["tigera-operator has reported no TigeraStatus yet"]
     );
     for name in ["calico", "apiserver"] {
-        a.api
-            .apply(
-                &json!({"apiVersion": "operator.tigera.io/v1", "kind": "TigeraStatus",
-                           "metadata": {"name": name}, "spec": {}}),
-            )
-            .expect("status object");
+        api.apply(
+            &json!({"apiVersion": "operator.tigera.io/v1", "kind": "TigeraStatus",
+                       "metadata": {"name": name}, "spec": {}}),
+        )
+        .expect("status object");
     }
     let set = |name: &str, available: &str, progressing: (&str, &str)| {
+        let at = "2026-01-01T00:00:00Z";
         env.merge_patch(
             &format!("/apis/operator.tigera.io/v1/tigerastatuses/{name}/status"),
             &json!({"status": {"conditions": [
-                {"type": "Available", "status": available},
-                {"type": "Progressing", "status": progressing.0, "message": progressing.1}]}}),
+                {"type": "Available", "status": available, "lastTransitionTime": at},
+                {"type": "Progressing", "status": progressing.0, "message": progressing.1,
+                 "lastTransitionTime": at}]}}),
         )
         .expect("status");
     };
@@ -524,14 +616,13 @@ fn calico_crds_are_established_first_and_its_resources_pass_their_schemas() {
     );
     set("apiserver", "True", ("False", ""));
     assert_eq!(
-        calico_not_available(&list(&a.api)),
+        calico_not_available(&list(api)),
         ["TigeraStatus calico (Progressing: DaemonSet calico-node is not yet scheduled)"]
     );
     set("calico", "True", ("False", ""));
-    assert!(calico_not_available(&list(&a.api)).is_empty());
+    assert!(calico_not_available(&list(api)).is_empty());
     // A kind the server does not serve lists as empty (no TigeraStatus CRD: not Calico).
-    assert!(a
-        .api
+    assert!(api
         .list_objects("example.invalid/v1", "Nothing")
         .expect("list")
         .is_empty());
