@@ -243,10 +243,17 @@ impl Envtest {
     /// kube-apiserver first when missing). Tries up to three times, since a free port picked here may
     /// be taken by another process before the server binds it.
     pub fn start() -> Result<Envtest, EnvtestError> {
+        Self::start_with_flags(&[])
+    }
+
+    /// [`Envtest::start`] with `extra` kube-apiserver flags (`--name=value`, after the test bed's own;
+    /// e.g. the audit or OIDC flags a test renders). The API server's output (standard output and
+    /// error) is in [`Envtest::apiserver_log`].
+    pub fn start_with_flags(extra: &[String]) -> Result<Envtest, EnvtestError> {
         let bins = crate::k8sbin::ensure(DEFAULT_VERSION, &["etcd", "kube-apiserver"])?;
         let mut last = None;
         for _ in 0..3 {
-            match Self::start_with(&bins) {
+            match Self::start_with(&bins, extra) {
                 Ok(e) => return Ok(e),
                 Err(e @ EnvtestError::NotReady { .. }) => last = Some(e),
                 Err(e) => return Err(e),
@@ -296,7 +303,7 @@ impl Envtest {
         }
     }
 
-    fn start_with(bins: &K8sBins) -> Result<Envtest, EnvtestError> {
+    fn start_with(bins: &K8sBins, extra: &[String]) -> Result<Envtest, EnvtestError> {
         let t0 = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix(&format!("{}-", crate::unique_name("envt")))
@@ -375,7 +382,8 @@ impl Envtest {
                     sa_key.display()
                 ))
                 .arg("--endpoint-reconciler-type=none")
-                .arg("--v=1"),
+                .arg("--v=1")
+                .args(extra),
             &apiserver_log,
         )?;
 
@@ -441,6 +449,11 @@ impl Envtest {
             .as_ref()
             .map(|d| d.path())
             .unwrap_or(Path::new("/"))
+    }
+
+    /// What the API server wrote so far to its standard output and error (empty when unreadable).
+    pub fn apiserver_log(&self) -> String {
+        std::fs::read_to_string(self.dir().join("kube-apiserver.log")).unwrap_or_default()
     }
 
     /// The process ids of etcd and kube-apiserver (and the watchdog, first).
