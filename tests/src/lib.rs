@@ -9,7 +9,8 @@
 //! real etcd + kube-apiserver on loopback for API tests) and `k8snode` (node containers with the real
 //! kubeadm, kubelet and kubectl, and the version's images served to them from a registry);
 //! `upstream`: published upstream files
-//! the tests read from `../shared/upstream/` (Calico's CRDs and operator manifest).
+//! the tests read from `../shared/upstream/` (Calico's CRDs and operator manifest); `keycloak`: a real
+//! Keycloak on loopback as an OIDC issuer.
 
 pub mod apiserver;
 pub mod aptrepo;
@@ -18,6 +19,7 @@ pub mod docker;
 pub mod envtest;
 pub mod k8sbin;
 pub mod k8snode;
+pub mod keycloak;
 pub mod netns;
 pub mod registry;
 pub mod upstream;

@@ -1,0 +1,413 @@
+//! A real Keycloak (the upstream server distribution `org.keycloak:keycloak-quarkus-dist`, from Maven
+//! Central) as an OIDC issuer for tests, on loopback with TLS from a CA made per server.
+//!
+//! * **Once per version** (cached outside the clone, under `<cache>/keycloak/<version>/`): `mvn
+//!   dependency:get` fetches the zip into `<cache>/maven`, it is unpacked and `kc.sh build
+//!   --db=dev-file` runs once, so that each start is `start --optimized` (no Quarkus re-augmentation).
+//!   Java 25 ([`JAVA_HOME`]) and Maven are test-bed needs only (`scripts/packages/testbed.list`).
+//! * **Per server**: a hard-linked copy of the built distribution in a temporary directory (its own
+//!   `data/`: the dev-file H2 database and the realm import), a serving certificate for `127.0.0.1`,
+//!   heap bound `-Xmx512m`, HTTPS only on `127.0.0.1:<free port>`, and [`REALM`] imported at start:
+//!   client [`CLIENT_ID`] (public, password grant) whose tokens carry a `groups` claim, a second
+//!   client [`OTHER_CLIENT_ID`], and user [`USER`] in group [`GROUP`]. Stopped (killed) on drop, and by
+//!   a watchdog when the test process dies.
+
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The Keycloak release the test bed runs.
+pub const VERSION: &str = "26.4.7";
+/// The Java that runs it.
+pub const JAVA_HOME: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+/// The realm imported at start.
+pub const REALM: &str = "k8s";
+/// The client whose ID tokens the API server accepts (their `aud`).
+pub const CLIENT_ID: &str = "kubernetes";
+/// Another client of the realm (its tokens have another audience).
+pub const OTHER_CLIENT_ID: &str = "other";
+/// The user (in [`GROUP`]).
+pub const USER: &str = "alice";
+/// The user's group, in the `groups` claim.
+pub const GROUP: &str = "k8s-admins";
+/// How long a start may take (the first JVM start on a loaded 2-core machine is slow).
+const READY_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Why Keycloak could not be prepared or started.
+#[derive(Debug, thiserror::Error)]
+pub enum KeycloakError {
+    /// A program failed.
+    #[error("{what} failed: {output}")]
+    Program {
+        /// What ran.
+        what: String,
+        /// Its output (tail).
+        output: String,
+    },
+    /// A file operation or a program start failed.
+    #[error("{what}")]
+    Io {
+        /// What was attempted.
+        what: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The test CA or certificate could not be made.
+    #[error("test certificate: {0}")]
+    Pki(String),
+    /// The server did not answer in time, or exited.
+    #[error("Keycloak not ready after {secs}s: {why}; log tail:\n{log}")]
+    NotReady {
+        /// Seconds waited.
+        secs: u64,
+        /// The last answer or the exit.
+        why: String,
+        /// The server's log tail.
+        log: String,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> KeycloakError {
+    let what = what.into();
+    move |source| KeycloakError::Io { what, source }
+}
+
+fn run(what: &str, cmd: &mut Command) -> Result<(), KeycloakError> {
+    let out = cmd.output().map_err(io(format!("starting {what}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tail: Vec<&str> = text.lines().rev().take(30).collect();
+    Err(KeycloakError::Program {
+        what: what.to_string(),
+        output: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+    })
+}
+
+/// The built distribution of [`VERSION`] in the cache, made on first use (download, unpack,
+/// `kc.sh build`); concurrent first uses each build their own and the first rename wins.
+pub fn distribution() -> Result<PathBuf, KeycloakError> {
+    let root = crate::k8snode::cache_root().join("keycloak").join(VERSION);
+    let dist = root.join(format!("keycloak-{VERSION}"));
+    if dist.join(".built").exists() {
+        return Ok(dist);
+    }
+    let repo = crate::k8snode::cache_root().join("maven");
+    let zip = repo.join(format!(
+        "org/keycloak/keycloak-quarkus-dist/{VERSION}/keycloak-quarkus-dist-{VERSION}.zip"
+    ));
+    if !zip.exists() {
+        run(
+            "mvn dependency:get",
+            Command::new("mvn")
+                .env("JAVA_HOME", JAVA_HOME)
+                .args(["-q", "-B", "dependency:get", "-Dtransitive=false"])
+                .arg(format!("-Dmaven.repo.local={}", repo.display()))
+                .arg(format!(
+                    "-Dartifact=org.keycloak:keycloak-quarkus-dist:{VERSION}:zip"
+                )),
+        )?;
+    }
+    let work = root.join(format!("unpack-{}", crate::unique_name("kc")));
+    std::fs::create_dir_all(&work).map_err(io(format!("creating {}", work.display())))?;
+    run(
+        "unzip",
+        Command::new("unzip")
+            .arg("-q")
+            .arg(&zip)
+            .arg("-d")
+            .arg(&work),
+    )?;
+    let unpacked = work.join(format!("keycloak-{VERSION}"));
+    run(
+        "kc.sh build",
+        Command::new(unpacked.join("bin/kc.sh"))
+            .env("JAVA_HOME", JAVA_HOME)
+            .args(["build", "--db=dev-file"]),
+    )?;
+    std::fs::write(unpacked.join(".built"), "").map_err(io("marking the build"))?;
+    // Another process may have finished first: then its copy stays and this one is dropped.
+    if std::fs::rename(&unpacked, &dist).is_err() && !dist.join(".built").exists() {
+        return Err(KeycloakError::Program {
+            what: format!("moving the built distribution to {}", dist.display()),
+            output: String::new(),
+        });
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(dist)
+}
+
+/// The realm imported at start (see the module doc).
+pub fn realm() -> Value {
+    json!({
+        "realm": REALM, "enabled": true,
+        "groups": [{"name": GROUP}],
+        "users": [{
+            "username": USER, "enabled": true, "email": format!("{USER}@example.com"),
+            "emailVerified": true, "firstName": "Alice", "lastName": "Test",
+            "credentials": [{"type": "password", "value": password(), "temporary": false}],
+            "groups": [format!("/{GROUP}")]
+        }],
+        "clients": [
+            {"clientId": CLIENT_ID, "enabled": true, "publicClient": true,
+             "directAccessGrantsEnabled": true, "standardFlowEnabled": false,
+             "protocolMappers": [{"name": "groups", "protocol": "openid-connect",
+                "protocolMapper": "oidc-group-membership-mapper",
+                "config": {"claim.name": "groups", "full.path": "false", "id.token.claim": "true",
+                           "access.token.claim": "true", "userinfo.token.claim": "true"}}]},
+            {"clientId": OTHER_CLIENT_ID, "enabled": true, "publicClient": true,
+             "directAccessGrantsEnabled": true, "standardFlowEnabled": false}
+        ]
+    })
+}
+
+/// The user's password (test data, never printed by the test bed).
+pub fn password() -> &'static str {
+    "pw-alice-test-only"
+}
+
+/// A CA and a serving certificate for 127.0.0.1: (CA PEM, certificate PEM, key PEM).
+fn tls() -> Result<(String, String, String), KeycloakError> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+    let e = |err: rcgen::Error| KeycloakError::Pki(err.to_string());
+    let ca_key = KeyPair::generate().map_err(e)?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "clusterctl test Keycloak CA");
+    let ca_pem = ca.self_signed(&ca_key).map_err(e)?.pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().map_err(e)?;
+    let mut leaf = CertificateParams::new(vec!["localhost".to_string()]).map_err(e)?;
+    leaf.subject_alt_names
+        .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+    let cert = leaf.signed_by(&key, &issuer).map_err(e)?;
+    Ok((ca_pem, cert.pem(), key.serialize_pem()))
+}
+
+/// A running Keycloak; killed on drop.
+pub struct Keycloak {
+    child: Child,
+    dir: tempfile::TempDir,
+    port: u16,
+    ca_pem: String,
+    started_in: Duration,
+}
+
+/// Kills the server's process group (`$2`: `kc.sh` and its JVM) when the test process (`$1`) is gone.
+const WATCHDOG: &str = r#"parent=$1; pid=$2
+while [ "$(cut -d' ' -f4 /proc/$$/stat)" = "$parent" ] && kill -0 "$pid" 2>/dev/null; do sleep 1; done
+kill -KILL -- "-$pid" 2>/dev/null"#;
+
+impl Keycloak {
+    /// [`Keycloak::start`] as a test gate: `None` after [`crate::require`] said why (which fails the
+    /// test in CI).
+    pub fn require() -> Option<Keycloak> {
+        match Self::start() {
+            Ok(k) => Some(k),
+            Err(e) => {
+                crate::require(&format!("a real Keycloak {VERSION}: {e}"), false);
+                None
+            }
+        }
+    }
+
+    /// Starts a server (see the module doc) and waits until the realm's discovery document answers.
+    pub fn start() -> Result<Keycloak, KeycloakError> {
+        let dist = distribution()?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{}-", crate::unique_name("kc")))
+            .tempdir()
+            .map_err(io("temp dir"))?;
+        let home = dir.path().join("kc");
+        run(
+            "cp -al",
+            Command::new("cp").arg("-al").arg(&dist).arg(&home),
+        )?;
+        let import = home.join("data/import");
+        std::fs::create_dir_all(&import).map_err(io("data/import"))?;
+        let write =
+            |p: &Path, t: &str| std::fs::write(p, t).map_err(io(format!("{}", p.display())));
+        write(&import.join("realm.json"), &realm().to_string())?;
+        let (ca_pem, cert, key) = tls()?;
+        let cert_path = dir.path().join("tls.crt");
+        let key_path = dir.path().join("tls.key");
+        write(&cert_path, &cert)?;
+        write(&key_path, &key)?;
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(io("a free port"))?
+            .port();
+        let log = std::fs::File::create(dir.path().join("keycloak.log")).map_err(io("log"))?;
+        let err = log.try_clone().map_err(io("log"))?;
+        let t0 = Instant::now();
+        // Its own process group: `kc.sh` runs the JVM as its child, and both go together.
+        let child = Command::new(home.join("bin/kc.sh"))
+            .process_group(0)
+            .env("JAVA_HOME", JAVA_HOME)
+            .env("JAVA_OPTS_KC_HEAP", "-Xms64m -Xmx512m")
+            .args([
+                "start",
+                "--optimized",
+                "--import-realm",
+                "--http-enabled=false",
+            ])
+            .arg("--http-host=127.0.0.1")
+            .arg(format!("--https-port={port}"))
+            .arg(format!("--hostname=https://127.0.0.1:{port}"))
+            .arg(format!("--https-certificate-file={}", cert_path.display()))
+            .arg(format!(
+                "--https-certificate-key-file={}",
+                key_path.display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(io("starting kc.sh"))?;
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("keycloak-watchdog")
+            .arg(std::process::id().to_string())
+            .arg(child.id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let mut kc = Keycloak {
+            child,
+            dir,
+            port,
+            ca_pem,
+            started_in: Duration::ZERO,
+        };
+        kc.wait_ready(t0)?;
+        kc.started_in = t0.elapsed();
+        Ok(kc)
+    }
+
+    fn wait_ready(&mut self, t0: Instant) -> Result<(), KeycloakError> {
+        let url = format!("{}/.well-known/openid-configuration", self.issuer_url());
+        loop {
+            let why = match self.curl(&["-o", "/dev/null", "-w", "%{http_code}", &url]) {
+                Ok(code) if code == "200" => return Ok(()),
+                Ok(code) => format!("HTTP {code}"),
+                Err(e) => e.to_string(),
+            };
+            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+            if exited || t0.elapsed() > READY_TIMEOUT {
+                return Err(KeycloakError::NotReady {
+                    secs: t0.elapsed().as_secs(),
+                    why: if exited {
+                        format!("exited; {why}")
+                    } else {
+                        why
+                    },
+                    log: self.log_tail(40),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// `curl -s --cacert <CA> ARGS`: its standard output.
+    fn curl(&self, args: &[&str]) -> Result<String, KeycloakError> {
+        let ca = self.dir.path().join("ca.crt");
+        if !ca.exists() {
+            std::fs::write(&ca, &self.ca_pem).map_err(io("ca.crt"))?;
+        }
+        let out = Command::new("curl")
+            .args(["-s", "--max-time", "30", "--cacert"])
+            .arg(&ca)
+            .args(args)
+            .output()
+            .map_err(io("starting curl"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The last `n` lines of the server's log.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text =
+            std::fs::read_to_string(self.dir.path().join("keycloak.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// The realm's issuer URL (`https://127.0.0.1:<port>/realms/k8s`).
+    pub fn issuer_url(&self) -> String {
+        format!("https://127.0.0.1:{}/realms/{REALM}", self.port)
+    }
+
+    /// The PEM CA that signed the server's certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// From spawning `kc.sh` until the realm's discovery document answered.
+    pub fn started_in(&self) -> Duration {
+        self.started_in
+    }
+
+    /// The resident memory of the server's JVM (the `java` child of `kc.sh`), in KiB.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let children =
+            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.child.id()))
+                .ok()?;
+        let pids = std::iter::once(self.child.id().to_string())
+            .chain(children.split_whitespace().map(str::to_string));
+        pids.filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
+            .filter_map(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .max()
+    }
+
+    /// The ID token of a password grant for `client_id`, user [`USER`] (scope `openid`).
+    pub fn id_token(&self, client_id: &str) -> Result<String, KeycloakError> {
+        let url = format!("{}/protocol/openid-connect/token", self.issuer_url());
+        let body = self.curl(&[
+            "-d",
+            "grant_type=password",
+            "-d",
+            &format!("client_id={client_id}"),
+            "-d",
+            &format!("username={USER}"),
+            "-d",
+            &format!("password={}", password()),
+            "-d",
+            "scope=openid",
+            &url,
+        ])?;
+        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        v["id_token"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| KeycloakError::Program {
+                what: format!("the password grant of {client_id}"),
+                output: v["error"].to_string(),
+            })
+    }
+}
+
+impl Drop for Keycloak {
+    fn drop(&mut self) {
+        // The group this server was started in: kc.sh and the JVM it runs.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.wait();
+    }
+}

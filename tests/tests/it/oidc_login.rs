@@ -1,0 +1,180 @@
+//! Keycloak OIDC with a real login (issue 25 item 2): a real Keycloak (`clusterctl_testbed::keycloak`,
+//! TLS from a test CA, realm imported at start) as the issuer of a real kube-apiserver run with what
+//! clusterctl renders for `spec.apiServer.oidc` (`apiserver_rendered`): in `flags` mode (the
+//! `--oidc-*` flags, the CA as `--oidc-ca-file`) and in `structured` mode (the
+//! `AuthenticationConfiguration` with the CA inline). In each: an ID token from Keycloak's token
+//! endpoint (password grant of client `kubernetes`) used by the real `kubectl`: `kubectl auth whoami`
+//! prints the prefixed user and group; before any binding the user may not list pods; a
+//! ClusterRoleBinding for the prefixed group to a ClusterRole of `get`/`list` on pods allows `kubectl
+//! get pods` and nothing more (Secrets, Nodes and a pod delete are forbidden); a token of another
+//! client of the same realm (another audience) is refused with 401. Keycloak's start time and memory
+//! are printed (docs/testing.md).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use clusterctl_testbed::envtest::Envtest;
+use clusterctl_testbed::k8sbin::{require_programs, DEFAULT_VERSION};
+use clusterctl_testbed::keycloak::{self, Keycloak};
+use serde_json::json;
+
+use crate::apiserver_rendered::{envtest_with, rendered};
+
+/// `kubectl --kubeconfig <token kubeconfig> ARGS`: (success, stdout + stderr).
+fn kubectl(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .expect("kubectl runs");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The HTTP status of `GET /api/v1/namespaces/default/pods` with bearer `token`.
+fn status_with(env: &Envtest, dir: &Path, token: &str) -> String {
+    let ca = dir.join("apiserver-ca.crt");
+    std::fs::write(&ca, env.ca_pem()).expect("ca");
+    // The header comes from a file (0600 in the test's directory), not the command line.
+    let header = dir.join("auth-header");
+    std::fs::write(&header, format!("Authorization: Bearer {token}\n")).expect("header");
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
+        .arg(&ca)
+        .arg("-H")
+        .arg(format!("@{}", header.display()))
+        .arg(format!("{}/api/v1/namespaces/default/pods", env.url()))
+        .output()
+        .expect("curl runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_keycloak_login_authenticates_kubectl_in_both_oidc_modes() {
+    let Some(bins) = require_programs(DEFAULT_VERSION, &["kubectl", "kube-apiserver", "etcd"])
+    else {
+        return;
+    };
+    let Some(kc) = Keycloak::require() else {
+        return;
+    };
+    eprintln!(
+        "Keycloak {} ready in {:.1}s, RSS {} MiB",
+        keycloak::VERSION,
+        kc.started_in().as_secs_f64(),
+        kc.rss_kib().unwrap_or(0) / 1024
+    );
+    for mode in ["flags", "structured"] {
+        let t = Instant::now();
+        login_in_mode(&kc, bins.path("kubectl"), mode);
+        eprintln!("oidc {mode}: {:.1}s", t.elapsed().as_secs_f64());
+    }
+    eprintln!(
+        "Keycloak RSS after the logins: {} MiB",
+        kc.rss_kib().unwrap_or(0) / 1024
+    );
+}
+
+fn login_in_mode(kc: &Keycloak, kubectl_bin: &Path, mode: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("kc-ca.crt"), kc.ca_pem()).expect("ca file");
+    let r = rendered(
+        dir.path(),
+        &format!(
+            "    oidc:\n      issuerURL: {}\n      clientID: {}\n      usernameClaim: preferred_username\n      usernamePrefix: \"oidc:\"\n      groupsClaim: groups\n      groupsPrefix: \"oidc:\"\n      caFile: kc-ca.crt\n      mode: {mode}\n",
+            kc.issuer_url(),
+            keycloak::CLIENT_ID
+        ),
+    );
+    if mode == "flags" {
+        assert_eq!(r.flag("oidc-client-id"), Some(keycloak::CLIENT_ID));
+        assert!(r.flag("authentication-config").is_none());
+    } else {
+        assert!(r.flag("authentication-config").is_some());
+        assert!(r.flags.iter().all(|(k, _)| !k.starts_with("oidc-")));
+    }
+    let env = envtest_with(&r, &dir.path().join("node"));
+    let token = kc
+        .id_token(keycloak::CLIENT_ID)
+        .expect("a token of kubernetes");
+    let kubeconfig = dir.path().join("oidc.kubeconfig");
+    std::fs::write(&kubeconfig, env.kubeconfig_with_token("oidc", &token)).expect("kubeconfig");
+
+    // The authenticator may still be fetching the issuer's keys right after the start.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let whoami = loop {
+        let (ok, out) = kubectl(kubectl_bin, &kubeconfig, &["auth", "whoami"]);
+        if ok || Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let user = format!("oidc:{}", keycloak::USER);
+    let group = format!("oidc:{}", keycloak::GROUP);
+    assert!(
+        whoami
+            .lines()
+            .any(|l| l.starts_with("Username") && l.ends_with(&user)),
+        "{mode}: {whoami}"
+    );
+    assert!(
+        whoami
+            .lines()
+            .any(|l| l.starts_with("Groups") && l.contains(&group)),
+        "{mode}: {whoami}"
+    );
+
+    let (ok, out) = kubectl(kubectl_bin, &kubeconfig, &["get", "pods", "-n", "default"]);
+    assert!(
+        !ok && out.contains("Forbidden"),
+        "{mode}, no binding yet: {out}"
+    );
+    let role = clusterctl_testbed::unique_name("pods-reader");
+    env.create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": role},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
+    )
+    .expect("cluster role");
+    env.create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": role},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}),
+    )
+    .expect("cluster role binding");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (ok, out) = loop {
+        let r = kubectl(kubectl_bin, &kubeconfig, &["get", "pods", "-n", "default"]);
+        if r.0 || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(ok, "{mode}: the group's binding allows get pods: {out}");
+    for args in [
+        &["get", "secrets", "-n", "default"][..],
+        &["get", "nodes"][..],
+        &["delete", "pod", "nothing", "-n", "default"][..],
+    ] {
+        let (ok, out) = kubectl(kubectl_bin, &kubeconfig, args);
+        assert!(!ok && out.contains("Forbidden"), "{mode} {args:?}: {out}");
+    }
+
+    // Another client's token: signed by the same issuer, but not for this audience.
+    let other = kc
+        .id_token(keycloak::OTHER_CLIENT_ID)
+        .expect("a token of other");
+    assert_eq!(status_with(&env, dir.path(), &other), "401", "{mode}");
+    assert_eq!(status_with(&env, dir.path(), &token), "200", "{mode}");
+}
