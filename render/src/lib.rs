@@ -22,6 +22,7 @@ pub(crate) mod kubelet;
 pub(crate) mod kubevip;
 pub(crate) mod output;
 pub mod placeholders;
+pub mod proxy;
 pub(crate) mod runtime;
 mod templates;
 mod yaml;
@@ -57,6 +58,7 @@ pub fn render_with_api(
         let mut files = Vec::new();
         host::node_files(&cx, node, &mut files)?;
         runtime::node_files(&cx, node, &mut files)?;
+        proxy::node_files(&cx, &mut files);
         kubeadm::node_files(&cx, node, &mut files)?;
         if node.is_control_plane() {
             apiserver::node_files(&cx, node, &mut files)?;

@@ -114,6 +114,10 @@ pub enum Purpose {
     ClusterManifest,
     /// Helm values for a chart installed once (Cilium).
     HelmValues,
+    /// The container runtime's systemd drop-in with the proxy environment (`spec.proxy`).
+    RuntimeProxy,
+    /// The kubelet's systemd drop-in with the proxy environment (`spec.proxy`).
+    KubeletProxy,
 }
 
 /// Why rendering failed.

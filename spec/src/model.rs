@@ -75,6 +75,9 @@ pub struct ClusterSpec {
     /// Settings of the `docker` provider.
     #[serde(default)]
     pub docker: DockerProvider,
+    /// The HTTP(S) proxy of the nodes' downloads, runtime and kubelet (`crate::proxy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<crate::proxy::ProxySettings>,
     /// The nodes, in order; the first control plane runs `kubeadm init`.
     pub nodes: Vec<Node>,
     /// Images to make available on every node after creation.

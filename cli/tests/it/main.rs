@@ -32,6 +32,7 @@ mod node_join;
 mod node_remove;
 mod packages_apt;
 mod preflight_node;
+mod proxy_node;
 mod real_cilium;
 mod real_cluster;
 mod real_docker;

@@ -1,6 +1,7 @@
 //! `render` (local: the rendered files per node, from the facts) and `files`: places the host files
 //! (`/etc/modules-load.d`, `/etc/sysctl.d`) and the other files the control plane or kubelet reads
-//! (audit policy, authentication configuration, CA files) before `init`/`join`. A file is written only
+//! (audit policy, authentication configuration, CA files, the kubelet's proxy drop-in of `spec.proxy`)
+//! before `init`/`join`. A file is written only
 //! when its sha256 or mode differ; changed module and sysctl files are applied, a changed
 //! `/etc/tmpfiles.d` entry is created (`systemd-tmpfiles --create`), and when a systemd unit among the
 //! host files or a file it runs changed, the unit is reloaded, enabled and (re)started (the
@@ -46,7 +47,17 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     // The directories the node has before anything is placed, for `destroy` (`crate::undo`).
     crate::undo::record_dirs(ctx)?;
     let changed = place(ctx, &host)?;
-    place(ctx, &other)?;
+    let other_changed = place(ctx, &other)?;
+    // The kubelet's proxy drop-in (`spec.proxy`): systemd reloaded; a running kubelet restarted
+    // (kubeadm starts it later otherwise).
+    if other_changed
+        .iter()
+        .any(|p| p.starts_with("/etc/systemd/system/kubelet.service.d/"))
+    {
+        ctx.run_script(
+            "systemctl daemon-reload && if systemctl is-active --quiet kubelet; then systemctl restart kubelet; fi",
+        )?;
+    }
     let units: Vec<&str> = host
         .iter()
         .filter_map(|f| f.path.strip_prefix("/etc/systemd/system/"))

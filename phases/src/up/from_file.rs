@@ -55,6 +55,9 @@ pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
         ignore_preflight: options.ignore_preflight.clone(),
         airgap: airgap(cluster, options.file.as_deref()),
         packages: package_settings(cluster),
+        proxy: clusterctl_spec::ProxyEnv::of(cluster)
+            .map(|p| p.both_cases())
+            .unwrap_or_default(),
     }
 }
 

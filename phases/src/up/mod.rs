@@ -92,6 +92,9 @@ pub struct UpSpec {
     pub airgap: Option<airgap::AirgapUp>,
     /// Where kubeadm, kubelet, kubectl and the runtime come from (`spec.packages`, [`packages`]).
     pub packages: crate::packages::Settings,
+    /// The proxy environment of the `packages` phase's downloads (`spec.proxy`: `http_proxy`,
+    /// `https_proxy`, `no_proxy` in both cases); empty without a proxy.
+    pub proxy: Vec<(String, String)>,
 }
 
 /// Renders every node's files from the gathered facts (`from_file::renderer` wraps

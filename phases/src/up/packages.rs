@@ -57,7 +57,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 ));
                 return Ok(());
             }
-            apply(ctx, settings, &plan, version)
+            apply(ctx, settings, &data.spec.proxy, &plan, version)
         }
     }
 }
@@ -180,15 +180,32 @@ fn runtime_text(r: &RuntimeStep) -> String {
 }
 
 fn step(ctx: &mut NodeCtx, script: String) -> Result<(), PhaseError> {
-    let mut cmd = Cmd::new(script);
-    cmd.timeout = Some(STEP_TIMEOUT);
-    ctx.run(cmd).map(|_| ())
+    step_via(ctx, &[], script)
 }
 
-/// Runs `plan`'s steps in order (in a dry run with `--probe` each is only listed).
+/// An install step whose downloads (apt, dnf, curl, wget) go through the proxy of `proxy`.
+fn step_via(
+    ctx: &mut NodeCtx,
+    proxy: &[(String, String)],
+    script: String,
+) -> Result<(), PhaseError> {
+    ctx.run(step_cmd(script, proxy)).map(|_| ())
+}
+
+/// The command of one install step: `script` with [`STEP_TIMEOUT`] and the proxy environment.
+fn step_cmd(script: String, proxy: &[(String, String)]) -> Cmd {
+    let mut cmd = Cmd::new(script);
+    cmd.timeout = Some(STEP_TIMEOUT);
+    cmd.env.extend(proxy.iter().cloned());
+    cmd
+}
+
+/// Runs `plan`'s steps in order (in a dry run with `--probe` each is only listed), each with the
+/// proxy environment `proxy` (`spec.proxy`; empty: none).
 fn apply(
     ctx: &mut NodeCtx,
     settings: &Settings,
+    proxy: &[(String, String)],
     plan: &Plan,
     version: &Version,
 ) -> Result<(), PhaseError> {
@@ -203,7 +220,7 @@ fn apply(
     if !plan.kept.is_empty() {
         ctx.info(&format!("in place: {}", plan.kept.join(", ")));
     }
-    step(ctx, script::record())?;
+    step_via(ctx, proxy, script::record())?;
     if let (Some(pem), Some(m)) = (ca_pem, mirror) {
         ctx.put_file(MIRROR_CA, 0o644, pem.as_bytes())?;
         if family == Family::Debian {
@@ -217,8 +234,9 @@ fn apply(
     if plan.needs_kubernetes_repo() {
         let (path, text) = script::kubernetes_repo_file(minor, family, mirror, ca);
         if family == Family::Debian {
-            step(
+            step_via(
                 ctx,
+                proxy,
                 script::apt_key(
                     &script::kubernetes_repo(minor, family, mirror),
                     APT_KEYRING,
@@ -228,19 +246,24 @@ fn apply(
         }
         ctx.put_file(path, 0o644, text.as_bytes())?;
         if family == Family::Debian {
-            step(ctx, script::apt_update(APT_LIST))?;
+            step_via(ctx, proxy, script::apt_update(APT_LIST))?;
         }
-        step(ctx, script::install(family, &plan.install, plan.downgrade))?;
+        step_via(
+            ctx,
+            proxy,
+            script::install(family, &plan.install, plan.downgrade),
+        )?;
     }
     match &plan.runtime {
         RuntimeStep::Keep(_) => {}
-        RuntimeStep::DistroContainerd(v) => step(ctx, script::distro_containerd(v))?,
+        RuntimeStep::DistroContainerd(v) => step_via(ctx, proxy, script::distro_containerd(v))?,
         RuntimeStep::ContainerdArchive {
             containerd,
             runc,
             remove,
-        } => step(
+        } => step_via(
             ctx,
+            proxy,
             script::containerd_archive(containerd, runc, plan.arch, mirror, ca, family, remove),
         )?,
         RuntimeStep::Crio => {
@@ -252,17 +275,17 @@ fn apply(
             };
             if family == Family::Debian {
                 let repo = script::crio_repo(minor, family, mirror).unwrap_or_default();
-                step(ctx, script::apt_key(&repo, CRIO_APT_KEYRING, ca))?;
+                step_via(ctx, proxy, script::apt_key(&repo, CRIO_APT_KEYRING, ca))?;
             }
             ctx.put_file(path, 0o644, text.as_bytes())?;
-            step(ctx, script::crio_install(family, settings.replace))?;
+            step_via(ctx, proxy, script::crio_install(family, settings.replace))?;
         }
     }
     if let Some(h) = script::hold(family, &plan.hold) {
-        step(ctx, h)?;
+        step_via(ctx, proxy, h)?;
     }
     if plan.enable_kubelet {
-        step(ctx, script::ENABLE_KUBELET.to_string())?;
+        step_via(ctx, proxy, script::ENABLE_KUBELET.to_string())?;
     }
     Ok(())
 }
@@ -317,6 +340,18 @@ fn offline_plan(ctx: &mut NodeCtx, settings: &Settings, version: &Version) {
 mod tests {
     use super::*;
     use clusterctl_airgap::bundle::BundleFile;
+
+    #[test]
+    fn install_steps_carry_the_proxy_environment() {
+        let proxy = vec![
+            ("http_proxy".to_string(), "http://p:3128".to_string()),
+            ("NO_PROXY".to_string(), "localhost,10.0.0.1".to_string()),
+        ];
+        let cmd = step_cmd("apt-get update -q".into(), &proxy);
+        assert_eq!(cmd.env, proxy);
+        assert_eq!(cmd.timeout, Some(STEP_TIMEOUT));
+        assert!(step_cmd("true".into(), &[]).env.is_empty());
+    }
 
     #[test]
     fn the_bundle_families_are_those_of_its_os_specific_packages() {

@@ -19,6 +19,7 @@ pub(crate) const RUNTIME: &[Purpose] = &[
     Purpose::RegistryCa,
     Purpose::CrioConfig,
     Purpose::RegistriesConf,
+    Purpose::RuntimeProxy,
 ];
 /// The kube-vip static pod manifest (`/etc/kubernetes/manifests/kube-vip.yaml`).
 pub(crate) const KUBE_VIP: &[Purpose] = &[Purpose::KubeVip];
@@ -46,4 +47,5 @@ pub(crate) const OTHER: &[Purpose] = &[
     Purpose::AuthenticationConfig,
     Purpose::OidcCa,
     Purpose::CrictlConfig,
+    Purpose::KubeletProxy,
 ];

@@ -13,6 +13,7 @@ mod rules_meta;
 mod rules_network;
 mod rules_nodes;
 mod rules_packages;
+mod rules_proxy;
 mod rules_registry;
 mod rules_runtime;
 mod rules_sources;
@@ -127,6 +128,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     let api = rules_apiserver::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_runtime::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_access::check(ctx, &file);
+    rules_proxy::check(ctx, &file);
     let source_auth = rules_sources::check(ctx, &file);
     let packages_ca = rules_packages::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_kubeadm::check(ctx, &file);

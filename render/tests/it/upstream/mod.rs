@@ -195,6 +195,41 @@ fn check_unit(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A systemd drop-in (systemd.unit(5), systemd.exec(5)): only `[Service]`, only whole-quoted
+/// `Environment="NAME=VALUE"` lines of the proxy variables, with no `%` specifier, quote or space in
+/// the value.
+fn check_drop_in(text: &str) -> Result<(), String> {
+    let mut sections = Vec::new();
+    for l in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        if l.starts_with('[') {
+            sections.push(l.to_string());
+            continue;
+        }
+        let quoted = l
+            .strip_prefix("Environment=\"")
+            .and_then(|r| r.strip_suffix('"'))
+            .ok_or(format!(
+                "drop-in line {l:?} is not Environment=\"NAME=VALUE\""
+            ))?;
+        let (k, v) = quoted
+            .split_once('=')
+            .ok_or(format!("{l:?} has no NAME=VALUE"))?;
+        if !["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"].contains(&k) {
+            return Err(format!("unexpected variable {k}"));
+        }
+        if v.is_empty() || v.contains(['%', '"', '\\', ' ']) {
+            return Err(format!("value of {k} needs quoting or escaping: {v:?}"));
+        }
+    }
+    if sections != ["[Service]"] {
+        return Err(format!("drop-in sections {sections:?}"));
+    }
+    Ok(())
+}
+
 /// tmpfiles.d(5): `Type Path Mode User Group Age Argument`, each line with a known type and seven
 /// fields at most (missing trailing fields default to `-`).
 fn check_tmpfiles(text: &str) -> Result<(), String> {
@@ -296,6 +331,8 @@ pub(crate) fn check(f: &RenderedFile) -> Result<Vec<String>, String> {
                 .map(|_| vec!["clusterctl/agent".into()])
         } else if p.ends_with(".service") {
             check_unit(text).map(|_| vec!["systemd/unit".into()])
+        } else if p.contains(".service.d/") && p.ends_with(".conf") {
+            check_drop_in(text).map(|_| vec!["systemd/drop-in".into()])
         } else if p.starts_with("/etc/tmpfiles.d/") {
             check_tmpfiles(text).map(|_| vec!["tmpfiles.d".into()])
         } else if p.ends_with(".sh") {
