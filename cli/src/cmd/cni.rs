@@ -55,10 +55,17 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
                 .or_else(|| cfg.peers_file.as_ref().map(PathBuf::from));
             let mut source: Box<dyn agent::PeerSource> = match peers_file {
                 Some(p) => Box::new(StaticFile::new(p)),
-                None => Box::new(
-                    agent::kube::KubeNodes::new(cfg.kubeconfig.as_ref().map(PathBuf::from))
-                        .map_err(|e| miette::miette!("{e}"))?,
-                ),
+                None => {
+                    // NetworkPolicy needs the API: enforced when peers come from it.
+                    if !a.once {
+                        agent::netpol::spawn(&cfg)
+                            .map_err(|e| miette::miette!("start the network policy thread: {e}"))?;
+                    }
+                    Box::new(
+                        agent::kube::KubeNodes::new(cfg.kubeconfig.as_ref().map(PathBuf::from))
+                            .map_err(|e| miette::miette!("{e}"))?,
+                    )
+                }
             };
             agent::run(&cfg, source.as_mut(), a.once).map_err(|e| miette::miette!("{e}"))?;
             Ok(ExitCode::SUCCESS)

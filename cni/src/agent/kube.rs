@@ -70,6 +70,28 @@ pub enum KubeError {
     /// Listing the Nodes failed.
     #[error("list nodes: {0}")]
     List(#[source] kube::Error),
+    /// Listing the NetworkPolicies, Pods or Namespaces failed.
+    #[error("list network policies, pods and namespaces: {0}")]
+    ListPolicyInputs(#[source] kube::Error),
+}
+
+/// A client from `kubeconfig`, or from the in-cluster/default configuration when `None`. Must run
+/// inside a tokio runtime. Errors: unreadable kubeconfig, bad credentials configuration.
+pub async fn connect(kubeconfig: Option<PathBuf>) -> Result<kube::Client, KubeError> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = match kube::config::Kubeconfig::read_from(&path) {
+                Ok(kc) => kc,
+                Err(source) => return Err(KubeError::ReadKubeconfig { path, source }),
+            };
+            match kube::Config::from_custom_kubeconfig(kc, &Default::default()).await {
+                Ok(c) => c,
+                Err(source) => return Err(KubeError::Kubeconfig { path, source }),
+            }
+        }
+        None => kube::Config::infer().await.map_err(KubeError::Infer)?,
+    };
+    kube::Client::try_from(config).map_err(KubeError::Client)
 }
 
 /// Peer source backed by the Kubernetes API.
@@ -87,22 +109,7 @@ impl KubeNodes {
             .enable_all()
             .build()
             .map_err(KubeError::Runtime)?;
-        let client = rt.block_on(async {
-            let config = match kubeconfig {
-                Some(path) => {
-                    let kc = match kube::config::Kubeconfig::read_from(&path) {
-                        Ok(kc) => kc,
-                        Err(source) => return Err(KubeError::ReadKubeconfig { path, source }),
-                    };
-                    match kube::Config::from_custom_kubeconfig(kc, &Default::default()).await {
-                        Ok(c) => c,
-                        Err(source) => return Err(KubeError::Kubeconfig { path, source }),
-                    }
-                }
-                None => kube::Config::infer().await.map_err(KubeError::Infer)?,
-            };
-            kube::Client::try_from(config).map_err(KubeError::Client)
-        })?;
+        let client = rt.block_on(connect(kubeconfig))?;
         Ok(Self {
             rt,
             api: Api::all(client),

@@ -7,6 +7,7 @@ pub(crate) mod conflist;
 pub mod kube;
 pub mod leases;
 pub mod masq;
+pub mod netpol;
 pub mod peers;
 pub(crate) mod reconcile;
 
@@ -311,9 +312,19 @@ pub fn run(cfg: &AgentConfig, source: &mut dyn PeerSource, once: bool) -> Result
 }
 
 /// Removes everything the agent installed: the device (with its routes, neighbours, fdb), the
-/// masquerade table, the conflist and the podCIDR file. Missing pieces are fine.
+/// masquerade table, the network policy table, the conflist and the podCIDR file. Missing pieces
+/// (and a node without `nft`) are fine.
 pub fn cleanup(cfg: &AgentConfig) -> Result<(), AgentError> {
     reconcile::remove_device(&cfg.vxlan_device)?;
+    match netpol::Nft::default().remove() {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(AgentError::Io {
+                what: "remove the network policy table".into(),
+                source: e,
+            })
+        }
+        _ => {}
+    }
     if pod_subnet(cfg)?.is_some() {
         masq::remove().map_err(|e| AgentError::Io {
             what: "remove the masquerade table".into(),

@@ -7,4 +7,5 @@ mod chain_versions;
 mod conflist_version;
 mod kube_peers;
 mod masq;
+mod netpol;
 mod reboot;

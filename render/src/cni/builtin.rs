@@ -393,11 +393,24 @@ pub(crate) fn cluster_files(_cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<()
             name: "clusterctl-cni-agent",
             namespace: None,
         },
-        rules: vec![Rule {
-            api_groups: vec![""],
-            resources: vec!["nodes"],
-            verbs: vec!["get", "list", "watch"],
-        }],
+        rules: vec![
+            Rule {
+                api_groups: vec![""],
+                resources: vec!["nodes"],
+                verbs: vec!["get", "list", "watch"],
+            },
+            // NetworkPolicy enforcement: the policies and what they select.
+            Rule {
+                api_groups: vec![""],
+                resources: vec!["namespaces", "pods"],
+                verbs: vec!["list", "watch"],
+            },
+            Rule {
+                api_groups: vec!["networking.k8s.io"],
+                resources: vec!["networkpolicies"],
+                verbs: vec!["list", "watch"],
+            },
+        ],
     };
     let binding = ClusterRoleBinding {
         api_version: "rbac.authorization.k8s.io/v1",

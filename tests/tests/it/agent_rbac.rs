@@ -4,8 +4,9 @@
 //! API as `cni/agent-credentials` asks for it, in the kubeconfig text that phase writes; then the
 //! agent's own Node source (`clusterctl_cni::agent::kube::KubeNodes`) with that kubeconfig: what the
 //! agent reads (list and watch Nodes) is allowed — Nodes become peers only with a podCIDR and an
-//! InternalIP, and a Node added during the watch ends it — and what it must not do (read pods, events
-//! or secrets, change or delete Nodes, mint tokens) is refused.
+//! InternalIP, and a Node added during the watch ends it — as is what NetworkPolicy enforcement reads
+//! (list and watch of Pods, Namespaces, NetworkPolicies); what it must not do (evict or get pods,
+//! read events or secrets, change or delete Nodes, mint tokens) is refused.
 
 use std::time::{Duration, Instant};
 
@@ -144,7 +145,11 @@ fn the_agent_token_lists_and_watches_nodes_and_nothing_else() {
     // What the agent must not do.
     let as_agent = KubeClusterApi::from_kubeconfig(&agent_kc, None).expect("agent as ClusterApi");
     assert_eq!(as_agent.nodes().expect("nodes").len(), 5);
-    forbidden("list pods", as_agent.pods());
+    // NetworkPolicy enforcement reads pods, namespaces and policies (list, watch) and nothing more.
+    as_agent
+        .pods()
+        .expect("the agent may list Pods (NetworkPolicy)");
+    forbidden("evict a pod", as_agent.evict("kube-system", "x"));
     forbidden(
         "label a node",
         as_agent.patch_node_labels(
@@ -179,4 +184,33 @@ fn the_agent_token_lists_and_watches_nodes_and_nothing_else() {
         )
         .expect("subject access review");
     assert_eq!(review["status"]["allowed"], false, "{review}");
+    // NetworkPolicy: list and watch of the three kinds, no get, no writes.
+    for (verb, group, resource, allowed) in [
+        ("list", "networking.k8s.io", "networkpolicies", true),
+        ("watch", "networking.k8s.io", "networkpolicies", true),
+        ("list", "", "namespaces", true),
+        ("watch", "", "namespaces", true),
+        ("watch", "", "pods", true),
+        ("get", "", "pods", false),
+        ("get", "", "namespaces", false),
+        ("create", "networking.k8s.io", "networkpolicies", false),
+        ("delete", "", "pods", false),
+        ("create", "", "events", false),
+    ] {
+        let review = env
+            .create(
+                "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                        "spec": {"user": "system:serviceaccount:kube-system:clusterctl-cni",
+                                 "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system",
+                                            "system:authenticated"],
+                                 "resourceAttributes": {"verb": verb, "group": group,
+                                                        "resource": resource}}}),
+            )
+            .expect("subject access review");
+        assert_eq!(
+            review["status"]["allowed"], allowed,
+            "{verb} {resource}: {review}"
+        );
+    }
 }
