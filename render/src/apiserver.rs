@@ -2,12 +2,16 @@
 //! log directory — none for `logPath: "-"`, the API server's standard output) and OIDC — either the legacy `--oidc-*` flags with the issuer CA mounted, or a
 //! structured `AuthenticationConfiguration` (`apiserver.config.k8s.io/v1beta1` for 1.30–1.33, `v1` from
 //! 1.34; upstream staging/src/k8s.io/apiserver/pkg/apis/apiserver/{v1beta1,v1}/types.go) passed with
-//! `--authentication-config` and the CA inline — never both. Every host path a flag names is mounted.
+//! `--authentication-config` and the CA inline — never both; encryption at rest: an
+//! `apiserver.config.k8s.io/v1` `EncryptionConfiguration` (staging/src/k8s.io/apiserver/pkg/apis/apiserver/
+//! v1/types_encryption.go) passed with `--encryption-provider-config`, its directory mounted read-only,
+//! its key a placeholder filled in by `up`. Every host path a flag names is mounted.
 
 use crate::ctx::Ctx;
 use crate::output::{Purpose, RenderError, RenderedFile};
+use crate::placeholders;
 use crate::yaml;
-use clusterctl_spec::model::{Oidc, OidcMode, AUDIT_LOG_STDOUT};
+use clusterctl_spec::model::{Encryption, Oidc, OidcMode, AUDIT_LOG_STDOUT};
 use clusterctl_spec::ValidNode;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -18,6 +22,14 @@ pub(crate) const AUDIT_POLICY_PATH: &str = "/etc/kubernetes/audit/policy.yaml";
 pub(crate) const AUTHN_CONFIG_PATH: &str = "/etc/kubernetes/authn/authentication-config.yaml";
 /// Where the OIDC issuer CA is installed for the legacy flags (`--oidc-ca-file`).
 pub(crate) const OIDC_CA_PATH: &str = "/etc/kubernetes/oidc/ca.crt";
+
+/// The directory of the encryption configuration, mounted read-only into the API server (a directory,
+/// not the file, so a file replaced by hand during a key rotation is seen by the restarted server).
+pub const ENCRYPTION_DIR: &str = "/etc/kubernetes/enc";
+/// Where the EncryptionConfiguration is installed on control planes (`--encryption-provider-config`).
+pub const ENCRYPTION_CONFIG_PATH: &str = "/etc/kubernetes/enc/encryption.yaml";
+/// The name of the key clusterctl generates (`keys[0].name`).
+pub const ENCRYPTION_KEY_NAME: &str = "key1";
 
 /// A hostPath mount of the apiserver static pod (kubeadm `HostPathMount`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +152,19 @@ pub(crate) fn extras(cx: &Ctx) -> ApiServerExtras {
                 });
             }
         }
+    }
+    if spec.api_server.encryption.is_some() {
+        x.args.insert(
+            "encryption-provider-config".into(),
+            ENCRYPTION_CONFIG_PATH.into(),
+        );
+        x.mounts.push(Mount {
+            name: "encryption-config".into(),
+            host_path: ENCRYPTION_DIR.into(),
+            mount_path: ENCRYPTION_DIR.into(),
+            read_only: true,
+            path_type: "DirectoryOrCreate",
+        });
     }
     for (k, v) in &spec.api_server.extra_args {
         x.args.insert(k.clone(), v.clone());
@@ -274,6 +299,58 @@ pub(crate) fn authentication_config(
     yaml::doc("AuthenticationConfiguration", &cfg)
 }
 
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EncryptionConfiguration {
+    api_version: &'static str,
+    kind: &'static str,
+    resources: Vec<ResourceConfiguration>,
+}
+
+#[derive(Serialize)]
+struct ResourceConfiguration {
+    resources: Vec<String>,
+    providers: Vec<BTreeMap<&'static str, ProviderKeys>>,
+}
+
+/// A provider's configuration: `keys` for aescbc and secretbox, nothing for `identity`.
+#[derive(Serialize)]
+struct ProviderKeys {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    keys: Vec<Key>,
+}
+
+#[derive(Serialize)]
+struct Key {
+    name: &'static str,
+    secret: &'static str,
+}
+
+/// The EncryptionConfiguration for `enc`: the chosen provider with one key (its secret the
+/// [`placeholders::ENCRYPTION_KEY`]), then `identity`, so what was stored before encryption was on stays
+/// readable until it is rewritten.
+pub(crate) fn encryption_config(enc: &Encryption) -> Result<String, RenderError> {
+    let provider = BTreeMap::from([(
+        enc.provider.as_str(),
+        ProviderKeys {
+            keys: vec![Key {
+                name: ENCRYPTION_KEY_NAME,
+                secret: placeholders::ENCRYPTION_KEY,
+            }],
+        },
+    )]);
+    let identity = BTreeMap::from([("identity", ProviderKeys { keys: Vec::new() })]);
+    let cfg = EncryptionConfiguration {
+        api_version: "apiserver.config.k8s.io/v1",
+        kind: "EncryptionConfiguration",
+        resources: vec![ResourceConfiguration {
+            resources: enc.resources.clone(),
+            providers: vec![provider, identity],
+        }],
+    };
+    yaml::doc("EncryptionConfiguration", &cfg)
+}
+
 pub(crate) fn node_files(
     cx: &Ctx,
     _node: &ValidNode,
@@ -316,6 +393,14 @@ pub(crate) fn node_files(
                 ));
             }
         }
+    }
+    if let Some(enc) = &spec.api_server.encryption {
+        out.push(RenderedFile::text(
+            ENCRYPTION_CONFIG_PATH,
+            0o600,
+            encryption_config(enc)?,
+            Purpose::EncryptionConfig,
+        ));
     }
     Ok(())
 }

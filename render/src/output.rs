@@ -85,6 +85,9 @@ pub enum Purpose {
     AuthenticationConfig,
     /// The OIDC issuer CA for the legacy `--oidc-ca-file` flag.
     OidcCa,
+    /// The API server's EncryptionConfiguration (`--encryption-provider-config`), with the key as a
+    /// placeholder ([`crate::placeholders::ENCRYPTION_KEY`]).
+    EncryptionConfig,
     /// containerd's `config.toml`.
     ContainerdConfig,
     /// A containerd `hosts.toml` under `config_path`.

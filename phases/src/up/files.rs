@@ -1,6 +1,7 @@
 //! `render` (local: the rendered files per node, from the facts) and `files`: places the host files
 //! (`/etc/modules-load.d`, `/etc/sysctl.d`) and the other files the control plane or kubelet reads
-//! (audit policy, authentication configuration, CA files, the kubelet's proxy drop-in of `spec.proxy`)
+//! (audit policy, authentication configuration, encryption configuration with its key, CA files,
+//! the kubelet's proxy drop-in of `spec.proxy`)
 //! before `init`/`join`. A file is written only
 //! when its sha256 or mode differ; changed module and sysctl files are applied, a changed
 //! `/etc/tmpfiles.d` entry is created (`systemd-tmpfiles --create`), and when a systemd unit among the
@@ -43,7 +44,7 @@ pub(crate) fn place(ctx: &mut NodeCtx, files: &[RenderedFile]) -> Result<Vec<Str
 /// The `files` phase.
 pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let host = data.files_of(ctx.name(), placed::HOST);
-    let other = data.files_of(ctx.name(), placed::OTHER);
+    let other = super::encryption::fill(ctx, data, data.files_of(ctx.name(), placed::OTHER))?;
     // The directories the node has before anything is placed, for `destroy` (`crate::undo`).
     crate::undo::record_dirs(ctx)?;
     let changed = place(ctx, &host)?;

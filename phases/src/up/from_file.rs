@@ -58,6 +58,7 @@ pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
         proxy: clusterctl_spec::ProxyEnv::of(cluster)
             .map(|p| p.both_cases())
             .unwrap_or_default(),
+        encryption: s.api_server.encryption.clone(),
     }
 }
 

@@ -55,6 +55,7 @@ pub fn launch(
         facts: Default::default(),
         files: Default::default(),
         join: Default::default(),
+        encryption: Default::default(),
         first_cp_transport: first_cp,
         mode: how.mode,
         reporter: how.reporter.clone(),

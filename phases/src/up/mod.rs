@@ -12,6 +12,7 @@ pub(crate) mod cni;
 pub mod cni_install;
 pub mod cni_token;
 pub(crate) mod credentials;
+pub(crate) mod encryption;
 pub(crate) mod facts;
 pub(crate) mod files;
 pub mod from_file;
@@ -95,6 +96,9 @@ pub struct UpSpec {
     /// The proxy environment of the `packages` phase's downloads (`spec.proxy`: `http_proxy`,
     /// `https_proxy`, `no_proxy` in both cases); empty without a proxy.
     pub proxy: Vec<(String, String)>,
+    /// Encryption at rest (`spec.apiServer.encryption`), when on: its existing objects are rewritten
+    /// once it is turned on or changed ([`encryption::rewrite`]).
+    pub encryption: Option<clusterctl_spec::model::Encryption>,
 }
 
 /// Renders every node's files from the gathered facts (`from_file::renderer` wraps
@@ -135,6 +139,9 @@ pub struct UpData {
     pub files: RwLock<BTreeMap<String, Vec<RenderedFile>>>,
     /// Join secrets, once read or created (by the first join that needs them).
     pub join: Mutex<Option<JoinSecrets>>,
+    /// The encryption configuration's providers with their keys, once read from the first control
+    /// plane or generated ([`encryption`]); never shown.
+    pub encryption: Mutex<Option<Vec<serde_yaml::Value>>>,
     /// The first control plane's transport (joins fetch credentials through it), when reachable.
     pub first_cp_transport: Option<Arc<dyn Transport>>,
     /// The run's mode, reporter and secrets (for the credential steps run on the first control plane).
@@ -378,6 +385,19 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         run: join::run,
     });
     v.extend(rollout::phases());
+    if spec.encryption.is_some() {
+        // After every API server was restarted with the configuration: rewriting through one of them
+        // before would store in plain text again.
+        v.push(Phase {
+            name: "rollout/encrypt-existing",
+            targets: Targets::FirstControlPlane,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: encryption::rewrite_inputs,
+            run: encryption::rewrite,
+        });
+    }
     // Not recorded: its check (one list of the Nodes) runs on every `up`, so a label or taint removed or
     // changed by hand is put back — a recorded phase would be skipped once done and never see the drift.
     v.push(Phase {

@@ -41,11 +41,13 @@ pub(crate) const CNI: &[Purpose] = &[
     Purpose::HelmValues,
 ];
 /// Anything else the control plane or kubelet reads (audit policy, authentication
-/// configuration, OIDC CA, crictl's configuration): placed by `files` before `init`/`join`.
+/// configuration, OIDC CA, encryption configuration — its key filled in by `up::encryption::fill` —,
+/// crictl's configuration): placed by `files` before `init`/`join`.
 pub(crate) const OTHER: &[Purpose] = &[
     Purpose::AuditPolicy,
     Purpose::AuthenticationConfig,
     Purpose::OidcCa,
+    Purpose::EncryptionConfig,
     Purpose::CrictlConfig,
     Purpose::KubeletProxy,
 ];

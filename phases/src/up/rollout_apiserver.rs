@@ -90,7 +90,8 @@ pub(crate) fn apiserver(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseErr
             "{ADMIN_CONF} is missing: this control plane was not set up by kubeadm"
         )]));
     }
-    for f in data.files_of(ctx.name(), placed::OTHER) {
+    let files = super::encryption::fill(ctx, data, data.files_of(ctx.name(), placed::OTHER))?;
+    for f in files {
         ctx.put_file(&f.path, f.mode, &f.content)?;
     }
     place_config(ctx, data)?;

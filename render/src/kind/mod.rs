@@ -4,7 +4,7 @@
 //! kubeProxyMode (`none` when disabled); `disableDefaultCNI: true` unless the CNI is `kindnet`; with a
 //! mirror, a containerd patch pointing the CRI registry at `/etc/containerd/certs.d`; the file's kubeadm
 //! settings as `kubeadmConfigPatches` ([`patches`]), and on control planes the files the API server reads
-//! (audit policy, OIDC CA, authentication config) mounted from the render output.
+//! (audit policy, OIDC CA, authentication config, encryption config) mounted from the render output.
 
 mod patches;
 
@@ -188,7 +188,7 @@ fn node(cx: &Ctx, n: &ValidNode, image: &str, api: KubeadmApi) -> Result<Node, R
 }
 
 /// The files render writes for control planes that the API server reads through a flag (the audit
-/// policy, the OIDC issuer CA, the structured authentication config): kind does not place them, so
+/// policy, the OIDC issuer CA, the structured authentication config, the encryption config): kind does not place them, so
 /// each control plane mounts them from the render output, `<node>/<path>`, a path relative to the
 /// output directory (kind resolves a relative `hostPath` against its working directory: run `kind
 /// create cluster --config cluster/kind-config.yaml` inside the output directory).
@@ -202,6 +202,11 @@ fn apiserver_files(cx: &Ctx) -> Vec<&'static str> {
         Some(OidcMode::Flags) if cx.c.oidc_ca_pem().is_some() => out.push(apiserver::OIDC_CA_PATH),
         Some(OidcMode::Structured) => out.push(apiserver::AUTHN_CONFIG_PATH),
         _ => {}
+    }
+    // With the key still a placeholder: render never writes a secret (docs/render.md says how to put
+    // a key in before `kind create cluster`).
+    if spec.api_server.encryption.is_some() {
+        out.push(apiserver::ENCRYPTION_CONFIG_PATH);
     }
     out
 }

@@ -68,6 +68,7 @@ fn every_file_of_every_input_and_minor_decodes_strictly() {
         "audit.k8s.io/v1/Policy",
         "apiserver.config.k8s.io/v1beta1/AuthenticationConfiguration",
         "apiserver.config.k8s.io/v1/AuthenticationConfiguration",
+        "apiserver.config.k8s.io/v1/EncryptionConfiguration",
         "kind.x-k8s.io/v1alpha4/Cluster",
         "v1/Pod",
         "v1/ServiceAccount",
@@ -124,7 +125,18 @@ fn strict_types_reject_the_seed_v1beta4_error_and_unknown_fields() {
     assert!(upstream::check_yaml_doc(&dur2).is_err());
     // An unknown kind is refused rather than passed.
     let unknown = doc("apiVersion: example.com/v1\nkind: Thing\n");
-    assert!(upstream::check_yaml_doc(&unknown).is_err());
+    assert!(upstream::check_yaml_doc(&unknown).is_err()); // EncryptionConfiguration: a misplaced key field, and two providers in one entry.
+    let enc = |providers: &str| {
+        doc(&format!("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n{providers}"))
+    };
+    upstream::check_yaml_doc(&enc(
+        "  - aescbc:\n      keys:\n      - {name: k, secret: s}\n  - identity: {}\n",
+    ))
+    .expect("a valid EncryptionConfiguration");
+    assert!(upstream::check_yaml_doc(&enc("  - aescbc:\n      secret: s\n")).is_err());
+    let two = upstream::check_yaml_doc(&enc("  - aescbc: {keys: []}\n    identity: {}\n"))
+        .expect_err("two providers in one entry");
+    assert!(two.contains("2 providers"), "{two}");
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod credentials;
 mod parse;
 mod rules_access;
 mod rules_apiserver;
+mod rules_encryption;
 mod rules_kubeadm;
 mod rules_meta;
 mod rules_network;
@@ -126,6 +127,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     rules_network::check_with_nodes(ctx, &file, &nodes, vip.as_ref().and_then(|v| v.vip));
     let mirror = rules_registry::check(ctx, &file, meta.as_ref());
     let api = rules_apiserver::check(ctx, &file, meta.as_ref().map(|m| &m.version));
+    rules_encryption::check(ctx, &file);
     rules_runtime::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_access::check(ctx, &file);
     rules_proxy::check(ctx, &file);

@@ -92,6 +92,8 @@ pub(crate) fn check(
                     Some("spec.apiServer.oidc")
                 } else if k.starts_with("audit-") && a.audit.is_some() && k != "audit-log-format" {
                     Some("spec.apiServer.audit")
+                } else if k.starts_with("encryption-provider-config") && a.encryption.is_some() {
+                    Some("spec.apiServer.encryption")
                 } else {
                     None
                 }

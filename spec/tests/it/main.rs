@@ -2,6 +2,7 @@
 //! per area (each a former `tests/*.rs` file) and the support modules they share.
 
 mod cni_sources;
+mod encryption;
 mod fuzz;
 mod hostile;
 mod invalid;

@@ -10,6 +10,7 @@ pub(crate) mod authn;
 pub(crate) mod cni_formats;
 pub(crate) mod core_v1;
 pub(crate) mod crictl;
+pub(crate) mod encryption;
 pub(crate) mod kind_v1alpha4;
 pub(crate) mod kubeadm_v1beta3;
 pub(crate) mod kubeadm_v1beta4;
@@ -83,6 +84,22 @@ pub(crate) fn check_yaml_doc(doc: &serde_yaml::Value) -> Result<String, String> 
             "apiserver.config.k8s.io/v1beta1" | "apiserver.config.k8s.io/v1",
             "AuthenticationConfiguration",
         ) => yaml_strict::<authn::AuthenticationConfiguration>(&id, doc).map(|_| ()),
+        ("apiserver.config.k8s.io/v1", "EncryptionConfiguration") => {
+            yaml_strict::<encryption::EncryptionConfiguration>(&id, doc).and_then(|c| {
+                match c
+                    .resources
+                    .iter()
+                    .flat_map(|r| &r.providers)
+                    .find(|p| p.count() != 1)
+                {
+                    Some(p) => Err(format!(
+                        "{id}: a provider entry sets {} providers",
+                        p.count()
+                    )),
+                    None => Ok(()),
+                }
+            })
+        }
         ("kind.x-k8s.io/v1alpha4", "Cluster") => {
             yaml_strict::<kind_v1alpha4::Cluster>(&id, doc).map(|_| ())
         }
