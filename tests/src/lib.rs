@@ -10,7 +10,8 @@
 //! kubeadm, kubelet and kubectl, and the version's images served to them from a registry);
 //! `upstream`: published upstream files
 //! the tests read from `../shared/upstream/` (Calico's CRDs and operator manifest); `keycloak`: a real
-//! Keycloak on loopback as an OIDC issuer.
+//! Keycloak on loopback as an OIDC issuer; `shape`: the sources' countable shape (import cycles, long
+//! functions and files, provider matches) for the architecture checks.
 
 pub mod apiserver;
 pub mod aptrepo;
@@ -22,6 +23,7 @@ pub mod k8snode;
 pub mod keycloak;
 pub mod netns;
 pub mod registry;
+pub mod shape;
 pub mod upstream;
 
 use std::sync::atomic::{AtomicU32, Ordering};

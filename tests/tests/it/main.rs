@@ -12,3 +12,4 @@ mod envtest;
 mod kubeadm_strict;
 mod labels_converge;
 mod oidc_login;
+mod shape;
