@@ -3,21 +3,9 @@
 //! leaves nothing) and nftables (own table, removed whole). The programs run inside the namespace:
 //! a child process inherits the namespace of the thread that spawns it.
 
+use crate::support::in_ns;
 use clusterctl_cni::agent::masq::{self, Backend, CHAIN};
-use clusterctl_cni::netns::NetnsGuard;
 use clusterctl_testbed::netns::Netns;
-
-fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = clusterctl_cni::netns::open(&ns.path()).expect("open netns");
-            let _g = NetnsGuard::enter(&file).expect("enter netns");
-            f()
-        })
-        .join()
-        .expect("thread")
-    })
-}
 
 fn out(ns: &Netns, prog: &str, args: &[&str]) -> (bool, String) {
     let o = ns.exec(prog, args).expect("exec");

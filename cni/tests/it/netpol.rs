@@ -7,7 +7,6 @@
 
 use crate::support::*;
 use clusterctl_cni::agent::netpol::{self, Nft};
-use clusterctl_cni::netns::NetnsGuard;
 use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::netns::{Netns, Underlay};
 use serde_json::{json, Value};
@@ -16,19 +15,6 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Runs `f` on a thread inside `ns` (sockets it makes belong to `ns`).
-fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = clusterctl_cni::netns::open(&ns.path()).expect("open netns");
-            let _g = NetnsGuard::enter(&file).expect("enter netns");
-            f()
-        })
-        .join()
-        .expect("thread")
-    })
-}
 
 /// An echo server on `port` inside `ns`, for the life of the test.
 fn listen(ns: &Netns, port: u16) {
