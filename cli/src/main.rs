@@ -38,6 +38,9 @@ enum Command {
     Upgrade(cmd::upgrade::Args),
     /// Nodes, conditions, stuck pods and the layer they are stuck at.
     Status(cmd::status::Args),
+    /// Check the cluster's certificates' expiry on every node, or renew them with kubeadm.
+    #[command(subcommand)]
+    Certs(cmd::certs::Command),
     /// Put local images into every node's runtime.
     #[command(subcommand)]
     Image(cmd::image::Command),
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Command::Node(c) => cmd::node::run(c),
         Command::Upgrade(a) => cmd::upgrade::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Certs(c) => cmd::certs::run(c),
         Command::Image(c) => cmd::image::run(c),
         Command::Airgap(c) => cmd::airgap::run(c),
         Command::Cni(c) => cmd::cni::run(c),

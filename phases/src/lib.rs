@@ -1,10 +1,11 @@
 //! The phase engine (order, per-node parallelism, dry-run, resume, skip/only), the phases of `up`,
-//! `node join`, `upgrade`, `destroy`, `node remove` and `image load`, and the one way commands reach
+//! `node join`, `upgrade`, `destroy`, `node remove`, `image load` and `certs`, and the one way commands reach
 //! nodes and the API (`reach`).
 //! Phases reach nodes only through `clusterctl_exec::Transport`, via a [`ctx::NodeCtx`] that separates
 //! read-only checks from changes, so that `--dry-run` changes nothing and every phase checks whether its
 //! work is done before changing anything. See `docs/phases.md`.
 
+pub mod certs;
 pub mod connect;
 pub(crate) mod ctx;
 pub mod destroy;

@@ -281,7 +281,7 @@ impl std::fmt::Display for DurationError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:?} is not a duration: give whole seconds (`600`) or a whole number with a unit s, m or h (`600s`, `10m`, `1h`)",
+            "{:?} is not a duration: give whole seconds (`600`) or a whole number with a unit s, m, h or d (`600s`, `10m`, `1h`, `30d`)",
             self.0
         )
     }
@@ -289,8 +289,8 @@ impl std::fmt::Display for DurationError {
 
 impl std::error::Error for DurationError {}
 
-/// A clap value parser for timeouts (`--ready-timeout`, `--drain-timeout`): whole seconds, or a whole
-/// number with the unit `s`, `m` or `h`; the value in seconds.
+/// A clap value parser for durations (`--ready-timeout`, `--drain-timeout`, `--warn-within`): whole
+/// seconds, or a whole number with the unit `s`, `m`, `h` or `d`; the value in seconds.
 pub(crate) fn seconds(s: &str) -> Result<u64, DurationError> {
     let t = s.trim();
     let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
@@ -301,6 +301,7 @@ pub(crate) fn seconds(s: &str) -> Result<u64, DurationError> {
         "" | "s" => 1,
         "m" => 60,
         "h" => 3600,
+        "d" => 86_400,
         _ => return Err(DurationError(s.to_string())),
     };
     digits
@@ -566,6 +567,7 @@ mod tests {
         assert_eq!(seconds("0s"), Ok(0));
         assert_eq!(seconds("10m"), Ok(600));
         assert_eq!(seconds("1h"), Ok(3600));
+        assert_eq!(seconds("30d"), Ok(30 * 86_400));
         for bad in [
             "",
             "s",

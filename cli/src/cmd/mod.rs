@@ -2,6 +2,7 @@
 //! `run(..) -> miette::Result<ExitCode>`.
 
 pub(crate) mod airgap;
+pub(crate) mod certs;
 pub(crate) mod cni;
 pub(crate) mod completion;
 pub(crate) mod convert;

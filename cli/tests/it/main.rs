@@ -33,6 +33,7 @@ mod node_remove;
 mod packages_apt;
 mod preflight_node;
 mod proxy_node;
+mod real_certs;
 mod real_cilium;
 mod real_cluster;
 mod real_docker;

@@ -148,16 +148,38 @@ pub fn merge(
     serde_yaml::to_string(&Value::Mapping(root)).map_err(AdminKubeconfigError::Write)
 }
 
-/// The `kubeconfig` phase (first control plane; writes on this machine).
+/// The `kubeconfig` phase (first control plane; writes on this machine): [`refresh`] with the
+/// endpoint, or the docker provider's local forward.
 pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
-    let Some(path) = target(data.spec.kubeconfig.as_ref()) else {
-        return Err(ctx.local_error("no kubeconfig path: set KUBECONFIG or HOME"));
-    };
     let local = data.api.local();
     let server = local
         .map(|l| l.server.clone())
         .unwrap_or_else(|| format!("https://{}", data.spec.endpoint));
     let tls_name = local.map(|l| l.tls_server_name.as_str());
+    refresh(
+        ctx,
+        &data.spec.cluster,
+        &server,
+        tls_name,
+        data.spec.kubeconfig.as_ref(),
+    )
+}
+
+/// Reads `admin.conf` on the node of `ctx` (the first control plane) and merges it into the user's
+/// kubeconfig ([`target`] of `explicit`) for `cluster` with `server` and `tls_name` ([`merge`],
+/// [`Current::IfUnset`]), written 0600 only when it changes; offline it plans the merge. Shared by
+/// `up` and `certs renew` (which refreshes the renewed client certificate). Errors: admin.conf missing,
+/// no kubeconfig path, the kubeconfig unreadable or not one clusterctl can merge into.
+pub(crate) fn refresh(
+    ctx: &mut NodeCtx,
+    cluster: &str,
+    server: &str,
+    tls_name: Option<&str>,
+    explicit: Option<&PathBuf>,
+) -> Result<(), PhaseError> {
+    let Some(path) = target(explicit) else {
+        return Err(ctx.local_error("no kubeconfig path: set KUBECONFIG or HOME"));
+    };
     let admin = match ctx.read_file(ADMIN_CONF)? {
         None => {
             // Offline (a dry run without --probe): admin.conf cannot be read, so the merge is
@@ -167,7 +189,7 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
                 format!(
                     "merge {ADMIN_CONF} into {} as context `{}` with server {server}{} (mode 0600)",
                     path.display(),
-                    clusterctl_kubeapi::kubeconfig::entry_name(&data.spec.cluster),
+                    clusterctl_kubeapi::kubeconfig::entry_name(cluster),
                     tls_name
                         .map(|n| format!(", tls-server-name {n}"))
                         .unwrap_or_default()
@@ -190,8 +212,8 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let merged = merge(
         &existing,
         &admin,
-        &data.spec.cluster,
-        &server,
+        cluster,
+        server,
         tls_name,
         Current::IfUnset,
     )
