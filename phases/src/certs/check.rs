@@ -243,13 +243,9 @@ fn read_node(node: &ValidNode, t: &dyn Transport, now: i64, warn: i64) -> NodeRe
 fn row(node: &str, f: &CertFile, p: &Parsed, keys: &[String], now: i64, warn: i64) -> Certificate {
     let kubelet = f.name.starts_with("kubelet-");
     let external = !kubelet && !keys.iter().any(|k| k == f.ca);
-    let ca = if kubelet && p.self_issued {
-        "self-signed"
-    } else if kubelet {
-        "ca"
-    } else {
-        f.ca
-    };
+    // The kubelet's own serving certificate is signed by a CA it made for itself at start (its
+    // issuer is `<host>-ca@<time>`, not the certificate's subject): `self-signed` comes from the file.
+    let ca = f.ca;
     let residual = p.not_after.saturating_sub(now);
     Certificate {
         node: node.to_string(),
@@ -311,7 +307,7 @@ mod tests {
         assert_eq!(r.ca, "front-proxy-ca");
         assert!(r.externally_managed && r.expiring);
         assert_eq!(r.renewed_by, RenewedBy::External);
-        let r = row("w1", &KUBELET_SERVING, &parsed(true, -5), &[], 0, 0);
+        let r = row("w1", &KUBELET_SERVING, &parsed(false, -5), &[], 0, 0);
         assert_eq!(
             (r.ca.as_str(), r.residual.as_str()),
             ("self-signed", "expired")
