@@ -1,11 +1,13 @@
 //! Reading PEM certificates read from a node, here in clusterctl instead of with a tool on the node
-//! (`openssl` is not on every node): the subject alternative names of a serving certificate and the
-//! sha256 of a CA's public key (kubeadm's `--discovery-token-ca-cert-hash`). Certificates are public;
-//! no key is ever read through this module.
+//! (`openssl` is not on every node): the subject alternative names of a serving certificate, the
+//! sha256 of a CA's public key (kubeadm's `--discovery-token-ca-cert-hash`), and the names and dates
+//! `certs check-expiration` reports. The first `CERTIFICATE` block of a file is read (a kubelet's
+//! `kubelet-client-current.pem` holds its key too, which is skipped and never kept); no key is ever
+//! read through this module.
 
 use sha2::{Digest, Sha256};
 use x509_parser::extensions::GeneralName;
-use x509_parser::pem::parse_x509_pem;
+use x509_parser::pem::Pem;
 
 /// A PEM certificate that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -21,14 +23,56 @@ fn bad(e: impl std::fmt::Display) -> BadCertificate {
     }
 }
 
-/// Parses the first certificate of `pem` and hands it to `f`.
+/// Parses the first `CERTIFICATE` block of `pem` and hands it to `f`.
 fn with_cert<T>(
     pem: &[u8],
     f: impl FnOnce(&x509_parser::certificate::X509Certificate<'_>) -> Result<T, BadCertificate>,
 ) -> Result<T, BadCertificate> {
-    let (_, block) = parse_x509_pem(pem).map_err(bad)?;
-    let cert = block.parse_x509().map_err(bad)?;
-    f(&cert)
+    for block in Pem::iter_from_buffer(pem) {
+        let block = block.map_err(bad)?;
+        if block.label == "CERTIFICATE" {
+            let cert = block.parse_x509().map_err(bad)?;
+            return f(&cert);
+        }
+    }
+    Err(bad("no PEM CERTIFICATE block"))
+}
+
+/// The names and dates of a certificate (`certs check-expiration`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Dates {
+    /// The subject's common name (empty when it has none).
+    pub subject: String,
+    /// The issuer's common name (empty when it has none).
+    pub issuer: String,
+    /// Issuer and subject are the same name (a CA, or a self-signed certificate).
+    pub self_issued: bool,
+    /// `notBefore`, seconds since the Unix epoch.
+    pub not_before: i64,
+    /// `notAfter`, seconds since the Unix epoch.
+    pub not_after: i64,
+}
+
+/// Subject, issuer and validity of the first certificate in `pem`.
+/// Errors: no `CERTIFICATE` block, or it does not parse.
+pub(crate) fn dates(pem: &[u8]) -> Result<Dates, BadCertificate> {
+    with_cert(pem, |cert| {
+        let cn = |name: &x509_parser::x509::X509Name<'_>| {
+            name.iter_common_name()
+                .next()
+                .and_then(|c| c.as_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let validity = cert.validity();
+        Ok(Dates {
+            subject: cn(cert.subject()),
+            issuer: cn(cert.issuer()),
+            self_issued: cert.subject() == cert.issuer(),
+            not_before: validity.not_before.timestamp(),
+            not_after: validity.not_after.timestamp(),
+        })
+    })
 }
 
 /// The subject alternative names of the first certificate in `pem`: DNS names as written, IP addresses

@@ -4,11 +4,14 @@
 //! and prints the reports.
 //!
 //! `check-expiration` exit codes: 0 every certificate read and none expires within `--warn-within`
-//! (default 30d); 3 at least one expires within it (or has expired), whatever else happened; 1 a
-//! node or a file could not be read (and none expires within the threshold); 2 invalid input.
+//! (default 30d); 4 at least one expires within it (or has expired), whatever else happened; 1 a
+//! node or a file could not be read (and none expires within the threshold); 2 invalid input. It is
+//! read-only and never takes the cluster's lock.
 //!
-//! `renew` exit codes: 0 renewed (or planned, with `--dry-run`), 1 a step failed (the control planes
-//! after it were not touched; running it again renews again), 2 invalid input or an unknown name.
+//! `renew` takes the cluster's lock first (`flags::lock_cluster`, as `up`; not with `--dry-run`).
+//! Exit codes: 0 renewed (or planned, with `--dry-run`), 1 a step failed (the control planes after it
+//! were not touched; running it again renews again), 2 invalid input or an unknown name, 3 another
+//! clusterctl is changing the cluster.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,15 +21,16 @@ use clusterctl_phases::certs::check::{CheckOptions, CheckReport};
 use clusterctl_phases::certs::{self, RenewOptions};
 use clusterctl_phases::{PlainReporter, QuietReporter, Reporter};
 
-/// Exit code of `certs check-expiration` when a certificate expires within the threshold.
-pub(crate) const EXIT_EXPIRING: u8 = 3;
+/// Exit code of `certs check-expiration` when a certificate expires within the threshold (3 is
+/// [`crate::EXIT_BUSY`]).
+pub(crate) const EXIT_EXPIRING: u8 = 4;
 
 /// Subcommands of `clusterctl certs`.
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum Command {
     /// Every kubeadm certificate and kubeconfig on every control plane, the kubelets' client and
     /// serving certificates on every node, and the CAs: dates, residual time, CA, externally
-    /// managed; exit 3 when one expires within `--warn-within`.
+    /// managed; exit 4 when one expires within `--warn-within`.
     CheckExpiration(CheckArgs),
     /// `kubeadm certs renew` one control plane at a time, its static pods restarted, then the local
     /// kubeconfig refreshed.
@@ -43,7 +47,7 @@ pub(crate) struct CheckArgs {
     /// `ok`, `degraded` or `failed`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: super::flags::Format,
-    /// Warn about (and exit 3 for) a certificate expiring within this time: seconds, or a whole
+    /// Warn about (and exit 4 for) a certificate expiring within this time: seconds, or a whole
     /// number with a unit s, m, h or d (`30d`).
     #[arg(long, default_value = "30d", value_parser = super::flags::seconds)]
     pub warn_within: u64,
@@ -133,6 +137,40 @@ fn check(args: CheckArgs) -> miette::Result<ExitCode> {
 fn text(r: &CheckReport) -> String {
     use std::fmt::Write;
     let esc = super::escape::printable;
+    let mut o = table(r);
+    for m in &r.missing {
+        let _ = writeln!(o, "{}: {} not present ({})", esc(&m.node), m.name, m.path);
+    }
+    let within = duration_words(r.warn_within_seconds);
+    if r.expiring > 0 {
+        let _ = writeln!(
+            o,
+            "WARNING: {} certificate(s) expire within {within}: {}",
+            r.expiring,
+            r.certificates
+                .iter()
+                .filter(|c| c.expiring)
+                .map(|c| format!("{}/{} ({})", esc(&c.node), c.name, c.residual))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let _ = writeln!(
+            o,
+            "renew the kubeadm ones with `clusterctl certs renew -f FILE --all`"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "{} certificate(s) checked; none expires within {within}",
+            r.certificates.len()
+        );
+    }
+    o
+}
+
+/// The table of certificates: a header, then one row each, columns padded to their widest cell.
+fn table(r: &CheckReport) -> String {
+    use std::fmt::Write;
     let header = [
         "NODE",
         "CERTIFICATE",
@@ -146,7 +184,7 @@ fn text(r: &CheckReport) -> String {
         .iter()
         .map(|c| {
             [
-                esc(&c.node).into_owned(),
+                super::escape::printable(&c.node).into_owned(),
                 c.name.clone(),
                 c.not_after.clone(),
                 c.residual.clone(),
@@ -174,33 +212,6 @@ fn text(r: &CheckReport) -> String {
     let mut o = line(&header);
     for row in &rows {
         o.push_str(&line(&row.each_ref().map(String::as_str)));
-    }
-    for m in &r.missing {
-        let _ = writeln!(o, "{}: {} not present ({})", esc(&m.node), m.name, m.path);
-    }
-    let within = duration_words(r.warn_within_seconds);
-    if r.expiring > 0 {
-        let _ = writeln!(
-            o,
-            "WARNING: {} certificate(s) expire within {within}: {}",
-            r.expiring,
-            r.certificates
-                .iter()
-                .filter(|c| c.expiring)
-                .map(|c| format!("{}/{} ({})", esc(&c.node), c.name, c.residual))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let _ = writeln!(
-            o,
-            "renew the kubeadm ones with `clusterctl certs renew -f FILE --all`"
-        );
-    } else {
-        let _ = writeln!(
-            o,
-            "{} certificate(s) checked; none expires within {within}",
-            r.certificates.len()
-        );
     }
     o
 }
@@ -238,6 +249,10 @@ fn renew(args: RenewArgs) -> miette::Result<ExitCode> {
         verbose: args.verbose,
         dry_run: args.dry_run,
     };
+    let _lock = match super::flags::lock_cluster(out, &cluster, "certs renew", args.dry_run) {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
     let name = cluster.name();
     let report = match certs::renew::run(&cluster, &opts, reporter.clone()) {
         Ok(r) => r,
@@ -250,6 +265,17 @@ fn renew(args: RenewArgs) -> miette::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    print_renewal(&args, name, &report, reporter.as_ref())
+}
+
+/// Prints how `renew` went (or its dry run's plan): text, or the plan document with `-o`.
+fn print_renewal(
+    args: &RenewArgs,
+    name: &str,
+    report: &certs::RenewReport,
+    reporter: &dyn Reporter,
+) -> miette::Result<ExitCode> {
+    let out = args.output.output;
     let (plan, changes) = (&report.plan, report.changes);
     if let Some((error, node)) = &report.stopped {
         let error = format!("certs renew failed: {error}");

@@ -77,6 +77,7 @@ fn help_texts_follow_the_conventions() {
         &["status"][..],
         &["airgap", "images"][..],
         &["version"][..],
+        &["certs", "check-expiration"][..],
     ] {
         let h = help(d, cmd);
         assert!(h.contains("-o, --output <OUTPUT>"), "{cmd:?}:\n{h}");
@@ -106,6 +107,8 @@ fn help_texts_follow_the_conventions() {
         "node remove",
         "upgrade",
         "image load",
+        "certs check-expiration",
+        "certs renew",
     ] {
         let cmd: Vec<&str> = cmd.split(' ').collect();
         let h = help(d, &cmd);

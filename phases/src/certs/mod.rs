@@ -10,13 +10,13 @@
 //! `front-proxy-ca`); on every node the kubelet's client certificate
 //! (`/var/lib/kubelet/pki/kubelet-client-current.pem`, rotated by the kubelet) and its serving
 //! certificate (`kubelet-server-current.pem` when the kubelet bootstraps one, else its self-signed
-//! `kubelet.crt`). Files are read through the node's transport and parsed in Rust (`parse.rs`); no
+//! `kubelet.crt`). Files are read through the node's transport and parsed in Rust (`parse.rs` over `crate::pki`); no
 //! tool on the node is needed but `sh` to say which CA keys exist (a certificate whose CA key is not
 //! on the node is externally managed, as kubeadm says). Private keys are never read into a report,
 //! printed or kept.
 
 pub mod check;
-pub mod parse;
+pub(crate) mod parse;
 pub mod renew;
 
 pub use check::{Certificate, CheckOptions, CheckReport, Missing, NodeFailure};

@@ -1,23 +1,18 @@
-//! Reading a certificate's names and dates in Rust (x509-parser), from a PEM file (the first
-//! `CERTIFICATE` block: a kubelet's `kubelet-client-current.pem` holds its key too, which is skipped
-//! and never kept) or from a kubeconfig's embedded `users[0].user.client-certificate-data`. Nothing
-//! on the node is needed beyond reading the file.
+//! A certificate's names and dates as `certs check-expiration` reads them: from a PEM file through
+//! [`crate::pki::dates`] (the first `CERTIFICATE` block; a key beside it is skipped and never kept),
+//! or from a kubeconfig's embedded `users[0].user.client-certificate-data`; and how dates and residual
+//! times are written. Nothing on the node is needed beyond reading the file.
 
 use base64::Engine as _;
-use x509_parser::pem::Pem;
+
+pub(crate) use crate::pki::Dates as Parsed;
 
 /// Why a certificate could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ParseError {
-    /// No PEM `CERTIFICATE` block in the file.
-    #[error("no PEM CERTIFICATE block")]
-    NoCertificate,
-    /// A PEM block could not be decoded.
-    #[error("PEM: {0}")]
-    Pem(#[source] x509_parser::error::PEMError),
-    /// The DER certificate could not be parsed.
-    #[error("X.509: {0}")]
-    X509(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
+pub(crate) enum ParseError {
+    /// The PEM certificate could not be read.
+    #[error(transparent)]
+    Certificate(#[from] crate::pki::BadCertificate),
     /// The kubeconfig is not YAML (the text holds credentials: the message names no part of it).
     #[error("the kubeconfig is not YAML")]
     Yaml(#[source] serde_yaml::Error),
@@ -29,35 +24,14 @@ pub enum ParseError {
     Base64(#[source] base64::DecodeError),
 }
 
-/// What is read of one certificate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Parsed {
-    /// The subject's common name (empty when it has none).
-    pub subject: String,
-    /// The issuer's common name (empty when it has none).
-    pub issuer: String,
-    /// Issuer and subject are the same name (a CA, or the kubelet's self-signed serving certificate).
-    pub self_issued: bool,
-    /// `notBefore`, seconds since the Unix epoch.
-    pub not_before: i64,
-    /// `notAfter`, seconds since the Unix epoch.
-    pub not_after: i64,
-}
-
 /// The first `CERTIFICATE` block of `pem`. Errors: none, or it does not parse.
-pub fn pem_certificate(pem: &[u8]) -> Result<Parsed, ParseError> {
-    for block in Pem::iter_from_buffer(pem) {
-        let block = block.map_err(ParseError::Pem)?;
-        if block.label == "CERTIFICATE" {
-            return der_certificate(&block.contents);
-        }
-    }
-    Err(ParseError::NoCertificate)
+pub(crate) fn pem_certificate(pem: &[u8]) -> Result<Parsed, ParseError> {
+    Ok(crate::pki::dates(pem)?)
 }
 
 /// The client certificate embedded in a kubeconfig (`users[0].user.client-certificate-data`, base64
 /// of PEM). Errors: not YAML, no embedded certificate, or it does not parse.
-pub fn kubeconfig_certificate(text: &[u8]) -> Result<Parsed, ParseError> {
+pub(crate) fn kubeconfig_certificate(text: &[u8]) -> Result<Parsed, ParseError> {
     let v: serde_yaml::Value = serde_yaml::from_slice(text).map_err(ParseError::Yaml)?;
     let data = v["users"][0]["user"]["client-certificate-data"]
         .as_str()
@@ -68,27 +42,8 @@ pub fn kubeconfig_certificate(text: &[u8]) -> Result<Parsed, ParseError> {
     pem_certificate(&pem)
 }
 
-fn der_certificate(der: &[u8]) -> Result<Parsed, ParseError> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(ParseError::X509)?;
-    let cn = |name: &x509_parser::x509::X509Name<'_>| {
-        name.iter_common_name()
-            .next()
-            .and_then(|c| c.as_str().ok())
-            .unwrap_or_default()
-            .to_string()
-    };
-    let validity = cert.validity();
-    Ok(Parsed {
-        subject: cn(cert.subject()),
-        issuer: cn(cert.issuer()),
-        self_issued: cert.subject() == cert.issuer(),
-        not_before: validity.not_before.timestamp(),
-        not_after: validity.not_after.timestamp(),
-    })
-}
-
 /// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) for `secs` since the Unix epoch.
-pub fn rfc3339(secs: i64) -> String {
+pub(crate) fn rfc3339(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let s = secs.rem_euclid(86_400);
     // Howard Hinnant's civil_from_days.
@@ -110,7 +65,7 @@ pub fn rfc3339(secs: i64) -> String {
 }
 
 /// A residual time as kubeadm prints it: `364d`, `9y`, `23h`, `59m`, or `expired`.
-pub fn residual(secs: i64) -> String {
+pub(crate) fn residual(secs: i64) -> String {
     const DAY: i64 = 86_400;
     match secs {
         s if s <= 0 => "expired".to_string(),
@@ -148,7 +103,7 @@ mod tests {
         }
         assert!(matches!(
             pem_certificate(key.as_bytes()),
-            Err(ParseError::NoCertificate)
+            Err(ParseError::Certificate(_))
         ));
     }
 
