@@ -130,6 +130,14 @@ pub trait ClusterApi: Send + Sync {
     /// core/v1 Events whose `involvedObject` is the object `kind`/`name` in `namespace` (`""` for
     /// cluster-scoped objects such as Nodes), oldest first (by `lastTimestamp`/`eventTime`).
     fn events_for(&self, namespace: &str, kind: &str, name: &str) -> Result<Vec<Event>, ApiError>;
+    /// core/v1 Events of every namespace whose `reason` is `reason` (a field selector), oldest first.
+    /// The default implementation errs.
+    fn events_with_reason(&self, reason: &str) -> Result<Vec<Event>, ApiError> {
+        Err(ApiError::Transport {
+            call: format!("list events with reason {reason}"),
+            reason: "this client cannot list events by reason".to_string(),
+        })
+    }
     /// Sets (`Some`) or removes (`None`) labels of a Node with a JSON merge patch (RFC 7386,
     /// `application/merge-patch+json`) on `metadata.labels`; other labels are kept.
     fn patch_node_labels(

@@ -235,6 +235,18 @@ impl ClusterApi for KubeClusterApi {
         Ok(items)
     }
 
+    fn events_with_reason(&self, reason: &str) -> Result<Vec<Event>, ApiError> {
+        let api: Api<Event> = Api::all(self.client.clone());
+        let lp = ListParams::default().fields(&format!("reason={reason}"));
+        let mut items = self
+            .rt
+            .block_on(async { api.list(&lp).await })
+            .map(|l| l.items)
+            .map_err(|e| self.map_err(&format!("list events with reason {reason}"), e))?;
+        items.sort_by_key(event_time);
+        Ok(items)
+    }
+
     fn patch_node_labels(
         &self,
         node: &str,

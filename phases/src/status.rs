@@ -1,7 +1,8 @@
 //! `clusterctl status`'s report: nodes (role, version, Ready, the reason when not Ready), the nodes of
 //! the file that are not registered, labels and taints the file declares that a node has lost (e.g.
 //! after a re-create), and stuck pods with the layer they are stuck at
-//! (`clusterctl_kubeapi::diagnose`). For pods that cannot pull their image, the node runtimes are
+//! (`clusterctl_kubeapi::diagnose`), and where the builtin CNI agent reports NetworkPolicy not
+//! enforced or enforced fail-closed (its Events, [`policy_enforcement`]). For pods that cannot pull their image, the node runtimes are
 //! asked which nodes hold it ([`crate::image_load::LIST_IMAGES`]) over the transports of
 //! [`crate::reach`], since a Node's status lists at most 50 images. Read-only: nothing is changed.
 
@@ -10,7 +11,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use clusterctl_exec::Cmd;
-use clusterctl_kubeapi::{diagnose, ApiError, ClusterApi, Diagnosis, Node};
+use clusterctl_kubeapi::{diagnose, ApiError, ClusterApi, Diagnosis, Event, Node};
 use clusterctl_spec::image::same_image;
 use clusterctl_spec::ValidCluster;
 
@@ -79,6 +80,22 @@ pub struct StatusReport {
     pub label_drift: Vec<LabelDrift>,
     /// Declared taints the nodes do not carry (`clusterctl up` restores them).
     pub taint_drift: Vec<TaintDrift>,
+    /// Where the builtin CNI agent reports NetworkPolicy not enforced or enforced fail-closed.
+    pub network_policy: Vec<PolicyEnforcement>,
+}
+
+/// A standing report of the builtin CNI agent about NetworkPolicy (issue 28): the newest of its
+/// Events about one object from one node, when that is a Warning.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PolicyEnforcement {
+    /// The node whose agent reported it.
+    pub node: String,
+    /// `Node <name>` or `NetworkPolicy <namespace>/<name>`.
+    pub object: String,
+    /// `NetworkPolicyNotEnforced` or `NetworkPolicyFailedClosed`.
+    pub reason: String,
+    /// The agent's message.
+    pub message: String,
 }
 
 /// `status`'s entry point: the cluster's API client ([`reach::cluster_api`]: `kubeconfig`, else the
@@ -134,16 +151,87 @@ pub fn report(
         missing_nodes,
         label_drift: label_drift(cluster, &nodes),
         taint_drift: taint_drift(cluster, &nodes),
+        network_policy: policy_enforcement(&agent_events(api)),
     };
     let healthy = r.diagnosis.nodes.iter().all(|n| n.ready)
         && r.diagnosis.stuck.is_empty()
         && r.missing_nodes.is_empty()
         && r.label_drift.is_empty()
-        && r.taint_drift.is_empty();
+        && r.taint_drift.is_empty()
+        && r.network_policy.is_empty();
     if !healthy {
         r.result = Health::Degraded;
     }
     Ok(r)
+}
+
+/// The builtin CNI agent's NetworkPolicy Events (render's `cni::netpol` reasons); none when they
+/// cannot be listed (a cluster without the builtin CNI has none either).
+fn agent_events(api: &dyn ClusterApi) -> Vec<Event> {
+    use clusterctl_render::cni::netpol::{ENFORCED, FAILED_CLOSED, NOT_ENFORCED};
+    [NOT_ENFORCED, FAILED_CLOSED, ENFORCED]
+        .iter()
+        .flat_map(|r| api.events_with_reason(r).unwrap_or_default())
+        .collect()
+}
+
+/// The standing reports among the agent's `events`: per reporting node and object, the newest
+/// Event of component `clusterctl-cni-agent`, kept when it is a Warning (an `NetworkPolicyEnforced`
+/// after a failure clears it).
+pub fn policy_enforcement(events: &[Event]) -> Vec<PolicyEnforcement> {
+    use clusterctl_render::cni::netpol::COMPONENT;
+    let mut newest: BTreeMap<(String, String), (i64, &Event)> = BTreeMap::new();
+    for e in events {
+        let component = e
+            .reporting_component
+            .as_deref()
+            .or(e.source.as_ref().and_then(|s| s.component.as_deref()));
+        if component != Some(COMPONENT) {
+            continue;
+        }
+        let node = e
+            .reporting_instance
+            .clone()
+            .or(e.source.as_ref().and_then(|s| s.host.clone()))
+            .unwrap_or_default();
+        let o = &e.involved_object;
+        let name = match (o.kind.as_deref(), o.namespace.as_deref()) {
+            (Some("NetworkPolicy"), Some(ns)) => format!(
+                "NetworkPolicy {ns}/{}",
+                o.name.as_deref().unwrap_or_default()
+            ),
+            (kind, _) => format!(
+                "{} {}",
+                kind.unwrap_or_default(),
+                o.name.as_deref().unwrap_or_default()
+            ),
+        };
+        let at = micros(e);
+        let slot = newest.entry((node, name)).or_insert((at, e));
+        if at >= slot.0 {
+            *slot = (at, e);
+        }
+    }
+    newest
+        .into_iter()
+        .filter(|(_, (_, e))| e.type_.as_deref() == Some("Warning"))
+        .map(|((node, object), (_, e))| PolicyEnforcement {
+            node,
+            object,
+            reason: e.reason.clone().unwrap_or_default(),
+            message: e.message.clone().unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// When `e` happened, in microseconds (`eventTime`, else `lastTimestamp`, else `firstTimestamp`).
+fn micros(e: &Event) -> i64 {
+    e.event_time
+        .as_ref()
+        .map(|t| t.0.as_microsecond())
+        .or_else(|| e.last_timestamp.as_ref().map(|t| t.0.as_microsecond()))
+        .or_else(|| e.first_timestamp.as_ref().map(|t| t.0.as_microsecond()))
+        .unwrap_or(0)
 }
 
 /// The Node object named like `name` among `nodes`.
@@ -264,5 +352,105 @@ impl<'a> ImageLister<'a> {
             .filter_map(|(n, l)| l.map(|l| (n, l)))
             .collect();
         (!ok.is_empty()).then_some(ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(node: &str, kind: &str, ns: &str, name: &str, reason: &str, ty: &str, at: &str) -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}.x"), "namespace": ns},
+            "involvedObject": {"kind": kind, "name": name, "namespace": ns},
+            "reason": reason, "type": ty, "message": format!("{reason} {name}"),
+            "eventTime": at, "reportingComponent": "clusterctl-cni-agent", "reportingInstance": node
+        }))
+        .expect("event")
+    }
+
+    #[test]
+    fn the_newest_agent_event_per_node_and_object_stands_when_it_is_a_warning() {
+        let t = |s: u32| format!("2026-12-07T05:00:{s:02}.000001Z");
+        let mut other = ev(
+            "n9",
+            "Node",
+            "default",
+            "n9",
+            "NetworkPolicyNotEnforced",
+            "Warning",
+            &t(1),
+        );
+        other.reporting_component = Some("someone-else".into());
+        let events = vec![
+            ev(
+                "n1",
+                "Node",
+                "default",
+                "n1",
+                "NetworkPolicyNotEnforced",
+                "Warning",
+                &t(1),
+            ),
+            // n2 recovered: the Normal one is newer.
+            ev(
+                "n2",
+                "Node",
+                "default",
+                "n2",
+                "NetworkPolicyEnforced",
+                "Normal",
+                &t(3),
+            ),
+            ev(
+                "n2",
+                "Node",
+                "default",
+                "n2",
+                "NetworkPolicyFailedClosed",
+                "Warning",
+                &t(2),
+            ),
+            // A policy failing closed on two nodes, recovered on one.
+            ev(
+                "n1",
+                "NetworkPolicy",
+                "a",
+                "bad",
+                "NetworkPolicyFailedClosed",
+                "Warning",
+                &t(1),
+            ),
+            ev(
+                "n2",
+                "NetworkPolicy",
+                "a",
+                "bad",
+                "NetworkPolicyFailedClosed",
+                "Warning",
+                &t(1),
+            ),
+            ev(
+                "n2",
+                "NetworkPolicy",
+                "a",
+                "bad",
+                "NetworkPolicyEnforced",
+                "Normal",
+                &t(4),
+            ),
+            other,
+        ];
+        let got: Vec<(String, String, String)> = policy_enforcement(&events)
+            .into_iter()
+            .map(|p| (p.node, p.object, p.reason))
+            .collect();
+        let want = [
+            ("n1", "NetworkPolicy a/bad", "NetworkPolicyFailedClosed"),
+            ("n1", "Node n1", "NetworkPolicyNotEnforced"),
+        ]
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()));
+        assert_eq!(got, want);
     }
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The test-bed node image recipe: a Debian root file system that boots systemd as PID 1 and behaves like a
 # bare Kubernetes node (sshd, containerd, runc, the CNI reference plugins — linked into /opt/cni/bin —, sudo, skopeo — which loads OCI
-# archives into containers-storage, the store CRI-O reads), imported into the local Docker engine with no
+# archives into containers-storage, the store CRI-O reads —, nftables — whose `nft` the builtin CNI agent programs its
+# NetworkPolicy and masquerade tables with; Debian leaves its nftables.service disabled, as on a host), imported into the local Docker engine with no
 # registry. Called by clusterctl_testbed::docker::NodeImage::ensure(), under a file lock, with: TAG SUITE MIRROR, with
 # scripts/k8s/node/node-init.sh copied next to this file. The tag is a hash of both files, so a changed recipe
 # builds a new image.
@@ -26,7 +27,7 @@ root=$(mktemp -d /var/tmp/clusterctl-node-rootfs.XXXXXX)
 trap 'rm -rf "$root"' EXIT INT TERM
 
 debootstrap --variant=minbase \
-  --include=systemd,systemd-sysv,dbus,openssh-server,iproute2,iputils-ping,ca-certificates,containerd,runc,containernetworking-plugins,sudo,procps,skopeo \
+  --include=systemd,systemd-sysv,dbus,openssh-server,iproute2,iputils-ping,ca-certificates,containerd,runc,containernetworking-plugins,sudo,procps,skopeo,nftables \
   "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { tail -n 30 "$root.log" >&2; rm -f "$root.log"; exit 1; }
 rm -f "$root.log"
 

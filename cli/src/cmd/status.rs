@@ -129,6 +129,7 @@ fn text(cluster: &ValidCluster, r: &StatusReport) -> String {
         );
     }
     drift(&mut o, r);
+    network_policy(&mut o, r);
     stuck_pods(&mut o, &d.stuck);
     o
 }
@@ -156,6 +157,25 @@ fn drift(o: &mut String, r: &StatusReport) {
         for t in &r.taint_drift {
             let _ = writeln!(o, "  {}: {}", esc(&t.node), esc(&t.taint));
         }
+    }
+}
+
+/// Where the builtin CNI agent reports NetworkPolicy not enforced or enforced fail-closed.
+fn network_policy(o: &mut String, r: &StatusReport) {
+    use std::fmt::Write;
+    if r.network_policy.is_empty() {
+        return;
+    }
+    o.push_str("\nNetworkPolicy (the builtin CNI agent's Events):\n");
+    for p in &r.network_policy {
+        let _ = writeln!(
+            o,
+            "  {} on {}: {}: {}",
+            esc(&p.object),
+            esc(&p.node),
+            esc(&p.reason),
+            esc(&p.message)
+        );
     }
 }
 
@@ -254,6 +274,7 @@ mod tests {
                 actual: Some("\u{2066}hdd".into()),
             }],
             taint_drift: vec![],
+            network_policy: vec![],
         };
         let t = text(&cluster, &r);
         assert!(

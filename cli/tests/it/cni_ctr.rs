@@ -6,7 +6,8 @@
 //! per node is started by `ctr run --cni` on a busybox rootfs (Debian's `busybox-static`): each gets
 //! an address from its node's podCIDR, and they ping each other across the VXLAN. A short-lived third
 //! container shows containerd's DEL releasing the address and removing the host end. The masquerade
-//! rule takes the iptables path (the node image has no `nft`).
+//! rule is in the agent's nftables table (the node image has `nft`; the iptables fallback is
+//! `cni/tests/it/masq.rs`'s).
 
 use crate::cni_support;
 
@@ -157,12 +158,11 @@ fn ctr_run_cni_across_two_node_containers() {
                 n.name
             );
         }
-        let nat = sh(n, "iptables -t nat -S");
+        // The node image has nft (package nftables): the masquerade rule is in the agent's table.
+        let nat = sh(n, "nft list table ip clusterctl-cni");
         assert!(
-            nat.contains(
-                "-A CLUSTERCTL-CNI-MASQ -s 10.244.0.0/16 ! -d 10.244.0.0/16 -j MASQUERADE"
-            ) && nat.contains("-j CLUSTERCTL-CNI-MASQ"),
-            "{}: masquerade through the iptables fallback: {nat}",
+            nat.contains("ip saddr 10.244.0.0/16 ip daddr != 10.244.0.0/16 masquerade"),
+            "{}: masquerade in the nftables table: {nat}",
             n.name
         );
         wait_for(n, "ctr version", 60).expect("containerd answers");

@@ -4,7 +4,8 @@
 //! name it (`clusterctl_phases::destroy::scripts`). With flannel, the network step removes its
 //! `flannel.1` and `cni0` devices and its `FLANNEL-*` chains, keeping other rules; with Calico and
 //! Cilium their devices, per-pod veths, chains and ipsets (`destroy::cni_leftovers`), keeping other
-//! devices, rules and sets of similar names.
+//! devices, rules and sets of similar names; the builtin CNI agent's NetworkPolicy table
+//! (`inet clusterctl-netpol`) goes, another inet table stays.
 
 use clusterctl_phases::destroy::cni_leftovers::{CALICO, CILIUM, FLANNEL};
 use clusterctl_phases::destroy::scripts::network_script;
@@ -222,5 +223,42 @@ fn calicos_and_ciliums_devices_chains_and_sets_go_other_ones_stay() {
         assert!(after.contains(kept), "{kept}: {after}");
     }
     // Again: nothing left to remove.
+    assert_eq!(sh(&ns, &script).trim(), "nothing to remove");
+}
+
+#[test]
+fn the_cni_agents_netpol_table_goes_other_inet_tables_stay() {
+    if !require(
+        "root, ip netns and nft",
+        is_root() && netns::available() && has("nft", "true"),
+    ) {
+        return;
+    }
+    let ns = Netns::new("cnp").expect("netns");
+    // The agent's table as it programs it (its own script: a forward hook, sets) and someone
+    // else's inet table.
+    let rs = clusterctl_cni::agent::netpol::Ruleset {
+        ingress_isolated: ["10.244.1.5".parse().expect("ip")].into(),
+        ..Default::default()
+    };
+    let agent = clusterctl_cni::agent::netpol::nft::script(&rs);
+    sh(
+        &ns,
+        &format!(
+            "nft -f - <<'EOF'\n{agent}table inet mine {{\n  chain c {{\n    type filter hook forward priority filter; policy accept;\n  }}\n}}\nEOF"
+        ),
+    );
+    assert!(sh(&ns, "nft list tables").contains("table inet clusterctl-netpol"));
+    let script = network_script(None, &[]);
+    let said = sh(&ns, &script);
+    assert!(
+        said.contains("nft table inet clusterctl-netpol deleted"),
+        "{said}"
+    );
+    let tables = sh(&ns, "nft list tables");
+    assert!(
+        !tables.contains("clusterctl-netpol") && tables.contains("table inet mine"),
+        "{tables}"
+    );
     assert_eq!(sh(&ns, &script).trim(), "nothing to remove");
 }

@@ -29,12 +29,14 @@ use clusterctl_testbed::docker::{docker_available, TestCluster, TestNode};
 use clusterctl_testbed::{is_root, require};
 
 /// Every path, link, address, firewall rule and fstab line `destroy` may touch, and the runtime
-/// config's digest, one per line, sorted.
+/// config's digest, one per line, sorted. nftables by table name only: the tables iptables (nf_tables
+/// backend) manages are in `iptables-save`'s lines, and its restore re-creates their empty built-in
+/// chains, which `nft list ruleset` would show though iptables does not (nothing passes differently).
 const LISTING: &str = "{ find /etc /opt /usr/local /var/lib/clusterctl /var/lib/cni /var/lib/etcd /var/lib/kubelet /run/clusterctl-cni /var/lib/calico /run/calico /run/cilium 2>/dev/null; \
     ip -o link show | awk -F': ' '{print \"link \" $2}' | sed 's/@.*//'; \
     ip -o addr show | awk '{print \"addr \" $2 \" \" $4}'; \
     iptables-save 2>/dev/null | grep -v '^#' | sed -E 's/\\[[0-9]+:[0-9]+\\]//; s/^/rule /'; \
-    nft list ruleset 2>/dev/null | sed 's/^/nft /'; \
+    nft list tables 2>/dev/null | sed 's/^/nft /'; \
     sed 's/^/fstab /' /etc/fstab; \
     sha256sum /etc/containerd/config.toml | sed 's/^/sha /'; } | sort";
 
@@ -66,7 +68,8 @@ fn assert_listings(nodes: &[&TestNode], want: &[String], when: &str) {
     }
 }
 
-/// What `up` would have left on `n` (files, state record, VXLAN device, masquerade chain, replaced
+/// What `up` would have left on `n` (files, state record, VXLAN device, masquerade chain, the CNI
+/// agent's NetworkPolicy table, replaced
 /// runtime config, swap fix; the VIP when given).
 /// What calico-node leaves on a node (`destroy::cni_leftovers::CALICO`): its conflist, kubeconfig,
 /// plugins and state, its VXLAN device, a pod's host-side veth and a Felix chain with its jump.
@@ -148,7 +151,8 @@ fn leave_up_traces(n: &TestNode, cluster: &str, vip: Option<&str>) {
          iptables -w -t nat -A PREROUTING -m comment --comment 'kubernetes service portals' -j KUBE-SERVICES
          iptables -w -t filter -N KUBE-FIREWALL
          iptables -w -t filter -A INPUT -j KUBE-FIREWALL
-         iptables -w -t mangle -N KUBE-IPTABLES-HINT"
+         iptables -w -t mangle -N KUBE-IPTABLES-HINT
+         printf 'table inet clusterctl-netpol {{\n  set ingress_isolated {{ type ipv4_addr; }}\n}}\n' | nft -f -"
     );
     if let Some(v) = vip {
         script.push_str(&format!("\n ip addr add {v}/32 dev eth0"));
@@ -204,6 +208,7 @@ fn destroy_leaves_each_node_as_before_up() {
     let traced = cp.sh(LISTING).expect("listing");
     for trace in [
         "rule :CLUSTERCTL-CNI-MASQ",
+        "nft table inet clusterctl-netpol",
         &format!("addr eth0 {vip}/32"),
         "fstab #/swapfile",
         "/var/lib/clusterctl/undo/backup/etc/containerd/config.toml",
@@ -315,6 +320,7 @@ fn destroy_leaves_each_node_as_before_up() {
     for said in [
         "link cc-vxlan deleted",
         "iptables chain CLUSTERCTL-CNI-MASQ deleted",
+        "nft table inet clusterctl-netpol deleted",
         &format!("address {vip}/32 removed from eth0"),
         "restored /etc/containerd/config.toml",
         "fstab restored",

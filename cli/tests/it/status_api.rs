@@ -103,12 +103,52 @@ fn load_fixtures(env: &Envtest) {
     }
 }
 
+/// What the builtin CNI agent of `lab-worker` records (its own `report::event`, so the real API server
+/// must accept them): NetworkPolicy not enforced there, and the policy `cka-lab/odd` failing closed;
+/// `lab-worker2` failed closed, then recovered (so it must not be shown).
+fn load_agent_events(env: &Envtest) {
+    use clusterctl_cni::agent::netpol::report::{event, Notice};
+    use k8s_openapi::jiff::{Timestamp, ToSpan};
+    let t0 = Timestamp::now();
+    let notices = [
+        (
+            "lab-worker",
+            Notice::NotEnforced("nft is not installed".into()),
+        ),
+        (
+            "lab-worker",
+            Notice::PolicyFailedClosed {
+                namespace: "cka-lab".into(),
+                name: "odd".into(),
+                uid: None,
+                why: "protocol \"ICMP\" is not TCP, UDP or SCTP".into(),
+            },
+        ),
+        (
+            "lab-worker2",
+            Notice::NodeFailedClosed("nft refused".into()),
+        ),
+        ("lab-worker2", Notice::Enforced),
+    ];
+    for (i, (node, n)) in notices.iter().enumerate() {
+        let at = t0.checked_add((i as i64).seconds()).expect("time");
+        let e = serde_json::to_value(event(node, n, at)).expect("event json");
+        let ns = e["metadata"]["namespace"]
+            .as_str()
+            .expect("namespace")
+            .to_string();
+        env.create(&format!("/api/v1/namespaces/{ns}/events"), &e)
+            .unwrap_or_else(|err| panic!("agent event {e}: {err}"));
+    }
+}
+
 /// The control plane with the fixtures, started once for this file's tests (they only read it).
 fn lab() -> Option<&'static Envtest> {
     static LAB: OnceLock<Option<Envtest>> = OnceLock::new();
     LAB.get_or_init(|| {
         let env = Envtest::require_own()?;
         load_fixtures(&env);
+        load_agent_events(&env);
         Some(env)
     })
     .as_ref()
@@ -305,6 +345,23 @@ fn text_output_and_context_named_after_the_cluster() {
     );
     assert!(
         out.contains("container runtime network not ready: NetworkPluginNotReady"),
+        "{out}"
+    );
+    // The builtin CNI agent's standing NetworkPolicy reports; lab-worker2's recovered one is not.
+    let np: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("NetworkPolicy (the builtin CNI agent's Events):"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(np.len(), 2, "{out}");
+    assert!(
+        np[0].starts_with("  NetworkPolicy cka-lab/odd on lab-worker: NetworkPolicyFailedClosed: ")
+            && np[0].contains("the pods it selects there are isolated and it allows nothing"),
+        "{out}"
+    );
+    assert!(
+        np[1].starts_with("  Node lab-worker on lab-worker: NetworkPolicyNotEnforced: NetworkPolicy is NOT enforced on node lab-worker: nft is not installed"),
         "{out}"
     );
 }

@@ -94,7 +94,7 @@ pub fn units_script() -> String {
     script
 }
 
-/// The VXLAN devices, the masquerade rule in both forms, the leftovers of each of `cnis` (their
+/// The VXLAN devices, the masquerade rule in both forms, the NetworkPolicy table, the leftovers of each of `cnis` (their
 /// devices, chains and ipsets: [`super::cni_leftovers::network_fragment`]) and, with `vip`, the kube-vip
 /// address, removed; prints what it removed (`nothing to remove` when nothing).
 pub fn network_script(vip: Option<&str>, cnis: &[&CniLeftovers]) -> String {
@@ -105,6 +105,7 @@ pub fn network_script(vip: Option<&str>, cnis: &[&CniLeftovers]) -> String {
         ));
     }
     net.push_str(&masquerade_script());
+    net.push_str(&netpol_script());
     if let Some(vip) = vip {
         net.push_str(&vip_script(vip));
     }
@@ -127,6 +128,17 @@ pub fn masquerade_script() -> String {
          out=\"$out iptables jump to {CHAIN} deleted;\"; done; \
          if iptables -w -t nat -F {CHAIN} 2>/dev/null; then iptables -w -t nat -X {CHAIN} && \
          out=\"$out iptables chain {CHAIN} deleted;\"; fi; fi; "
+    )
+}
+
+/// The shell fragment deleting the builtin CNI agent's NetworkPolicy table (render's `cni::netpol`
+/// names; the agent itself never deletes it, so that enforcement survives its restarts), appending
+/// what it removed to `$out`.
+pub fn netpol_script() -> String {
+    use clusterctl_render::cni::netpol::{FAMILY, TABLE};
+    format!(
+        "if command -v nft >/dev/null 2>&1 && nft list table {FAMILY} {TABLE} >/dev/null 2>&1; then \
+         nft delete table {FAMILY} {TABLE} && out=\"$out nft table {FAMILY} {TABLE} deleted;\"; fi; "
     )
 }
 

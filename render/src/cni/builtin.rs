@@ -410,6 +410,12 @@ pub(crate) fn cluster_files(_cx: &Ctx, out: &mut Vec<RenderedFile>) -> Result<()
                 resources: vec!["networkpolicies"],
                 verbs: vec!["list", "watch"],
             },
+            // A policy it cannot program, or a node that cannot enforce: reported as Events.
+            Rule {
+                api_groups: vec![""],
+                resources: vec!["events"],
+                verbs: vec!["create"],
+            },
         ],
     };
     let binding = ClusterRoleBinding {

@@ -10,6 +10,7 @@ pub(crate) mod cilium;
 pub(crate) mod flannel;
 pub mod install;
 pub mod masq;
+pub mod netpol;
 pub mod versions;
 
 use crate::ctx::Ctx;

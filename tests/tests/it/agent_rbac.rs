@@ -173,7 +173,7 @@ fn the_agent_token_lists_and_watches_nodes_and_nothing_else() {
         as_agent.events_for("kube-system", "Pod", "x"),
     );
     // Asked as the agent through a SubjectAccessReview by the admin: secrets not listed; for
-    // NetworkPolicy, list and watch of the three kinds, no get, no writes.
+    // NetworkPolicy, list and watch of the three kinds, no get, no writes but Events it creates.
     for (verb, group, resource, allowed) in [
         ("list", "", "secrets", false),
         ("list", "networking.k8s.io", "networkpolicies", true),
@@ -185,7 +185,9 @@ fn the_agent_token_lists_and_watches_nodes_and_nothing_else() {
         ("get", "", "namespaces", false),
         ("create", "networking.k8s.io", "networkpolicies", false),
         ("delete", "", "pods", false),
-        ("create", "", "events", false),
+        ("create", "", "events", true),
+        ("patch", "", "events", false),
+        ("list", "", "events", false),
     ] {
         let review = env
             .create(

@@ -4,8 +4,10 @@
 //! API (list, then watch NetworkPolicies, Pods and Namespaces; re-applied within one second of a
 //! change). See docs/cni.md, "NetworkPolicy".
 
+mod apply;
 pub mod compile;
 pub mod nft;
+pub mod report;
 pub mod select;
 pub mod watch;
 

@@ -31,7 +31,8 @@ use std::io::{self, Write as _};
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 
-/// The table: family and name, as `nft list table inet clusterctl-netpol` takes them.
+/// The table: family and name, as `nft list table inet clusterctl-netpol` takes them (render's
+/// `cni::netpol` names, which `destroy` deletes).
 pub const TABLE: &str = "inet clusterctl-netpol";
 
 /// The nft script that replaces the table with `rs`.

@@ -5,8 +5,8 @@
 //! again; a failed list is retried after [`BACKOFF`]. Nothing is removed while the API cannot be
 //! reached: the table installed last keeps enforcing (also across an agent restart).
 
-use super::compile::{compile, Ruleset};
-use super::nft::{self, Nft};
+use super::apply::Applier;
+use super::nft::Nft;
 use crate::agent::kube::{connect, KubeError};
 use futures::stream::{self, LocalBoxStream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -25,10 +25,10 @@ pub const BACKOFF: Duration = Duration::from_secs(2);
 
 /// The three kinds, as the agent holds them (keyed by `namespace/name`).
 #[derive(Debug, Default)]
-struct Cache {
-    policies: BTreeMap<String, NetworkPolicy>,
-    pods: BTreeMap<String, Pod>,
-    namespaces: BTreeMap<String, Namespace>,
+pub(crate) struct Cache {
+    pub(crate) policies: BTreeMap<String, NetworkPolicy>,
+    pub(crate) pods: BTreeMap<String, Pod>,
+    pub(crate) namespaces: BTreeMap<String, Namespace>,
 }
 
 /// One watch event of one of the three kinds; `None` asks for a new list.
@@ -84,7 +84,7 @@ pub fn run(
             let mut cache = Cache::default();
             match list(&client, &mut cache).await {
                 Ok(rvs) => {
-                    applier.apply(&cache);
+                    applier.sync(&client, &cache).await;
                     watch(&client, &mut cache, &rvs, resync, stop, &mut applier).await;
                 }
                 Err(e) => {
@@ -190,7 +190,7 @@ async fn watch(
         };
         match tokio::time::timeout(wait, all.next()).await {
             Err(_) if dirty => {
-                applier.apply(cache);
+                applier.sync(client, cache).await;
                 dirty = false;
             }
             Err(_) => {}
@@ -209,87 +209,6 @@ async fn watch(
         }
     }
     if dirty && !stop.load(Ordering::Relaxed) {
-        applier.apply(cache);
-    }
-}
-
-/// Compiles and applies, remembering the script installed last (an unchanged script is not
-/// applied again) and the failed policies reported last (reported again only when they change).
-struct Applier<'a> {
-    node: &'a str,
-    nft: &'a Nft,
-    last: Option<String>,
-    failed: Vec<String>,
-    /// `nft` was not found (logged once).
-    missing: bool,
-}
-
-impl<'a> Applier<'a> {
-    fn new(node: &'a str, nft: &'a Nft) -> Self {
-        Self {
-            node,
-            nft,
-            last: None,
-            failed: Vec::new(),
-            missing: false,
-        }
-    }
-
-    fn apply(&mut self, cache: &Cache) {
-        let t = Instant::now();
-        let pol: Vec<NetworkPolicy> = cache.policies.values().cloned().collect();
-        let pods: Vec<Pod> = cache.pods.values().cloned().collect();
-        let nss: Vec<Namespace> = cache.namespaces.values().cloned().collect();
-        let rs = compile(self.node, &pol, &pods, &nss);
-        self.report(&rs);
-        let script = nft::script(&rs);
-        if self.last.as_deref() == Some(script.as_str()) {
-            return;
-        }
-        match self.nft.apply(&rs) {
-            Ok(()) => {
-                eprintln!(
-                    "clusterctl cni agent: network policy: {} of {} policies select pods here; \
-                     isolated: {} for ingress, {} for egress; applied in {} ms",
-                    rs.policies.len() + rs.failed.len(),
-                    pol.len(),
-                    rs.ingress_isolated.len(),
-                    rs.egress_isolated.len(),
-                    t.elapsed().as_millis()
-                );
-                self.last = Some(script);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if !self.missing {
-                    eprintln!(
-                        "clusterctl cni agent: network policy NOT enforced: nft is not installed \
-                         (Debian/Ubuntu package nftables)"
-                    );
-                }
-                self.missing = true;
-            }
-            Err(e) => {
-                eprintln!(
-                    "clusterctl cni agent: network policy: apply failed, the previous rules stay: {e}"
-                );
-                self.last = None;
-            }
-        }
-    }
-
-    fn report(&mut self, rs: &Ruleset) {
-        let now: Vec<String> = rs
-            .failed
-            .iter()
-            .map(|f| format!("{}: {}", f.id, f.error))
-            .collect();
-        if now != self.failed {
-            for f in &now {
-                eprintln!(
-                    "clusterctl cni agent: network policy {f}; its pods are isolated and it allows nothing"
-                );
-            }
-            self.failed = now;
-        }
+        applier.sync(client, cache).await;
     }
 }
