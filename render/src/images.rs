@@ -52,7 +52,8 @@ pub fn control_plane_only(component: &str) -> bool {
 }
 
 /// Every image `cluster` pulls, in a stable order: kubeadm's (apiserver, controller-manager, scheduler,
-/// kube-proxy unless disabled, CoreDNS, pause, etcd), kube-vip when a VIP is set, the CNI's pinned images
+/// kube-proxy unless disabled, CoreDNS, pause, etcd), kube-vip when a VIP is set, kube-vip-cloud-provider
+/// when the VIP has a `loadBalancerPool`, the CNI's pinned images
 /// (none for `builtin`, `kindnet` and `none`), then `images.preload`. Without a mirror every `mirror` is
 /// `None`. Each says whether only control planes need it ([`CONTROL_PLANE_ONLY`]); a worker needs the
 /// others. An unknown CNI version yields no CNI images here (render reports it as an error).
@@ -81,6 +82,9 @@ pub fn images(cluster: &ValidCluster) -> Vec<ClusterImage> {
     };
     if cluster.vip().is_some() {
         other("kube-vip".to_string(), cluster.kube_vip_image().to_string());
+    }
+    if let Some(i) = cluster.kube_vip_cloud_provider_image() {
+        other("kube-vip-cloud-provider".to_string(), i.to_string());
     }
     if let Ok(Some(pins)) = versions::pins(cluster) {
         for (name, source) in pins.images() {

@@ -20,6 +20,7 @@ pub mod kind;
 pub mod kubeadm;
 pub(crate) mod kubelet;
 pub(crate) mod kubevip;
+pub mod lb_pool;
 pub(crate) mod output;
 pub mod placeholders;
 pub mod proxy;

@@ -6,7 +6,8 @@
 #
 # VERSION is a Kubernetes tag (v1.34.4). PROGRAMs (default: all) are any of
 #   kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl
-#   etcd etcdctl coredns crictl kube-vip containerd containerd-shim-runc-v2 ctr runc cni-plugins
+#   etcd etcdctl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc
+#   cni-plugins
 #   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost
 # or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, etcd, etcdctl, coredns), `node`
@@ -32,6 +33,8 @@
 # The Kubernetes programs are keyed by VERSION; etcd, CoreDNS and the rest by their own versions, chosen
 # for VERSION (etcd and CoreDNS: what `kubeadm config images list` pins; the others: the defaults below,
 # overridable by CONTAINERD_VERSION, RUNC_VERSION, CNI_PLUGINS_VERSION, CRICTL_VERSION, KUBE_VIP_VERSION).
+# kube-vip-cloud-provider (the LoadBalancer address allocator) is keyed by KUBE_VIP_CLOUD_PROVIDER_VERSION
+# alone (the product's default, v0.0.12), whatever VERSION is.
 #
 # A second run finds every binary and runs no go command. Concurrent callers serialise on a flock, and the
 # one that waited finds the binaries the first one built.
@@ -53,7 +56,7 @@ K8S_PROGRAMS=(kubeadm kubelet kube-apiserver kube-controller-manager kube-schedu
 CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
 CNI_PROGRAMS=(helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest)
 CONFORMANCE_PROGRAMS=(e2e.test ginkgo agnhost)
-ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns crictl kube-vip "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}")
+ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns crictl kube-vip kube-vip-cloud-provider "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}")
 CNI_PLUGINS=(bridge host-local loopback portmap ptp bandwidth tuning firewall static)
 
 # Node-side defaults (not pinned by kubeadm). containerd 2.2 and runc 1.3 are what Kubernetes 1.34–1.36 CI
@@ -62,6 +65,7 @@ CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.2.1}
 RUNC_VERSION=${RUNC_VERSION:-v1.3.3}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
 KUBE_VIP_VERSION=${KUBE_VIP_VERSION:-v1.0.0}
+KUBE_VIP_CLOUD_PROVIDER_VERSION=${KUBE_VIP_CLOUD_PROVIDER_VERSION:-v0.0.12}
 # shellcheck source=cni-versions.sh
 . "$here/cni-versions.sh"
 
@@ -95,6 +99,7 @@ path_of() {
   case "$p" in
     kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl|e2e.test|agnhost) v=$VERSION ;;
     ginkgo) v=$(ginkgo_version) ;;
+    kube-vip-cloud-provider) v=$KUBE_VIP_CLOUD_PROVIDER_VERSION ;;
     helm|flanneld|flannel-cni|flannel-manifest|cilium-chart|kindnet-manifest) cni_path "$p"; return 0 ;;
     *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
           etcd|etcdctl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
@@ -421,6 +426,17 @@ build_kube_vip() {
   printf '%s\n' "$err" >&2
 }
 
+# kube-vip-cloud-provider as upstream's Dockerfile builds it (static, CGO off, the version stamped into
+# component-base); the same checksum-database gap as kube-vip's (GONOSUMDB for github.com/kube-vip).
+build_kube_vip_cloud_provider() {
+  local v=$KUBE_VIP_CLOUD_PROVIDER_VERSION
+  have kube-vip-cloud-provider && return 0
+  local -x GONOSUMDB=github.com/kube-vip
+  local dir; dir=$(make_build_module github.com/kube-vip/kube-vip-cloud-provider "$v") || return 1
+  go_build kube-vip-cloud-provider "$v" "$dir" github.com/kube-vip/kube-vip-cloud-provider \
+    "-s -w -extldflags -static -X k8s.io/component-base/version.gitVersion=$v"
+}
+
 build_containerd() {
   local prog=$1 v; v=$(ev CONTAINERD_VERSION)
   have "$prog" && return 0
@@ -551,6 +567,8 @@ for p in "${wanted[@]}"; do
     coredns) locked "github.com/coredns/coredns@$(ev COREDNS_VERSION)" build_coredns ;;
     crictl) locked "sigs.k8s.io/cri-tools@$(ev CRICTL_VERSION)" build_crictl ;;
     kube-vip) locked "github.com/kube-vip/kube-vip@$(ev KUBE_VIP_VERSION)" build_kube_vip ;;
+    kube-vip-cloud-provider)
+      locked "github.com/kube-vip/kube-vip-cloud-provider@$KUBE_VIP_CLOUD_PROVIDER_VERSION" build_kube_vip_cloud_provider ;;
     containerd|containerd-shim-runc-v2|ctr)
       locked "github.com/containerd/containerd/v2@$(ev CONTAINERD_VERSION)" build_containerd "$p" ;;
     runc) locked "github.com/opencontainers/runc@$(ev RUNC_VERSION)" build_runc ;;

@@ -14,6 +14,8 @@
 #   registry.k8s.io/coredns/coredns:<tag>  /coredns, Entrypoint ["/coredns"]
 #   registry.k8s.io/pause:<tag>            /pause (scripts/k8s/pause.c, gcc -static), Entrypoint ["/pause"]
 #   ghcr.io/kube-vip/kube-vip:<version>    /kube-vip, Entrypoint ["/kube-vip"] (when it built)
+#   ghcr.io/kube-vip/kube-vip-cloud-provider:<version>  /kube-vip-cloud-provider, Cmd as upstream's Dockerfile,
+#       user nonroot (65532)
 #   clusterctl.test/busybox:1              Debian's busybox-static at /bin/busybox with its applet links, Cmd ["sh"]
 #   ghcr.io/flannel-io/flannel:<tag>       /opt/bin/flanneld (the manifest's command) + the iptables subset above
 #       (flanneld runs iptables, iptables-restore, ip6tables for --ip-masq) + busybox (the install-cni init
@@ -186,6 +188,10 @@ if vip=$(bin kube-vip 2>/dev/null) && [ -x "$vip" ]; then
 else
   log "no kube-vip binary for $VERSION: no kube-vip image"
 fi
+"$here/build.sh" "$VERSION" kube-vip-cloud-provider >/dev/null
+kvcp=$(bin kube-vip-cloud-provider)
+image "ghcr.io/kube-vip/kube-vip-cloud-provider:$(basename "$(dirname "$kvcp")")" \
+  --file="$kvcp:/kube-vip-cloud-provider:0755" --cmd='["/kube-vip-cloud-provider"]' --user=65532:65532
 image clusterctl.test/busybox:1 --tree="$bb:/" --cmd='["sh"]'
 
 # flannel (issue 13): the two images the pinned kube-flannel.yml runs, named as it names them.

@@ -343,12 +343,50 @@ pub struct Vip {
     /// Also serve LoadBalancer Services (kube-vip `svc_enable`). Default false.
     #[serde(default)]
     pub load_balancer_services: bool,
+    /// The addresses LoadBalancer Services get (kube-vip-cloud-provider's `kubevip` ConfigMap); with it,
+    /// `up` installs kube-vip-cloud-provider. Needs `loadBalancerServices: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_balancer_pool: Option<LoadBalancerPool>,
     /// kube-vip image. Default `ghcr.io/kube-vip/kube-vip:v1.0.1`; rewritten under the registry mirror.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     /// BGP settings, required when `mode: bgp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bgp: Option<Bgp>,
+}
+
+/// `spec.controlPlane.vip.loadBalancerPool`: the global pool (`cidr-global`, `range-global` of
+/// kube-vip-cloud-provider's `kubevip` ConfigMap), per-namespace pools (`cidr-<namespace>`,
+/// `range-<namespace>`) and the allocator's image.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LoadBalancerPool {
+    /// CIDRs, comma-separated (`cidr-global`), e.g. `172.20.6.240/29`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr: Option<String>,
+    /// Address ranges `first-last`, comma-separated (`range-global`), e.g. `172.20.6.200-172.20.6.202`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<String>,
+    /// Pools of one namespace each (`cidr-<namespace>`, `range-<namespace>`), used before the global one
+    /// for that namespace's Services.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub namespaces: std::collections::BTreeMap<String, NamespacePool>,
+    /// kube-vip-cloud-provider image. Default `ghcr.io/kube-vip/kube-vip-cloud-provider:v0.0.12`;
+    /// rewritten under the registry mirror.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// `spec.controlPlane.vip.loadBalancerPool.namespaces.<namespace>`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NamespacePool {
+    /// CIDRs, comma-separated (`cidr-<namespace>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr: Option<String>,
+    /// Address ranges `first-last`, comma-separated (`range-<namespace>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<String>,
 }
 
 /// `spec.controlPlane.vip.mode`.

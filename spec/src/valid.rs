@@ -340,6 +340,24 @@ impl ValidCluster {
             .unwrap_or(crate::validate::DEFAULT_KUBE_VIP_IMAGE)
     }
 
+    /// The kube-vip-cloud-provider image as written or defaulted (upstream reference, not mirrored),
+    /// when the VIP has a `loadBalancerPool` (`up` installs the allocator only then).
+    pub fn kube_vip_cloud_provider_image(&self) -> Option<&str> {
+        let pool = self
+            .file
+            .spec
+            .control_plane
+            .vip
+            .as_ref()?
+            .load_balancer_pool
+            .as_ref()?;
+        Some(
+            pool.image
+                .as_deref()
+                .unwrap_or(crate::validate::DEFAULT_KUBE_VIP_CLOUD_PROVIDER_IMAGE),
+        )
+    }
+
     /// The docker node image: `spec.docker.nodeImage`, else `kindest/node:v<version>`.
     pub fn docker_node_image(&self) -> String {
         match &self.file.spec.docker.node_image {

@@ -34,6 +34,7 @@ struct Version {
     clusterctl: String,
     kubernetes: Vec<Range>,
     kube_vip_image: String,
+    kube_vip_cloud_provider_image: String,
     docker_node_image: String,
 }
 
@@ -52,6 +53,8 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             })
             .collect(),
         kube_vip_image: clusterctl_spec::validate::DEFAULT_KUBE_VIP_IMAGE.to_string(),
+        kube_vip_cloud_provider_image:
+            clusterctl_spec::validate::DEFAULT_KUBE_VIP_CLOUD_PROVIDER_IMAGE.to_string(),
         docker_node_image: clusterctl_exec::DockerNodeOptions::kind("<kubernetesVersion>").image,
     };
     if args.output.print(&v)? {
@@ -79,6 +82,10 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     }
     println!("\npinned components:");
     println!("  kube-vip             {}", v.kube_vip_image);
+    println!(
+        "  kube-vip-cloud-provider {} (with vip.loadBalancerPool)",
+        v.kube_vip_cloud_provider_image
+    );
     println!("  docker node image    {}", v.docker_node_image);
     Ok(ExitCode::SUCCESS)
 }

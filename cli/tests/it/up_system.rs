@@ -65,6 +65,12 @@ fn cluster_file(dir: &Path, nodes: &[TestNode], key: &Path, vip: &str) -> PathBu
         text.truncate(i + 1);
     }
     text = text
+        // The LoadBalancer pool (kube-vip-cloud-provider) is proven on a real cluster
+        // (real_cluster.rs); the recording API server here has no Deployments to apply it to.
+        .replace(
+            "      loadBalancerPool: {range: 172.20.6.117-172.20.6.120}\n",
+            "",
+        )
         .replace("172.20.6.110", vip)
         .replace("interface: ens18", "interface: eth0")
         .replace("user: bigred", "user: root")

@@ -59,6 +59,7 @@ pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
             .map(|p| p.both_cases())
             .unwrap_or_default(),
         encryption: s.api_server.encryption.clone(),
+        lb_objects: clusterctl_render::lb_pool::objects(cluster),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The phases of `clusterctl up`, in order: `facts` → `render` → `preflight` → `packages` → `files` →
 //! `runtime/<kind>` → `control-plane/kube-vip` → `init` → `control-plane/kube-vip-admin` → `cni` →
-//! `join/control-plane` (one at a time) → `join/worker` (in parallel) → `labels` → `images` →
+//! `join/control-plane` (one at a time) → `join/worker` (in parallel) → `kube-vip-cloud-provider` (with a
+//! `vip.loadBalancerPool`) → `labels` → `images` →
 //! `wait-ready` → `kubeconfig`. [`phases`] builds the list for a cluster (kube-vip phases only with a
 //! VIP, the CNI phase shaped by the CNI choice; with an air-gap bundle, [`airgap`]'s phases: its
 //! verification first, its packages after `render` unless the bundle is the `packages` phase's
@@ -23,6 +24,7 @@ pub mod kubeconfig;
 pub(crate) mod kubevip;
 pub mod labels;
 pub mod launch;
+pub(crate) mod lb_pool;
 pub(crate) mod packages;
 pub(crate) mod placed;
 pub mod preflight;
@@ -99,6 +101,9 @@ pub struct UpSpec {
     /// Encryption at rest (`spec.apiServer.encryption`), when on: its existing objects are rewritten
     /// once it is turned on or changed ([`encryption::rewrite`]).
     pub encryption: Option<clusterctl_spec::model::Encryption>,
+    /// kube-vip-cloud-provider's objects (`vip.loadBalancerPool`, `clusterctl_render::lb_pool`),
+    /// applied by the `kube-vip-cloud-provider` phase; empty without a pool.
+    pub lb_objects: Vec<serde_json::Value>,
 }
 
 /// Renders every node's files from the gathered facts (`from_file::renderer` wraps
@@ -396,6 +401,18 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             required: false,
             inputs: encryption::rewrite_inputs,
             run: encryption::rewrite,
+        });
+    }
+    if !spec.lb_objects.is_empty() {
+        // After the joins: its Deployment needs schedulable nodes, and workers may run it.
+        v.push(Phase {
+            name: "kube-vip-cloud-provider",
+            targets: Targets::FirstControlPlane,
+            serial: false,
+            record: true,
+            required: false,
+            inputs: lb_pool::inputs,
+            run: lb_pool::run,
         });
     }
     // Not recorded: its check (one list of the Nodes) runs on every `up`, so a label or taint removed or

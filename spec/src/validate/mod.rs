@@ -10,6 +10,7 @@ mod rules_access;
 mod rules_apiserver;
 mod rules_encryption;
 mod rules_kubeadm;
+mod rules_lb_pool;
 mod rules_meta;
 mod rules_network;
 mod rules_nodes;
@@ -32,6 +33,9 @@ use crate::valid::ValidCluster;
 
 /// The kube-vip image used when `vip.image` is not set.
 pub const DEFAULT_KUBE_VIP_IMAGE: &str = "ghcr.io/kube-vip/kube-vip:v1.0.1";
+/// The kube-vip-cloud-provider image used when `vip.loadBalancerPool.image` is not set.
+pub const DEFAULT_KUBE_VIP_CLOUD_PROVIDER_IMAGE: &str =
+    "ghcr.io/kube-vip/kube-vip-cloud-provider:v0.0.12";
 
 /// A file that passed validation: the cluster and the warnings found on the way.
 #[derive(Debug, Clone)]
@@ -124,6 +128,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     let net = rules_network::check(ctx, &file);
     let nodes = rules_nodes::check(ctx, &file);
     let vip = rules_vip::check(ctx, &file, &nodes);
+    rules_lb_pool::check(ctx, &file, &nodes);
     rules_network::check_with_nodes(ctx, &file, &nodes, vip.as_ref().and_then(|v| v.vip));
     let mirror = rules_registry::check(ctx, &file, meta.as_ref());
     let api = rules_apiserver::check(ctx, &file, meta.as_ref().map(|m| &m.version));
