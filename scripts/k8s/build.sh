@@ -6,7 +6,7 @@
 #
 # VERSION is a Kubernetes tag (v1.34.4). PROGRAMs (default: all) are any of
 #   kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl
-#   etcd etcdctl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc
+#   etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc
 #   cni-plugins
 #   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost
 # or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
@@ -56,7 +56,7 @@ K8S_PROGRAMS=(kubeadm kubelet kube-apiserver kube-controller-manager kube-schedu
 CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
 CNI_PROGRAMS=(helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest)
 CONFORMANCE_PROGRAMS=(e2e.test ginkgo agnhost)
-ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns crictl kube-vip kube-vip-cloud-provider "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}")
+ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}")
 CNI_PLUGINS=(bridge host-local loopback portmap ptp bandwidth tuning firewall static)
 
 # Node-side defaults (not pinned by kubeadm). containerd 2.2 and runc 1.3 are what Kubernetes 1.34–1.36 CI
@@ -76,7 +76,7 @@ for p in "$@"; do
   case "$p" in
     all) want+=("${ALL_PROGRAMS[@]}") ;;
     kubernetes) want+=("${K8S_PROGRAMS[@]}") ;;
-    control-plane) want+=("${K8S_PROGRAMS[@]}" etcd etcdctl coredns) ;;
+    control-plane) want+=("${K8S_PROGRAMS[@]}" etcd etcdctl etcdutl coredns) ;;
     node) want+=("${CONTAINERD_PROGRAMS[@]}" runc cni-plugins crictl) ;;
     cni) want+=("${CNI_PROGRAMS[@]}") ;;
     conformance) want+=("${CONFORMANCE_PROGRAMS[@]}") ;;
@@ -102,7 +102,7 @@ path_of() {
     kube-vip-cloud-provider) v=$KUBE_VIP_CLOUD_PROVIDER_VERSION ;;
     helm|flanneld|flannel-cni|flannel-manifest|cilium-chart|kindnet-manifest) cni_path "$p"; return 0 ;;
     *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
-          etcd|etcdctl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
+          etcd|etcdctl|etcdutl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
           crictl) echo "${CRICTL_VERSION:-}" ;; kube-vip) echo "${KUBE_VIP_VERSION:-}" ;;
           containerd|containerd-shim-runc-v2|ctr) echo "${CONTAINERD_VERSION:-}" ;;
           runc) echo "${RUNC_VERSION:-}" ;; cni-plugins) echo "${CNI_PLUGINS_VERSION:-}" ;; esac) ;;
@@ -382,8 +382,12 @@ build_etcd() {
   local prog=$1 v; v=$(ev ETCD_VERSION)
   have "$prog" && return 0
   local module pkg
-  if [ "$prog" = etcd ]; then module=go.etcd.io/etcd/server/v3; pkg=go.etcd.io/etcd/server/v3
-  else module=go.etcd.io/etcd/etcdctl/v3; pkg=go.etcd.io/etcd/etcdctl/v3; fi
+  case "$prog" in
+    etcd) module=go.etcd.io/etcd/server/v3; pkg=go.etcd.io/etcd/server/v3 ;;
+    # etcdutl (snapshot status/restore: removed from etcdctl in 3.6) ships in the upstream etcd image.
+    etcdutl) module=go.etcd.io/etcd/etcdutl/v3; pkg=go.etcd.io/etcd/etcdutl/v3 ;;
+    *) module=go.etcd.io/etcd/etcdctl/v3; pkg=go.etcd.io/etcd/etcdctl/v3 ;;
+  esac
   local dir; dir=$(make_build_module "$module" "$v")
   go_build "$prog" "$v" "$dir" "$pkg" "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$(stable_commit "$module" "$v" | cut -c1-8)"
 }
@@ -564,6 +568,7 @@ for p in "${wanted[@]}"; do
       locked "k8s.io/kubernetes@$VERSION" build_k8s "$p" ;;
     etcd) locked "go.etcd.io/etcd/server/v3@$(ev ETCD_VERSION)" build_etcd "$p" ;;
     etcdctl) locked "go.etcd.io/etcd/etcdctl/v3@$(ev ETCD_VERSION)" build_etcd "$p" ;;
+    etcdutl) locked "go.etcd.io/etcd/etcdutl/v3@$(ev ETCD_VERSION)" build_etcd "$p" ;;
     coredns) locked "github.com/coredns/coredns@$(ev COREDNS_VERSION)" build_coredns ;;
     crictl) locked "sigs.k8s.io/cri-tools@$(ev CRICTL_VERSION)" build_crictl ;;
     kube-vip) locked "github.com/kube-vip/kube-vip@$(ev KUBE_VIP_VERSION)" build_kube_vip ;;

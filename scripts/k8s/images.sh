@@ -10,7 +10,7 @@
 #       static pods run `kube-apiserver ...` from PATH; Entrypoint unset like upstream's go-runner-free images)
 #   registry.k8s.io/kube-proxy:VERSION     /usr/local/bin/kube-proxy + iptables/ip6tables (nft and legacy),
 #       conntrack, ipset with their libraries, taken from a debootstrap'd Debian rootfs cached by recipe hash
-#   registry.k8s.io/etcd:<kubeadm's tag>   /usr/local/bin/etcd, /usr/local/bin/etcdctl
+#   registry.k8s.io/etcd:<kubeadm's tag>   /usr/local/bin/etcd, /usr/local/bin/etcdctl, /usr/local/bin/etcdutl (as upstream's)
 #   registry.k8s.io/coredns/coredns:<tag>  /coredns, Entrypoint ["/coredns"]
 #   registry.k8s.io/pause:<tag>            /pause (scripts/k8s/pause.c, gcc -static), Entrypoint ["/pause"]
 #   ghcr.io/kube-vip/kube-vip:<version>    /kube-vip, Entrypoint ["/kube-vip"] (when it built)
@@ -39,7 +39,7 @@
 #
 # Layout: $CACHE/images/VERSION/<name>/ (OCI layout dir), $CACHE/images/VERSION/<name>.oci.tar (oci-archive)
 # and $CACHE/images/VERSION/images.txt, one line per image: REF LAYOUT_DIR ARCHIVE. An image is rewritten
-# only when its inputs (binaries, these scripts) change. Prints images.txt at the end.
+# only when its inputs (its binaries and trees, its line here, oci.py, RECIPE) change. Prints images.txt at the end.
 set -euo pipefail
 
 CACHE=${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}
@@ -146,7 +146,7 @@ fi
 [ -z "${K8S_IMAGES_ROOTFS_ONLY:-}" ] || { log "rootfs only: $tools $ipt $bb"; exit 0; }
 # The binaries (a no-op when cached). kube-vip may be recorded as unbuildable: then no kube-vip image.
 "$here/build.sh" "$VERSION" kubeadm kube-apiserver kube-controller-manager kube-scheduler kube-proxy \
-  etcd etcdctl coredns kube-vip >/dev/null
+  etcd etcdctl etcdutl coredns kube-vip >/dev/null
 bin() { "$here/paths.sh" "$VERSION" "$1"; }
 envfile="$CACHE/versions/$VERSION.env"
 # shellcheck disable=SC1090
@@ -155,7 +155,18 @@ out="$CACHE/images/$VERSION"
 mkdir -p "$out"
 images=$("$(bin kubeadm)" config images list --kubernetes-version "$VERSION")
 ref_of() { grep -E "^registry\.k8s\.io/$1:" <<<"$images" || die "kubeadm lists no $1 image: $images"; }
-script_key=$(cat "$here/oci.py" "$here/images.sh" "$here/pause.c" | sha256sum | cut -c1-16)
+# Every image's key (image() below) holds its reference, its arguments (every file and tree it is made of),
+# those inputs' names, sizes and mtimes, and script_key: oci.py (which writes the layouts) and RECIPE, the
+# version of what this script adds to every image (the base tree, image()'s layout). Not this script's own
+# text, as it once was: then adding etcdutl to the etcd image rewrote every image, and runs of a branch and
+# of main rewrote them all again in turn. Now a change to one image's line rewrites that image alone;
+# change RECIPE by hand when the shared part changes (pause.c is in its image's --file path). RECIPE and
+# OCI_PY are the values the hash of the scripts had when this began, so the switch rewrote no image.
+RECIPE=a9045affe193e316
+OCI_PY=e06fa032d1119135
+script_key=$RECIPE
+oci_key=$(sha256sum "$here/oci.py" | cut -c1-16)
+[ "$oci_key" = "$OCI_PY" ] || script_key=$(printf '%s %s' "$RECIPE" "$oci_key" | sha256sum | cut -c1-16)
 : >"$out/images.txt.tmp"
 
 # image REF ARGS... : writes the layout unless its key (inputs' names, sizes, mtimes + scripts) matches.
@@ -180,7 +191,8 @@ for c in kube-apiserver kube-controller-manager kube-scheduler; do
   image "$(ref_of "$c")" --file="$(bin "$c"):/usr/local/bin/$c:0755"
 done
 image "$(ref_of kube-proxy)" --file="$(bin kube-proxy):/usr/local/bin/kube-proxy:0755" --tree="$ipt:/"
-image "$(ref_of etcd)" --file="$(bin etcd):/usr/local/bin/etcd:0755" --file="$(bin etcdctl):/usr/local/bin/etcdctl:0755"
+image "$(ref_of etcd)" --file="$(bin etcd):/usr/local/bin/etcd:0755" --file="$(bin etcdctl):/usr/local/bin/etcdctl:0755" \
+  --file="$(bin etcdutl):/usr/local/bin/etcdutl:0755"
 image "$(ref_of coredns/coredns)" --file="$(bin coredns):/coredns:0755" --entrypoint='["/coredns"]'
 image "$(ref_of pause)" --file="$pause_bin:/pause:0755" --entrypoint='["/pause"]'
 if vip=$(bin kube-vip 2>/dev/null) && [ -x "$vip" ]; then

@@ -37,7 +37,7 @@ ver_of() {
     # shellcheck disable=SC1090
     . "$envfile"
     case "$1" in
-      etcd|etcdctl) echo "$ETCD_VERSION" ;; coredns) echo "$COREDNS_VERSION" ;;
+      etcd|etcdctl|etcdutl) echo "$ETCD_VERSION" ;; coredns) echo "$COREDNS_VERSION" ;;
       crictl) echo "$CRICTL_VERSION" ;; kube-vip) echo "$KUBE_VIP_VERSION" ;;
       containerd|containerd-shim-runc-v2|ctr) echo "$CONTAINERD_VERSION" ;;
       runc) echo "$RUNC_VERSION" ;; cni-plugins) echo "$CNI_PLUGINS_VERSION" ;;
@@ -59,7 +59,7 @@ path_of() {
 
 if [ $# -ge 2 ]; then path_of "$2"; exit $?; fi
 for p in kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl \
-         etcd etcdctl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc \
+         etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc \
          cni-plugins helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost; do
   if f=$(path_of "$p"); then printf '%s %s\n' "$p" "$f"; fi
 done
