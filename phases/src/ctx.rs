@@ -25,6 +25,9 @@ pub struct Mode {
     pub fix: bool,
     /// Show command output.
     pub verbose: bool,
+    /// With `dry_run` and a reached node: each file write carries a unified diff of the node's
+    /// current content against the new one, secrets masked ([`crate::diff`]).
+    pub diff: bool,
 }
 
 /// The strings redacted everywhere (join token, certificate key, registry passwords). Shared by every
@@ -92,6 +95,9 @@ pub struct PlanEntry {
     pub kind: PlanKind,
     /// The command or write, redacted.
     pub text: String,
+    /// For a file write with [`Mode::diff`]: the unified diff of the node's content against the new
+    /// one, secrets masked.
+    pub diff: Option<String>,
 }
 
 /// How a change is counted in the phase's [`NodeCtx::changes`].
@@ -116,6 +122,7 @@ pub struct Change {
     reported: Option<String>,
     explained: Option<String>,
     count: Count,
+    diff: Option<String>,
 }
 
 impl Change {
@@ -133,6 +140,7 @@ impl Change {
             reported,
             explained: None,
             count: Count::Once,
+            diff: None,
         }
     }
     /// A real run reports `line` instead of the default.
@@ -235,12 +243,19 @@ impl NodeCtx {
     }
 
     fn record(&mut self, kind: PlanKind, text: &str) {
+        self.record_with(kind, text, None);
+    }
+
+    /// Records a plan entry with a file write's `diff` (already masked; redacted again here).
+    fn record_with(&mut self, kind: PlanKind, text: &str, diff: Option<&str>) {
         let text = self.secrets.redact(text);
+        let diff = diff.map(|d| self.secrets.redact(d));
         self.plan.push(PlanEntry {
             node: self.node.name.clone(),
             phase: self.phase.clone(),
             kind,
             text,
+            diff,
         });
     }
 
@@ -278,7 +293,7 @@ impl NodeCtx {
             if let Some(detail) = &change.explained {
                 self.record(PlanKind::Info, detail);
             }
-            self.record(change.kind, &change.what);
+            self.record_with(change.kind, &change.what, change.diff.as_deref());
             return Ok(None);
         }
         if let Some(line) = &change.reported {
@@ -524,7 +539,18 @@ impl NodeCtx {
             return Ok(false);
         }
         let what = format!("write {path} ({} bytes, mode {mode:04o})", data.len());
-        self.change(Change::new(PlanKind::Write, &what), |ctx| {
+        let mut change = Change::new(PlanKind::Write, &what);
+        if self.mode.dry_run && self.mode.diff && self.transport.is_some() {
+            let current = self.read_file(path)?.flatten();
+            let redact = |t: &str| self.secrets.redact(t);
+            change.diff = Some(crate::diff::unified(
+                path,
+                current.as_deref(),
+                data,
+                &redact,
+            ));
+        }
+        self.change(change, |ctx| {
             let t = ctx.connection(&what)?;
             let spec = FileSpec {
                 path: PathBuf::from(path),

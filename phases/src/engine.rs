@@ -289,6 +289,7 @@ impl Engine {
                     phase: phase.name.to_string(),
                     kind: crate::ctx::PlanKind::Failed,
                     text: e.to_string(),
+                    diff: None,
                 });
             }
         }

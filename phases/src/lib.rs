@@ -9,6 +9,7 @@ pub mod certs;
 pub mod connect;
 pub(crate) mod ctx;
 pub mod destroy;
+pub(crate) mod diff;
 pub mod engine;
 pub mod error;
 pub mod fake;

@@ -84,6 +84,7 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
         probe: args.dry_run,
         fix: args.run.fix,
         verbose: args.run.verbose,
+        diff: false,
     };
     // A dry run prints its plan, not per-step progress (unless --verbose).
     let reporter: Arc<dyn Reporter> = if args.dry_run && !args.run.verbose {

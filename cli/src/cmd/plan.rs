@@ -122,6 +122,7 @@ pub(crate) fn print_changes(groups: &[(String, String)], plan: &[PlanEntry], wid
             };
             seen.push(e);
             println!("  {:width$}  {:5}  {text}", e.phase, kind_word(e.kind));
+            print_diff(e);
         }
         if checks > 0 {
             println!(
@@ -254,9 +255,19 @@ pub(crate) fn print_entries(
             // A multi-line script stays in its column: each further line indented to the text.
             let text = text.replace('\n', &format!("\n{:1$}", "", width + 11));
             println!("  {:width$}  {kind:5}  {text}", e.phase);
+            print_diff(e);
         }
     }
     println!();
+}
+
+/// Prints a file write's diff (`up --dry-run --diff`) under its line, indented by six spaces.
+fn print_diff(e: &PlanEntry) {
+    if let Some(diff) = &e.diff {
+        for l in diff.lines() {
+            println!("      {l}");
+        }
+    }
 }
 
 /// Prints a dry run of `destroy`, `node remove` or `image load`: `header`, the plan grouped by
@@ -297,7 +308,8 @@ fn document_kind(k: PlanKind) -> &'static str {
 /// docker provider's network and node containers, `node: local`, `phase: provider`, `kind: local`,
 /// not counted in `changes`, as in the text plan);
 /// a step's `kind` is `check`, `run`, `write`, `local`, `api`, `note`, or `phase` for a phase a probe
-/// found failing on that node, its `result` `planned` or `failed`; every command and file write is in
+/// found failing on that node, its `result` `planned` or `failed`, a write's `diff` (`up --dry-run
+/// --diff` only) the unified diff of the node's file against the new content, secrets masked; every command and file write is in
 /// full (redacted as in the text plan); `error` is the run's failure (every failing phase), else null;
 /// `failures` has one entry per failing phase and node, its message on one line. Exit 0, or 1 when a
 /// phase failed.
@@ -369,13 +381,17 @@ fn print_with(
     });
     let steps: Vec<serde_json::Value> = provider_steps
         .chain(plan.iter().map(|e| {
-            serde_json::json!({
+            let mut step = serde_json::json!({
                 "node": e.node,
                 "phase": e.phase,
                 "kind": document_kind(e.kind),
                 "result": if e.kind == PlanKind::Failed { "failed" } else { "planned" },
                 "text": e.text,
-            })
+            });
+            if let Some(diff) = &e.diff {
+                step["diff"] = diff.as_str().into();
+            }
+            step
         }))
         .collect();
     failures.extend(plan.iter().filter(|e| e.kind == PlanKind::Failed).map(|e| {

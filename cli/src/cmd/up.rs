@@ -39,8 +39,12 @@ pub(crate) struct Args {
     /// With `--dry-run`: also query the nodes (read-only) to show what is already done.
     #[arg(long, requires = "dry_run")]
     pub probe: bool,
+    /// With `--dry-run`: under every file that would change, a unified diff of the node's current
+    /// content against the new one, secrets masked (reaches the nodes read-only, as `--probe`).
+    #[arg(long, requires = "dry_run")]
+    pub diff: bool,
     /// With `--dry-run`: the plan as text, or as one document (`json`, `yaml`: `{cluster, result,
-    /// changes, error, failures, steps: [{node, phase, kind, result, text}]}`).
+    /// changes, error, failures, steps: [{node, phase, kind, result, text, diff}]}`).
     #[arg(
         short = 'o',
         long = "output",
@@ -70,7 +74,9 @@ pub(crate) struct Args {
 /// Runs the command. Returns exit code 0 when every phase succeeded (or the dry run was printed),
 /// 1 when a phase failed (every failure printed, naming phase, node, command, status and output),
 /// 2 for an invalid cluster file or phase name.
-pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
+pub(crate) fn run(mut args: Args) -> miette::Result<ExitCode> {
+    // `--diff` reads the nodes' files: it probes.
+    args.probe |= args.diff;
     let named = match (&args.profile, &args.file) {
         (Some(p), _) => p.clone(),
         (None, Some(f)) => f.display().to_string(),
@@ -118,6 +124,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         probe: args.probe,
         fix: args.nodes.fix,
         verbose: args.nodes.verbose,
+        diff: args.diff,
     };
     let (tty_reporter, reporter) = reporters(&args, &spec);
     let reach = ConnectOptions {

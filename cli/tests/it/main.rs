@@ -44,6 +44,7 @@ mod real_upgrade;
 mod recreate_ssh;
 mod rollout_system;
 mod status_api;
+mod up_diff;
 mod up_docker;
 mod up_dry_run;
 mod up_system;

@@ -168,6 +168,10 @@ fn stage_certificate(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError>
         ctx,
         &format!("init phase certs apiserver --config {CERTS_CONFIG}"),
     )?;
+    if ctx.mode.dry_run {
+        // No kubeadm ran (it was planned): there is no staged certificate to check, even when probing.
+        return Ok(());
+    }
     let staged = format!("{STAGE}/apiserver.crt");
     let Some(Some(pem)) = ctx.read_file(&staged)? else {
         return if ctx.can_query() {
