@@ -7,10 +7,24 @@
 //! `upgrade` or join keeps them), and a second `up` changes nothing. Then an API server flag the API
 //! server refuses: `up` fails, the previous manifest and certificate are put back and the API server
 //! serves again with the rolled-out settings; the file set back, `up` converges.
+//!
+//! Encryption at rest (issue 27 item 8) rides on the same rollouts (`real_support/encryption.rs`
+//! holds its checks): a Secret stored before is plain in etcd (read with the real `etcdctl` inside the
+//! etcd container — the check bites); `apiServer.encryption: {provider: aescbc}` is part of the first
+//! rollout, which rewrites that Secret (`rollout/encrypt-existing`) so that it, like one created after,
+//! is stored as `k8s:enc:aescbc:v1:key1:…` while the API reads the plain values; the file is 0600, the
+//! manifest and the `kubeadm-config` ConfigMap carry flag and mount, and the key appears in none of
+//! clusterctl's outputs, its state record or local cache (`render` writes the placeholder). The final
+//! rollout switches to `secretbox`: both Secrets are rewritten as `k8s:enc:secretbox:v1:key1:…`, and
+//! the aescbc key is kept, unchanged, behind it. Before the first rollout, `up --dry-run --diff`
+//! plans the kubeadm configuration with the new name and the new encryption configuration with its key
+//! masked, and before the switch to secretbox it diffs the node's encryption configuration against
+//! the new one, the aescbc key masked (issue 27 item 7).
 
 use std::process::Command;
 use std::time::Instant;
 
+use crate::real_support::encryption as enc;
 use crate::real_support::{self, FileOptions, RealCluster};
 
 const SAN: &str = "api.rollout.test";
@@ -55,12 +69,16 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
     );
     c.up(&[]);
     assert!(!served_sans(&address).contains(SAN));
+    let secrets = enc::Secrets::stored_plain(&c);
 
-    // certSANs and the audit policy added: rolled out.
-    let rolled = format!("  apiServer:\n    certSANs: [{SAN}]\n    audit: {{policy: default}}\n");
+    // certSANs, the audit policy and encryption at rest added: rolled out.
+    let api = format!("  apiServer:\n    certSANs: [{SAN}]\n    audit: {{policy: default}}\n");
+    let rolled = format!("{api}    encryption: {{provider: aescbc}}\n");
     with_api_server(&c, &base, &rolled);
+    enc::check_diff(&c, SAN);
     let r = c.up(&[]);
     let out = r.all();
+    secrets.check_encrypted(&c, "aescbc", &out);
     assert!(
         out.contains("rollout/apiserver: API server healthy"),
         "{out}"
@@ -110,6 +128,7 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
         "{}",
         again.all()
     );
+    let key = enc::check_key_kept_secret(&c, &[out, again.all()]);
 
     // A flag the API server refuses: the rollout fails and puts the previous manifest back.
     let bad = format!("{rolled}    extraArgs: {{request-timeout: not-a-duration}}\n");
@@ -129,8 +148,16 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
         "running: {args}"
     );
     assert!(served_sans(&address).contains(SAN));
-    with_api_server(&c, &base, &rolled);
-    c.up(&[]);
+    // Set back, with the provider switched to secretbox: the Secrets are rewritten with it.
+    with_api_server(
+        &c,
+        &base,
+        &format!("{api}    encryption: {{provider: secretbox}}\n"),
+    );
+    enc::check_switch_diff(&c, &key);
+    let r = c.up(&[]);
+    secrets.check_encrypted(&c, "secretbox", &r.all());
+    enc::check_switched(&c, &key, &r.all());
     eprintln!(
         "[real] rollout test done in {:.1}s",
         t.elapsed().as_secs_f64()

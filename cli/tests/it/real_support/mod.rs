@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod conformance;
+pub(crate) mod encryption;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
