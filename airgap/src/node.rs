@@ -229,7 +229,7 @@ pub struct NodeFile {
 }
 
 /// The bundle's packages for a node (`os_family` and `arch` equal, or OS family `any`) and its
-/// binaries, in bundle order, with their paths under `remote_dir` on the node.
+/// binaries (those without an architecture, and the agent of `arch`), in bundle order, with their paths under `remote_dir` on the node.
 pub fn files_for(
     bundle: &VerifiedBundle,
     os_family: &str,
@@ -246,7 +246,15 @@ pub fn files_for(
                 && p.arch.as_deref().is_none_or(|a| a == arch)
         })
         .map(|p| (p, false))
-        .chain(bundle.manifest.binaries.iter().map(|b| (b, true)))
+        // The binaries: clusterctl, and the CNI agent built for the node's architecture only.
+        .chain(
+            bundle
+                .manifest
+                .binaries
+                .iter()
+                .filter(|b| b.arch.as_deref().is_none_or(|a| a == arch))
+                .map(|b| (b, true)),
+        )
         .map(|(file, binary)| {
             let name = file.path.rsplit('/').next().unwrap_or(&file.name);
             let sub = if binary { "bin" } else { "packages" };
@@ -480,11 +488,14 @@ pub fn os_family(os_id: &str, os_like: &str) -> &'static str {
     }
 }
 
-/// The OCI/Debian architecture name of `uname -m` output: `x86_64` → `amd64`, `aarch64` → `arm64`,
-/// anything else unchanged.
+/// The OCI/Debian architecture name of `uname -m` output (or of Rust's `std::env::consts::ARCH`):
+/// `x86_64` → `amd64`, `aarch64` → `arm64`, `i686`/`i386`/`x86` → `386`, `armv7l` → `arm`, anything
+/// else unchanged.
 pub fn oci_arch(uname_m: &str) -> String {
     match uname_m.trim() {
         "x86_64" => "amd64".into(),
+        "i386" | "i486" | "i586" | "i686" | "x86" => "386".into(),
+        "armv7l" | "armv7" | "arm" => "arm".into(),
         "aarch64" | "arm64" => "arm64".into(),
         "ppc64le" => "ppc64le".into(),
         "s390x" => "s390x".into(),
@@ -683,6 +694,7 @@ mod tests {
         assert_eq!(os_family("alpine", ""), "other");
         assert_eq!(oci_arch("x86_64\n"), "amd64");
         assert_eq!(oci_arch("aarch64"), "arm64");
+        assert_eq!(oci_arch("i686"), "386");
         let d = Digest::of(b"m");
         let out = format!(
             "REF TYPE DIGEST SIZE PLATFORMS LABELS\nregistry.k8s.io/pause:3.10.1 application/vnd.oci.image.manifest.v1+json {d} 1.2 KiB linux/amd64 -\nbroken line\n"

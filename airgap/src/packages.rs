@@ -113,6 +113,23 @@ pub fn prepare_packages(
     Ok(out)
 }
 
+/// The name prefix of the CNI agents for other architectures (`clusterctl-agent-arm64`).
+pub const AGENT_PREFIX: &str = "clusterctl-agent-";
+
+/// A clusterctl binary built for `arch` (OCI name: `arm64`, `amd64`) as bundle entry
+/// `bin/clusterctl-linux-<arch>` (name `clusterctl-agent-<arch>`, mode 0755): `up` places it as the
+/// builtin CNI's agent and plugin on the nodes of that architecture. Errors: I/O.
+pub fn agent_binary(arch: &str, path: &Path) -> Result<PreparedFile> {
+    PreparedFile::from_path(
+        &format!("{AGENT_PREFIX}{arch}"),
+        &format!("bin/clusterctl-linux-{arch}"),
+        path,
+        0o755,
+        None,
+        Some(arch.to_string()),
+    )
+}
+
 /// The running clusterctl binary as bundle entry `bin/clusterctl` (mode 0755). Errors: I/O.
 pub fn self_binary(path: &Path) -> Result<PreparedFile> {
     PreparedFile::from_path("clusterctl", "bin/clusterctl", path, 0o755, None, None)

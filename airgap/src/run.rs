@@ -14,7 +14,7 @@ use crate::import::{
     ImportState, RegistryImportOptions, VerifiedStamp,
 };
 use crate::oci::Platform;
-use crate::packages::{prepare_packages, self_binary, PackageSource};
+use crate::packages::{agent_binary, prepare_packages, self_binary, PackageSource};
 use crate::plan::{list_images, platforms, requests};
 use crate::pull::{pull_images, PullOptions, PullStats};
 use crate::reference;
@@ -112,6 +112,9 @@ pub struct BundleOptions {
     pub client: ClientOptions,
     /// The clusterctl binary to carry (`bin/clusterctl`); `None` carries none.
     pub self_binary: Option<PathBuf>,
+    /// CNI agents for other architectures: `(arch, clusterctl built for it)`, carried as
+    /// `bin/clusterctl-linux-<arch>` ([`crate::packages::agent_binary`]).
+    pub agents: Vec<(String, PathBuf)>,
     /// Directory that relative package paths are resolved against (the cluster file's).
     pub base_dir: PathBuf,
     /// The cache of the CNI's upstream files ([`crate::upstream::UpstreamCache`]); default
@@ -263,10 +266,13 @@ pub fn bundle_cluster(
         &upstream_files(cluster, &pull.platforms)?,
         cluster.spec().networking.cni.accept_unverified,
     )?;
-    let binaries = match &opts.self_binary {
+    let mut binaries = match &opts.self_binary {
         Some(p) => vec![self_binary(p)?],
         None => Vec::new(),
     };
+    for (arch, path) in &opts.agents {
+        binaries.push(agent_binary(arch, path)?);
+    }
     let input = BundleInput {
         cluster: cluster.name().to_string(),
         kubernetes_version: cluster.version_info().tag(),

@@ -54,6 +54,11 @@ pub(crate) enum Command {
         /// Do not carry the clusterctl binary.
         #[arg(long)]
         no_self: bool,
+        /// Also carry a clusterctl built for another architecture the file's nodes have (`ARCH=PATH`,
+        /// e.g. `arm64=dist/clusterctl-linux-arm64`; repeatable): `up` places it as the builtin CNI's
+        /// agent on the nodes of that architecture (`uname -m`).
+        #[arg(long = "agent", value_name = "ARCH=PATH", value_parser = agent_arg)]
+        agents: Vec<(String, PathBuf)>,
     },
     /// Verify a bundle completely, then push its images to the registry mirror.
     Import {
@@ -78,6 +83,30 @@ pub(crate) enum Command {
     },
 }
 
+/// The binaries `airgap bundle` carries besides images and packages.
+struct Carry {
+    /// `--no-self`: not this binary.
+    no_self: bool,
+    /// `--agent ARCH=PATH`: the agents for other architectures.
+    agents: Vec<(String, PathBuf)>,
+}
+
+/// Parses `--agent ARCH=PATH`: the architecture as OCI names it (`aarch64` is taken as `arm64`), and
+/// a regular file.
+fn agent_arg(s: &str) -> Result<(String, PathBuf), String> {
+    let (arch, path) = s
+        .split_once('=')
+        .filter(|(a, p)| !a.is_empty() && !p.is_empty())
+        .ok_or_else(|| {
+            format!("`{s}`: expected ARCH=PATH, e.g. arm64=dist/clusterctl-linux-arm64")
+        })?;
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        return Err(format!("{}: no such file", path.display()));
+    }
+    Ok((clusterctl_airgap::node::oci_arch(arch), path))
+}
+
 fn fail(e: clusterctl_airgap::AirgapError) -> miette::Report {
     miette::miette!("{e}")
 }
@@ -95,8 +124,15 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
             jobs,
             plain_http,
             no_self,
+            agents,
         } => bundle(
-            &target, output, &overrides, cache, jobs, plain_http, no_self,
+            &target,
+            output,
+            &overrides,
+            cache,
+            jobs,
+            plain_http,
+            Carry { no_self, agents },
         ),
         Command::Import {
             bundle,
@@ -130,7 +166,7 @@ fn bundle(
     cache: Option<PathBuf>,
     jobs: usize,
     plain_http: Vec<String>,
-    no_self: bool,
+    carry: Carry,
 ) -> miette::Result<ExitCode> {
     let cluster = match target.load(Format::Text) {
         Ok(c) => c,
@@ -179,9 +215,10 @@ fn bundle(
     opts.pull.jobs = jobs.max(1);
     opts.pull.registry_overrides = registry_overrides;
     opts.pull.progress = std::io::stderr().is_terminal();
-    if !no_self {
+    if !carry.no_self {
         opts.self_binary = std::env::current_exe().ok();
     }
+    opts.agents = carry.agents;
     let (summary, stats) = bundle_cluster(&cluster, &opts).map_err(fail)?;
     eprintln!(
         "wrote {}: {} image(s), {} distinct blob(s) ({} bytes), {} package(s), {} bytes in all; layers and configs this run: {} fetched ({} bytes), {} from the cache",

@@ -5,6 +5,7 @@ mod airgap_support;
 mod cni_support;
 mod real_support;
 
+mod airgap_agent;
 mod airgap_calico;
 mod airgap_cilium;
 mod airgap_cli;
@@ -31,6 +32,7 @@ mod image_load;
 mod node_join;
 mod node_remove;
 mod packages_apt;
+mod preflight_arch;
 mod preflight_node;
 mod proxy_node;
 mod real_cilium;

@@ -317,6 +317,39 @@ fn bundle_of<'a>(
     }
 }
 
+/// The architectures (OCI names) the verified bundle carries a CNI agent for (`bin/clusterctl-linux-<arch>`
+/// entries, `airgap bundle --agent ARCH=PATH`); empty without a bundle or before it is verified.
+pub(crate) fn agent_archs(data: &UpData) -> Vec<String> {
+    let Some(vb) = data.spec.airgap.as_ref().and_then(|a| a.verified.get()) else {
+        return Vec::new();
+    };
+    vb.manifest
+        .binaries
+        .iter()
+        .filter(|b| {
+            b.name
+                .starts_with(clusterctl_airgap::packages::AGENT_PREFIX)
+        })
+        .filter_map(|b| b.arch.clone())
+        .collect()
+}
+
+/// Where `airgap/packages` placed the bundle's CNI agent for `arch` on the node (under
+/// [`REMOTE_DIR`]`/bin/`), when the verified bundle carries one.
+pub(crate) fn agent_on_node(data: &UpData, arch: &str) -> Option<String> {
+    let vb = data.spec.airgap.as_ref().and_then(|a| a.verified.get())?;
+    vb.manifest
+        .binaries
+        .iter()
+        .find(|b| {
+            b.name
+                .starts_with(clusterctl_airgap::packages::AGENT_PREFIX)
+                && b.arch.as_deref() == Some(arch)
+        })
+        .and_then(|b| b.path.rsplit('/').next())
+        .map(|name| format!("{REMOTE_DIR}/bin/{name}"))
+}
+
 /// The node's files from the bundle, by its facts (OS family from `ID`/`ID_LIKE`, architecture),
 /// without the packages tagged with another Kubernetes version than the cluster's.
 fn node_files(vb: &VerifiedBundle, data: &UpData, node: &str) -> Vec<NodeFile> {

@@ -4,7 +4,9 @@
 //! (`clusterctl_cni_embed::PLUGIN`) written to `/opt/cni/bin/clusterctl-cni` — each skipped when
 //! the node's copy has the same sha256 —, the rendered `agent.json`, conflist template and unit
 //! placed, and the agent unit `clusterctl-cni-agent.service` enabled and (re)started when something
-//! changed — on every node. Third-party CNIs are installed by `up::cni_install`; [`run_manifests`]
+//! changed — on every node. A node of another architecture than this binary's gets the agent built
+//! for it from the bundle instead (`airgap bundle --agent ARCH=PATH`, placed by `airgap/packages`), as
+//! both the binary and the plugin. Third-party CNIs are installed by `up::cni_install`; [`run_manifests`]
 //! (`kubectl apply` of rendered manifests on the first control plane) is left for a CNI without
 //! such an install.
 
@@ -57,14 +59,19 @@ pub(crate) fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseE
             "the path of the clusterctl binary to install as the CNI plugin is unknown",
         ));
     };
-    let mut changed = ctx.put_local_file(bin, BINARY_PATH, 0o755)?;
-    // The dedicated plugin carried inside clusterctl (`clusterctl-cni-embed`), not a copy of the
-    // multi-call binary: it starts faster on every CNI call.
-    changed |= ctx.put_file(
-        PLUGIN_PATH,
-        clusterctl_cni_embed::MODE,
-        clusterctl_cni_embed::PLUGIN,
-    )?;
+    let mut changed = match bundled_agent(data, ctx.name()) {
+        Some(agent) => install_bundled_agent(ctx, &agent)?,
+        None => {
+            // The dedicated plugin carried inside clusterctl (`clusterctl-cni-embed`), not a copy of
+            // the multi-call binary: it starts faster on every CNI call.
+            ctx.put_local_file(bin, BINARY_PATH, 0o755)?
+                | ctx.put_file(
+                    PLUGIN_PATH,
+                    clusterctl_cni_embed::MODE,
+                    clusterctl_cni_embed::PLUGIN,
+                )?
+        }
+    };
     let files = data.files_of(ctx.name(), placed::CNI);
     let unit_path = format!("/etc/systemd/system/{AGENT_UNIT}");
     let has_unit = files.iter().any(|f| f.path == unit_path);
@@ -95,6 +102,33 @@ pub(crate) fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseE
         ctx.run_script(&format!("systemctl enable --now {AGENT_UNIT}"))?;
     }
     Ok(())
+}
+
+/// For a node whose architecture (facts) differs from this binary's: where `airgap/packages` put the
+/// bundle's agent built for it (`airgap bundle --agent`), when the bundle carries one. Preflight's
+/// `arch` check refused the node otherwise.
+fn bundled_agent(data: &UpData, node: &str) -> Option<String> {
+    let uname = data.facts_of(node).arch;
+    let arch = clusterctl_airgap::node::oci_arch(&uname);
+    if uname.trim().is_empty() || arch == super::preflight::arch::local_arch() {
+        return None;
+    }
+    super::airgap::agent_on_node(data, &arch)
+}
+
+/// Installs the bundle's agent `agent` (already on the node) as the clusterctl binary and as the CNI
+/// plugin (the multi-call binary answers as `clusterctl-cni` by its name), unless both already are
+/// it. Returns whether it changed anything.
+fn install_bundled_agent(ctx: &mut NodeCtx, agent: &str) -> Result<bool, PhaseError> {
+    let a = quote_word(agent);
+    let same = format!("cmp -s {a} {BINARY_PATH} && cmp -s {a} {PLUGIN_PATH}");
+    if ctx.test(&same)? == Some(true) {
+        return Ok(false);
+    }
+    ctx.run_script(&format!(
+        "install -m 0755 {a} {BINARY_PATH} && install -D -m 0755 {a} {PLUGIN_PATH}"
+    ))?;
+    Ok(true)
 }
 
 /// The manifest CNI phase (first control plane): places the manifests and applies them (server-side

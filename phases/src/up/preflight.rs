@@ -13,6 +13,7 @@ use crate::error::PhaseError;
 use clusterctl_spec::model::{CniPlugin, Role, RuntimeKind};
 use serde::Deserialize;
 
+pub(crate) mod arch;
 pub(crate) mod cni_switch;
 mod runtime_vip;
 
@@ -86,6 +87,7 @@ pub const CHECK_IDS: &[&str] = &[
     "cri-sockets",
     "vip-interface",
     "cni-switch",
+    "arch",
 ];
 
 /// The entries of `ignored` (`--ignore-preflight`) that name no preflight check ([`CHECK_IDS`]), in
@@ -494,6 +496,12 @@ pub fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     findings.extend(runtime_vip::other_runtimes(
         data.spec.runtime,
         &runtime_vip::sockets(&out),
+    ));
+    findings.extend(arch::agent_arch(
+        &facts.arch,
+        &arch::local_arch(),
+        data.spec.cni == CniPlugin::Builtin,
+        &crate::up::airgap::agent_archs(data),
     ));
     findings.extend(cni_switch::other_cni(
         data.spec.cni.name(),

@@ -72,12 +72,25 @@ pub(crate) fn bundle_served(
     base: &Path,
     out: &Path,
 ) -> BundleSummary {
+    bundle_served_with(cluster, reg, seed, base, out, Vec::new())
+}
+
+/// [`bundle_served`] carrying the CNI agents `agents` (`(arch, file)`, as `airgap bundle --agent`).
+pub(crate) fn bundle_served_with(
+    cluster: &ValidCluster,
+    reg: &Registry,
+    seed: u64,
+    base: &Path,
+    out: &Path,
+    agents: Vec<(String, std::path::PathBuf)>,
+) -> BundleSummary {
     let sources: Vec<String> = list_images(cluster).into_iter().map(|i| i.source).collect();
     assert!(sources.len() >= 6, "{sources:?}");
     let upstreams = serve_upstream_images(reg, &sources, seed).expect("images served");
     let mut opts = BundleOptions {
         out: out.to_path_buf(),
         base_dir: base.to_path_buf(),
+        agents,
         ..Default::default()
     };
     opts.pull.registry_overrides = upstreams
