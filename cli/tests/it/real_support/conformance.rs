@@ -17,27 +17,43 @@ pub(crate) fn require_suite() -> bool {
 }
 
 /// Runs the CI focus (`scripts/conformance.sh ci`, two ginkgo processes) against `c` through its VIP
-/// kubeconfig, JUnit under `<cache>/conformance/<cluster name>`; prints the summary line and panics
+/// kubeconfig, JUnit under `<cache>/conformance/<cluster name>/ci`; prints the summary line and panics
 /// unless every spec of the focus ran and passed. By hand, `CLUSTERCTL_CONFORMANCE=full` runs the
 /// script's `full` config instead and `CLUSTERCTL_CONFORMANCE_FOCUS=RE` narrows it (`--focus`).
 pub(crate) fn run_ci_focus(c: &RealCluster) {
-    let t = Instant::now();
     let config = std::env::var("CLUSTERCTL_CONFORMANCE").unwrap_or_else(|_| "ci".to_string());
     let focus = std::env::var("CLUSTERCTL_CONFORMANCE_FOCUS").ok();
+    run_config(c, &config, focus.as_deref());
+}
+
+/// Runs upstream's NetworkPolicy e2e tests (issue 28) against `c`: the script's `netpol-ci` focus, or
+/// `CLUSTERCTL_NETPOL` (`netpol`: every spec of `test/e2e/network/netpol`) narrowed by
+/// `CLUSTERCTL_NETPOL_FOCUS`; panics unless every spec ran and passed.
+pub(crate) fn run_netpol_focus(c: &RealCluster) {
+    let config = std::env::var("CLUSTERCTL_NETPOL").unwrap_or_else(|_| "netpol-ci".to_string());
+    let focus = std::env::var("CLUSTERCTL_NETPOL_FOCUS").ok();
+    run_config(c, &config, focus.as_deref());
+}
+
+/// `scripts/conformance.sh CONFIG [--focus FOCUS]` against `c`, JUnit under
+/// `<cache>/conformance/<cluster name>/<CONFIG>`; panics unless it passed.
+pub(crate) fn run_config(c: &RealCluster, config: &str, focus: Option<&str>) {
+    let t = Instant::now();
     let dir = clusterctl_testbed::k8snode::cache_root()
         .join("conformance")
-        .join(&c.name);
+        .join(&c.name)
+        .join(config);
     let script = clusterctl_testbed::k8sbin::scripts_dir().join("../conformance.sh");
     let out = Command::new("bash")
         .arg(&script)
-        .arg(&config)
+        .arg(config)
         .arg("--kubeconfig")
         .arg(c.cc.kubeconfig())
         .arg("--junit-dir")
         .arg(&dir)
         .arg("--version")
         .arg(VERSION)
-        .args(focus.iter().flat_map(|f| ["--focus", f.as_str()]))
+        .args(focus.iter().flat_map(|f| ["--focus", f]))
         .stdin(Stdio::null())
         .output()
         .expect("running scripts/conformance.sh");
