@@ -172,8 +172,43 @@ pub(crate) fn check_switch_diff(c: &RealCluster, key: &str) {
     assert!(!format!("{writes:?}").contains(key), "the key in the diff");
 }
 
+/// Creates the Secret `name` (value `value`) on an encrypted cluster and asserts it stored as
+/// [`check_stored`] says. Returns the node's keys.
+pub(crate) fn store_encrypted(
+    c: &RealCluster,
+    provider: &str,
+    name: &str,
+    value: &str,
+) -> Vec<String> {
+    c.kubectl(&format!(
+        "create secret generic {name} --from-literal=password={value}"
+    ));
+    check_stored(c, provider, name, value);
+    keys_on_node(c)
+}
+
+/// The Secret `name` is stored as `k8s:enc:<provider>:v1:key1:…` without `value`, the API reads
+/// `value`, and the API server's manifest has the flag and the mount.
+pub(crate) fn check_stored(c: &RealCluster, provider: &str, name: &str, value: &str) {
+    let stored = etcd_value(c, &format!("/registry/secrets/default/{name}"));
+    assert!(
+        stored.starts_with(&format!("k8s:enc:{provider}:v1:key1:")) && !stored.contains(value),
+        "{name} in etcd: {stored}"
+    );
+    assert_eq!(api_value(c, name).trim(), value, "{name} through the API");
+    let manifest = c
+        .first()
+        .sh("cat /etc/kubernetes/manifests/kube-apiserver.yaml")
+        .expect("manifest");
+    assert!(
+        manifest.contains(&format!("--encryption-provider-config={ENC}"))
+            && manifest.contains("path: /etc/kubernetes/enc"),
+        "{manifest}"
+    );
+}
+
 /// The secrets (`secret:` values) of the node's encryption configuration, in file order.
-fn keys_on_node(c: &RealCluster) -> Vec<String> {
+pub(crate) fn keys_on_node(c: &RealCluster) -> Vec<String> {
     let text = c
         .first()
         .sh(&format!("cat {ENC}"))
