@@ -36,6 +36,9 @@ enum Command {
     Node(cmd::node::Command),
     /// Upgrade Kubernetes by one minor (or a patch) at a time.
     Upgrade(cmd::upgrade::Args),
+    /// etcd backup and restore: `etcd snapshot save|restore`.
+    #[command(subcommand)]
+    Etcd(cmd::etcd::Command),
     /// Nodes, conditions, stuck pods and the layer they are stuck at.
     Status(cmd::status::Args),
     /// Check the cluster's certificates' expiry on every node, or renew them with kubeadm.
@@ -100,6 +103,7 @@ fn main() -> ExitCode {
         Command::Destroy(a) => cmd::destroy::run(a),
         Command::Node(c) => cmd::node::run(c),
         Command::Upgrade(a) => cmd::upgrade::run(a),
+        Command::Etcd(c) => cmd::etcd::run(c),
         Command::Status(a) => cmd::status::run(a),
         Command::Certs(c) => cmd::certs::run(c),
         Command::Image(c) => cmd::image::run(c),

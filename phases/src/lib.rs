@@ -11,6 +11,7 @@ pub(crate) mod ctx;
 pub mod destroy;
 pub(crate) mod diff;
 pub mod engine;
+pub mod etcd;
 pub mod error;
 pub mod fake;
 pub mod get;

@@ -8,6 +8,7 @@ pub(crate) mod completion;
 pub(crate) mod convert;
 pub(crate) mod destroy;
 pub(crate) mod escape;
+pub(crate) mod etcd;
 pub(crate) mod flags;
 pub(crate) mod get;
 pub(crate) mod image;

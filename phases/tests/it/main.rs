@@ -3,3 +3,4 @@
 
 mod destroy;
 mod engine;
+mod etcd;
