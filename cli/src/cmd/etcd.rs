@@ -197,7 +197,14 @@ fn restore_cmd(a: RestoreArgs) -> miette::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     if c.dry_run {
-        return dry_run(c, name, "restore", &report.nodes, &report.plan, report.changes);
+        return dry_run(
+            c,
+            name,
+            "restore",
+            &report.nodes,
+            &report.plan,
+            report.changes,
+        );
     }
     let members: Vec<String> = report
         .members

@@ -35,7 +35,12 @@ fn untouched(c: &RealCluster) -> Result<(), String> {
         .first()
         .sh("ls /etc/kubernetes/manifests; ls -d /etc/kubernetes/clusterctl-restore-manifests /var/lib/etcd/clusterctl-restore 2>&1 || true")
         .map_err(|e| e.to_string())?;
-    for m in ["etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"] {
+    for m in [
+        "etcd.yaml",
+        "kube-apiserver.yaml",
+        "kube-controller-manager.yaml",
+        "kube-scheduler.yaml",
+    ] {
         if !out.contains(m) {
             return Err(format!("{m} not in place:\n{out}"));
         }
@@ -47,6 +52,7 @@ fn untouched(c: &RealCluster) -> Result<(), String> {
 }
 
 #[test]
+#[ignore = "written in the issue 26 session but not yet run on a real cluster (the shared build queue did not reach it before the deadline): run it with --ignored, then drop this"]
 fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
     let Some(env) = real_support::available() else {
         return;
@@ -71,8 +77,15 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
     let save_secs = ts.elapsed().as_secs_f64();
     let out = saved.all();
     assert_eq!(saved.code, 0, "save:\n{out}");
-    assert!(!out.contains(VALUE), "the snapshot's content was printed:\n{out}");
-    let mode = std::fs::metadata(&snap).expect("snapshot").permissions().mode() & 0o777;
+    assert!(
+        !out.contains(VALUE),
+        "the snapshot's content was printed:\n{out}"
+    );
+    let mode = std::fs::metadata(&snap)
+        .expect("snapshot")
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o600, "snapshot mode");
     let reported = out
         .lines()
@@ -84,7 +97,11 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
         .args(["snapshot", "status", &snap_s, "-w", "json"])
         .output()
         .expect("etcdutl");
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let status: serde_json::Value = serde_json::from_slice(&st.stdout).expect("status json");
     let revision = status["revision"].as_i64().expect("revision");
     let keys = status["totalKey"].as_u64().expect("totalKey");
@@ -93,11 +110,23 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
         "clusterctl reported `{reported}`, etcdutl reads {status}"
     );
     let json = etcd(&c, &["save", &snap_s, "-o", "json"]);
-    assert_eq!(json.code, 2, "an existing output is refused:\n{}", json.all());
-    assert!(json.stdout.contains("\"result\": \"invalid\"") && json.all().contains("--overwrite"), "{}", json.all());
+    assert_eq!(
+        json.code,
+        2,
+        "an existing output is refused:\n{}",
+        json.all()
+    );
+    assert!(
+        json.stdout.contains("\"result\": \"invalid\"") && json.all().contains("--overwrite"),
+        "{}",
+        json.all()
+    );
 
     c.kubectl("delete configmap kept");
-    assert!(c.kubectl("get configmaps -o name").lines().all(|l| l != "configmap/kept"));
+    assert!(c
+        .kubectl("get configmaps -o name")
+        .lines()
+        .all(|l| l != "configmap/kept"));
 
     // A damaged copy is refused before anything changes.
     let bad = dir.join("bad.db");
@@ -109,13 +138,21 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
     std::fs::write(&bad, &bytes).expect("write");
     let refused = etcd(&c, &["restore", &bad.to_string_lossy()]);
     assert_eq!(refused.code, 2, "damaged snapshot:\n{}", refused.all());
-    assert!(refused.all().contains("integrity check failed"), "{}", refused.all());
+    assert!(
+        refused.all().contains("integrity check failed"),
+        "{}",
+        refused.all()
+    );
     untouched(&c).expect("nothing changed by the refused restore");
 
     // A dry run changes nothing.
     let dry = etcd(&c, &["restore", &snap_s, "--dry-run"]);
     assert_eq!(dry.code, 0, "{}", dry.all());
-    assert!(dry.stdout.contains("etcd-restore/data-dir"), "{}", dry.stdout);
+    assert!(
+        dry.stdout.contains("etcd-restore/data-dir"),
+        "{}",
+        dry.stdout
+    );
     untouched(&c).expect("nothing changed by the dry run");
 
     // The restore brings the ConfigMap back.
@@ -127,8 +164,16 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
     let value = c.kubectl("get configmap kept -o jsonpath={.data.value}");
     assert_eq!(value, VALUE, "the ConfigMap is back");
     let cp = c.roles[0].0.clone();
-    assert_eq!(c.etcd_members(), vec![cp], "every control plane an etcd member");
-    wait_for("the node Ready after the restore", Duration::from_secs(120), || all_ready(&c));
+    assert_eq!(
+        c.etcd_members(),
+        vec![cp],
+        "every control plane an etcd member"
+    );
+    wait_for(
+        "the node Ready after the restore",
+        Duration::from_secs(120),
+        || all_ready(&c),
+    );
     let kept = c
         .first()
         .sh("ls -d /var/lib/etcd/clusterctl-restore/*/old-member/snap && ls /etc/kubernetes/manifests && ! ls /etc/kubernetes/clusterctl-restore-manifests 2>/dev/null")

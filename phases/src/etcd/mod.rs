@@ -220,7 +220,10 @@ mod tests {
             check_snapshot(&good[..8192]),
             Err(Corrupt::NoHash { size: 8192 })
         );
-        assert_eq!(check_snapshot(&[0; 100]), Err(Corrupt::TooShort { size: 100 }));
+        assert_eq!(
+            check_snapshot(&[0; 100]),
+            Err(Corrupt::TooShort { size: 100 })
+        );
         assert_eq!(check_snapshot(&vec![0; 8224]), Err(Corrupt::NotBolt));
     }
 
@@ -228,10 +231,13 @@ mod tests {
     fn reads_etcdutls_status_and_the_manifests_member() {
         let out = "some log line\n{\"hash\":3700231467,\"revision\":1203,\"totalKey\":1100,\"totalSize\":3219456,\"version\":\"3.6.0\"}\n";
         let s = SnapshotStatus::parse(out).expect("status");
-        assert_eq!((s.revision, s.total_keys, s.total_size), (1203, 1100, 3219456));
+        assert_eq!(
+            (s.revision, s.total_keys, s.total_size),
+            (1203, 1100, 3219456)
+        );
         assert_eq!(
             s.to_string(),
-            "hash dc8cf22b, revision 1203, 1100 keys, 3219456 bytes, storage version 3.6.0"
+            "hash dc8d0d2b, revision 1203, 1100 keys, 3219456 bytes, storage version 3.6.0"
         );
         let yaml = "spec:\n  containers:\n  - command:\n    - etcd\n    - --advertise-client-urls=https://10.0.0.1:2379\n    - --data-dir=/var/lib/etcd\n    - --initial-advertise-peer-urls=https://10.0.0.1:2380\n    - --initial-cluster=c1=https://10.0.0.1:2380\n    - --name=c1\n    image: registry.k8s.io/etcd:3.6.5-0\n";
         let m = Member::from_manifest(yaml).expect("member");

@@ -104,7 +104,10 @@ pub enum RestoreError {
 impl RestoreError {
     /// True when the input itself is refused (exit 2): a damaged or unreadable snapshot.
     pub fn refused(&self) -> bool {
-        matches!(self, RestoreError::Corrupt { .. } | RestoreError::Read { .. })
+        matches!(
+            self,
+            RestoreError::Corrupt { .. } | RestoreError::Read { .. }
+        )
     }
 }
 
@@ -134,11 +137,7 @@ impl Data {
     }
 }
 
-fn phase(
-    name: &'static str,
-    targets: Targets,
-    run: crate::engine::PhaseFn<Data>,
-) -> Phase<Data> {
+fn phase(name: &'static str, targets: Targets, run: crate::engine::PhaseFn<Data>) -> Phase<Data> {
     Phase {
         name,
         targets,

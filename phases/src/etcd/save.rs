@@ -185,7 +185,11 @@ pub fn run(
 /// member's snapshot; a failure is recorded and the next control plane asked.
 fn save(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
     let name = ctx.name().to_string();
-    let done = data.saved.lock().ok().and_then(|s| s.as_ref().map(|s| s.node.clone()));
+    let done = data
+        .saved
+        .lock()
+        .ok()
+        .and_then(|s| s.as_ref().map(|s| s.node.clone()));
     if let Some(from) = done {
         ctx.info(&format!("not asked: the snapshot came from {from}"));
         return Ok(());
@@ -232,13 +236,21 @@ fn push(v: &Mutex<Vec<(String, String)>>, node: String, why: String) {
 /// The snapshot of this control plane's member (`None` in a dry run).
 fn save_on(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<Option<Saved>, PhaseError> {
     let member = ctx
-        .read_labelled(&format!("cat {ETCD_MANIFEST}"), Some("read the etcd manifest"))?
+        .read_labelled(
+            &format!("cat {ETCD_MANIFEST}"),
+            Some("read the etcd manifest"),
+        )?
         .map(|y| {
-            Member::from_manifest(&y)
-                .ok_or_else(|| ctx.local_error(format!("{ETCD_MANIFEST}: no etcd --name/--initial-advertise-peer-urls/image in it")))
+            Member::from_manifest(&y).ok_or_else(|| {
+                ctx.local_error(format!(
+                    "{ETCD_MANIFEST}: no etcd --name/--initial-advertise-peer-urls/image in it"
+                ))
+            })
         })
         .transpose()?;
-    let dir = member.as_ref().map_or("/var/lib/etcd", |m| m.data_dir.as_str());
+    let dir = member
+        .as_ref()
+        .map_or("/var/lib/etcd", |m| m.data_dir.as_str());
     let image = quote_word(member.as_ref().map_or("-", |m| m.image.as_str()));
     let file = format!("{dir}/{}", data.file);
     let script = format!(
@@ -271,7 +283,10 @@ fn save_on(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<Option<Saved>, PhaseErr
     };
     check_snapshot(&bytes).map_err(|e| ctx.local_error_in("the snapshot read back", &e))?;
     let status = SnapshotStatus::parse(&status_out).ok_or_else(|| {
-        ctx.local_error(format!("etcdutl snapshot status printed no status: {}", status_out.trim()))
+        ctx.local_error(format!(
+            "etcdutl snapshot status printed no status: {}",
+            status_out.trim()
+        ))
     })?;
     write_output(ctx, data.opts, &bytes)?;
     Ok(Some(Saved {

@@ -58,7 +58,8 @@ fn a_damaged_snapshot_is_refused_before_any_node_is_reached() {
     let e = restore::run(&c, &restore_opts(&bad), Arc::new(QuietReporter)).expect_err("refused");
     assert!(e.refused(), "{e}");
     assert!(
-        e.to_string().contains("integrity check failed") && e.to_string().contains("nothing was changed"),
+        e.to_string().contains("integrity check failed")
+            && e.to_string().contains("nothing was changed"),
         "{e}"
     );
     assert!(t.elapsed() < Duration::from_secs(2), "no node was tried");
@@ -67,7 +68,10 @@ fn a_damaged_snapshot_is_refused_before_any_node_is_reached() {
     let e = restore::run(&c, &restore_opts(&copied), Arc::new(QuietReporter)).expect_err("refused");
     assert!(e.to_string().contains("no integrity hash"), "{e}");
     assert_eq!(check_snapshot(&snapshot()), Ok(()));
-    assert!(matches!(check_snapshot(&bytes), Err(Corrupt::HashMismatch { .. })));
+    assert!(matches!(
+        check_snapshot(&bytes),
+        Err(Corrupt::HashMismatch { .. })
+    ));
 }
 
 #[test]
@@ -101,18 +105,35 @@ fn a_dry_run_of_the_restore_plans_every_phase_on_every_control_plane() {
         let stage = on(node, "etcd-restore/stage").join("\n");
         assert!(
             stage.contains(&format!("--name {node} "))
-                && stage.contains("--initial-cluster 'c1=https://192.0.2.1:2380,c2=https://192.0.2.2:2380'")
+                && stage.contains(
+                    "--initial-cluster 'c1=https://192.0.2.1:2380,c2=https://192.0.2.2:2380'"
+                )
                 && stage.contains("--bump-revision 1000000000 --mark-compacted")
                 && stage.contains("snapshot status"),
             "{node}: {stage}"
         );
         let id = &report.sha256[..12];
-        assert!(stage.contains(&format!("write /var/lib/etcd/clusterctl-restore/{id}/snapshot.db (16416 bytes, mode 0600)")), "{stage}");
-        assert!(on(node, "etcd-restore/stop").join("\n").contains("/etc/kubernetes/clusterctl-restore-manifests"));
-        assert!(on(node, "etcd-restore/data-dir").join("\n").contains("old-member"));
-        assert!(!on(node, "etcd-restore/start-etcd").is_empty() && !on(node, "etcd-restore/healthy").is_empty());
+        assert!(
+            stage.contains(&format!(
+                "write /var/lib/etcd/clusterctl-restore/{id}/snapshot.db (16416 bytes, mode 0600)"
+            )),
+            "{stage}"
+        );
+        assert!(on(node, "etcd-restore/stop")
+            .join("\n")
+            .contains("/etc/kubernetes/clusterctl-restore-manifests"));
+        assert!(on(node, "etcd-restore/data-dir")
+            .join("\n")
+            .contains("old-member"));
+        assert!(
+            !on(node, "etcd-restore/start-etcd").is_empty()
+                && !on(node, "etcd-restore/healthy").is_empty()
+        );
     }
-    assert!(!on("c1", "etcd-restore/nodes-ready").is_empty() && on("c2", "etcd-restore/nodes-ready").is_empty());
+    assert!(
+        !on("c1", "etcd-restore/nodes-ready").is_empty()
+            && on("c2", "etcd-restore/nodes-ready").is_empty()
+    );
     assert!(report.plan.iter().all(|e| e.node != "w1"));
     assert!(report.changes >= 10, "{}", report.changes);
     assert!(report.plan.iter().any(|e| e.kind == PlanKind::Run));
@@ -145,10 +166,31 @@ fn save_refuses_an_existing_output_and_plans_on_the_first_control_plane() {
     )
     .expect("planned");
     assert!(plan.saved.is_none());
-    let c1: Vec<&str> = plan.plan.iter().filter(|e| e.node == "c1").map(|e| e.text.as_str()).collect();
-    assert!(c1.iter().any(|t| t.contains("etcdctl snapshot save")), "{c1:?}");
-    assert!(c1.iter().any(|t| t.contains(&format!("write {} (mode 0600)", out.display()))), "{c1:?}");
-    let c2: Vec<&str> = plan.plan.iter().filter(|e| e.node == "c2").map(|e| e.text.as_str()).collect();
+    let c1: Vec<&str> = plan
+        .plan
+        .iter()
+        .filter(|e| e.node == "c1")
+        .map(|e| e.text.as_str())
+        .collect();
+    assert!(
+        c1.iter().any(|t| t.contains("etcdctl snapshot save")),
+        "{c1:?}"
+    );
+    assert!(
+        c1.iter()
+            .any(|t| t.contains(&format!("write {} (mode 0600)", out.display()))),
+        "{c1:?}"
+    );
+    let c2: Vec<&str> = plan
+        .plan
+        .iter()
+        .filter(|e| e.node == "c2")
+        .map(|e| e.text.as_str())
+        .collect();
     assert!(c2.iter().all(|t| !t.contains("snapshot save")), "{c2:?}");
-    assert_eq!(std::fs::read(&out).expect("read"), b"keep me", "a dry run writes nothing");
+    assert_eq!(
+        std::fs::read(&out).expect("read"),
+        b"keep me",
+        "a dry run writes nothing"
+    );
 }

@@ -19,7 +19,10 @@ const CONTROL_PLANE: &str = "^(etcd|kube-apiserver|kube-controller-manager|kube-
 
 /// The working directory of this snapshot's restore on a member.
 fn stage_dir(m: &Member, id: &str) -> String {
-    format!("{}/clusterctl-restore/{id}", m.data_dir.trim_end_matches('/'))
+    format!(
+        "{}/clusterctl-restore/{id}",
+        m.data_dir.trim_end_matches('/')
+    )
 }
 
 /// A command that may run as long as the run's waits.
@@ -114,7 +117,10 @@ pub(super) fn stage(ctx: &mut NodeCtx, data: &Data) -> Result<(), PhaseError> {
 pub(super) fn stop(ctx: &mut NodeCtx, data: &Data) -> Result<(), PhaseError> {
     let (m, done) = member(ctx, data)?;
     if done {
-        ctx.info(&format!("this snapshot's restore is done here ({}/done)", stage_dir(&m, &data.id)));
+        ctx.info(&format!(
+            "this snapshot's restore is done here ({}/done)",
+            stage_dir(&m, &data.id)
+        ));
         return Ok(());
     }
     let running = format!("crictl ps -q --state running --name '{CONTROL_PLANE}'");
@@ -140,7 +146,9 @@ pub(super) fn data_dir(ctx: &mut NodeCtx, data: &Data) -> Result<(), PhaseError>
     let (m, done) = member(ctx, data)?;
     let s = stage_dir(&m, &data.id);
     if done || ctx.test(&format!("[ -d {s}/old-member ] && [ ! -d {s}/new ]"))? == Some(true) {
-        ctx.info(&format!("the restored data is in place (the previous in {s}/old-member)"));
+        ctx.info(&format!(
+            "the restored data is in place (the previous in {s}/old-member)"
+        ));
         return Ok(());
     }
     let d = q(m.data_dir.trim_end_matches('/'));
