@@ -106,7 +106,7 @@ fn a_dry_run_of_the_restore_plans_every_phase_on_every_control_plane() {
         assert!(
             stage.contains(&format!("--name {node} "))
                 && stage.contains(
-                    "--initial-cluster 'c1=https://192.0.2.1:2380,c2=https://192.0.2.2:2380'"
+                    "--initial-cluster c1=https://192.0.2.1:2380,c2=https://192.0.2.2:2380 "
                 )
                 && stage.contains("--bump-revision 1000000000 --mark-compacted")
                 && stage.contains("snapshot status"),
