@@ -8,7 +8,9 @@
 //! `--overwrite`. `restore -f FILE snap.db`: the snapshot's integrity checked here first (a damaged
 //! file is refused, exit 2, nothing contacted), then kubeadm's restore on every control plane. Both
 //! take `--dry-run` (contacts nothing, prints the plan) and `-o json|yaml` (one document: `result`
-//! `ok`, `failed` or `invalid`). Exit codes: 0 done, 1 a step failed, 2 refused input.
+//! `ok`, `failed` or `invalid`). `restore` takes the cluster's lock first (as `up`; not with
+//! `--dry-run`); `save` only reads the cluster and never waits for it. Exit codes: 0 done, 1 a step
+//! failed, 2 refused input, 3 (restore) another clusterctl is changing the cluster.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -158,6 +160,12 @@ fn restore_cmd(a: RestoreArgs) -> miette::Result<ExitCode> {
     let c = &a.common;
     let cluster = match c.target.load(c.output) {
         Ok(v) => v,
+        Err(code) => return Ok(code),
+    };
+    // A restore stops and rewrites every control plane: one writer at a time (not for a dry run).
+    let _lock = match super::flags::lock_cluster(c.output, &cluster, "etcd snapshot restore", c.dry_run)
+    {
+        Ok(l) => l,
         Err(code) => return Ok(code),
     };
     let name = cluster.name();

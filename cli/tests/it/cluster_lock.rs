@@ -1,6 +1,6 @@
 //! One writer at a time, with real processes: `clusterctl up` held mid-run (its node's SSH port on this
 //! machine accepts the connection and never answers, so `up` waits in its SSH handshake) holds the
-//! cluster's lock; a second `up`, a `destroy --yes` and a `certs renew --all` are refused at once with exit 3, naming the
+//! cluster's lock; a second `up`, a `destroy --yes`, a `certs renew --all` and an `etcd snapshot restore` are refused at once with exit 3, naming the
 //! holder (command, process id, machine, since when); `status` and `up --dry-run` run meanwhile and
 //! never mention the lock; the lock file is 0600 and holds only the holder's record. The holder is
 //! then SIGKILLed: its record stays, and the next `up` takes the lock over and says whose it was.
@@ -90,6 +90,7 @@ fn a_second_writer_is_refused_readers_run_and_a_dead_holders_lock_is_taken_over(
         vec!["up", "-f", "cluster.yaml"],
         vec!["destroy", "-f", "cluster.yaml", "--yes"],
         vec!["certs", "renew", "-f", "cluster.yaml", "--all"],
+        vec!["etcd", "snapshot", "restore", "-f", "cluster.yaml", "snap.db"],
     ] {
         let started = Instant::now();
         let r = cli.run(&args).expect("run");

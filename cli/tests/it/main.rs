@@ -39,7 +39,6 @@ mod real_cilium;
 mod real_cluster;
 mod real_day2;
 mod real_docker;
-mod real_etcd;
 mod real_flannel;
 mod real_lifecycle;
 mod real_rollout;

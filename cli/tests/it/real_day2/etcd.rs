@@ -1,20 +1,12 @@
-//! `clusterctl etcd snapshot save|restore` for real (issue 26 item 6) on a real 1-control-plane cluster
-//! (`real_support`: the upstream v1.34.4 programs and images built from their Go modules; the etcd
-//! image carries etcd, etcdctl and etcdutl as upstream's does). A ConfigMap is created, a snapshot
-//! saved (the file 0600, `etcdutl snapshot status` reported and matching what the test bed's own
-//! Go-built `etcdutl` reads from the file, the ConfigMap's value nowhere in the output), a second save
-//! to the same file refused, the ConfigMap deleted; a copy of the snapshot with bytes flipped is
-//! refused before any node changes (manifests in place, no restore directory); a dry run changes
-//! nothing; the restore brings the ConfigMap back, the control plane is the one etcd member, the
-//! nodes Ready, the previous data kept aside; the same restore again changes nothing.
+//! The etcd part of `real_day2` (see its module documentation): `etcd snapshot save`, a damaged copy
+//! refused, a dry run, a restore killed while it swaps the data directory and run again, and the same
+//! restore once more changing nothing.
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use clusterctl_testbed::k8sbin::require_programs;
-
 use crate::real_cluster::all_ready;
-use crate::real_support::{self, wait_for, FileOptions, RealCluster};
+use crate::real_support::{wait_for, RealCluster};
 
 /// The ConfigMap's value (in the snapshot; never in clusterctl's output).
 const VALUE: &str = "kept-by-the-etcd-snapshot-0xC0FFEE";
@@ -51,19 +43,9 @@ fn untouched(c: &RealCluster) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-#[ignore = "written in the issue 26 session but not yet run on a real cluster (the shared build queue did not reach it before the deadline): run it with --ignored, then drop this"]
-fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
-    let Some(env) = real_support::available() else {
-        return;
-    };
-    let Some(bins) = require_programs(real_support::VERSION, &["etcdutl"]) else {
-        return;
-    };
+/// Save, refusals, dry run, a killed and resumed restore, and an idempotent one (module doc).
+pub(super) fn backup_and_restore(c: &RealCluster, etcdutl: &std::path::Path) {
     let t = Instant::now();
-    let c = real_support::start("retcd", 1, 0, FileOptions::default(), &env);
-    c.up(&[]);
-    wait_for("the node Ready", Duration::from_secs(180), || all_ready(&c));
     c.apply(&format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: kept}}\ndata: {{value: {VALUE}}}\n"
     ));
@@ -73,7 +55,7 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
 
     // Save: 0600, the status reported, the content never printed.
     let ts = Instant::now();
-    let saved = etcd(&c, &["save", &snap_s]);
+    let saved = etcd(c, &["save", &snap_s]);
     let save_secs = ts.elapsed().as_secs_f64();
     let out = saved.all();
     assert_eq!(saved.code, 0, "save:\n{out}");
@@ -93,7 +75,7 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
         .unwrap_or_else(|| panic!("no status line:\n{out}"))
         .to_string();
     // The test bed's own etcdutl reads the same status from the file.
-    let st = std::process::Command::new(bins.path("etcdutl"))
+    let st = std::process::Command::new(etcdutl)
         .args(["snapshot", "status", &snap_s, "-w", "json"])
         .output()
         .expect("etcdutl");
@@ -109,7 +91,7 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
         reported.contains(&format!("revision {revision}, {keys} keys")),
         "clusterctl reported `{reported}`, etcdutl reads {status}"
     );
-    let json = etcd(&c, &["save", &snap_s, "-o", "json"]);
+    let json = etcd(c, &["save", &snap_s, "-o", "json"]);
     assert_eq!(
         json.code,
         2,
@@ -136,30 +118,44 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
         *b ^= 0xff;
     }
     std::fs::write(&bad, &bytes).expect("write");
-    let refused = etcd(&c, &["restore", &bad.to_string_lossy()]);
+    let refused = etcd(c, &["restore", &bad.to_string_lossy()]);
     assert_eq!(refused.code, 2, "damaged snapshot:\n{}", refused.all());
     assert!(
         refused.all().contains("integrity check failed"),
         "{}",
         refused.all()
     );
-    untouched(&c).expect("nothing changed by the refused restore");
+    untouched(c).expect("nothing changed by the refused restore");
 
     // A dry run changes nothing.
-    let dry = etcd(&c, &["restore", &snap_s, "--dry-run"]);
+    let dry = etcd(c, &["restore", &snap_s, "--dry-run"]);
     assert_eq!(dry.code, 0, "{}", dry.all());
     assert!(
         dry.stdout.contains("etcd-restore/data-dir"),
         "{}",
         dry.stdout
     );
-    untouched(&c).expect("nothing changed by the dry run");
+    untouched(c).expect("nothing changed by the dry run");
 
-    // The restore brings the ConfigMap back.
+    // The restore, killed while it swaps the data directory, then run again: it resumes.
     let tr = Instant::now();
-    let restored = etcd(&c, &["restore", &snap_s]);
+    let f = c.file.to_string_lossy().into_owned();
+    let killed = super::killed_when(
+        c,
+        &["etcd", "snapshot", "restore", &snap_s, "-f", &f],
+        |o| o.contains("etcd-restore/data-dir"),
+        Duration::ZERO,
+    );
+    eprintln!("[real] the killed restore said:\n{killed}");
+    let restored = etcd(c, &["restore", &snap_s]);
     let restore_secs = tr.elapsed().as_secs_f64();
+    eprintln!("[real] restore (after the killed one):\n{}", restored.all());
     assert_eq!(restored.code, 0, "restore:\n{}", restored.all());
+    assert!(
+        restored.all().contains("took over the lock of cluster"),
+        "{}",
+        restored.all()
+    );
     assert!(!restored.all().contains(VALUE), "{}", restored.all());
     let value = c.kubectl("get configmap kept -o jsonpath={.data.value}");
     assert_eq!(value, VALUE, "the ConfigMap is back");
@@ -172,7 +168,7 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
     wait_for(
         "the node Ready after the restore",
         Duration::from_secs(120),
-        || all_ready(&c),
+        || all_ready(c),
     );
     let kept = c
         .first()
@@ -181,11 +177,11 @@ fn etcd_snapshot_saved_then_restored_on_a_real_cluster() {
     assert!(kept.contains("kube-apiserver.yaml"), "{kept}");
 
     // The same restore again changes nothing.
-    let again = etcd(&c, &["restore", &snap_s]);
+    let again = etcd(c, &["restore", &snap_s]);
     assert_eq!(again.code, 0, "{}", again.all());
     assert!(again.stdout.contains("nothing changed"), "{}", again.all());
     eprintln!(
-        "[real] etcd test: save {save_secs:.1}s, restore {restore_secs:.1}s, all {:.1}s",
+        "[real] etcd part: save {save_secs:.1}s, killed and resumed restore {restore_secs:.1}s, all {:.1}s",
         t.elapsed().as_secs_f64()
     );
 }
