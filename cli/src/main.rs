@@ -124,3 +124,14 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks over the whole command tree (unique argument names, valid
+    /// defaults and conflicts), which otherwise fire only when the broken subcommand is run.
+    #[test]
+    fn the_command_tree_passes_clap_s_checks() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

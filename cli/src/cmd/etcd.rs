@@ -66,7 +66,7 @@ pub(crate) struct SaveArgs {
     pub common: Common,
     /// Where to write the snapshot (mode 0600; `-o/--output` is the output format, as everywhere).
     #[arg(value_name = "SNAPSHOT")]
-    pub file: PathBuf,
+    pub snapshot: PathBuf,
     /// Replace the output when it exists (refused otherwise).
     #[arg(long)]
     pub overwrite: bool,
@@ -110,7 +110,7 @@ fn save_cmd(a: SaveArgs) -> miette::Result<ExitCode> {
     };
     let name = cluster.name();
     let opts = save::Options {
-        output: a.file.clone(),
+        output: a.snapshot.clone(),
         overwrite: a.overwrite,
         known_hosts: c.known_hosts.clone(),
         verbose: c.verbose,

@@ -109,6 +109,8 @@ fn help_texts_follow_the_conventions() {
         "image load",
         "certs check-expiration",
         "certs renew",
+        "etcd snapshot save",
+        "etcd snapshot restore",
     ] {
         let cmd: Vec<&str> = cmd.split(' ').collect();
         let h = help(d, &cmd);
