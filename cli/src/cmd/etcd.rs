@@ -163,11 +163,11 @@ fn restore_cmd(a: RestoreArgs) -> miette::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     // A restore stops and rewrites every control plane: one writer at a time (not for a dry run).
-    let _lock = match super::flags::lock_cluster(c.output, &cluster, "etcd snapshot restore", c.dry_run)
-    {
-        Ok(l) => l,
-        Err(code) => return Ok(code),
-    };
+    let _lock =
+        match super::flags::lock_cluster(c.output, &cluster, "etcd snapshot restore", c.dry_run) {
+            Ok(l) => l,
+            Err(code) => return Ok(code),
+        };
     let name = cluster.name();
     let opts = restore::Options {
         snapshot: a.snapshot.clone(),
@@ -187,22 +187,19 @@ fn restore_cmd(a: RestoreArgs) -> miette::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    print_restore(c, name, &a.snapshot, &report)
+}
+
+/// Prints how the restore went: the failure and how to resume, the dry run's plan, or the result
+/// (text, or one document with `-o`).
+fn print_restore(
+    c: &Common,
+    name: &str,
+    snapshot: &std::path::Path,
+    report: &restore::Report,
+) -> miette::Result<ExitCode> {
     if let Some((error, hint)) = &report.stopped {
-        let text = format!("etcd snapshot restore failed:\n{error}");
-        if c.output.is_structured() {
-            eprintln!("{hint}");
-            return super::plan::print_document(
-                c.output,
-                name,
-                &[],
-                &report.plan,
-                report.changes,
-                Some(text),
-            );
-        }
-        super::flags::print_error(c.output, name, &text);
-        eprintln!("{hint}");
-        return Ok(ExitCode::FAILURE);
+        return print_stopped(c, name, report, error, hint);
     }
     if c.dry_run {
         return dry_run(
@@ -222,7 +219,7 @@ fn restore_cmd(a: RestoreArgs) -> miette::Result<ExitCode> {
     let doc = serde_json::json!({
         "cluster": name,
         "result": DocResult::Ok,
-        "snapshot": a.snapshot,
+        "snapshot": snapshot,
         "sha256": report.sha256,
         "changes": report.changes,
         "members": members,
@@ -232,13 +229,13 @@ fn restore_cmd(a: RestoreArgs) -> miette::Result<ExitCode> {
         if report.changes == 0 {
             println!(
                 "etcd of cluster `{name}` was already restored from {} (sha256 {}): nothing changed",
-                a.snapshot.display(),
+                snapshot.display(),
                 report.sha256
             );
         } else {
             println!(
                 "etcd of cluster `{name}` restored from {} (sha256 {}); members: {}",
-                a.snapshot.display(),
+                snapshot.display(),
                 report.sha256,
                 members.join(", ")
             );
@@ -249,6 +246,31 @@ fn restore_cmd(a: RestoreArgs) -> miette::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A restore that stopped: the error, how to resume, and the plan document with `-o`.
+fn print_stopped(
+    c: &Common,
+    name: &str,
+    report: &restore::Report,
+    error: &clusterctl_phases::RunError,
+    hint: &str,
+) -> miette::Result<ExitCode> {
+    let text = format!("etcd snapshot restore failed:\n{error}");
+    if c.output.is_structured() {
+        eprintln!("{hint}");
+        return super::plan::print_document(
+            c.output,
+            name,
+            &[],
+            &report.plan,
+            report.changes,
+            Some(text),
+        );
+    }
+    super::flags::print_error(c.output, name, &text);
+    eprintln!("{hint}");
+    Ok(ExitCode::FAILURE)
 }
 
 /// Prints a dry run's plan as text or as the plan document.

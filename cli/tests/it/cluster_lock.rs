@@ -90,7 +90,14 @@ fn a_second_writer_is_refused_readers_run_and_a_dead_holders_lock_is_taken_over(
         vec!["up", "-f", "cluster.yaml"],
         vec!["destroy", "-f", "cluster.yaml", "--yes"],
         vec!["certs", "renew", "-f", "cluster.yaml", "--all"],
-        vec!["etcd", "snapshot", "restore", "-f", "cluster.yaml", "snap.db"],
+        vec![
+            "etcd",
+            "snapshot",
+            "restore",
+            "-f",
+            "cluster.yaml",
+            "snap.db",
+        ],
     ] {
         let started = Instant::now();
         let r = cli.run(&args).expect("run");

@@ -467,5 +467,8 @@ fn day2_certificates_and_etcd_on_a_real_cluster() {
     wait_for("the node Ready", Duration::from_secs(180), || all_ready(&c));
     certificates(&c, bins.path("kubectl").to_path_buf());
     etcd::backup_and_restore(&c, bins.path("etcdutl"));
-    eprintln!("[real] day-2 test done in {:.1}s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "[real] day-2 test done in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
 }
