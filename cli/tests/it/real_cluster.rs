@@ -7,8 +7,10 @@
 //! Ready through our CNI, CoreDNS running, a pod on each worker, pod-to-pod traffic across nodes over the
 //! VXLAN device, a ClusterIP Service reached through kube-proxy, the Service name resolved through
 //! CoreDNS, the API server reached through the VIP, one etcd member per control plane, and a second
-//! `up` that changes nothing; then upstream's conformance focus and NetworkPolicy focus on it. By hand:
-//! every upstream NetworkPolicy spec on a 1 + 2 cluster (`netpol_e2e_full_run_on_the_builtin_cni`).
+//! `up` that changes nothing; then (`real_support::vip`) a LoadBalancer Service answering on an address
+//! of the file's `loadBalancerPool`, and the VIP's control plane stopped and started again; then upstream's
+//! conformance focus and NetworkPolicy focus on it. By hand: every upstream NetworkPolicy spec on a 1 + 2
+//! cluster (`netpol_e2e_full_run_on_the_builtin_cni`).
 
 use std::time::{Duration, Instant};
 
@@ -175,6 +177,7 @@ fn ha_cluster_over_ssh_for_real() {
         2,
         FileOptions {
             vip: true,
+            lb_pool: true,
             ..Default::default()
         },
         &env,
@@ -219,6 +222,9 @@ fn ha_cluster_over_ssh_for_real() {
         "{}",
         again.all()
     );
+    // kube-vip: a LoadBalancer Service from the file's pool, then the VIP's node stopped and started.
+    let lb_ip = real_support::vip::load_balancer_service(&c);
+    real_support::vip::vip_failover(&c, &lb_ip);
     // Kubernetes' own conformance tests, the CI focus (scripts/conformance.sh ci), on this cluster.
     // And upstream's NetworkPolicy e2e tests (issue 28), the netpol-ci focus, enforced by the builtin
     // CNI agent's nftables table.

@@ -8,6 +8,7 @@
 
 pub(crate) mod conformance;
 pub(crate) mod encryption;
+pub(crate) mod vip;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -38,6 +39,8 @@ pub(crate) struct RealCluster {
     pub(crate) name: String,
     /// The VIP, when the cluster has one.
     pub(crate) vip: Option<String>,
+    /// `vip.loadBalancerPool.range`, when the file has one ([`FileOptions::lb_pool`]).
+    pub(crate) lb_range: Option<String>,
     /// `(name, role)` of each node in the file, in order.
     pub(crate) roles: Vec<(String, &'static str)>,
     _dir: tempfile::TempDir,
@@ -115,6 +118,9 @@ pub(crate) struct FileOptions {
     pub(crate) vip: bool,
     /// Extra lines under `spec:` (indented two spaces).
     pub(crate) extra_spec: String,
+    /// With `vip`: LoadBalancer Services from kube-vip (`loadBalancerServices: true`) with a pool
+    /// ([`vip::pool_range`]) and `vip.subnet` the test network's, so the pool is checked against it.
+    pub(crate) lb_pool: bool,
 }
 
 /// Starts `control_planes` + `workers` node containers, serves the images on their network's gateway
@@ -156,6 +162,7 @@ pub(crate) fn start(
         })
         .collect();
     let vip = opts.vip.then(|| free_address(&nodes.nodes[0].address));
+    let lb = (opts.vip && opts.lb_pool).then(|| vip::pool(&nodes));
     let file = dir.path().join("cluster.yaml");
     std::fs::write(
         &file,
@@ -166,6 +173,13 @@ pub(crate) fn start(
             vip.as_deref(),
             registry.addr(),
             &opts.extra_spec,
+        )
+        .replace(
+            &format!("image: \"{KUBE_VIP_IMAGE}\"}}"),
+            &format!(
+                "image: \"{KUBE_VIP_IMAGE}\"{}}}",
+                lb.as_ref().map(|l| l.vip_fields.as_str()).unwrap_or("")
+            ),
         ),
     )
     .expect("cluster file");
@@ -183,6 +197,7 @@ pub(crate) fn start(
         file,
         name,
         vip,
+        lb_range: lb.map(|l| l.range),
         roles,
         _dir: dir,
     }
