@@ -9,6 +9,8 @@
 #   etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc
 #   cni-plugins
 #   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost
+#   local-path-provisioner (github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION: the binary of
+#   the rancher/local-path-provisioner image, the default StorageClass of docker-provider labs; images.sh wraps it)
 # or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, etcd, etcdctl, coredns), `node`
 # (containerd, containerd-shim-runc-v2, ctr, runc, cni-plugins, crictl), `cni` (helm, flanneld, flannel-cni,
@@ -56,7 +58,7 @@ K8S_PROGRAMS=(kubeadm kubelet kube-apiserver kube-controller-manager kube-schedu
 CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
 CNI_PROGRAMS=(helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest)
 CONFORMANCE_PROGRAMS=(e2e.test ginkgo agnhost)
-ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}")
+ALL_PROGRAMS=("${K8S_PROGRAMS[@]}" etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider "${CONTAINERD_PROGRAMS[@]}" runc cni-plugins "${CNI_PROGRAMS[@]}" local-path-provisioner)
 CNI_PLUGINS=(bridge host-local loopback portmap ptp bandwidth tuning firewall static)
 
 # Node-side defaults (not pinned by kubeadm). containerd 2.2 and runc 1.3 are what Kubernetes 1.34–1.36 CI
@@ -66,6 +68,8 @@ RUNC_VERSION=${RUNC_VERSION:-v1.3.3}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
 KUBE_VIP_VERSION=${KUBE_VIP_VERSION:-v1.0.0}
 KUBE_VIP_CLOUD_PROVIDER_VERSION=${KUBE_VIP_CLOUD_PROVIDER_VERSION:-v0.0.12}
+# The version the product pins (render's local_path.rs); its binary is keyed by this version alone.
+LOCAL_PATH_PROVISIONER_VERSION=${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}
 # shellcheck source=cni-versions.sh
 . "$here/cni-versions.sh"
 
@@ -100,6 +104,7 @@ path_of() {
     kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl|e2e.test|agnhost) v=$VERSION ;;
     ginkgo) v=$(ginkgo_version) ;;
     kube-vip-cloud-provider) v=$KUBE_VIP_CLOUD_PROVIDER_VERSION ;;
+    local-path-provisioner) v=$LOCAL_PATH_PROVISIONER_VERSION ;;
     helm|flanneld|flannel-cni|flannel-manifest|cilium-chart|kindnet-manifest) cni_path "$p"; return 0 ;;
     *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
           etcd|etcdctl|etcdutl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
@@ -491,6 +496,14 @@ build_cni() {
   log "built cni-plugins $v in ${secs}s"
 }
 
+build_local_path() {
+  have local-path-provisioner && return 0
+  local v=$LOCAL_PATH_PROVISIONER_VERSION
+  local dir; dir=$(make_build_module github.com/rancher/local-path-provisioner "$v")
+  # As upstream's scripts/build: static, VERSION stamped into main.
+  go_build local-path-provisioner "$v" "$dir" github.com/rancher/local-path-provisioner "-s -w -X main.VERSION=$v"
+}
+
 # ---- the third-party CNI tests' programs and files (versions: cni-versions.sh) --------------------------
 build_helm() {
   have helm && return 0
@@ -579,6 +592,7 @@ for p in "${wanted[@]}"; do
     runc) locked "github.com/opencontainers/runc@$(ev RUNC_VERSION)" build_runc ;;
     e2e.test|ginkgo|agnhost) locked "k8s.io/kubernetes-e2e@$VERSION" build_conformance "$p" ;;
     cni-plugins) locked "github.com/containernetworking/plugins@$(ev CNI_PLUGINS_VERSION)" build_cni ;;
+    local-path-provisioner) locked "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION" build_local_path ;;
   esac
 done
 

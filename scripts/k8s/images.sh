@@ -21,6 +21,13 @@
 #       (flanneld runs iptables, iptables-restore, ip6tables for --ip-masq) + busybox (the install-cni init
 #       container runs `cp`)
 #   ghcr.io/flannel-io/flannel-cni-plugin:<tag>  /flannel + busybox (its init container runs `cp -f /flannel ...`)
+#   docker.io/rancher/local-path-provisioner:<version>  /usr/bin/local-path-provisioner (build.sh, from its Go module
+#       at the version the product pins) + busybox (upstream's image is FROM alpine: the helper pods the provisioner
+#       starts from the same image run `sh`, `mkdir`, `rm`), Cmd ["local-path-provisioner"] as upstream's Dockerfile
+#   clusterctl.test/registry:2             the lab's local registry (`spec.registry.local`, issue 27): the equivalent
+#       of upstream's registry:2 made from Debian's docker-registry package (/bin/registry with the libc it links,
+#       /etc/docker/registry/config.yml as registry:2's: filesystem storage at /var/lib/registry, :5000),
+#       Entrypoint ["registry"], Cmd ["serve", "/etc/docker/registry/config.yml"]; run by the host's Docker
 # and the images the conformance tests of the e2e suite run (issue 24), under the names and tags the framework's
 # image manifest (test/utils/image/manifest.go of k8s.io/kubernetes@VERSION) gives them:
 #   registry.k8s.io/e2e-test-images/agnhost:<tag>  /agnhost (build.sh builds k8s.io/kubernetes/test/images/agnhost)
@@ -215,6 +222,49 @@ flannel_image=$(flannel_ref flannel); flannel_cni_image=$(flannel_ref flannel-cn
 image "$flannel_image" --file="$(bin flanneld):/opt/bin/flanneld:0755" --tree="$ipt:/" --tree="$bb:/" \
   --entrypoint='["/opt/bin/flanneld"]'
 image "$flannel_cni_image" --file="$(bin flannel-cni):/flannel:0755" --tree="$bb:/"
+
+# The lab's default StorageClass (issue 27): rancher/local-path-provisioner under the name and tag upstream's
+# deploy/local-path-storage.yaml gives it, at the version build.sh pins (the product's pin, render's local_path.rs).
+"$here/build.sh" "$VERSION" local-path-provisioner >/dev/null
+lpp=$(bin local-path-provisioner)
+image "docker.io/rancher/local-path-provisioner:$(basename "$(dirname "$lpp")")" \
+  --file="$lpp:/usr/bin/local-path-provisioner:0755" --tree="$bb:/" --cmd='["local-path-provisioner"]'
+
+# The lab's local registry (issue 27): Debian's docker-registry (scripts/packages/airgap.list) as registry:2.
+registry_bin=/usr/bin/docker-registry
+[ -x "$registry_bin" ] || die "$registry_bin missing (apt-get install -y docker-registry)"
+reg_key=$(printf '%s %s' "$(dpkg-query -W -f '${Version}' docker-registry 2>/dev/null)" v1 | sha256sum | cut -c1-12)
+reg_tree="$CACHE/rootfs/registry-$reg_key"
+if [ ! -f "$reg_tree/.complete" ]; then
+  rm -rf "$reg_tree"; mkdir -p "$reg_tree/bin" "$reg_tree/etc/docker/registry" "$reg_tree/var/lib/registry"
+  cp "$registry_bin" "$reg_tree/bin/registry"
+  for l in $(ldd "$registry_bin" | awk '/=> \// {print $3} /^\t\/lib64\// {print $1}'); do
+    mkdir -p "$reg_tree$(dirname "$l")"; cp -L "$l" "$reg_tree$l"
+  done
+  cat >"$reg_tree/etc/docker/registry/config.yml" <<'YML'
+version: 0.1
+log:
+  fields:
+    service: registry
+storage:
+  cache:
+    blobdescriptor: inmemory
+  filesystem:
+    rootdirectory: /var/lib/registry
+http:
+  addr: :5000
+  headers:
+    X-Content-Type-Options: [nosniff]
+health:
+  storagedriver:
+    enabled: true
+    interval: 10s
+    threshold: 3
+YML
+  touch "$reg_tree/.complete"
+fi
+image clusterctl.test/registry:2 --tree="$reg_tree:/" --entrypoint='["registry"]' \
+  --cmd='["serve", "/etc/docker/registry/config.yml"]' --env=PATH=/bin:/usr/bin
 
 # ---- the conformance suite's images (issue 24), for a version whose e2e.test is built --------------------
 e2e_images() {

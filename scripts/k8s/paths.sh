@@ -27,6 +27,7 @@ ver_of() {
     kubeadm|kubelet|kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubectl|e2e.test|agnhost) echo "$VERSION"; return ;;
     # build.sh's default (keyed by its own version, not VERSION's).
     kube-vip-cloud-provider) echo "${KUBE_VIP_CLOUD_PROVIDER_VERSION:-v0.0.12}"; return ;;
+    local-path-provisioner) echo "${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}"; return ;;
     ginkgo)
       local mod="$CACHE/go/mod/cache/download/k8s.io/kubernetes/@v/$VERSION.mod"
       [ -f "$mod" ] && awk '$1=="github.com/onsi/ginkgo/v2" {print $2; exit} $1=="require" && $2=="github.com/onsi/ginkgo/v2" {print $3; exit}' "$mod"
@@ -60,6 +61,7 @@ path_of() {
 if [ $# -ge 2 ]; then path_of "$2"; exit $?; fi
 for p in kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl \
          etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc \
-         cni-plugins helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost; do
+         cni-plugins helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost \
+         local-path-provisioner; do
   if f=$(path_of "$p"); then printf '%s %s\n' "$p" "$f"; fi
 done
