@@ -16,6 +16,7 @@ pub mod convert;
 pub(crate) mod diag;
 pub mod image;
 pub mod kubeadm_images;
+pub mod lab;
 pub mod limits;
 pub mod load;
 pub mod mirror;

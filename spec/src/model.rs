@@ -60,9 +60,13 @@ pub struct ClusterSpec {
     /// host's and read-only). See [`NodeEnvironment`] for what the second one changes.
     #[serde(default)]
     pub node_environment: NodeEnvironment,
-    /// A registry mirror under which every image is stored (rewrite prefix).
+    /// A registry mirror under which every image is stored (rewrite prefix), and the lab's local
+    /// registry (`registry.local`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registry: Option<Registry>,
+    /// The default StorageClass (`storage.defaultClass`, [`crate::lab::Storage`]).
+    #[serde(default, skip_serializing_if = "crate::lab::Storage::is_empty")]
+    pub storage: crate::lab::Storage,
     /// kube-apiserver settings: certSANs, extra args, OIDC, audit.
     #[serde(default)]
     pub api_server: ApiServer,
@@ -692,8 +696,14 @@ pub enum CgroupVersion {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Registry {
     /// `host[:port]/path`, e.g. `harbor.example.com/library`. Becomes kubeadm `imageRepository`, containerd
-    /// `hosts.toml` / CRI-O `registries.conf` mirror entries and the sandbox image.
-    pub mirror: String,
+    /// `hosts.toml` / CRI-O `registries.conf` mirror entries and the sandbox image. Optional when
+    /// `local` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<String>,
+    /// A registry container beside the docker provider's nodes (`localhost:<port>` on this machine and
+    /// on every node), [`crate::lab::LocalRegistry`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<crate::lab::LocalRegistry>,
     /// PEM CA of the mirror, relative to the cluster file. Installed for containerd (`hosts.toml` `ca`) and
     /// CRI-O (`/etc/containers/certs.d/<host>/ca.crt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -308,6 +308,30 @@ impl ValidCluster {
         }
     }
 
+    /// Whether `up` installs local-path-provisioner as the default StorageClass
+    /// (`spec.storage.defaultClass`; by default on for the docker provider, off for SSH).
+    pub fn local_path(&self) -> bool {
+        crate::lab::local_path_enabled(&self.file.spec.storage, self.provider() == Provider::Docker)
+    }
+
+    /// The lab's local registry (`spec.registry.local`) with its defaults applied, when the file asks
+    /// for one.
+    pub fn local_registry(&self) -> Option<crate::lab::LabRegistry> {
+        let local = self.file.spec.registry.as_ref()?.local.as_ref()?;
+        Some(crate::lab::LabRegistry {
+            // Validation refused ports above 65535.
+            port: local
+                .port
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(crate::lab::DEFAULT_LOCAL_REGISTRY_PORT),
+            image: local
+                .image
+                .clone()
+                .unwrap_or_else(|| crate::lab::DEFAULT_LOCAL_REGISTRY_IMAGE.to_string()),
+            container: format!("{}-{}", self.name(), crate::lab::LOCAL_REGISTRY_NAME),
+        })
+    }
+
     /// The mirror's CA PEM, if given.
     pub fn registry_ca_pem(&self) -> Option<&str> {
         self.mirror.as_ref().and_then(|m| m.ca_pem.as_deref())

@@ -10,6 +10,7 @@ mod rules_access;
 mod rules_apiserver;
 mod rules_encryption;
 mod rules_kubeadm;
+mod rules_lab;
 mod rules_lb_pool;
 mod rules_meta;
 mod rules_network;
@@ -136,6 +137,7 @@ fn resolve(ctx: &mut Ctx<'_>, file: ClusterFile) -> Option<ValidCluster> {
     rules_runtime::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_access::check(ctx, &file);
     rules_proxy::check(ctx, &file);
+    rules_lab::check(ctx, &file);
     let source_auth = rules_sources::check(ctx, &file);
     let packages_ca = rules_packages::check(ctx, &file, meta.as_ref().map(|m| &m.version));
     rules_kubeadm::check(ctx, &file);

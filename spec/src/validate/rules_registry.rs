@@ -52,13 +52,17 @@ pub(crate) fn check(
             password_env: &reg.password_env,
         },
     );
-    let prefix = reg.mirror.trim().trim_end_matches('/').to_string();
+    // `registry.local` alone (rules_lab checks it): no mirror.
+    let Some(written) = &reg.mirror else {
+        return ok.then_some(None);
+    };
+    let prefix = written.trim().trim_end_matches('/').to_string();
     let parts = match mirror_parts(&prefix) {
         Ok(p) => Some(p),
         Err(why) => {
             ok = false;
             ctx.push(
-                Diagnostic::error("spec::mirror", format!("mirror {:?} {why}", reg.mirror))
+                Diagnostic::error("spec::mirror", format!("mirror {written:?} {why}"))
                     .help("write the rewrite prefix as `host[:port]/path`, e.g. `harbor.example.com/library` (no scheme, no tag)")
                     .at("spec.registry.mirror"),
             );

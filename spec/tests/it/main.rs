@@ -6,6 +6,7 @@ mod encryption;
 mod fuzz;
 mod hostile;
 mod invalid;
+mod lab;
 mod lb_pool;
 mod never_panics;
 mod profiles;
