@@ -54,7 +54,8 @@ pub fn control_plane_only(component: &str) -> bool {
 /// Every image `cluster` pulls, in a stable order: kubeadm's (apiserver, controller-manager, scheduler,
 /// kube-proxy unless disabled, CoreDNS, pause, etcd), kube-vip when a VIP is set, kube-vip-cloud-provider
 /// when the VIP has a `loadBalancerPool`, the CNI's pinned images
-/// (none for `builtin`, `kindnet` and `none`), then `images.preload`. Without a mirror every `mirror` is
+/// (none for `builtin`, `kindnet` and `none`), local-path-provisioner's when it is installed
+/// ([`ValidCluster::local_path`]), then `images.preload`. Without a mirror every `mirror` is
 /// `None`. Each says whether only control planes need it ([`CONTROL_PLANE_ONLY`]); a worker needs the
 /// others. An unknown CNI version yields no CNI images here (render reports it as an error).
 pub fn images(cluster: &ValidCluster) -> Vec<ClusterImage> {
@@ -90,6 +91,12 @@ pub fn images(cluster: &ValidCluster) -> Vec<ClusterImage> {
         for (name, source) in pins.images() {
             other(format!("cni:{name}"), source);
         }
+    }
+    if cluster.local_path() {
+        other(
+            "local-path-provisioner".to_string(),
+            clusterctl_spec::lab::LOCAL_PATH_IMAGE.to_string(),
+        );
     }
     for p in &cluster.spec().images.preload {
         other("preload".to_string(), p.clone());

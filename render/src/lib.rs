@@ -10,6 +10,7 @@
 //! the placeholders in [`placeholders`], which the phases substitute on the node at run time; registry
 //! credentials appear only as file paths.
 
+pub mod addons;
 pub mod apiserver;
 pub mod cni;
 mod ctx;

@@ -3,7 +3,8 @@
 //! `io.containerd.cri.v1.images`/`io.containerd.cri.v1.runtime` — containerd docs/cri/config.md), with
 //! `SystemdCgroup`, the sandbox (pause) image and `config_path` (and, for `nodeEnvironment:
 //! unprivileged-container`, `restrict_oom_score_adj` and runc's `privileged_without_host_devices`); mirrors as `hosts.toml` files under
-//! `config_path` (containerd docs/hosts.md) with the mirror's CA — never the legacy `mirrors` table.
+//! `config_path` (containerd docs/hosts.md) with the mirror's CA — never the legacy `mirrors` table; the
+//! lab's local registry (`spec.registry.local`) as the `hosts.toml` of `localhost:<port>`.
 
 use crate::ctx::Ctx;
 use crate::output::{Purpose, RenderError, RenderedFile};
@@ -60,6 +61,20 @@ fn files(cx: &Ctx, major: u32) -> Result<Vec<RenderedFile>, RenderError> {
         Purpose::ContainerdConfig,
     ));
 
+    if let Some(r) = cx.c.local_registry() {
+        // kind's local-registry recipe: `localhost:<port>` on a node is the registry container on the
+        // cluster network, over plain HTTP.
+        out.push(RenderedFile::text(
+            format!("{CERTS_D}/{}/hosts.toml", r.host()),
+            0o644,
+            format!(
+                "# clusterctl: spec.registry.local, images named {}/... come from the lab's registry container\n[host.\"{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+                r.host(),
+                r.endpoint()
+            ),
+            Purpose::ContainerdHosts,
+        ));
+    }
     let Some(m) = cx.c.mirror() else {
         return Ok(out);
     };
