@@ -13,6 +13,7 @@ pub(crate) mod diff;
 pub mod engine;
 pub mod error;
 pub mod etcd;
+pub mod export_logs;
 pub mod fake;
 pub mod get;
 pub mod image_load;

@@ -28,7 +28,8 @@ pub fn options(cluster: &ValidCluster) -> DockerNodeOptions {
 
 /// The provider lines of a dry run: the network, then one `create container <cluster>-<node> (ROLE,
 /// image IMAGE)…` line per node of `nodes` (the first control plane's API server published on
-/// 127.0.0.1, its port mappings, memory and CPU limits).
+/// 127.0.0.1, its port mappings, memory and CPU limits), then the local registry's container when the
+/// file asks for one.
 pub fn plan(
     cluster: &ValidCluster,
     nodes: &[ValidNode],
@@ -57,6 +58,12 @@ pub fn plan(
                 ""
             },
             extras(options, &n.name)
+        ));
+    }
+    if let Some(r) = &options.registry {
+        out.push(format!(
+            "create registry container {} (image {}, 127.0.0.1:{} -> {}) (if missing)",
+            r.name, r.image, r.host_port, r.container_port
         ));
     }
     out

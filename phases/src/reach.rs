@@ -114,8 +114,8 @@ pub(crate) fn address_text(node: &ValidNode) -> String {
 
 /// The docker provider's node options for Kubernetes `tag` (e.g. `v1.34.1`): kind's run options for
 /// the version, with the file's node image and `spec.docker.runOptions` (env, extra mounts,
-/// privileged, capabilities, tmpfs, cgroup namespace, memory and CPU limits), its network and the
-/// nodes' port mappings. kind's read-only `/lib/modules` mount is left out when the host has no such
+/// privileged, capabilities, tmpfs, cgroup namespace, memory and CPU limits), its network, the
+/// nodes' port mappings and the local registry container (`spec.registry.local`). kind's read-only `/lib/modules` mount is left out when the host has no such
 /// directory (the engine refuses a missing bind source).
 pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOptions {
     let mut options = DockerNodeOptions::kind(tag);
@@ -148,6 +148,15 @@ pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOpt
         options.cgroupns = Some(c.clone());
     }
     options.network = cluster.spec().docker.network.clone();
+    options.registry =
+        cluster
+            .local_registry()
+            .map(|r| clusterctl_exec::docker::RegistryContainer {
+                name: r.container,
+                image: r.image,
+                host_port: r.port,
+                container_port: clusterctl_spec::lab::LOCAL_REGISTRY_CONTAINER_PORT,
+            });
     options.memory = ro.memory.as_deref().and_then(docker_bytes);
     options.nano_cpus = ro
         .cpus

@@ -42,6 +42,8 @@ pub(crate) enum GetCommand {
 pub(crate) enum ExportCommand {
     /// Merge the cluster's admin context into `$KUBECONFIG` / `~/.kube/config` (or `--kubeconfig`).
     Kubeconfig(KubeconfigArgs),
+    /// One tarball of every node's logs, pod logs, placed files (secrets masked), status and events.
+    Logs(super::export_logs::LogsArgs),
 }
 
 /// Arguments of `get kubeconfig` and `export kubeconfig`.
@@ -108,7 +110,10 @@ pub(crate) fn run_get(c: GetCommand) -> miette::Result<ExitCode> {
 
 /// Runs `export`.
 pub(crate) fn run_export(c: ExportCommand) -> miette::Result<ExitCode> {
-    let ExportCommand::Kubeconfig(a) = c;
+    let a = match c {
+        ExportCommand::Kubeconfig(a) => a,
+        ExportCommand::Logs(a) => return super::export_logs::run(a),
+    };
     let cluster = match a.target.load(Format::Text) {
         Ok(c) => c,
         Err(code) => return Ok(code),

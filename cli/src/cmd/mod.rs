@@ -9,6 +9,7 @@ pub(crate) mod convert;
 pub(crate) mod destroy;
 pub(crate) mod escape;
 pub(crate) mod etcd;
+pub(crate) mod export_logs;
 pub(crate) mod flags;
 pub(crate) mod get;
 pub(crate) mod image;

@@ -1609,7 +1609,8 @@ fn a_refused_privileged_node_names_the_unprivileged_settings_that_work() {
 /// Issue 16, point 11: `airgap images` lists the node image the docker provider runs the nodes from
 /// (`kindest/node:<version>` by default, `docker.nodeImage` when set) and every reference fully
 /// qualified, a preload given as `cka-api:v4` too (`docker.io/library/cka-api:v4`, as the bundle
-/// stores it); an SSH cluster has no node image.
+/// stores it), and local-path-provisioner's image (the docker lab's default StorageClass); an SSH
+/// cluster has neither.
 #[test]
 fn airgap_images_lists_the_node_image_and_qualified_preloads() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1624,6 +1625,11 @@ fn airgap_images_lists_the_node_image_and_qualified_preloads() {
     assert!(lines.contains(&"docker.io/library/cka-api:v4"), "{out}");
     assert!(lines.contains(&"ghcr.io/acme/tool:1.0"), "{out}");
     assert!(lines.contains(&"docker.io/kindest/node:v1.34.1"), "{out}");
+    // The docker lab's default StorageClass (issue 27): local-path-provisioner's pinned image.
+    assert!(
+        lines.contains(&"docker.io/rancher/local-path-provisioner:v0.0.30"),
+        "{out}"
+    );
     assert!(!lines.contains(&"cka-api:v4"), "{out}");
     // Every line is registry/repository:tag.
     for l in &lines {
@@ -1649,6 +1655,7 @@ fn airgap_images_lists_the_node_image_and_qualified_preloads() {
     let (code, out, err) = run(d, &["airgap", "images", "-f", "ssh.yaml"]);
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("kindest/node"), "{out}");
+    assert!(!out.contains("local-path-provisioner"), "{out}");
     assert!(out.contains("docker.io/library/cka-api:v4"), "{out}");
 }
 

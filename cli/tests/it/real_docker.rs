@@ -12,7 +12,14 @@
 //! cluster network, the kubeconfig `up` merged has cluster, user and current context
 //! `clusterctl-<name>` (and `status -o json` through it says `result: ok`, as it does from a HOME
 //! without that kubeconfig, through the node's admin.conf pointed at the port Docker publishes);
-//! then `destroy` removes the containers, the network and exactly those kubeconfig entries.
+//! then the lab's additions (issue 27, docs/lab.md): local-path-provisioner is the default StorageClass
+//! (a claim without a class Bound, written by one pod, read back by another), the local registry
+//! (`registry.local`, the test bed's registry:2 equivalent, `clusterctl.test/registry:2`: an image
+//! `docker push`ed to `localhost:<port>` runs as a pod under that name; the KEP-1755 ConfigMap), and
+//! `export logs` (a crash-looping pod's log in the archive, no bootstrap token, certificate key or
+//! encryption key — `apiServer.encryption` is on — in any file; with `w1` paused the rest is exported
+//! and `w1` is said missing); then `destroy` removes the containers, the local registry, the network
+//! and exactly those kubeconfig entries.
 
 use std::process::Command;
 use std::time::Instant;
@@ -21,10 +28,12 @@ use clusterctl_testbed::docker::{docker, network_gateway, TESTBED_LABEL};
 use clusterctl_testbed::registry::Registry;
 
 use crate::real_cluster::check_cluster_on;
-use crate::real_support::{self, Kube, VERSION};
+use crate::real_support::{self, lab, Kube, VERSION};
 
 /// The docker provider's label naming the cluster (exec's `CLUSTER_LABEL`).
 const CLUSTER_LABEL: &str = "io.clusterctl.cluster";
+/// The label naming the cluster on its local registry container (exec's `REGISTRY_LABEL`).
+const REGISTRY_LABEL: &str = "io.clusterctl.registry";
 
 /// A docker-provider cluster: checks through `docker exec` into `<cluster>-<node>`; the containers and
 /// the network are removed on drop (also when `up` or an assertion failed).
@@ -96,6 +105,12 @@ impl Drop for DockerCluster {
     fn drop(&mut self) {
         let filter = format!("label={CLUSTER_LABEL}={}", self.name);
         if let Ok(ids) = docker(&["ps", "-aq", "--filter", &filter]) {
+            for id in ids.lines().filter(|l| !l.is_empty()) {
+                let _ = docker(&["rm", "-f", "-v", id]);
+            }
+        }
+        let registry = format!("label={REGISTRY_LABEL}={}", self.name);
+        if let Ok(ids) = docker(&["ps", "-aq", "--filter", &registry]) {
             for id in ids.lines().filter(|l| !l.is_empty()) {
                 let _ = docker(&["rm", "-f", "-v", id]);
             }
@@ -231,6 +246,11 @@ fn docker_provider_real_cluster() {
     let resolv = dir.path().join("resolv.conf");
     std::fs::write(&resolv, format!("nameserver {gateway}\n")).expect("resolv.conf");
     let source = Registry::serve_readonly(&store.storage).expect("source registry");
+    // The lab's local registry (issue 27): the test bed's registry:2 equivalent in this machine's
+    // Docker, on a free port (5001 may be taken by a parallel run).
+    real_support::image_in_docker(&store, "clusterctl.test/registry:2");
+    real_support::busybox_in_docker(&store);
+    let registry_port = lab::free_port();
     let file = dir.path().join("cluster.yaml");
     std::fs::write(
         &file,
@@ -242,6 +262,8 @@ spec:
   kubernetesVersion: {VERSION}
   provider: docker
   nodeEnvironment: unprivileged-container
+  apiServer:
+    encryption: {{}}
   kubelet:
     resolvConf: /etc/kubernetes/resolv.conf
     evictionHard: {{memory.available: 100Mi, nodefs.available: 1Gi, nodefs.inodesFree: 1%, imagefs.available: 1Gi}}
@@ -254,6 +276,8 @@ spec:
       cgroupns: private
       extraMounts:
         - {{hostPath: {}, containerPath: /etc/kubernetes/resolv.conf, readOnly: true}}
+  registry:
+    local: {{port: {registry_port}, image: clusterctl.test/registry:2}}
   images:
     preload: [clusterctl.test/busybox:1]
   airgap:
@@ -281,6 +305,8 @@ spec:
             &from("registry.k8s.io"),
             "--source-registry-override",
             &from("clusterctl.test"),
+            "--source-registry-override",
+            &from("docker.io"),
         ])
         .expect("airgap bundle");
     assert_eq!(bundle.code, 0, "airgap bundle:\n{}", bundle.all());
@@ -314,6 +340,22 @@ spec:
         "{imported}"
     );
     check_cluster_on(&cluster, &["w1".to_string(), "c1".to_string()]);
+    let lab_start = Instant::now();
+    lab::check_storage(&cluster, &cluster.workload_image());
+    lab::check_registry(&cluster, registry_port, "clusterctl.test/busybox:1");
+    eprintln!(
+        "[real] docker: storage and local registry checked in {:.1}s",
+        lab_start.elapsed().as_secs_f64()
+    );
+    let logs_start = Instant::now();
+    let w1 = cluster.container("w1");
+    lab::check_export_logs(&cluster, &cc, &f, &cluster.workload_image(), &|stop| {
+        docker(&[if stop { "pause" } else { "unpause" }, &w1]).expect("docker pause");
+    });
+    eprintln!(
+        "[real] docker: export logs checked in {:.1}s",
+        logs_start.elapsed().as_secs_f64()
+    );
     check_get_and_kubeconfig(&cc, &f, &cluster, &network);
     let again = cc.run(&["up", "-f", &f]).expect("up");
     assert_eq!(again.code, 0, "{}", again.all());
@@ -332,6 +374,14 @@ spec:
     ])
     .expect("ps");
     assert_eq!(left, "", "destroy left containers");
+    let registry = docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label={REGISTRY_LABEL}={name}"),
+    ])
+    .expect("ps");
+    assert_eq!(registry, "", "destroy left the local registry");
     assert!(
         docker(&["network", "inspect", &network]).is_err(),
         "destroy left the network"

@@ -90,6 +90,10 @@ spec:
   runtime:
     kind: containerd
     cgroupDriver: systemd
+  # The recording API server takes no server-side apply: no local-path-provisioner (real_docker.rs
+  # installs it on a real API).
+  storage:
+    defaultClass: none
   kubelet:
     failCgroupV1: false
   docker:

@@ -9,7 +9,7 @@ pub(crate) mod transport;
 
 pub use client::DockerClient;
 pub use provider::{
-    DockerNode, DockerNodeOptions, DockerProvider, PortMapping, Removed, CLUSTER_LABEL, NODE_LABEL,
-    ROLE_LABEL,
+    DockerNode, DockerNodeOptions, DockerProvider, PortMapping, RegistryContainer, Removed,
+    CLUSTER_LABEL, NODE_LABEL, REGISTRY_LABEL, ROLE_LABEL,
 };
 pub use transport::{DockerExecError, DockerTransport};

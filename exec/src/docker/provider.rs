@@ -20,6 +20,10 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
+mod registry;
+
+use registry::pull_parts;
+
 use super::client::DockerClient;
 use super::transport::DockerTransport;
 use crate::provider::{NodeSpec, Provider, Role};
@@ -31,6 +35,10 @@ pub const CLUSTER_LABEL: &str = "io.clusterctl.cluster";
 pub const NODE_LABEL: &str = "io.clusterctl.node";
 /// Label holding the node role (`control-plane` or `worker`), on every container.
 pub const ROLE_LABEL: &str = "io.clusterctl.role";
+
+/// Label holding the cluster name on the cluster's local registry container (not [`CLUSTER_LABEL`]:
+/// the registry is no node).
+pub const REGISTRY_LABEL: &str = "io.clusterctl.registry";
 
 /// The API server's port inside a control-plane container.
 pub(crate) const API_SERVER_PORT: u16 = 6443;
@@ -70,6 +78,23 @@ pub struct DockerNodeOptions {
     pub nano_cpus: Option<i64>,
     /// Extra published ports per node name (kind `extraPortMappings`).
     pub port_mappings: HashMap<String, Vec<PortMapping>>,
+    /// A registry container to run beside the nodes on their network (the lab's local registry).
+    pub registry: Option<RegistryContainer>,
+}
+
+/// A registry container beside the node containers (kind's local-registry recipe): on the cluster's
+/// network under `name`, its `container_port` published on `127.0.0.1:<host_port>`, restarted with the
+/// engine, labelled [`REGISTRY_LABEL`] so that [`DockerProvider::remove_all`] removes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryContainer {
+    /// Container name, which the nodes resolve on the cluster network.
+    pub name: String,
+    /// Image reference (pulled when missing).
+    pub image: String,
+    /// Port on 127.0.0.1.
+    pub host_port: u16,
+    /// Port the registry listens on inside the container.
+    pub container_port: u16,
 }
 
 /// A port of a node container published on the host (kind `extraPortMappings`).
@@ -107,6 +132,7 @@ impl DockerNodeOptions {
             memory: None,
             nano_cpus: None,
             port_mappings: HashMap::new(),
+            registry: None,
         }
     }
 }
@@ -191,16 +217,17 @@ impl DockerProvider {
     /// Makes sure the node image is present, pulling it (`POST /images/create`) when it is not.
     /// Errors name the image and the engine's reason (no registry reachable, unknown tag).
     pub fn ensure_image(&self) -> Result<(), ExecError> {
-        let image = self.options.image.clone();
+        self.ensure(&self.options.image)
+    }
+
+    /// Makes sure `image` (`repo[:tag][@digest]`) is present, pulling it when it is not.
+    fn ensure(&self, image: &str) -> Result<(), ExecError> {
         self.client.block_on(async {
             let d = self.client.docker();
-            if d.inspect_image(&image).await.is_ok() {
+            if d.inspect_image(image).await.is_ok() {
                 return Ok(());
             }
-            let (repo, tag) = match image.rsplit_once(':') {
-                Some((r, t)) if !t.contains('/') => (r.to_string(), t.to_string()),
-                _ => (image.clone(), "latest".to_string()),
-            };
+            let (repo, tag) = pull_parts(image);
             let opts = CreateImageOptionsBuilder::default()
                 .from_image(&repo)
                 .tag(&tag)
@@ -368,6 +395,7 @@ impl DockerProvider {
             }
             Ok::<(), ExecError>(())
         })?;
+        self.ensure_registry(&network)?;
         self.list()
     }
 
@@ -436,7 +464,8 @@ impl DockerProvider {
         Ok(nodes)
     }
 
-    /// Removes every container of the cluster (with their anonymous volumes) and its network.
+    /// Removes every container of the cluster (with their anonymous volumes), its local registry
+    /// container and its network.
     /// Returns how many containers were removed. Nothing to remove is not an error.
     pub fn remove(&self) -> Result<usize, ExecError> {
         self.remove_all().map(|r| r.containers.len())
@@ -445,7 +474,11 @@ impl DockerProvider {
     /// As [`DockerProvider::remove`], saying what was removed: the containers' names and the networks'
     /// (both empty when the cluster has nothing on this engine).
     pub fn remove_all(&self) -> Result<Removed, ExecError> {
-        self.remove_where(|_| true)
+        // The registry first: it holds an endpoint on the network.
+        let registry = self.remove_registry()?;
+        let mut removed = self.remove_where(|_| true)?;
+        removed.containers.extend(registry);
+        Ok(removed)
     }
 
     /// Removes the cluster's node containers that are not in `before` (matched by container name),

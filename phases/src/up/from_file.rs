@@ -58,6 +58,7 @@ pub fn spec(cluster: &ValidCluster, options: &SpecOptions) -> UpSpec {
         proxy: clusterctl_spec::ProxyEnv::of(cluster)
             .map(|p| p.both_cases())
             .unwrap_or_default(),
+        addons: clusterctl_render::addons::steps(cluster),
         encryption: s.api_server.encryption.clone(),
         lb_objects: clusterctl_render::lb_pool::objects(cluster),
     }

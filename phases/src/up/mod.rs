@@ -1,12 +1,13 @@
 //! The phases of `clusterctl up`, in order: `facts` → `render` → `preflight` → `packages` → `files` →
 //! `runtime/<kind>` → `control-plane/kube-vip` → `init` → `control-plane/kube-vip-admin` → `cni` →
 //! `join/control-plane` (one at a time) → `join/worker` (in parallel) → `kube-vip-cloud-provider` (with a
-//! `vip.loadBalancerPool`) → `labels` → `images` →
+//! `vip.loadBalancerPool`) → `labels` → `addons` → `images` →
 //! `wait-ready` → `kubeconfig`. [`phases`] builds the list for a cluster (kube-vip phases only with a
 //! VIP, the CNI phase shaped by the CNI choice; with an air-gap bundle, [`airgap`]'s phases: its
 //! verification first, its packages after `render` unless the bundle is the `packages` phase's
 //! source, its images after the runtime); [`UpData`] is what they share.
 
+pub(crate) mod addons;
 pub(crate) mod airgap;
 pub mod api;
 pub(crate) mod cni;
@@ -98,6 +99,9 @@ pub struct UpSpec {
     /// The proxy environment of the `packages` phase's downloads (`spec.proxy`: `http_proxy`,
     /// `https_proxy`, `no_proxy` in both cases); empty without a proxy.
     pub proxy: Vec<(String, String)>,
+    /// The lab's cluster objects applied by the `addons` phase (local-path-provisioner, the local
+    /// registry's ConfigMap; `clusterctl_render::addons::steps`); empty when neither is on.
+    pub addons: Vec<clusterctl_render::cni::install::ApplyStep>,
     /// Encryption at rest (`spec.apiServer.encryption`), when on: its existing objects are rewritten
     /// once it is turned on or changed ([`encryption::rewrite`]).
     pub encryption: Option<clusterctl_spec::model::Encryption>,
@@ -426,6 +430,19 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
         inputs: labels::inputs,
         run: labels::run,
     });
+    if !spec.addons.is_empty() {
+        // Not recorded: server-side apply answers `unchanged` for objects as applied, and an object
+        // deleted by hand comes back.
+        v.push(Phase {
+            name: "addons",
+            targets: Targets::FirstControlPlane,
+            serial: false,
+            record: false,
+            required: false,
+            inputs: addons::inputs,
+            run: addons::run,
+        });
+    }
     if !spec.preload_images.is_empty() {
         v.push(Phase {
             name: "images",

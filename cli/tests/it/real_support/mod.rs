@@ -9,6 +9,7 @@
 pub(crate) mod conformance;
 pub(crate) mod encryption;
 pub(crate) mod vip;
+pub(crate) mod lab;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -83,6 +84,12 @@ pub(crate) fn available() -> Option<RealEnv> {
 /// wrote) into the local Docker engine, where `images.preload` takes images from (`docker save`, as
 /// `kind load docker-image`). The same name and content on every run, so it is left there.
 pub(crate) fn busybox_in_docker(store: &ImageStore) {
+    image_in_docker(store, "clusterctl.test/busybox:1");
+}
+
+/// Puts the image `reference` of `scripts/k8s/images.sh` (its OCI layout) into the local Docker engine
+/// under that name (skopeo). The same name and content on every run, so it is left there.
+pub(crate) fn image_in_docker(store: &ImageStore, reference: &str) {
     let list = clusterctl_testbed::k8snode::cache_root()
         .join("images")
         .join(&store.version)
@@ -92,21 +99,21 @@ pub(crate) fn busybox_in_docker(store: &ImageStore) {
         .lines()
         .find_map(|l| {
             let mut w = l.split_whitespace();
-            (w.next() == Some("clusterctl.test/busybox:1")).then(|| w.next().map(str::to_string))?
+            (w.next() == Some(reference)).then(|| w.next().map(str::to_string))?
         })
-        .unwrap_or_else(|| panic!("no busybox in {}", list.display()));
+        .unwrap_or_else(|| panic!("no {reference} in {}", list.display()));
     let out = std::process::Command::new("skopeo")
         .args([
             "copy",
             "--quiet",
             &format!("oci:{layout}"),
-            "docker-daemon:clusterctl.test/busybox:1",
+            &format!("docker-daemon:{reference}"),
         ])
         .output()
         .expect("skopeo");
     assert!(
         out.status.success(),
-        "skopeo copy of busybox into Docker: {}",
+        "skopeo copy of {reference} into Docker: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
