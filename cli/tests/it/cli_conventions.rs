@@ -78,6 +78,7 @@ fn help_texts_follow_the_conventions() {
         &["airgap", "images"][..],
         &["version"][..],
         &["certs", "check-expiration"][..],
+        &["export", "logs"][..],
     ] {
         let h = help(d, cmd);
         assert!(h.contains("-o, --output <OUTPUT>"), "{cmd:?}:\n{h}");
@@ -111,6 +112,7 @@ fn help_texts_follow_the_conventions() {
         "certs renew",
         "etcd snapshot save",
         "etcd snapshot restore",
+        "export logs",
     ] {
         let cmd: Vec<&str> = cmd.split(' ').collect();
         let h = help(d, &cmd);

@@ -309,3 +309,60 @@ fn write_archive(path: &Path, entries: &[(String, Vec<u8>)]) -> std::io::Result<
     gz.flush()?;
     gz.finish()?.sync_all()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_leaves_entries_out_and_names_them() {
+        let mut b = Bundle {
+            entries: Vec::new(),
+            bytes: 0,
+            max: 10,
+            truncated: Vec::new(),
+        };
+        assert!(b.add("a".into(), vec![0; 6]));
+        assert!(!b.add("b".into(), vec![0; 6]));
+        assert!(b.add("c".into(), vec![0; 4]));
+        assert_eq!(b.truncated, vec!["b".to_string()]);
+        assert_eq!(b.bytes, 10);
+    }
+
+    #[test]
+    fn an_unreachable_source_is_a_file_and_an_error() {
+        let mut b = Bundle {
+            entries: Vec::new(),
+            bytes: 0,
+            max: 1024,
+            truncated: Vec::new(),
+        };
+        let s = missing(&mut b, "nodes/w1", "w1", "cannot reach: paused".into());
+        assert_eq!(s.error.as_deref(), Some("cannot reach: paused"));
+        assert_eq!(b.entries[0].0, "nodes/w1/UNREACHABLE.txt");
+    }
+
+    #[test]
+    fn the_archive_is_private_and_gzip_tar() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("x.tar.gz");
+        write_archive(&p, &[("nodes/c1/kubelet.log".into(), b"hello".to_vec())]).expect("write");
+        let mode = std::fs::metadata(&p).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let gz = flate2::read::GzDecoder::new(std::fs::File::open(&p).expect("open"));
+        let mut t = tar::Archive::new(gz);
+        let names: Vec<String> = t
+            .entries()
+            .expect("entries")
+            .map(|e| {
+                e.expect("entry")
+                    .path()
+                    .expect("path")
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(names, vec!["clusterctl-logs/nodes/c1/kubelet.log"]);
+    }
+}

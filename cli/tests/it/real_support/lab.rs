@@ -187,7 +187,7 @@ pub(crate) fn check_export_logs(
     );
     let enc_key = c.node_sh(
         first,
-        "sed -n 's/^ *secret: *//p' /etc/kubernetes/enc/encryption.yaml | head -n 1",
+        "sed -n 's/^ *secret: *//p' /etc/kubernetes/enc/encryption.yaml | tr -d '\"' | head -n 1",
     );
     assert!(!enc_key.is_empty(), "no encryption key on {first}");
     let mut secrets: Vec<String> = tokens.lines().map(str::to_string).collect();
@@ -247,5 +247,5 @@ pub(crate) fn check_export_logs(
             .any(|(n, _)| n == &format!("nodes/{first}/kubelet.log")),
         "{said}"
     );
-    c.kubectl("delete pod crashy --wait=false");
+    c.kubectl("delete pod crashy --wait=true");
 }
