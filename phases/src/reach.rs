@@ -148,16 +148,11 @@ pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOpt
         options.cgroupns = Some(c.clone());
     }
     options.network = cluster.spec().docker.network.clone();
-    options.registry =
-        cluster
-            .local_registry()
-            .map(|r| clusterctl_exec::docker::RegistryContainer {
-                name: r.container,
-                image: r.image,
-                host_port: r.port,
-                container_port: clusterctl_spec::lab::LOCAL_REGISTRY_CONTAINER_PORT,
-            });
-    options.memory = ro.memory.as_deref().and_then(docker_bytes);
+    options.registry = crate::node_containers::registry(cluster);
+    options.memory = ro
+        .memory
+        .as_deref()
+        .and_then(crate::node_containers::docker_bytes);
     options.nano_cpus = ro
         .cpus
         .as_deref()
@@ -181,24 +176,6 @@ pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOpt
         }
     }
     options
-}
-
-/// A docker memory size (`512m`, `4g`, `1073741824`; suffixes b, k, m, g in powers of 1024, as
-/// `docker run --memory` reads them) in bytes; `None` when it is not one (validate refuses it).
-pub(crate) fn docker_bytes(size: &str) -> Option<i64> {
-    let lower = size.to_ascii_lowercase();
-    let (digits, unit) = match lower.char_indices().last()? {
-        (i, c) if c.is_ascii_alphabetic() => (&lower[..i], c),
-        _ => (lower.as_str(), 'b'),
-    };
-    let shift = match unit {
-        'b' => 0,
-        'k' => 10,
-        'm' => 20,
-        'g' => 30,
-        _ => return None,
-    };
-    digits.parse::<i64>().ok()?.checked_mul(1 << shift)
 }
 
 /// The Docker provider of `cluster` with its node options (no container is created). Errors: the
@@ -524,7 +501,8 @@ pub(crate) fn cluster_api(
 
 #[cfg(test)]
 mod tests {
-    use super::{docker_bytes, node_spec, ssh_provider};
+    use super::{node_spec, ssh_provider};
+    use crate::node_containers::docker_bytes;
     use std::path::{Path, PathBuf};
 
     #[test]

@@ -304,6 +304,11 @@ impl Provider {
             Provider::Docker => "docker",
         }
     }
+
+    /// True for the docker provider: the nodes are node containers `up` makes (kind style).
+    pub fn node_containers(self) -> bool {
+        self == Provider::Docker
+    }
 }
 
 impl std::fmt::Display for Provider {

@@ -311,7 +311,7 @@ impl ValidCluster {
     /// Whether `up` installs local-path-provisioner as the default StorageClass
     /// (`spec.storage.defaultClass`; by default on for the docker provider, off for SSH).
     pub fn local_path(&self) -> bool {
-        crate::lab::local_path_enabled(&self.file.spec.storage, self.provider() == Provider::Docker)
+        crate::lab::local_path_enabled(&self.file.spec.storage, self.provider().node_containers())
     }
 
     /// The lab's local registry (`spec.registry.local`) with its defaults applied, when the file asks

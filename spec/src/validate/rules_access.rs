@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use crate::diag::Diagnostic;
-use crate::model::{ClusterFile, HostKeyPolicy, Provider, SshBastion};
+use crate::model::{ClusterFile, HostKeyPolicy, SshBastion};
 
 use super::Ctx;
 
@@ -14,7 +14,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) {
     let Some(b) = &file.spec.ssh.bastion else {
         return;
     };
-    if file.spec.provider == Provider::Docker {
+    if file.spec.provider.node_containers() {
         ctx.push(
             Diagnostic::error(
                 "spec::ssh-bastion",

@@ -6,7 +6,7 @@
 use crate::diag::Diagnostic;
 use crate::image::ImageRef;
 use crate::lab::{LOCAL_REGISTRY_NAME, STORAGE_CLASSES};
-use crate::model::{ClusterFile, Provider, RuntimeKind};
+use crate::model::{ClusterFile, RuntimeKind};
 
 use super::Ctx;
 
@@ -37,7 +37,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) {
     let Some(local) = &reg.local else {
         return;
     };
-    if file.spec.provider != Provider::Docker {
+    if !file.spec.provider.node_containers() {
         ctx.push(
             Diagnostic::error(
                 "spec::registry-local",

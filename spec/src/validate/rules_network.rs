@@ -10,7 +10,7 @@ use ipnet::IpNet;
 
 use super::Ctx;
 use crate::diag::Diagnostic;
-use crate::model::{ClusterFile, CniPlugin, KubeProxyMode, Provider};
+use crate::model::{ClusterFile, CniPlugin, KubeProxyMode};
 use crate::syntax;
 use crate::valid::ValidNode;
 
@@ -176,7 +176,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Option<Net> {
 fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
     let n = &file.spec.networking;
     let cni = &n.cni;
-    if cni.plugin == CniPlugin::Kindnet && file.spec.provider != Provider::Docker {
+    if cni.plugin == CniPlugin::Kindnet && !file.spec.provider.node_containers() {
         ctx.push(
             Diagnostic::error(
                 "spec::cni-kindnet",

@@ -8,8 +8,8 @@
 
 pub(crate) mod conformance;
 pub(crate) mod encryption;
-pub(crate) mod vip;
 pub(crate) mod lab;
+pub(crate) mod vip;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
