@@ -127,6 +127,15 @@ pub trait ClusterApi: Send + Sync {
     fn nodes(&self) -> Result<Vec<Node>, ApiError>;
     /// All Pods in all namespaces (`GET /api/v1/pods`).
     fn pods(&self) -> Result<Vec<Pod>, ApiError>;
+    /// The Pods bound to `node` (`GET /api/v1/pods?fieldSelector=spec.nodeName=<node>`): what a drain
+    /// reads, without listing every pod of the cluster. The default implementation filters [`Self::pods`].
+    fn pods_on_node(&self, node: &str) -> Result<Vec<Pod>, ApiError> {
+        Ok(self
+            .pods()?
+            .into_iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+            .collect())
+    }
     /// core/v1 Events whose `involvedObject` is the object `kind`/`name` in `namespace` (`""` for
     /// cluster-scoped objects such as Nodes), oldest first (by `lastTimestamp`/`eventTime`).
     fn events_for(&self, namespace: &str, kind: &str, name: &str) -> Result<Vec<Event>, ApiError>;

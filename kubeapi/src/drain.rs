@@ -94,7 +94,7 @@ pub fn drain(
     api.set_unschedulable(node, true)?;
     let mut report = DrainReport::default();
     let pods: Vec<Pod> = api
-        .pods()?
+        .pods_on_node(node)?
         .into_iter()
         .filter(|p| on_node(p, node) && !finished(p))
         .collect();
@@ -138,7 +138,7 @@ pub fn drain(
         pending = blocked.into_iter().map(|(p, _)| p).collect();
     }
     loop {
-        let now: Vec<Pod> = api.pods()?;
+        let now: Vec<Pod> = api.pods_on_node(node)?;
         let left: Vec<String> = waiting_uids
             .iter()
             .filter(|(k, uid)| {

@@ -215,6 +215,15 @@ impl ClusterApi for KubeClusterApi {
             .map_err(|e| self.map_err("list pods", e))
     }
 
+    fn pods_on_node(&self, node: &str) -> Result<Vec<Pod>, ApiError> {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
+        self.rt
+            .block_on(async { api.list(&lp).await })
+            .map(|l| l.items)
+            .map_err(|e| self.map_err("list pods", e))
+    }
+
     fn events_for(&self, namespace: &str, kind: &str, name: &str) -> Result<Vec<Event>, ApiError> {
         let api: Api<Event> = if namespace.is_empty() {
             Api::namespaced(self.client.clone(), "default")

@@ -82,6 +82,9 @@ impl ClusterApi for Reporting<'_> {
     fn pods(&self) -> Result<Vec<Pod>, ApiError> {
         self.api.pods()
     }
+    fn pods_on_node(&self, node: &str) -> Result<Vec<Pod>, ApiError> {
+        self.api.pods_on_node(node)
+    }
     fn events_for(&self, namespace: &str, kind: &str, name: &str) -> Result<Vec<Event>, ApiError> {
         self.api.events_for(namespace, kind, name)
     }
