@@ -8,7 +8,7 @@
 #   kubeadm kubelet kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl
 #   etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc
 #   cni-plugins
-#   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost
+#   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost kwok
 #   local-path-provisioner (github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION: the binary of
 #   the rancher/local-path-provisioner image, the default StorageClass of docker-provider labs; images.sh wraps it)
 # or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
@@ -24,7 +24,9 @@
 # ginkgo is github.com/onsi/ginkgo/v2/ginkgo at the version k8s.io/kubernetes@VERSION's go.mod requires;
 # agnhost is k8s.io/kubernetes/test/images/agnhost (the binary of the e2e image; images.sh wraps it).
 # They are built in their own copy of the build module under their own lock (e2e.test takes minutes), and
-# only when named (not part of the default `all`).
+# only when named (not part of the default `all`). `kwok` (sigs.k8s.io/kwok/cmd/kwok at $KWOK_VERSION, the scale
+# benchmarks' simulated Nodes and Pods) is built only when named too, with the module's `fast` node and pod
+# Stage files copied beside it (stages/*.yaml: kwok refuses to start without stages).
 #
 # Layout ($CACHE = ${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}):
 #   $CACHE/bin/<program>/<program version>/<program>   one binary (cni-plugins: a CNI bin dir of plugins)
@@ -70,6 +72,7 @@ KUBE_VIP_VERSION=${KUBE_VIP_VERSION:-v1.0.0}
 KUBE_VIP_CLOUD_PROVIDER_VERSION=${KUBE_VIP_CLOUD_PROVIDER_VERSION:-v0.0.12}
 # The version the product pins (render's local_path.rs); its binary is keyed by this version alone.
 LOCAL_PATH_PROVISIONER_VERSION=${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 # shellcheck source=cni-versions.sh
 . "$here/cni-versions.sh"
 
@@ -85,8 +88,8 @@ for p in "$@"; do
     cni) want+=("${CNI_PROGRAMS[@]}") ;;
     conformance) want+=("${CONFORMANCE_PROGRAMS[@]}") ;;
     *)
-      ok=0; for q in "${ALL_PROGRAMS[@]}" "${CONFORMANCE_PROGRAMS[@]}"; do [ "$q" = "$p" ] && ok=1; done
-      [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]} ${CONFORMANCE_PROGRAMS[*]})"
+      ok=0; for q in "${ALL_PROGRAMS[@]}" "${CONFORMANCE_PROGRAMS[@]}" kwok; do [ "$q" = "$p" ] && ok=1; done
+      [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]} ${CONFORMANCE_PROGRAMS[*]} kwok)"
       want+=("$p") ;;
   esac
 done
@@ -105,6 +108,7 @@ path_of() {
     ginkgo) v=$(ginkgo_version) ;;
     kube-vip-cloud-provider) v=$KUBE_VIP_CLOUD_PROVIDER_VERSION ;;
     local-path-provisioner) v=$LOCAL_PATH_PROVISIONER_VERSION ;;
+    kwok) v=$KWOK_VERSION ;;
     helm|flanneld|flannel-cni|flannel-manifest|cilium-chart|kindnet-manifest) cni_path "$p"; return 0 ;;
     *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
           etcd|etcdctl|etcdutl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
@@ -567,6 +571,21 @@ build_kindnet_manifest() {
   log "kindnet-manifest (kind $KIND_VERSION): $(sha256sum "$dest/default-cni.yaml" | cut -c1-64)"
 }
 
+# ---- the scale benchmarks' kwok -----------------------------------------------------------------------
+build_kwok() {
+  have kwok && [ -f "$(dirname "$(path_of kwok)")/stages/node-initialize.yaml" ] && return 0
+  local dir src dest="$CACHE/bin/kwok/$KWOK_VERSION" f
+  dir=$(make_build_module sigs.k8s.io/kwok "$KWOK_VERSION")
+  have kwok || go_build kwok "$KWOK_VERSION" "$dir" sigs.k8s.io/kwok/cmd/kwok \
+    "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}"
+  src=$(module_dir sigs.k8s.io/kwok "$KWOK_VERSION")/kustomize/stage
+  mkdir -p "$dest/stages"
+  for f in "$src"/node/fast/node-initialize.yaml "$src"/pod/fast/pod-*.yaml; do
+    [ -f "$f" ] || die "no $f in sigs.k8s.io/kwok@$KWOK_VERSION"
+    install -m 0644 "$f" "$dest/stages/$(basename "$f")"
+  done
+}
+
 # ---- main --------------------------------------------------------------------------------------------
 [ -f "$envfile" ] || locked "k8s.io/kubernetes@$VERSION" resolve_versions
 for p in "${wanted[@]}"; do
@@ -593,6 +612,7 @@ for p in "${wanted[@]}"; do
     e2e.test|ginkgo|agnhost) locked "k8s.io/kubernetes-e2e@$VERSION" build_conformance "$p" ;;
     cni-plugins) locked "github.com/containernetworking/plugins@$(ev CNI_PLUGINS_VERSION)" build_cni ;;
     local-path-provisioner) locked "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION" build_local_path ;;
+    kwok) locked "sigs.k8s.io/kwok@$KWOK_VERSION" build_kwok ;;
   esac
 done
 
