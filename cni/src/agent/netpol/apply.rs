@@ -11,10 +11,10 @@
 //!   such policies changes);
 //! * after either failure, the first successful apply reports [`report::ENFORCED`].
 
+use super::cache::Cache;
 use super::compile::{compile, Ruleset};
 use super::nft::{self, Nft};
 use super::report::{self, Notice};
-use super::watch::Cache;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use std::time::Instant;

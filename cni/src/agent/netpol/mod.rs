@@ -5,6 +5,7 @@
 //! change). See docs/cni.md, "NetworkPolicy".
 
 mod apply;
+mod cache;
 pub mod compile;
 pub mod nft;
 pub mod report;

@@ -6,6 +6,7 @@
 //! reached: the table installed last keeps enforcing (also across an agent restart).
 
 use super::apply::Applier;
+use super::cache::Cache;
 use super::nft::Nft;
 use crate::agent::kube::{connect, KubeError};
 use futures::stream::{self, LocalBoxStream, StreamExt};
@@ -22,14 +23,6 @@ use std::time::{Duration, Instant};
 pub const SETTLE: Duration = Duration::from_millis(20);
 /// Pause after a failed list before the next.
 pub const BACKOFF: Duration = Duration::from_secs(2);
-
-/// The three kinds, as the agent holds them (keyed by `namespace/name`).
-#[derive(Debug, Default)]
-pub(crate) struct Cache {
-    pub(crate) policies: BTreeMap<String, NetworkPolicy>,
-    pub(crate) pods: BTreeMap<String, Pod>,
-    pub(crate) namespaces: BTreeMap<String, Namespace>,
-}
 
 /// One watch event of one of the three kinds; `None` asks for a new list.
 enum Ev {

@@ -2,8 +2,8 @@
 //! refusing the compiled rules — they carry comments, the fail-closed table none — while a flag file
 //! exists, or everything), and the Events its notices become.
 
+use super::super::cache::Cache;
 use super::super::report::{event, Notice, ENFORCED, FAILED_CLOSED, NOT_ENFORCED};
-use super::super::watch::Cache;
 use super::Applier;
 use crate::agent::netpol::Nft;
 use k8s_openapi::jiff::Timestamp;
