@@ -9,6 +9,7 @@
 #   etcd etcdctl etcdutl coredns crictl kube-vip kube-vip-cloud-provider containerd containerd-shim-runc-v2 ctr runc
 #   cni-plugins
 #   helm flanneld flannel-cni flannel-manifest cilium-chart kindnet-manifest e2e.test ginkgo agnhost kwok
+#   kube-network-policies
 #   local-path-provisioner (github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION: the binary of
 #   the rancher/local-path-provisioner image, the default StorageClass of docker-provider labs; images.sh wraps it)
 # or the groups `kubernetes` (the seven Kubernetes programs), `control-plane` (kubeadm, kubelet, kubectl,
@@ -26,7 +27,9 @@
 # They are built in their own copy of the build module under their own lock (e2e.test takes minutes), and
 # only when named (not part of the default `all`). `kwok` (sigs.k8s.io/kwok/cmd/kwok at $KWOK_VERSION, the scale
 # benchmarks' simulated Nodes and Pods) is built only when named too, with the module's `fast` node and pod
-# Stage files copied beside it (stages/*.yaml: kwok refuses to start without stages).
+# Stage files copied beside it (stages/*.yaml: kwok refuses to start without stages). `kube-network-policies`
+# (sigs.k8s.io/kube-network-policies/cmd at $KUBE_NETWORK_POLICIES_VERSION, the NetworkPolicy benchmark's peer,
+# built as upstream's Dockerfile builds /bin/netpol: CGO_ENABLED=0 go build ./cmd) likewise only when named.
 #
 # Layout ($CACHE = ${CLUSTERCTL_TESTBED_CACHE:-/var/cache/clusterctl-testbed}):
 #   $CACHE/bin/<program>/<program version>/<program>   one binary (cni-plugins: a CNI bin dir of plugins)
@@ -73,6 +76,7 @@ KUBE_VIP_CLOUD_PROVIDER_VERSION=${KUBE_VIP_CLOUD_PROVIDER_VERSION:-v0.0.12}
 # The version the product pins (render's local_path.rs); its binary is keyed by this version alone.
 LOCAL_PATH_PROVISIONER_VERSION=${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+KUBE_NETWORK_POLICIES_VERSION=${KUBE_NETWORK_POLICIES_VERSION:-v0.8.0}
 # shellcheck source=cni-versions.sh
 . "$here/cni-versions.sh"
 
@@ -88,8 +92,8 @@ for p in "$@"; do
     cni) want+=("${CNI_PROGRAMS[@]}") ;;
     conformance) want+=("${CONFORMANCE_PROGRAMS[@]}") ;;
     *)
-      ok=0; for q in "${ALL_PROGRAMS[@]}" "${CONFORMANCE_PROGRAMS[@]}" kwok; do [ "$q" = "$p" ] && ok=1; done
-      [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]} ${CONFORMANCE_PROGRAMS[*]} kwok)"
+      ok=0; for q in "${ALL_PROGRAMS[@]}" "${CONFORMANCE_PROGRAMS[@]}" kwok kube-network-policies; do [ "$q" = "$p" ] && ok=1; done
+      [ $ok = 1 ] || die "unknown program '$p' (known: ${ALL_PROGRAMS[*]} ${CONFORMANCE_PROGRAMS[*]} kwok kube-network-policies)"
       want+=("$p") ;;
   esac
 done
@@ -109,6 +113,7 @@ path_of() {
     kube-vip-cloud-provider) v=$KUBE_VIP_CLOUD_PROVIDER_VERSION ;;
     local-path-provisioner) v=$LOCAL_PATH_PROVISIONER_VERSION ;;
     kwok) v=$KWOK_VERSION ;;
+    kube-network-policies) v=$KUBE_NETWORK_POLICIES_VERSION ;;
     helm|flanneld|flannel-cni|flannel-manifest|cilium-chart|kindnet-manifest) cni_path "$p"; return 0 ;;
     *) [ -f "$envfile" ] && v=$(. "$envfile"; case "$p" in
           etcd|etcdctl|etcdutl) echo "${ETCD_VERSION:-}" ;; coredns) echo "${COREDNS_VERSION:-}" ;;
@@ -586,6 +591,14 @@ build_kwok() {
   done
 }
 
+# ---- the NetworkPolicy benchmark's peer ----------------------------------------------------------------
+build_kube_network_policies() {
+  have kube-network-policies && return 0
+  local dir
+  dir=$(make_build_module sigs.k8s.io/kube-network-policies "$KUBE_NETWORK_POLICIES_VERSION") || return 1
+  go_build kube-network-policies "$KUBE_NETWORK_POLICIES_VERSION" "$dir" sigs.k8s.io/kube-network-policies/cmd "-s -w"
+}
+
 # ---- main --------------------------------------------------------------------------------------------
 [ -f "$envfile" ] || locked "k8s.io/kubernetes@$VERSION" resolve_versions
 for p in "${wanted[@]}"; do
@@ -613,6 +626,8 @@ for p in "${wanted[@]}"; do
     cni-plugins) locked "github.com/containernetworking/plugins@$(ev CNI_PLUGINS_VERSION)" build_cni ;;
     local-path-provisioner) locked "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION" build_local_path ;;
     kwok) locked "sigs.k8s.io/kwok@$KWOK_VERSION" build_kwok ;;
+    kube-network-policies)
+      locked "sigs.k8s.io/kube-network-policies@$KUBE_NETWORK_POLICIES_VERSION" build_kube_network_policies ;;
   esac
 done
 

@@ -24,6 +24,9 @@
 #   docker.io/rancher/local-path-provisioner:<version>  /usr/bin/local-path-provisioner (build.sh, from its Go module
 #       at the version the product pins) + busybox (upstream's image is FROM alpine: the helper pods the provisioner
 #       starts from the same image run `sh`, `mkdir`, `rm`), Cmd ["local-path-provisioner"] as upstream's Dockerfile
+#   registry.k8s.io/networking/kube-network-policies:<version>  /bin/netpol (build.sh's kube-network-policies, built
+#       as upstream's Dockerfile builds it), Cmd ["/bin/netpol"] as upstream's; written only once build.sh has built
+#       that program (the NetworkPolicy benchmark, cni/benches/netpol, builds it)
 #   clusterctl.test/registry:2             the lab's local registry (`spec.registry.local`, issue 27): the equivalent
 #       of upstream's registry:2 made from Debian's docker-registry package (/bin/registry with the libc it links,
 #       /etc/docker/registry/config.yml as registry:2's: filesystem storage at /var/lib/registry, :5000),
@@ -308,6 +311,13 @@ e2e_images() {
   image "$(e2e_ref jessie-dnsutils)" --tree="$e2e_rootfs:/" --file="$(bin coredns):/coredns:0755"
   image "$(e2e_ref busybox)" --tree="$bb:/" --cmd='["sh"]'
 }
+# kube-network-policies (issue 28): the NetworkPolicy benchmark's peer, under upstream's image name.
+if knp=$(bin kube-network-policies 2>/dev/null) && [ -x "$knp" ]; then
+  image "registry.k8s.io/networking/kube-network-policies:$(basename "$(dirname "$knp")")" \
+    --file="$knp:/bin/netpol:0755" --cmd='["/bin/netpol"]'
+else
+  log "no kube-network-policies binary: no kube-network-policies image"
+fi
 if bin e2e.test >/dev/null 2>&1; then e2e_images; else log "no e2e.test for $VERSION: no conformance images"; fi
 
 mv "$out/images.txt.tmp" "$out/images.txt"

@@ -29,6 +29,7 @@ ver_of() {
     kube-vip-cloud-provider) echo "${KUBE_VIP_CLOUD_PROVIDER_VERSION:-v0.0.12}"; return ;;
     local-path-provisioner) echo "${LOCAL_PATH_PROVISIONER_VERSION:-v0.0.30}"; return ;;
     kwok) echo "${KWOK_VERSION:-v0.8.0}"; return ;;
+    kube-network-policies) echo "${KUBE_NETWORK_POLICIES_VERSION:-v0.8.0}"; return ;;
     ginkgo)
       local mod="$CACHE/go/mod/cache/download/k8s.io/kubernetes/@v/$VERSION.mod"
       [ -f "$mod" ] && awk '$1=="github.com/onsi/ginkgo/v2" {print $2; exit} $1=="require" && $2=="github.com/onsi/ginkgo/v2" {print $3; exit}' "$mod"
