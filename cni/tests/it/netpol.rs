@@ -300,13 +300,25 @@ fn policies_from_the_api_are_enforced_within_a_second_and_across_a_restart() {
         "the table stays after the agent stops: {table}"
     );
 
-    // Deleting the deny opens the namespace again.
+    // A reboot: the kernel's tables are gone (the node's nftables empty) and the agent starts again
+    // (its systemd unit; cni_containerd2.rs restarts a node container and sees it run): it programs
+    // the deny from the API again.
+    node.exec("nft", &["delete", "table", "inet", "clusterctl-netpol"])
+        .expect("nft");
+    assert!(probe(&c.ns, srv.ip, 9090), "no table: nothing denied");
+    let t = Instant::now();
     let agent = Agent::start(&node, &kc);
+    let reboot_took = until(&c.ns, srv.ip, 9090, false, t);
+    eprintln!(
+        "after the simulated reboot the deny was enforced again {reboot_took:?} after the start"
+    );
+
+    // Deleting the deny opens the namespace again.
     let t = delete_policy(env, &a_ns, "deny-in");
     let open_took = until(&c.ns, srv.ip, 9090, true, t);
     drop(agent);
     eprintln!("deny took effect after {deny_took:?}, an allow after {allow_took:?}, removing the deny after {open_took:?}");
-    for took in [deny_took, allow_took, open_took] {
+    for took in [deny_took, allow_took, open_took, reboot_took] {
         assert!(took < Duration::from_secs(1), "took {took:?}");
     }
 }
