@@ -14,6 +14,6 @@ pub use docker::{
     DockerClient, DockerNode, DockerNodeOptions, DockerProvider, DockerTransport, PortMapping,
 };
 pub use local::LocalTransport;
-pub use provider::{NodeSpec, Provider, Role, SshProvider};
-pub use ssh::{Bastion, ConnectRetry, HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
+pub use provider::{NodeSpec, Provider, SshProvider};
+pub use ssh::{Bastion, ConnectRetry, SshAuth, SshOptions, SshTarget, SshTransport};
 pub use transport::{Cmd, ExecError, FileSpec, Output, Transport};

@@ -1,39 +1,15 @@
-//! Providers: from a cluster's nodes (plain structs, independent of the spec crate) to one
+//! Providers: from a cluster's nodes (plain structs; their role and host-key policy are the cluster
+//! file's own types, `clusterctl_spec::model::{Role, HostKeyPolicy}`) to one
 //! [`Transport`] per node. [`SshProvider`] reaches listed hosts over SSH; the Docker provider
 //! ([`crate::docker::DockerProvider`]) creates node containers first and reaches them with docker exec.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::ssh::{Bastion, HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
+use clusterctl_spec::model::{HostKeyPolicy, Role};
+
+use crate::ssh::{Bastion, SshAuth, SshOptions, SshTarget, SshTransport};
 use crate::transport::{ExecError, Transport};
-
-/// A node's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    /// Runs the control plane (`control-plane` in the cluster file).
-    ControlPlane,
-    /// Runs workloads only (`worker`).
-    Worker,
-}
-
-impl Role {
-    /// The cluster file's spelling: `control-plane` or `worker`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::ControlPlane => "control-plane",
-            Role::Worker => "worker",
-        }
-    }
-
-    /// Parses `control-plane` (or `controlplane`/`master`); anything else is a worker.
-    pub fn parse(s: &str) -> Role {
-        match s {
-            "control-plane" | "controlplane" | "master" => Role::ControlPlane,
-            _ => Role::Worker,
-        }
-    }
-}
 
 /// One node of the cluster, as a provider needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,7 +86,8 @@ pub struct SshProvider {
 }
 
 impl SshProvider {
-    /// A provider logging in as `user` with `auth`, checking `~/.ssh/known_hosts` strictly.
+    /// A provider logging in as `user` with `auth`, checking `~/.ssh/known_hosts` under the default
+    /// policy (`AcceptNew`, see [`SshOptions::new`]).
     pub fn new(user: impl Into<String>, auth: SshAuth) -> Self {
         SshProvider {
             default_user: user.into(),
@@ -188,7 +165,7 @@ mod tests {
     #[test]
     fn a_nodes_own_ssh_settings_override_the_providers() {
         let provider = SshProvider::new("ops", SshAuth::Agent)
-            .with_known_hosts(PathBuf::from("/kh"), HostKeyPolicy::TrustOnFirstUse)
+            .with_known_hosts(PathBuf::from("/kh"), HostKeyPolicy::AcceptNew)
             .with_connect_attempts(7);
         let plain = NodeSpec::new("cp1", Role::ControlPlane, "10.0.0.1");
         let (target, options) = provider.target(&plain);
@@ -197,7 +174,7 @@ mod tests {
             ("ops", 22, "10.0.0.1")
         );
         assert_eq!(options.auth, SshAuth::Agent);
-        assert_eq!(options.host_key_policy, HostKeyPolicy::TrustOnFirstUse);
+        assert_eq!(options.host_key_policy, HostKeyPolicy::AcceptNew);
         assert_eq!(options.connect_retry.attempts, 7);
         assert_eq!(options.known_hosts, PathBuf::from("/kh"));
         let own = NodeSpec {

@@ -176,11 +176,7 @@ pub fn create(
     let specs: Vec<clusterctl_exec::NodeSpec> = nodes
         .iter()
         .map(|n| {
-            clusterctl_exec::NodeSpec::new(
-                n.name.clone(),
-                crate::reach::exec_role(n.role),
-                crate::reach::address_text(n),
-            )
+            clusterctl_exec::NodeSpec::new(n.name.clone(), n.role, crate::reach::address_text(n))
         })
         .collect();
     provider

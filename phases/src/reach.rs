@@ -1,6 +1,6 @@
 //! The one way the commands reach a cluster's nodes and API: the cluster's provider ([`provider_for`]:
 //! `exec`'s [`SshProvider`] with the file's SSH settings — key file or agent, `known_hosts` strict or
-//! trust-on-first-use, the file's connect attempts, through the file's jump host (`spec.ssh.bastion`)
+//! accept-new (the file's own `HostKeyPolicy`, which `exec` takes as it is), the file's connect attempts, through the file's jump host (`spec.ssh.bastion`)
 //! when it names one — or its [`DockerProvider`] with kind's run options
 //! and the file's `spec.docker` settings, [`docker_options`]); every node's transport is made by that
 //! provider through `exec`'s `Provider` trait ([`NodeProvider::transport`]); reaching the nodes that
@@ -17,7 +17,7 @@ use clusterctl_exec::{
     Transport,
 };
 use clusterctl_kubeapi::KubeClusterApi;
-use clusterctl_spec::model::{HostKeyPolicy, Provider, Role};
+use clusterctl_spec::model::Provider;
 use clusterctl_spec::{ValidCluster, ValidNode};
 
 /// Why a node or the cluster's API could not be reached.
@@ -241,7 +241,7 @@ pub(crate) fn ssh_provider(cluster: &ValidCluster, known_hosts: Option<&Path>) -
     let defaults = &cluster.spec().ssh;
     let mut provider = SshProvider::new(defaults.user.clone(), SshAuth::Agent)
         .with_connect_attempts(defaults.connect_attempts);
-    provider.options.host_key_policy = host_key_policy(defaults.host_key_policy);
+    provider.options.host_key_policy = defaults.host_key_policy;
     let known_hosts = known_hosts
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh/known_hosts")));
@@ -272,15 +272,7 @@ fn bastion(
             },
             None => SshAuth::Agent,
         },
-        host_key_policy: host_key_policy(b.host_key_policy.unwrap_or(defaults.host_key_policy)),
-    }
-}
-
-/// `exec`'s host-key policy for the file's (`insecure` is refused by validation).
-fn host_key_policy(policy: HostKeyPolicy) -> clusterctl_exec::HostKeyPolicy {
-    match policy {
-        HostKeyPolicy::Strict => clusterctl_exec::HostKeyPolicy::Strict,
-        _ => clusterctl_exec::HostKeyPolicy::TrustOnFirstUse,
+        host_key_policy: b.host_key_policy.unwrap_or(defaults.host_key_policy),
     }
 }
 
@@ -291,16 +283,8 @@ pub(crate) fn node_spec(node: &ValidNode, address: &str) -> NodeSpec {
         ssh_user: Some(node.ssh.user.clone()),
         ssh_port: Some(node.ssh.port),
         ssh_key: node.ssh.key_file.as_deref().map(expand_home),
-        ssh_host_key_policy: Some(host_key_policy(node.ssh.host_key_policy)),
-        ..NodeSpec::new(node.name.clone(), exec_role(node.role), address)
-    }
-}
-
-/// The file's role as `exec`'s providers name it.
-pub(crate) fn exec_role(role: Role) -> clusterctl_exec::Role {
-    match role {
-        Role::ControlPlane => clusterctl_exec::Role::ControlPlane,
-        Role::Worker => clusterctl_exec::Role::Worker,
+        ssh_host_key_policy: Some(node.ssh.host_key_policy),
+        ..NodeSpec::new(node.name.clone(), node.role, address)
     }
 }
 
@@ -515,7 +499,7 @@ mod tests {
         assert_eq!(p.options.known_hosts, PathBuf::from("/kh"));
         assert_eq!(
             p.options.host_key_policy,
-            clusterctl_exec::HostKeyPolicy::Strict
+            clusterctl_spec::model::HostKeyPolicy::Strict
         );
         let (target, options) = p.target(&node_spec(&c.nodes()[0], "10.9.0.11"));
         assert_eq!(
@@ -525,7 +509,7 @@ mod tests {
         assert_eq!(options.auth, clusterctl_exec::SshAuth::Agent);
         assert_eq!(
             options.host_key_policy,
-            clusterctl_exec::HostKeyPolicy::Strict
+            clusterctl_spec::model::HostKeyPolicy::Strict
         );
         let (target, options) = p.target(&node_spec(&c.nodes()[1], "192.0.2.7"));
         assert_eq!(
@@ -541,7 +525,7 @@ mod tests {
         );
         assert_eq!(
             options.host_key_policy,
-            clusterctl_exec::HostKeyPolicy::TrustOnFirstUse
+            clusterctl_spec::model::HostKeyPolicy::AcceptNew
         );
         assert_eq!(options.connect_retry.attempts, 3);
     }
@@ -566,7 +550,7 @@ mod tests {
                 passphrase: None
             }
         );
-        assert_eq!(b.host_key_policy, clusterctl_exec::HostKeyPolicy::Strict);
+        assert_eq!(b.host_key_policy, clusterctl_spec::model::HostKeyPolicy::Strict);
         let own = ", bastion: {address: 192.0.2.1, port: 2200, user: jump, keyFile: /k/jump, hostKeyPolicy: accept-new}";
         let p = ssh_provider(&file(own), None);
         let (_, options) = p.target(&node_spec(&file(own).nodes()[0], "10.9.0.11"));
@@ -586,7 +570,7 @@ mod tests {
         );
         assert_eq!(
             b.host_key_policy,
-            clusterctl_exec::HostKeyPolicy::TrustOnFirstUse
+            clusterctl_spec::model::HostKeyPolicy::AcceptNew
         );
     }
 

@@ -1178,6 +1178,16 @@ pub enum Role {
     Worker,
 }
 
+impl Role {
+    /// The cluster file's spelling: `control-plane` or `worker` (as serde writes it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::ControlPlane => "control-plane",
+            Role::Worker => "worker",
+        }
+    }
+}
+
 /// A node taint (Kubernetes `core/v1` `Taint`). `Display` writes it as `kubectl taint` takes it:
 /// `key=value:Effect`, or `key:Effect` when the value is unset or empty.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

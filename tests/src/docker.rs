@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use clusterctl_exec::{HostKeyPolicy, SshAuth, SshOptions, SshTarget, SshTransport};
+use clusterctl_exec::{SshAuth, SshOptions, SshTarget, SshTransport};
+use clusterctl_spec::model::HostKeyPolicy;
 use sha2::{Digest, Sha256};
 
 /// The node image recipe (a POSIX shell script taking TAG SUITE MIRROR).

@@ -26,7 +26,9 @@ use registry::pull_parts;
 
 use super::client::DockerClient;
 use super::transport::DockerTransport;
-use crate::provider::{NodeSpec, Provider, Role};
+use clusterctl_spec::model::Role;
+
+use crate::provider::{NodeSpec, Provider};
 use crate::transport::{ExecError, Transport};
 
 /// Label holding the cluster name, on every container and on the network.
@@ -447,12 +449,10 @@ impl DockerProvider {
                         .get(NODE_LABEL)
                         .cloned()
                         .unwrap_or_else(|| container.clone()),
-                    role: Role::parse(
-                        labels
-                            .get(ROLE_LABEL)
-                            .map(String::as_str)
-                            .unwrap_or("worker"),
-                    ),
+                    role: match labels.get(ROLE_LABEL).map(String::as_str) {
+                        Some("control-plane" | "controlplane" | "master") => Role::ControlPlane,
+                        _ => Role::Worker,
+                    },
                     container,
                     address,
                     api_server_port,

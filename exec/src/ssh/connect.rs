@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use ssh2::{MethodType, Session};
 
-use super::known_hosts::{self, HostKeyPolicy};
+use clusterctl_spec::model::HostKeyPolicy;
+
+use super::known_hosts;
 use super::SshAuth;
 use crate::transport::ExecError;
 

@@ -14,10 +14,10 @@ use std::os::unix::io::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use clusterctl_spec::model::HostKeyPolicy;
 use ssh2::{BlockDirections, Channel, Session};
 
 use super::connect::{self, Hop, Login};
-use super::known_hosts::HostKeyPolicy;
 use super::SshAuth;
 use crate::transport::ExecError;
 

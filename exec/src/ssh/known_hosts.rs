@@ -5,7 +5,9 @@
 //! host recorded only with keys of other algorithms is refused too, naming both (the keys cannot be
 //! compared, and recording the new one would let anyone offering another algorithm past the pin);
 //! an unknown host is refused under [`HostKeyPolicy::Strict`] and recorded (appended, file mode 0600)
-//! under [`HostKeyPolicy::TrustOnFirstUse`]. There is no policy without a check.
+//! under [`HostKeyPolicy::AcceptNew`] (OpenSSH's `StrictHostKeyChecking=accept-new`). The policy is
+//! the cluster file's own type (`spec.ssh.hostKeyPolicy`); its `Insecure`, which validation refuses,
+//! is refused here too, like `Strict`: there is no policy without a check.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -15,18 +17,9 @@ use std::sync::Mutex;
 use base64::Engine;
 use ssh2::{CheckResult, HostKeyType, KnownHostFileKind, Session};
 
-use crate::transport::ExecError;
+use clusterctl_spec::model::HostKeyPolicy;
 
-/// What to do with a host that is not in the known_hosts file. A changed key, and a host known only
-/// by other algorithms' keys, are refused under every policy; no policy skips the check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HostKeyPolicy {
-    /// Refuse hosts not in the file (the default, as OpenSSH's `StrictHostKeyChecking=yes`).
-    #[default]
-    Strict,
-    /// Record the key of a host not in the file, then pin it (as `StrictHostKeyChecking=accept-new`).
-    TrustOnFirstUse,
-}
+use crate::transport::ExecError;
 
 /// The OpenSSH name of a host key type (`ssh-ed25519`, `ecdsa-sha2-nistp256`, …), as in known_hosts.
 pub(crate) fn key_type_name(t: HostKeyType) -> Option<&'static str> {
@@ -245,11 +238,12 @@ pub(crate) fn verify(
             file.display()
         ))),
         Verdict::NotFound => match policy {
-            HostKeyPolicy::Strict => Err(refuse(format!(
+            // `Insecure` is refused by validation; should one reach here it checks as `Strict`.
+            HostKeyPolicy::Strict | HostKeyPolicy::Insecure => Err(refuse(format!(
                 "{who} is not in {} (add its key, or use the trust-on-first-use policy)",
                 file.display()
             ))),
-            HostKeyPolicy::TrustOnFirstUse => {
+            HostKeyPolicy::AcceptNew => {
                 let line = format!(
                     "{who} {tname} {}\n",
                     base64::engine::general_purpose::STANDARD.encode(key)

@@ -18,10 +18,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use clusterctl_spec::model::HostKeyPolicy;
 use ssh2::{BlockDirections, ErrorCode, Session};
 
 pub use jump::Bastion;
-pub use known_hosts::HostKeyPolicy;
 
 use crate::raw::{Input, RawExec};
 use crate::shell;
@@ -99,7 +99,8 @@ impl Default for ConnectRetry {
 }
 
 impl SshOptions {
-    /// Options with `auth`, `~/.ssh/known_hosts` (from `HOME`), the strict policy and a 15 s timeout.
+    /// Options with `auth`, `~/.ssh/known_hosts` (from `HOME`), the cluster file's default host-key
+    /// policy (`HostKeyPolicy::default()`: `AcceptNew`, as `spec.ssh.hostKeyPolicy`) and a 15 s timeout.
     pub fn new(auth: SshAuth) -> Self {
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
@@ -107,7 +108,7 @@ impl SshOptions {
         SshOptions {
             auth,
             known_hosts: home.join(".ssh").join("known_hosts"),
-            host_key_policy: HostKeyPolicy::Strict,
+            host_key_policy: HostKeyPolicy::default(),
             connect_timeout: Duration::from_secs(15),
             connect_retry: ConnectRetry::default(),
             bastion: None,

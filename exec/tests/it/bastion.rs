@@ -10,9 +10,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use clusterctl_exec::{
-    Bastion, Cmd, ExecError, FileSpec, HostKeyPolicy, NodeSpec, Provider, Role, SshAuth,
-    SshProvider,
+    Bastion, Cmd, ExecError, FileSpec, NodeSpec, Provider, SshAuth, SshProvider,
 };
+use clusterctl_spec::model::{HostKeyPolicy, Role};
 use clusterctl_testbed::docker::{docker, docker_available, TestCluster};
 use clusterctl_testbed::{is_root, require};
 

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use clusterctl_exec::{
     Cmd, DockerClient, DockerNodeOptions, DockerProvider, DockerTransport, ExecError, FileSpec,
-    NodeSpec, Provider, Role, Transport,
+    NodeSpec, Provider, Transport,
 };
+use clusterctl_spec::model::Role;
 use clusterctl_testbed::docker::{
     docker, docker_available, systemd_node_run_args, NodeImage, TestCluster,
 };

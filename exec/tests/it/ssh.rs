@@ -5,9 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use clusterctl_exec::{
-    Cmd, ConnectRetry, ExecError, FileSpec, HostKeyPolicy, SshTransport, Transport,
-};
+use clusterctl_exec::{Cmd, ConnectRetry, ExecError, FileSpec, SshTransport, Transport};
+use clusterctl_spec::model::HostKeyPolicy;
 use clusterctl_testbed::docker::{docker_available, TestCluster, TestKey};
 use clusterctl_testbed::{is_root, require};
 
@@ -242,7 +241,7 @@ fn host_keys_strict_tofu_and_changed() {
     assert!(!kh.exists());
 
     // Trust on first use: recorded (0600), then pinned even under the strict policy.
-    opts.host_key_policy = HostKeyPolicy::TrustOnFirstUse;
+    opts.host_key_policy = HostKeyPolicy::AcceptNew;
     let t = SshTransport::connect(node.ssh_target("root"), opts.clone()).unwrap();
     assert_eq!(t.run(&Cmd::new("true")).unwrap().status, 0);
     drop(t);
@@ -272,7 +271,7 @@ fn host_keys_strict_tofu_and_changed() {
         ),
     )
     .unwrap();
-    for policy in [HostKeyPolicy::Strict, HostKeyPolicy::TrustOnFirstUse] {
+    for policy in [HostKeyPolicy::Strict, HostKeyPolicy::AcceptNew] {
         let mut o = opts.clone();
         o.known_hosts = fake_kh.clone();
         o.host_key_policy = policy;
@@ -290,7 +289,7 @@ fn host_keys_strict_tofu_and_changed() {
     // The node's key really changes (re-installed host): the pinned entry now refuses it.
     node.sh("rm -f /etc/ssh/ssh_host_*; ssh-keygen -A >/dev/null; systemctl restart ssh")
         .unwrap();
-    opts.host_key_policy = HostKeyPolicy::TrustOnFirstUse;
+    opts.host_key_policy = HostKeyPolicy::AcceptNew;
     let err = SshTransport::connect(node.ssh_target("root"), opts).unwrap_err();
     assert!(matches!(err, ExecError::HostKey { .. }), "{err}");
 }
@@ -306,7 +305,7 @@ fn a_host_known_only_by_another_algorithm_is_refused_naming_both() {
     let kh = c.dir().join("ecdsa_only_known_hosts");
     let ecdsa = node.known_hosts_line("ecdsa").unwrap();
     std::fs::write(&kh, format!("{ecdsa}\n")).unwrap();
-    for policy in [HostKeyPolicy::Strict, HostKeyPolicy::TrustOnFirstUse] {
+    for policy in [HostKeyPolicy::Strict, HostKeyPolicy::AcceptNew] {
         let mut o = node.ssh_options();
         o.known_hosts = kh.clone();
         o.host_key_policy = policy;
@@ -383,7 +382,8 @@ impl Drop for Agent {
 
 #[test]
 fn agent_auth_and_the_ssh_provider() {
-    use clusterctl_exec::{NodeSpec, Provider, Role, SshAuth, SshProvider};
+    use clusterctl_exec::{NodeSpec, Provider, SshAuth, SshProvider};
+    use clusterctl_spec::model::Role;
     let Some(c) = cluster("ssha") else { return };
     let node = &c.nodes[0];
 
