@@ -16,4 +16,4 @@ pub use docker::{
 pub use local::LocalTransport;
 pub use provider::{NodeSpec, Provider, SshProvider};
 pub use ssh::{Bastion, ConnectRetry, SshAuth, SshOptions, SshTarget, SshTransport};
-pub use transport::{Cmd, ExecError, FileSpec, Output, Transport};
+pub use transport::{Cmd, ExecError, FileSpec, Output, Transport, WrapError};

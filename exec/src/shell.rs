@@ -8,7 +8,7 @@
 //! environment values or inside the script never show in `ps` on the node. GNU `head -c N` reads at most
 //! `N` bytes (coreutils, as on Debian, Ubuntu and EL hosts).
 
-use crate::transport::{Cmd, FileSpec};
+use crate::transport::{Cmd, FileSpec, WrapError};
 
 /// Exit status the download script uses for "the file does not exist".
 pub const DOWNLOAD_MISSING_STATUS: i32 = 44;
@@ -60,14 +60,6 @@ pub struct Wrapped {
     pub command_line: String,
     /// Environment exports and script, written first on standard input.
     pub preamble: Vec<u8>,
-}
-
-/// A command that cannot be wrapped for a shell.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum WrapError {
-    /// An environment variable name that is not a shell name (`[A-Za-z_][A-Za-z0-9_]*`).
-    #[error("invalid environment variable name {0:?}")]
-    EnvName(String),
 }
 
 /// Wraps `cmd` for a user that is root (`is_root`) or not: `sudo -n` is added only when `cmd.sudo`

@@ -129,10 +129,19 @@ pub enum ExecError {
     },
     /// A command that cannot be wrapped for the node's shell (an invalid environment name).
     #[error(transparent)]
-    Wrap(#[from] crate::shell::WrapError),
+    Wrap(#[from] WrapError),
     /// Anything else, with a message.
     #[error("{0}")]
     Other(String),
+}
+
+/// A command that cannot be wrapped for a shell (`crate::shell::wrap`; here beside [`ExecError`],
+/// which carries it, so that `shell` imports `transport` and not the other way round).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WrapError {
+    /// An environment variable name that is not a shell name (`[A-Za-z_][A-Za-z0-9_]*`).
+    #[error("invalid environment variable name {0:?}")]
+    EnvName(String),
 }
 
 /// How phases reach one node: run commands and move files. Implementations: SSH (ssh2), Docker exec
