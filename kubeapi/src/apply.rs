@@ -4,9 +4,6 @@
 //! tells whether it created, changed or left the object as it was ([`Applied`]). This is how
 //! `up` installs a third-party CNI's manifests and waits for their CRDs and status objects.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, ApiCapabilities, Scope};
@@ -14,9 +11,6 @@ use serde_json::Value;
 
 use crate::api::{ApiError, Applied};
 use crate::kube_impl::{KubeClusterApi, FIELD_MANAGER};
-
-/// The resources found through discovery, by `apiVersion kind`.
-pub(crate) type Resources = Mutex<HashMap<String, (ApiResource, ApiCapabilities)>>;
 
 /// `kind namespace/name` or `kind name`, for messages.
 fn describe(kind: &str, namespace: Option<&str>, name: &str) -> String {

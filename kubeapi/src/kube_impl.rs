@@ -17,12 +17,18 @@ use crate::api::{ApiError, ClusterApi, EvictOutcome, TaintSpec};
 /// The field manager name sent with every patch.
 pub(crate) const FIELD_MANAGER: &str = "clusterctl";
 
+/// The resources found through discovery, by `apiVersion kind` (filled by the lookups of `apply.rs`,
+/// which imports this module and not the other way round).
+pub(crate) type Resources = std::sync::Mutex<
+    std::collections::HashMap<String, (kube::core::ApiResource, kube::discovery::ApiCapabilities)>,
+>;
+
 /// A [`ClusterApi`] talking to a real API server through `kube`.
 pub struct KubeClusterApi {
     pub(crate) rt: tokio::runtime::Runtime,
     pub(crate) client: Client,
-    /// Resources found through discovery (`crate::apply`).
-    pub(crate) resources: crate::apply::Resources,
+    /// Resources found through discovery (`apply.rs`).
+    pub(crate) resources: Resources,
     /// The cluster's server URL, named by errors ([`ApiError::Unreachable`]).
     pub(crate) server: String,
     /// The kubeconfig (and context) the client was built from, named by errors.
