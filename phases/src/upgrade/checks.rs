@@ -9,7 +9,7 @@ use clusterctl_spec::ValidCluster;
 use semver::Version;
 
 use super::error::UpgradeError;
-use super::run::ClusterSource;
+use super::source::ClusterSource;
 use crate::version;
 use clusterctl_spec::ValidNode;
 

@@ -13,7 +13,7 @@ use clusterctl_kubeapi::ApiError;
 use semver::Version;
 
 use super::images::BundleRefused;
-use super::run::ClusterSource;
+use super::source::ClusterSource;
 use crate::reach::ReachError;
 use crate::version::VersionError;
 

@@ -23,7 +23,8 @@
 //!
 //! The command's one entry point is [`run()`] (`run.rs`): the version checks (`checks.rs`), the
 //! air-gap bundle (`bundle.rs`), the API client (`api.rs`), then these phases; its errors are in
-//! `error.rs`.
+//! `error.rs`, how the command named the cluster in `source.rs` (read by all of them; `run.rs` is
+//! imported by none).
 
 mod api;
 mod bundle;
@@ -32,10 +33,12 @@ pub(crate) mod error;
 pub(crate) mod images;
 pub(crate) mod packages;
 mod run;
+mod source;
 pub(crate) mod steps;
 pub use crate::version;
 pub use error::{BundleError, BundleUploadError, NodeApiError, UpgradeError};
-pub use run::{run, ClusterSource, Options, Report, Stopped};
+pub use run::{run, Options, Report, Stopped};
+pub use source::ClusterSource;
 
 use std::sync::Arc;
 

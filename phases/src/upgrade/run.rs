@@ -4,7 +4,7 @@
 //! what ran or was planned ([`Report`]).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use semver::Version;
 
 use super::api::{api_for, ApiSteps};
 use super::error::UpgradeError;
+use super::source::ClusterSource;
 use super::{bundle, checks, BundlePackages, UpgradeData, UpgradeSpec};
 use crate::ctx::{Mode, PlanEntry, Secrets};
 use crate::engine::{Engine, Options as EngineOptions};
@@ -22,34 +23,6 @@ use crate::error::RunError;
 use crate::reach;
 use crate::report::Reporter;
 use clusterctl_spec::ValidNode;
-
-/// How the command named the cluster: its file (paths it names are relative to it), or a built-in
-/// profile (paths relative to the current directory).
-#[derive(Debug, Clone)]
-pub enum ClusterSource {
-    /// `-f FILE`.
-    File(PathBuf),
-    /// `--profile NAME`.
-    Profile(String),
-}
-
-impl ClusterSource {
-    /// The flag that names this cluster again, for a hint: `-f FILE` or `--profile NAME`.
-    pub fn flag(&self) -> String {
-        match self {
-            ClusterSource::Profile(p) => format!("--profile {p}"),
-            ClusterSource::File(f) => format!("-f {}", f.display()),
-        }
-    }
-
-    /// The file whose directory the file's relative paths start from (`.` for a profile).
-    fn file(&self) -> &Path {
-        match self {
-            ClusterSource::File(f) => f,
-            ClusterSource::Profile(_) => Path::new("."),
-        }
-    }
-}
 
 /// What `upgrade` is asked to do.
 #[derive(Debug, Clone)]

@@ -42,7 +42,7 @@ struct Budget {
 }
 
 const BUDGET: Budget = Budget {
-    cycles: 5,
+    cycles: 4,
     long_functions: 30,
     long_cli_functions: 8,
     long_files: 22,
