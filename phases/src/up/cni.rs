@@ -27,18 +27,14 @@ pub(crate) const AGENT_UNIT: &str = "clusterctl-cni-agent.service";
 /// `clusterctl cni agent --config /etc/clusterctl/cni/agent.json`.
 pub(crate) const DEFAULT_UNIT: &str = "[Unit]\nDescription=clusterctl CNI overlay agent\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=/usr/local/bin/clusterctl cni agent --config /etc/clusterctl/cni/agent.json\nRestart=always\nRestartSec=5\n\n[Install]\nWantedBy=multi-user.target\n";
 
-/// Digest material: the CNI files of the node, and the binary's size and modification time.
+/// Digest material of the `cni` phase, the one for every CNI choice: the node's CNI files (path,
+/// mode, sha256), then for a third-party CNI installed from upstream files what it installs
+/// ([`super::cni_install::inputs`]), else the clusterctl binary's size and modification time.
 pub(crate) fn inputs(data: &UpData, node: &ValidNode) -> String {
-    let mut s = String::new();
-    for f in data.files_of(&node.name, placed::CNI) {
-        s.push_str(&format!(
-            "{} {:o} {}\n",
-            f.path,
-            f.mode,
-            crate::util::sha256_hex(&f.content)
-        ));
-    }
-    if let Some(b) = &data.spec.binary {
+    let mut s = super::files_inputs(data, node, &[placed::CNI]);
+    if let Some(ci) = &data.spec.cni_install {
+        s.push_str(&super::cni_install::inputs(ci));
+    } else if let Some(b) = &data.spec.binary {
         if let Ok(m) = std::fs::metadata(b) {
             let t = m
                 .modified()

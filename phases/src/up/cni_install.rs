@@ -308,32 +308,22 @@ fn remember(ci: &CniInstall, name: &str, path: PathBuf) {
     }
 }
 
-/// Digest material of the `cni` phase for a third-party CNI: the rendered CNI files and the obtained
-/// upstream files' names and digests (so a new release or a changed value runs the phase again).
-pub fn inputs(data: &UpData, node: &clusterctl_spec::ValidNode) -> String {
-    let mut s = String::new();
-    for f in data.files_of(&node.name, placed::CNI) {
+/// The third-party part of the `cni` phase's digest material ([`super::cni::inputs`] adds it after
+/// the rendered CNI files): the plugin and the obtained upstream files' names and digests (so a new
+/// release or a changed value runs the phase again).
+pub(crate) fn inputs(ci: &CniInstall) -> String {
+    let mut s = format!("plugin {}\n", ci.input.plugin);
+    for f in &ci.files {
         s.push_str(&format!(
-            "{} {:o} {}\n",
-            f.path,
-            f.mode,
-            crate::util::sha256_hex(&f.content)
+            "{} {} {}\n",
+            f.name,
+            f.url,
+            f.sha256.as_deref().unwrap_or("-")
         ));
     }
-    if let Some(ci) = &data.spec.cni_install {
-        s.push_str(&format!("plugin {}\n", ci.input.plugin));
-        for f in &ci.files {
-            s.push_str(&format!(
-                "{} {} {}\n",
-                f.name,
-                f.url,
-                f.sha256.as_deref().unwrap_or("-")
-            ));
-        }
-        if let Ok(m) = ci.fetched.lock() {
-            for (name, p) in m.iter() {
-                s.push_str(&format!("fetched {name} {}\n", p.display()));
-            }
+    if let Ok(m) = ci.fetched.lock() {
+        for (name, p) in m.iter() {
+            s.push_str(&format!("fetched {name} {}\n", p.display()));
         }
     }
     s

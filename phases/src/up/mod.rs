@@ -35,7 +35,7 @@ pub(crate) mod rollout_apiserver;
 pub(crate) mod runtime;
 
 use crate::ctx::{Mode, NodeCtx, Secrets};
-use crate::engine::{InputsFn, Phase, PhaseFn, Targets};
+use crate::engine::{Phase, PhaseFn, Targets};
 use crate::error::PhaseError;
 use crate::kubeadm::JoinSecrets;
 use crate::report::Reporter;
@@ -358,10 +358,10 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
             },
         ]),
         CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel | CniPlugin::Kindnet => {
-            let (inputs, run): (InputsFn<UpData>, PhaseFn<UpData>) = if spec.cni_install.is_some() {
-                (cni_install::inputs, cni_install::run)
+            let run: PhaseFn<UpData> = if spec.cni_install.is_some() {
+                cni_install::run
             } else {
-                (cni::inputs, cni::run_manifests)
+                cni::run_manifests
             };
             v.push(Phase {
                 name: "cni",
@@ -369,7 +369,7 @@ pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
                 serial: false,
                 record: true,
                 required: false,
-                inputs,
+                inputs: cni::inputs,
                 run,
             })
         }
