@@ -148,8 +148,10 @@ pub(crate) fn parse_state(out: &str) -> InitState {
     }
 }
 
-/// Resets a half-done init and puts the kube-vip manifest back (see the module documentation).
-fn reset_half_init(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
+/// Resets a half-done `kubeadm init` or `kubeadm join` (with the rendered reset configuration when
+/// there is one) and puts the node's kube-vip manifest back (see the module documentation; `join`
+/// calls it too).
+pub(super) fn reset_half(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let reset = data
         .files_of(ctx.name(), placed::KUBEADM_RESET)
         .into_iter()
@@ -280,7 +282,7 @@ pub(crate) fn run(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
         InitState::Half | InitState::Down { .. } => {
             let why = "a kubeadm init failed half-way here before (certificates or static pods, no answering control plane): reset first";
             ctx.announce(why);
-            reset_half_init(ctx, data)?;
+            reset_half(ctx, data)?;
         }
         InitState::Fresh => {}
     }

@@ -159,23 +159,7 @@ fn is_marked(ctx: &mut NodeCtx, data: &UpData) -> Result<Option<bool>, PhaseErro
 fn reset_half_join(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseError> {
     let why = "a kubeadm join stopped half-way here before (CA, bootstrap kubeconfig or static pods, no kubelet.conf): reset first";
     ctx.announce(why);
-    let reset = data
-        .files_of(ctx.name(), placed::KUBEADM_RESET)
-        .into_iter()
-        .next();
-    let mut cmd = match &reset {
-        Some(f) => {
-            ctx.put_file(&f.path, f.mode, &f.content)?;
-            Cmd::new(format!("kubeadm reset --config {}", quote_word(&f.path)))
-        }
-        None => Cmd::new("kubeadm reset -f"),
-    };
-    cmd.timeout = Some(Duration::from_secs(300));
-    ctx.run(cmd)?;
-    for f in data.files_of(ctx.name(), placed::KUBE_VIP) {
-        ctx.put_file(&f.path, f.mode, &f.content)?;
-    }
-    Ok(())
+    super::init::reset_half(ctx, data)
 }
 
 /// The join phases.
