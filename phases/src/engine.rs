@@ -78,6 +78,30 @@ pub struct Phase<C> {
     pub run: PhaseFn<C>,
 }
 
+impl<C> Phase<C> {
+    /// A step run on every pass (not recorded, no inputs, excludable), on its targets in parallel:
+    /// the phases of `image load` and `etcd snapshot restore`.
+    pub(crate) fn step(name: &'static str, targets: Targets, run: PhaseFn<C>) -> Self {
+        Phase {
+            name,
+            targets,
+            serial: false,
+            record: false,
+            required: false,
+            inputs: |_, _| String::new(),
+            run,
+        }
+    }
+
+    /// A [`Phase::step`] run on one node at a time: the phases of `destroy` and `node remove`.
+    pub(crate) fn serial_step(name: &'static str, targets: Targets, run: PhaseFn<C>) -> Self {
+        Phase {
+            serial: true,
+            ..Phase::step(name, targets, run)
+        }
+    }
+}
+
 /// Options of one engine run.
 #[derive(Clone)]
 pub struct Options {

@@ -73,38 +73,26 @@ pub fn teardown_order(cluster: &ValidCluster) -> Vec<&ValidNode> {
     out
 }
 
-fn phase<'a>(
-    name: &'static str,
-    targets: Targets,
-    run: fn(&mut NodeCtx, &Data<'a>) -> Result<(), PhaseError>,
-) -> Phase<Data<'a>> {
-    Phase {
-        name,
-        targets,
-        serial: true,
-        record: false,
-        required: false,
-        inputs: |_, _| String::new(),
-        run,
-    }
-}
-
 /// The phases of `destroy` for `provider`, in order (see the module doc).
 pub fn phases<'a>(provider: Provider) -> Vec<Phase<Data<'a>>> {
     let mut out = match provider {
-        Provider::Docker => vec![phase("docker", Targets::Local, local::docker)],
+        Provider::Docker => vec![Phase::serial_step("docker", Targets::Local, local::docker)],
         Provider::Ssh => vec![
-            phase("reset/workers", Targets::Workers, reset),
-            phase("reset/control-planes", Targets::OtherControlPlanes, reset),
-            phase(
+            Phase::serial_step("reset/workers", Targets::Workers, reset),
+            Phase::serial_step("reset/control-planes", Targets::OtherControlPlanes, reset),
+            Phase::serial_step(
                 "reset/first-control-plane",
                 Targets::FirstControlPlane,
                 reset,
             ),
         ],
     };
-    out.push(phase("kubeconfig", Targets::Local, local::kubeconfig));
-    out.push(phase("cache", Targets::Local, local::cache));
+    out.push(Phase::serial_step(
+        "kubeconfig",
+        Targets::Local,
+        local::kubeconfig,
+    ));
+    out.push(Phase::serial_step("cache", Targets::Local, local::cache));
     out
 }
 

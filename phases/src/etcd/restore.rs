@@ -137,32 +137,20 @@ impl Data {
     }
 }
 
-fn phase(name: &'static str, targets: Targets, run: crate::engine::PhaseFn<Data>) -> Phase<Data> {
-    Phase {
-        name,
-        targets,
-        serial: false,
-        record: false,
-        required: false,
-        inputs: |_, _| String::new(),
-        run,
-    }
-}
-
 /// The phases in order (see the module doc).
 pub(crate) fn phases() -> Vec<Phase<Data>> {
     use Targets::{ControlPlanes as All, FirstControlPlane as First};
     vec![
-        phase("etcd-restore/members", All, steps::members),
-        phase("etcd-restore/stage", All, steps::stage),
-        phase("etcd-restore/stop", All, steps::stop),
-        phase("etcd-restore/data-dir", All, steps::data_dir),
-        phase("etcd-restore/start-etcd", All, steps::start_etcd),
-        phase("etcd-restore/etcd-healthy", All, steps::etcd_healthy),
-        phase("etcd-restore/start", All, steps::start),
-        phase("etcd-restore/healthy", All, steps::healthy),
-        phase("etcd-restore/nodes-ready", First, steps::nodes_ready),
-        phase("etcd-restore/done", All, steps::done),
+        Phase::step("etcd-restore/members", All, steps::members),
+        Phase::step("etcd-restore/stage", All, steps::stage),
+        Phase::step("etcd-restore/stop", All, steps::stop),
+        Phase::step("etcd-restore/data-dir", All, steps::data_dir),
+        Phase::step("etcd-restore/start-etcd", All, steps::start_etcd),
+        Phase::step("etcd-restore/etcd-healthy", All, steps::etcd_healthy),
+        Phase::step("etcd-restore/start", All, steps::start),
+        Phase::step("etcd-restore/healthy", All, steps::healthy),
+        Phase::step("etcd-restore/nodes-ready", First, steps::nodes_ready),
+        Phase::step("etcd-restore/done", All, steps::done),
     ]
 }
 

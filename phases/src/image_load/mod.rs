@@ -106,27 +106,11 @@ impl Data<'_> {
     }
 }
 
-fn phase<'a>(
-    name: &'static str,
-    targets: Targets,
-    run: fn(&mut NodeCtx, &Data<'a>) -> Result<(), PhaseError>,
-) -> Phase<Data<'a>> {
-    Phase {
-        name,
-        targets,
-        serial: false,
-        record: false,
-        required: false,
-        inputs: |_, _| String::new(),
-        run,
-    }
-}
-
 /// The phases of `image load`, in order (see the module doc).
 pub fn phases<'a>() -> Vec<Phase<Data<'a>>> {
     vec![
-        phase("archive", Targets::Local, archive::run),
-        phase("load", Targets::All, load),
+        Phase::step("archive", Targets::Local, archive::run),
+        Phase::step("load", Targets::All, load),
     ]
 }
 

@@ -93,32 +93,28 @@ impl Data<'_> {
     }
 }
 
-fn phase<'a>(
-    name: &'static str,
-    targets: Targets,
-    run: fn(&mut NodeCtx, &Data<'a>) -> Result<(), PhaseError>,
-) -> Phase<Data<'a>> {
-    Phase {
-        name,
-        targets,
-        serial: true,
-        record: false,
-        required: false,
-        inputs: |_, _| String::new(),
-        run,
-    }
-}
-
 /// The phases for removing `node` (see the module doc).
 pub fn phases<'a>(node: &ValidNode) -> Vec<Phase<Data<'a>>> {
-    let mut out = vec![phase("drain", Targets::Local, drain::run)];
+    let mut out = vec![Phase::serial_step("drain", Targets::Local, drain::run)];
     if node.is_control_plane() {
-        out.push(phase("reset", Targets::OtherControlPlanes, reset));
-        out.push(phase("etcd", Targets::FirstControlPlane, etcd::run));
+        out.push(Phase::serial_step(
+            "reset",
+            Targets::OtherControlPlanes,
+            reset,
+        ));
+        out.push(Phase::serial_step(
+            "etcd",
+            Targets::FirstControlPlane,
+            etcd::run,
+        ));
     } else {
-        out.push(phase("reset", Targets::Workers, reset));
+        out.push(Phase::serial_step("reset", Targets::Workers, reset));
     }
-    out.push(phase("node-object", Targets::Local, node_object));
+    out.push(Phase::serial_step(
+        "node-object",
+        Targets::Local,
+        node_object,
+    ));
     out
 }
 
