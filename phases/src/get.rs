@@ -13,8 +13,9 @@ use clusterctl_spec::model::Provider;
 use clusterctl_spec::ValidCluster;
 use serde_yaml::Value;
 
+use crate::access::kubeconfig::AdminKubeconfigError;
 use crate::reach::{self, ReachError};
-use crate::up::kubeconfig::{self, AdminKubeconfigError, Current};
+use crate::up::kubeconfig::{self, Current};
 
 /// One cluster of `get clusters`.
 #[derive(Debug, serde::Serialize)]
@@ -269,14 +270,14 @@ fn merged_into(
 
 /// The cluster's admin kubeconfig with only its own context (cluster, user, context, current-context):
 /// the cluster's context in `kubeconfig` / `$KUBECONFIG` / `~/.kube/config` (`kubeconfig` without
-/// it: its current context), else admin.conf of the first control plane ([`reach::kubeconfig_for`]).
+/// it: its current context), else admin.conf of the first control plane ([`crate::access::api::kubeconfig_for`]).
 /// Never another context's entries.
 fn standalone(
     cluster: &ValidCluster,
     kubeconfig: Option<&Path>,
     known_hosts: Option<&Path>,
 ) -> Result<String, KubeconfigError> {
-    let (path, context) = reach::kubeconfig_for(cluster, kubeconfig, known_hosts)?;
+    let (path, context) = crate::access::api::kubeconfig_for(cluster, kubeconfig, known_hosts)?;
     let text = std::fs::read_to_string(&path).map_err(|source| KubeconfigError::Read {
         path: path.clone(),
         source,

@@ -5,6 +5,7 @@
 //! read-only checks from changes, so that `--dry-run` changes nothing and every phase checks whether its
 //! work is done before changing anything. See `docs/phases.md`.
 
+pub mod access;
 pub mod certs;
 pub mod connect;
 pub(crate) mod ctx;

@@ -10,7 +10,7 @@ use clusterctl_exec::docker::Removed;
 use clusterctl_exec::{DockerNode, DockerNodeOptions, DockerProvider, ExecError};
 use clusterctl_spec::ValidCluster;
 
-use crate::up::api::LocalApi;
+use crate::access::kubeconfig::LocalApi;
 use clusterctl_spec::ValidNode;
 
 /// How long node containers may take to boot (systemd `running` or `degraded`).
@@ -212,39 +212,6 @@ pub fn local_api(cluster: &ValidCluster, offline: bool) -> Option<LocalApi> {
         server: format!("https://127.0.0.1:{port}"),
         tls_server_name,
     })
-}
-
-/// The local registry container of `spec.registry.local` as the provider creates it beside the
-/// nodes; `None` without one.
-pub(crate) fn registry(
-    cluster: &ValidCluster,
-) -> Option<clusterctl_exec::docker::RegistryContainer> {
-    cluster
-        .local_registry()
-        .map(|r| clusterctl_exec::docker::RegistryContainer {
-            name: r.container,
-            image: r.image,
-            host_port: r.port,
-            container_port: clusterctl_spec::lab::LOCAL_REGISTRY_CONTAINER_PORT,
-        })
-}
-
-/// A docker memory size (`512m`, `4g`, `1073741824`; suffixes b, k, m, g in powers of 1024, as
-/// `docker run --memory` reads them) in bytes; `None` when it is not one (validate refuses it).
-pub(crate) fn docker_bytes(size: &str) -> Option<i64> {
-    let lower = size.to_ascii_lowercase();
-    let (digits, unit) = match lower.char_indices().last()? {
-        (i, c) if c.is_ascii_alphabetic() => (&lower[..i], c),
-        _ => (lower.as_str(), 'b'),
-    };
-    let shift = match unit {
-        'b' => 0,
-        'k' => 10,
-        'm' => 20,
-        'g' => 30,
-        _ => return None,
-    };
-    digits.parse::<i64>().ok()?.checked_mul(1 << shift)
 }
 
 #[cfg(test)]

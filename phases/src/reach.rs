@@ -1,12 +1,13 @@
-//! The one way the commands reach a cluster's nodes and API: the cluster's provider ([`provider_for`]:
+//! The one way the commands reach a cluster's nodes: the cluster's provider ([`provider_for`]:
 //! `exec`'s [`SshProvider`] with the file's SSH settings — key file or agent, `known_hosts` strict or
-//! accept-new (the file's own `HostKeyPolicy`, which `exec` takes as it is), the file's connect attempts, through the file's jump host (`spec.ssh.bastion`)
-//! when it names one — or its [`DockerProvider`] with kind's run options
-//! and the file's `spec.docker` settings, [`docker_options`]); every node's transport is made by that
-//! provider through `exec`'s `Provider` trait ([`NodeProvider::transport`]); reaching the nodes that
-//! exist ([`reach`]: SSH hosts in parallel, or the provider's labelled, running node containers —
-//! never creating any), and the cluster's API client ([`cluster_api`]: the kubeconfig context named
-//! after the cluster, else `admin.conf` fetched from the first control plane).
+//! accept-new (the file's own `HostKeyPolicy`, which `exec` takes as it is), the file's connect
+//! attempts, through the file's jump host (`spec.ssh.bastion`) when it names one — or its
+//! [`DockerProvider`] with kind's run options and the file's `spec.docker` settings, the local
+//! registry container and memory sizes as docker reads them, [`docker_options`]); every node's
+//! transport is made by that provider through `exec`'s `Provider` trait ([`NodeProvider::transport`]);
+//! reaching the nodes that exist ([`reach`]: SSH hosts in parallel, or the provider's labelled,
+//! running node containers — never creating any). The cluster's API client is `crate::access::api`'s,
+//! above this module; `node_containers` (creating the docker provider's containers) is above it too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,6 @@ use clusterctl_exec::{
     Bastion, DockerNodeOptions, DockerProvider, ExecError, NodeSpec, SshAuth, SshProvider,
     Transport,
 };
-use clusterctl_kubeapi::KubeClusterApi;
 use clusterctl_spec::model::Provider;
 use clusterctl_spec::{ValidCluster, ValidNode};
 
@@ -94,7 +94,7 @@ pub enum ReachError {
         node: String,
         /// What is wrong with the file (its text, which holds credentials, is never in the message).
         #[source]
-        source: crate::up::kubeconfig::AdminKubeconfigError,
+        source: crate::access::kubeconfig::AdminKubeconfigError,
     },
 }
 
@@ -148,11 +148,8 @@ pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOpt
         options.cgroupns = Some(c.clone());
     }
     options.network = cluster.spec().docker.network.clone();
-    options.registry = crate::node_containers::registry(cluster);
-    options.memory = ro
-        .memory
-        .as_deref()
-        .and_then(crate::node_containers::docker_bytes);
+    options.registry = registry(cluster);
+    options.memory = ro.memory.as_deref().and_then(docker_bytes);
     options.nano_cpus = ro
         .cpus
         .as_deref()
@@ -391,102 +388,42 @@ pub(crate) fn on_each<T: Send>(
     })
 }
 
-/// The kubeconfig path and context for the cluster's API: `kubeconfig` (the cluster's context,
-/// `clusterctl-<cluster>` — see `clusterctl_kubeapi::kubeconfig::cluster_context` — else its current
-/// context); else the cluster's context in any file of `$KUBECONFIG`, or `~/.kube/config` (the one `up` merges); else `/etc/kubernetes/admin.conf` fetched from
-/// the first control plane over its transport and kept 0600 in the local cache
-/// (`~/.cache/clusterctl/<cluster>/admin.conf`). Errors: what is missing.
-pub(crate) fn kubeconfig_for(
+/// The local registry container of `spec.registry.local` as the provider creates it beside the
+/// nodes; `None` without one.
+pub(crate) fn registry(
     cluster: &ValidCluster,
-    kubeconfig: Option<&Path>,
-    known_hosts: Option<&Path>,
-) -> Result<(PathBuf, Option<String>), ReachError> {
-    let name = cluster.name().to_string();
-    let with_context = |p: &Path| -> Option<String> {
-        let text = std::fs::read_to_string(p).ok()?;
-        clusterctl_kubeapi::kubeconfig::cluster_context(&text, &name)
-    };
-    if let Some(p) = kubeconfig {
-        return Ok((p.to_path_buf(), with_context(p)));
-    }
-    for p in crate::up::kubeconfig::candidates(None) {
-        if let Some(ctx) = with_context(&p) {
-            return Ok((p, Some(ctx)));
-        }
-    }
-    let first = cluster.first_control_plane();
-    let mut reached = reach(cluster, &[first], known_hosts);
-    let Some(t) = reached.transports.get(&first.name) else {
-        return Err(ReachError::FirstControlPlane {
-            cluster: name,
-            node: first.name.clone(),
-            source: Box::new(
-                reached
-                    .errors
-                    .remove(&first.name)
-                    .unwrap_or(ReachError::NoAddress),
-            ),
-        });
-    };
-    Ok((cache_admin_conf(cluster, t.as_ref())?, None))
+) -> Option<clusterctl_exec::docker::RegistryContainer> {
+    cluster
+        .local_registry()
+        .map(|r| clusterctl_exec::docker::RegistryContainer {
+            name: r.container,
+            image: r.image,
+            host_port: r.port,
+            container_port: clusterctl_spec::lab::LOCAL_REGISTRY_CONTAINER_PORT,
+        })
 }
 
-/// Downloads `/etc/kubernetes/admin.conf` from the first control plane (`first`) and writes it 0600 to
-/// the cluster's local cache directory (`~/.cache/clusterctl/<cluster>/admin.conf`); returns that path.
-/// For the docker provider its server is the API port Docker publishes on 127.0.0.1 and its
-/// `tls-server-name` the endpoint host ([`crate::up::api::via_local`], as `up` merges it, and as kind
-/// reaches its nodes): the endpoint admin.conf names is the node's, which this machine may not reach.
-/// Errors: the download failed, the file is missing or (docker) not a kubeconfig, or the cache is not
-/// writable.
-pub(crate) fn cache_admin_conf(
-    cluster: &ValidCluster,
-    first: &dyn Transport,
-) -> Result<PathBuf, ReachError> {
-    let name = cluster.name();
-    let admin = first
-        .download(crate::up::ADMIN_CONF)
-        .map_err(|source| ReachError::AdminConf {
-            node: first.node().to_string(),
-            source,
-        })?
-        .ok_or_else(|| ReachError::NoAdminConf {
-            cluster: name.to_string(),
-            path: crate::up::ADMIN_CONF,
-            node: first.node().to_string(),
-        })?;
-    let admin = match crate::node_containers::local_api(cluster, false) {
-        Some(local) => crate::up::api::via_local(&String::from_utf8_lossy(&admin), &local)
-            .map_err(|source| ReachError::AdminKubeconfig {
-                node: first.node().to_string(),
-                source,
-            })?
-            .into_bytes(),
-        None => admin,
+/// A docker memory size (`512m`, `4g`, `1073741824`; suffixes b, k, m, g in powers of 1024, as
+/// `docker run --memory` reads them) in bytes; `None` when it is not one (validate refuses it).
+pub(crate) fn docker_bytes(size: &str) -> Option<i64> {
+    let lower = size.to_ascii_lowercase();
+    let (digits, unit) = match lower.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&lower[..i], c),
+        _ => (lower.as_str(), 'b'),
     };
-    let dir = crate::local::cache_dir(name).ok_or(ReachError::NoCache)?;
-    let path = dir.join("admin.conf");
-    crate::local::write_private(&path, 0o600, &admin).map_err(|source| ReachError::Write {
-        path: path.clone(),
-        source,
-    })?;
-    Ok(path)
-}
-
-/// The cluster's API client: [`kubeconfig_for`], then the `kube` client for that file and context.
-/// Errors: as [`kubeconfig_for`], or the kubeconfig does not give a usable client.
-pub(crate) fn cluster_api(
-    cluster: &ValidCluster,
-    kubeconfig: Option<&Path>,
-    known_hosts: Option<&Path>,
-) -> Result<KubeClusterApi, ReachError> {
-    let (path, context) = kubeconfig_for(cluster, kubeconfig, known_hosts)?;
-    Ok(KubeClusterApi::from_kubeconfig(&path, context.as_deref())?)
+    let shift = match unit {
+        'b' => 0,
+        'k' => 10,
+        'm' => 20,
+        'g' => 30,
+        _ => return None,
+    };
+    digits.parse::<i64>().ok()?.checked_mul(1 << shift)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{node_spec, ssh_provider};
-    use crate::node_containers::docker_bytes;
+    use super::{docker_bytes, node_spec, ssh_provider};
     use std::path::{Path, PathBuf};
 
     #[test]
@@ -550,7 +487,10 @@ mod tests {
                 passphrase: None
             }
         );
-        assert_eq!(b.host_key_policy, clusterctl_spec::model::HostKeyPolicy::Strict);
+        assert_eq!(
+            b.host_key_policy,
+            clusterctl_spec::model::HostKeyPolicy::Strict
+        );
         let own = ", bastion: {address: 192.0.2.1, port: 2200, user: jump, keyFile: /k/jump, hostKeyPolicy: accept-new}";
         let p = ssh_provider(&file(own), None);
         let (_, options) = p.target(&node_spec(&file(own).nodes()[0], "10.9.0.11"));

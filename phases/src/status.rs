@@ -98,7 +98,7 @@ pub struct PolicyEnforcement {
     pub message: String,
 }
 
-/// `status`'s entry point: the cluster's API client ([`reach::cluster_api`]: `kubeconfig`, else the
+/// `status`'s entry point: the cluster's API client ([`crate::access::api::cluster_api`]: `kubeconfig`, else the
 /// cluster's context in `$KUBECONFIG`/`~/.kube/config`, else `admin.conf` of the first control plane,
 /// its host key checked against `known_hosts`), then [`report`]. Errors: the API could not be reached
 /// or read.
@@ -107,7 +107,7 @@ pub fn run(
     kubeconfig: Option<&Path>,
     known_hosts: Option<&Path>,
 ) -> Result<StatusReport, StatusError> {
-    let api = reach::cluster_api(cluster, kubeconfig, known_hosts)?;
+    let api = crate::access::api::cluster_api(cluster, kubeconfig, known_hosts)?;
     report(cluster, &api, known_hosts)
 }
 

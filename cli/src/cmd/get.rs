@@ -118,7 +118,7 @@ pub(crate) fn run_export(c: ExportCommand) -> miette::Result<ExitCode> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let Some(dest) = clusterctl_phases::up::kubeconfig::target(a.kubeconfig.as_ref()) else {
+    let Some(dest) = clusterctl_phases::access::kubeconfig::target(a.kubeconfig.as_ref()) else {
         eprintln!(
             "export kubeconfig: no kubeconfig path: set HOME or KUBECONFIG, or give --kubeconfig"
         );

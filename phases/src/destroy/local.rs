@@ -130,7 +130,7 @@ fn kept_for(data: &Data<'_>, subject: &str, what: &str) -> bool {
 /// removal) failed. A file that cannot be read or is not a kubeconfig is a failed step, left as it is.
 pub(super) fn kubeconfig(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
     let name = clusterctl_kubeapi::kubeconfig::entry_name(data.cluster.name());
-    let paths = crate::up::kubeconfig::candidates(data.opts.kubeconfig.as_ref());
+    let paths = crate::access::kubeconfig::candidates(data.opts.kubeconfig.as_ref());
     let (mut had, mut read) = (false, false);
     for path in &paths {
         let path = crate::local::follow_links(path);

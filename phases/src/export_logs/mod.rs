@@ -198,7 +198,7 @@ fn node_part(bundle: &mut Bundle, node: &str, t: &dyn Transport, runtime: &str) 
 
 /// Phase `cluster`: `status.yaml` and `events.yaml` through the API.
 fn cluster_part(bundle: &mut Bundle, cluster: &ValidCluster, opts: &Options) -> Source {
-    let api = match crate::reach::cluster_api(
+    let api = match crate::access::api::cluster_api(
         cluster,
         opts.kubeconfig.as_deref(),
         opts.known_hosts.as_deref(),

@@ -190,7 +190,7 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Run
     let api = if opts.dry_run {
         None
     } else {
-        Some(crate::reach::cluster_api(
+        Some(crate::access::api::cluster_api(
             cluster,
             opts.kubeconfig.as_deref(),
             opts.known_hosts.as_deref(),

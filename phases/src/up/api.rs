@@ -6,8 +6,8 @@
 //! and which the user's kubeconfig will use too. One client per run, built at first use by `labels`
 //! or `wait-ready`.
 
-use super::kubeconfig::AdminKubeconfigError;
 use super::ADMIN_CONF;
+use crate::access::kubeconfig::{via_local, LocalApi};
 use crate::ctx::NodeCtx;
 use crate::error::PhaseError;
 use clusterctl_kubeapi::{ApiError, ClusterApi, KubeClusterApi};
@@ -17,42 +17,11 @@ use std::sync::{Arc, Mutex};
 /// credential).
 pub type ApiFactory = dyn Fn(&str) -> Result<Arc<dyn ClusterApi>, ApiError> + Send + Sync;
 
-/// How this machine reaches the API server when the endpoint itself is not reachable from here: the
-/// docker provider's port published on 127.0.0.1 (as kind does). The serving certificate is still
-/// checked against the endpoint's host (kubeconfig `tls-server-name`), which kubeadm always puts into
-/// the API server's certSANs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalApi {
-    /// `https://127.0.0.1:<port>`.
-    pub server: String,
-    /// The `controlPlaneEndpoint` host the certificate names, e.g. `lab-control-plane`.
-    pub tls_server_name: String,
-}
-
 /// The run's Kubernetes API client, built once from the first control plane's `admin.conf`.
 pub struct ApiAccess {
     make: Box<ApiFactory>,
     local: Option<LocalApi>,
     cached: Mutex<Option<Arc<dyn ClusterApi>>>,
-}
-
-/// `text` (kubeconfig `v1.Config`) with its first cluster's `server` set to `local.server` and its
-/// `tls-server-name` to `local.tls_server_name`. Errors: not YAML with `clusters[0].cluster`.
-pub fn via_local(text: &str, local: &LocalApi) -> Result<String, AdminKubeconfigError> {
-    let mut v: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(AdminKubeconfigError::NotYaml)?;
-    let cluster = v
-        .get_mut("clusters")
-        .and_then(|c| c.get_mut(0))
-        .and_then(|c| c.get_mut("cluster"))
-        .and_then(serde_yaml::Value::as_mapping_mut)
-        .ok_or(AdminKubeconfigError::NoCluster)?;
-    cluster.insert("server".into(), local.server.as_str().into());
-    cluster.insert(
-        "tls-server-name".into(),
-        local.tls_server_name.as_str().into(),
-    );
-    serde_yaml::to_string(&v).map_err(AdminKubeconfigError::Write)
 }
 
 impl std::fmt::Debug for ApiAccess {
@@ -134,21 +103,4 @@ impl ApiAccess {
 /// An API error as the phase's error (the call and the server's answer, never a credential).
 pub fn api_error(ctx: &NodeCtx, e: ApiError) -> PhaseError {
     ctx.local_error_in("Kubernetes API", &e)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_local_address_keeps_the_endpoint_for_the_certificate() {
-        let text = "apiVersion: v1\nkind: Config\nclusters:\n- name: kubernetes\n  cluster:\n    server: https://lab-control-plane:6443\n    certificate-authority-data: Q0E=\n";
-        let local = super::LocalApi {
-            server: "https://127.0.0.1:40001".into(),
-            tls_server_name: "lab-control-plane".into(),
-        };
-        let out = super::via_local(text, &local).expect("kubeconfig");
-        assert!(out.contains("server: https://127.0.0.1:40001"), "{out}");
-        assert!(out.contains("tls-server-name: lab-control-plane"), "{out}");
-        assert!(out.contains("certificate-authority-data: Q0E="), "{out}");
-        assert!(super::via_local("clusters: []", &local).is_err());
-    }
 }

@@ -7,35 +7,11 @@
 //! Format: the kubeconfig `v1.Config` (clusters/users/contexts as named lists).
 
 use super::{UpData, ADMIN_CONF};
+use crate::access::kubeconfig::{target, AdminKubeconfigError};
 use crate::ctx::{Change, NodeCtx, PlanKind};
 use crate::error::PhaseError;
 use serde_yaml::{Mapping, Value};
 use std::path::PathBuf;
-
-/// The user's kubeconfig path, where new entries are written: the first of [`candidates`].
-pub fn target(explicit: Option<&PathBuf>) -> Option<PathBuf> {
-    candidates(explicit).into_iter().next()
-}
-
-/// Every kubeconfig file a context is looked up in, as kubectl reads them: `explicit`, else every
-/// entry of `$KUBECONFIG` (empty entries skipped), else `~/.kube/config` (none without `HOME`).
-pub fn candidates(explicit: Option<&PathBuf>) -> Vec<PathBuf> {
-    if let Some(p) = explicit {
-        return vec![p.clone()];
-    }
-    if let Some(k) = std::env::var_os("KUBECONFIG") {
-        let all: Vec<PathBuf> = std::env::split_paths(&k)
-            .filter(|p| !p.as_os_str().is_empty())
-            .collect();
-        if !all.is_empty() {
-            return all;
-        }
-    }
-    std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".kube").join("config"))
-        .into_iter()
-        .collect()
-}
 
 fn named(name: &str, key: &str, inner: Value) -> Value {
     let mut m = Mapping::new();
@@ -65,28 +41,6 @@ pub enum Current {
     IfUnset,
     /// Always (`export kubeconfig`, as kind's).
     Always,
-}
-
-/// Why an admin kubeconfig could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum AdminKubeconfigError {
-    /// It is not YAML (the parser's error is the source; the text holds credentials, so the
-    /// message names no part of it).
-    #[error("admin kubeconfig is not YAML")]
-    NotYaml(#[source] serde_yaml::Error),
-    /// It has no `clusters[0].cluster`.
-    #[error("admin kubeconfig has no cluster")]
-    NoCluster,
-    /// It has no `users[0].user`.
-    #[error("admin kubeconfig has no user")]
-    NoUser,
-    /// The kubeconfig to merge into is not one clusterctl can read (not YAML, or its lists are not
-    /// lists): it is left as it is.
-    #[error("the kubeconfig to merge into cannot be read as one (left as it is; fix or move it)")]
-    Existing(#[source] clusterctl_kubeapi::kubeconfig::KubeconfigError),
-    /// The result could not be written as YAML.
-    #[error("writing the kubeconfig as YAML")]
-    Write(#[source] serde_yaml::Error),
 }
 
 /// Merges the admin kubeconfig `admin` into `existing` (empty: a new file) for `cluster` with `server`

@@ -48,10 +48,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+pub use crate::access::kubeconfig::ADMIN_CONF;
 pub use facts::NodeFacts;
 
-/// Where `kubeadm` writes the admin kubeconfig; its presence means the control plane is initialised.
-pub const ADMIN_CONF: &str = "/etc/kubernetes/admin.conf";
 /// The kubeconfig with `system:masters` rights that kubeadm ≥ 1.29 writes on the first control plane
 /// only; kube-vip uses it until `init` finished (RBAC for admin.conf does not exist before).
 pub const SUPER_ADMIN_CONF: &str = "/etc/kubernetes/super-admin.conf";

@@ -13,12 +13,12 @@ use clusterctl_spec::ValidCluster;
 
 use super::error::NodeApiError;
 use super::NodeApi;
-use crate::reach::{self, ReachError};
+use crate::reach::ReachError;
 
 /// The API client: `kubeconfig` (the cluster's context `clusterctl-<name>` when it has one, else its
 /// current context), else `admin.conf` from the first control plane (`first`), written 0600 to the
 /// local cache. Errors: the kubeconfig gives no usable client, or `admin.conf` could not be read or
-/// cached ([`reach::cache_admin_conf`]).
+/// cached ([`crate::access::api::cache_admin_conf`]).
 pub(crate) fn api_for(
     cluster: &ValidCluster,
     kubeconfig: Option<&Path>,
@@ -30,7 +30,7 @@ pub(crate) fn api_for(
         let ctx = clusterctl_kubeapi::kubeconfig::cluster_context(&text, name);
         return Ok(KubeClusterApi::from_kubeconfig(p, ctx.as_deref())?);
     }
-    let path = reach::cache_admin_conf(cluster, first)?;
+    let path = crate::access::api::cache_admin_conf(cluster, first)?;
     Ok(KubeClusterApi::from_kubeconfig(&path, None)?)
 }
 

@@ -42,7 +42,7 @@ struct Budget {
 }
 
 const BUDGET: Budget = Budget {
-    cycles: 4,
+    cycles: 3,
     long_functions: 30,
     long_cli_functions: 8,
     long_files: 22,
