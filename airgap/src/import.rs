@@ -274,9 +274,9 @@ pub fn import_to_registry_with(
         let mut children = Vec::new();
         if is_index(&img.media_type) {
             let idx: ImageIndex =
-                serde_json::from_slice(&top).map_err(|e| AirgapError::Manifest {
+                serde_json::from_slice(&top).map_err(|source| AirgapError::ManifestJson {
                     what: img.source.clone(),
-                    reason: e.to_string(),
+                    source,
                 })?;
             for c in idx.manifests {
                 let bytes = bundle.read_blob(&c.digest)?;

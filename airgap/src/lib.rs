@@ -23,5 +23,5 @@ pub mod store;
 pub mod upstream;
 
 pub use digest::Digest;
-pub use error::{AirgapError, Result};
+pub use error::{AirgapError, DownloadError, ReferenceError, RequestError, Result, TokenError};
 pub use reference::ImageRef;

@@ -145,7 +145,8 @@ pub fn import_script(runtime: &Runtime, file: &str, images: &[BundleImage]) -> S
 }
 
 /// Loads `images` (those not yet recorded for this node in `state`) into the node behind `transport`.
-/// Errors: upload or import failure, with the command's output (`AirgapError::Node`).
+/// Errors: upload or import failure (`AirgapError::NodeTransport`, or `NodeCommand` with the
+/// command's output).
 pub fn load_into_node(
     transport: &dyn Transport,
     bundle: &VerifiedBundle,
@@ -189,22 +190,24 @@ pub fn load_into_node(
         mode: 0o600,
         owner: None,
     };
-    let node_err = |reason: String| AirgapError::Node {
+    let node_err = |source| AirgapError::NodeTransport {
         node: node.clone(),
-        reason,
+        what: None,
+        source: Box::new(source),
     };
     transport
         .upload_stream(&mut f as &mut dyn Read, size, &spec, &mut |_| {})
-        .map_err(|e| node_err(e.to_string()))?;
+        .map_err(node_err)?;
     let out = transport
         .run(&Cmd::new(import_script(&opts.runtime, &remote, &todo)).sudo())
-        .map_err(|e| node_err(e.to_string()))?;
+        .map_err(node_err)?;
     if !out.success() {
-        return Err(node_err(format!(
-            "image import exited {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(AirgapError::NodeCommand {
+            node: node.clone(),
+            what: "image import",
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     report.loaded = todo.len();
     report.bytes = size;
@@ -269,7 +272,7 @@ pub fn files_for(
 }
 
 /// Streams one bundle file to the node (`upload_stream`, `progress` gets bytes sent so far) and
-/// checks its sha256 and size again on the way. Errors: upload failure (`AirgapError::Node`) or
+/// checks its sha256 and size again on the way. Errors: upload failure (`AirgapError::NodeTransport`) or
 /// the entry changed since verification (`AirgapError::Entry`).
 pub fn upload_file(
     transport: &dyn Transport,
@@ -285,9 +288,10 @@ pub fn upload_file(
     };
     transport
         .upload_stream(&mut reader, f.file.size, &spec, progress)
-        .map_err(|e| AirgapError::Node {
+        .map_err(|source| AirgapError::NodeTransport {
             node: transport.node().to_string(),
-            reason: format!("upload of {}: {e}", f.file.path),
+            what: Some(format!("upload of {}", f.file.path)),
+            source: Box::new(source),
         })?;
     let (got, n, _) = reader.finish();
     if got != f.file.sha256 || n != f.file.size {

@@ -52,7 +52,8 @@ fn file_name(src: &PackageSource) -> String {
 }
 
 /// Prepares every package: bundle path `packages/<os>-<arch>/<file name>`. Errors:
-/// `AirgapError::Package` for an unreadable file, a missing or mismatching sha256, a failed download.
+/// `AirgapError::Package` for a missing or mismatching sha256, `PackageSource` for an unreadable file
+/// or a failed download.
 pub fn prepare_packages(
     client: &RegistryClient,
     store: &BlobStore,
@@ -63,6 +64,10 @@ pub fn prepare_packages(
         let perr = |reason: String| AirgapError::Package {
             name: src.name.clone(),
             reason,
+        };
+        let failed = |e| AirgapError::PackageSource {
+            name: src.name.clone(),
+            source: Box::new(e),
         };
         let pinned = match &src.sha256 {
             Some(h) => Some(
@@ -81,7 +86,7 @@ pub fn prepare_packages(
                 if !store.has(&d, None) || !store.check(&d) {
                     client
                         .download_to(url, &d, &store.path(&d))
-                        .map_err(|e| perr(e.to_string()))?;
+                        .map_err(failed)?;
                 }
                 store.path(&d)
             }
@@ -95,7 +100,7 @@ pub fn prepare_packages(
             Some(src.os_family.clone()),
             Some(src.arch.clone()),
         )
-        .map_err(|e| perr(e.to_string()))?;
+        .map_err(failed)?;
         prepared.entry.extract_to = src.extract_to.clone();
         prepared.entry.kubernetes_version = src.kubernetes_version.clone();
         if let Some(d) = &pinned {

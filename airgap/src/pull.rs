@@ -88,7 +88,9 @@ pub struct PullStats {
 
 fn retryable(e: &AirgapError) -> bool {
     match e {
-        AirgapError::Transport { .. } | AirgapError::DigestMismatch { .. } => true,
+        AirgapError::Transport { .. }
+        | AirgapError::Request { .. }
+        | AirgapError::DigestMismatch { .. } => true,
         AirgapError::Http { status, .. } => *status >= 500 || *status == 429,
         _ => false,
     }
@@ -170,9 +172,12 @@ impl Puller<'_> {
             what: what.clone(),
             reason,
         };
+        let json = |source| AirgapError::ManifestJson {
+            what: what.clone(),
+            source,
+        };
         let (digest, top_bytes) = if is_index(&media_type) {
-            let mut index: ImageIndex =
-                serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+            let mut index: ImageIndex = serde_json::from_slice(&bytes).map_err(json)?;
             let pinned = req.source.digest.is_some();
             let keep = |d: &Descriptor| {
                 pinned
@@ -202,7 +207,7 @@ impl Puller<'_> {
                 if index.media_type.is_none() {
                     index.media_type = Some(OCI_INDEX.to_string());
                 }
-                serde_json::to_vec(&index).map_err(|e| bad(e.to_string()))?
+                serde_json::to_vec(&index).map_err(json)?
             };
             let top_digest = self.store.put(&top)?;
             blobs.push(top_digest.clone());
@@ -258,9 +263,9 @@ impl Puller<'_> {
         blobs: &mut Vec<Digest>,
     ) -> Result<()> {
         let m: ImageManifest =
-            serde_json::from_slice(bytes).map_err(|e| AirgapError::Manifest {
+            serde_json::from_slice(bytes).map_err(|source| AirgapError::ManifestJson {
                 what: what.to_string(),
-                reason: e.to_string(),
+                source,
             })?;
         for d in std::iter::once(&m.config).chain(m.layers.iter()) {
             blobs.push(d.digest.clone());

@@ -3,25 +3,26 @@
 //! means `:latest`), with digests limited to sha256 (the only one this crate produces or accepts).
 
 use crate::digest::Digest;
-use crate::error::{AirgapError, Result};
+use crate::error::{AirgapError, ReferenceError, Result};
 pub use clusterctl_spec::image::ImageRef;
-
-fn bad(reference: &str, reason: &str) -> AirgapError {
-    AirgapError::Reference {
-        reference: reference.to_string(),
-        reason: reason.to_string(),
-    }
-}
 
 /// Parses `s` (surrounding whitespace ignored) and adds `latest` when it names neither tag nor
 /// digest. Errors: `AirgapError::Reference` naming the reason (empty, upper case in the repository,
 /// bad tag, a digest other than `sha256:<64 hex>`).
 pub(crate) fn parse(s: &str) -> Result<ImageRef> {
+    parse_reference(s).map_err(AirgapError::Reference)
+}
+
+/// [`parse`] with spec's error alone (for a caller that names where the reference came from).
+pub(crate) fn parse_reference(s: &str) -> std::result::Result<ImageRef, ReferenceError> {
     let s = s.trim();
-    let r = ImageRef::parse(s).map_err(|e| bad(s, e.reason))?;
+    let r = ImageRef::parse(s)?;
     if let Some(d) = &r.digest {
         if Digest::parse(d).is_err() {
-            return Err(bad(s, "digest is not sha256:<64 hex>"));
+            return Err(ReferenceError {
+                reference: s.to_string(),
+                reason: "digest is not sha256:<64 hex>",
+            });
         }
     }
     Ok(r.with_default_tag())
@@ -66,7 +67,7 @@ mod tests {
         let sha512 = format!("x@sha512:{}", "a".repeat(128));
         assert!(ImageRef::parse(&sha512).is_ok(), "the grammar allows it");
         assert!(
-            matches!(parse(&sha512), Err(AirgapError::Reference { reason, .. }) if reason == "digest is not sha256:<64 hex>")
+            matches!(parse(&sha512), Err(AirgapError::Reference(e)) if e.reason == "digest is not sha256:<64 hex>")
         );
     }
 

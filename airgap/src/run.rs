@@ -296,12 +296,8 @@ pub fn upstream_files(cluster: &ValidCluster, platforms: &[Platform]) -> Result<
     if arches.is_empty() {
         arches.push("amd64");
     }
-    let files = clusterctl_render::cni::versions::cluster_files(cluster, &arches).map_err(|e| {
-        AirgapError::Manifest {
-            what: "spec.networking.cni".into(),
-            reason: e.to_string(),
-        }
-    })?;
+    let files = clusterctl_render::cni::versions::cluster_files(cluster, &arches)
+        .map_err(AirgapError::CniFiles)?;
     Ok(files.iter().map(wanted_file).collect())
 }
 
@@ -502,9 +498,9 @@ fn rebind(
     };
     let manifest = read(MANIFEST_ENTRY)?;
     let index = read(&format!("{OCI_DIR}/index.json"))?;
-    let bad = |name: &str, e: serde_json::Error| AirgapError::Entry {
+    let bad = |name: &str, source| AirgapError::EntryJson {
         entry: name.to_string(),
-        reason: e.to_string(),
+        source,
     };
     vb.manifest = serde_json::from_slice(&manifest).map_err(|e| bad(MANIFEST_ENTRY, e))?;
     vb.index = serde_json::from_slice(&index).map_err(|e| bad("oci/index.json", e))?;

@@ -18,7 +18,7 @@
 
 use crate::bundle::{BundleFile, VerifiedBundle};
 use crate::digest::{Digest, Hashing};
-use crate::error::{AirgapError, Result};
+use crate::error::{AirgapError, DownloadError, Result};
 use crate::registry::RegistryClient;
 use reqwest::StatusCode;
 use std::collections::BTreeMap;
@@ -371,7 +371,7 @@ impl UpstreamCache {
         }
         let mut resp = req.send().map_err(|e| AirgapError::Download {
             url: want.url.clone(),
-            reason: e.to_string(),
+            source: DownloadError::Request(e),
             status: None,
         })?;
         let (mut file, start) = match resp.status() {
@@ -388,7 +388,7 @@ impl UpstreamCache {
                 let _ = std::fs::remove_file(part);
                 return Err(AirgapError::Download {
                     url: want.url.clone(),
-                    reason: "the partial download is longer than the file; restarting".into(),
+                    source: DownloadError::LongerPartial,
                     status: None,
                 });
             }
@@ -397,7 +397,10 @@ impl UpstreamCache {
                 let _ = (&mut resp).take(512).read_to_string(&mut body);
                 return Err(AirgapError::Download {
                     url: want.url.clone(),
-                    reason: format!("the server answered {s}: {}", body.trim()),
+                    source: DownloadError::Status {
+                        status: s.to_string(),
+                        body: body.trim().to_string(),
+                    },
                     status: Some(s.as_u16()),
                 });
             }
@@ -415,9 +418,12 @@ impl UpstreamCache {
                 format!("larger than {MAX_FILE_BYTES} bytes; refused"),
             ));
         }
-        copied.map_err(|e| AirgapError::Download {
+        copied.map_err(|source| AirgapError::Download {
             url: want.url.clone(),
-            reason: format!("interrupted after {} bytes: {e}", start + n),
+            source: DownloadError::Interrupted {
+                after: start + n,
+                source,
+            },
             status: None,
         })?;
         Ok(())

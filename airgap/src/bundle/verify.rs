@@ -70,7 +70,7 @@ pub fn open_bundle(path: &Path) -> Result<std::fs::File> {
             ),
         }),
         Err(ReadError::Io { source, .. }) => Err(AirgapError::io(path, source)),
-        Err(e) => Err(AirgapError::io(path, std::io::Error::other(e.to_string()))),
+        Err(e) => Err(AirgapError::io(path, std::io::Error::other(e))),
     }
 }
 
@@ -242,7 +242,10 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
     let mut bytes_verified = 0u64;
     let mut last = String::from("(start)");
     let mut buf = vec![0u8; 256 << 10];
-    let iter = ar.entries().map_err(|e| bundle_err(e.to_string()))?;
+    let iter = ar.entries().map_err(|source| AirgapError::BundleRead {
+        path: path.to_path_buf(),
+        source,
+    })?;
     for item in iter {
         let mut entry = item.map_err(|e| {
             if sums.is_none() && entries.is_empty() {
@@ -287,7 +290,10 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
         let mut sums_text = Vec::new();
         if name == SUMS_ENTRY {
             h.read_to_end(&mut sums_text)
-                .map_err(|e| refuse(&name, format!("read failed: {e}")))?;
+                .map_err(|source| AirgapError::EntryRead {
+                    entry: name.clone(),
+                    source,
+                })?;
         } else if name == MANIFEST_ENTRY {
             manifest = Some(stream_json(&mut h));
         } else if name == index_name {
@@ -295,9 +301,10 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
         }
         // The rest (all of a blob or package) is hashed and let go.
         loop {
-            let n = h
-                .read(&mut buf)
-                .map_err(|e| refuse(&name, format!("read failed: {e}")))?;
+            let n = h.read(&mut buf).map_err(|source| AirgapError::EntryRead {
+                entry: name.clone(),
+                source,
+            })?;
             if n == 0 {
                 break;
             }
@@ -494,7 +501,8 @@ pub fn verify_bundle(path: &Path) -> Result<VerifiedBundle> {
 
 /// The checks on `manifest.json`'s image list that need no blob: every source and mirror reference
 /// parses, every media type is an image manifest or index, and no reference is listed twice with
-/// different digests (one tag cannot serve both). Errors: `Entry` naming `manifest.json`.
+/// different digests (one tag cannot serve both). Errors: `Entry` or `EntryReference` naming
+/// `manifest.json`.
 fn check_images(manifest: &BundleManifest) -> Result<()> {
     let mut seen: BTreeMap<&str, &Digest> = BTreeMap::new();
     for img in &manifest.images {
@@ -503,7 +511,11 @@ fn check_images(manifest: &BundleManifest) -> Result<()> {
             (&img.source, &img.source_digest),
             (&img.mirror, &img.digest),
         ] {
-            let parsed = reference::parse(r).map_err(|e| refuse(MANIFEST_ENTRY, e.to_string()))?;
+            let parsed =
+                reference::parse_reference(r).map_err(|source| AirgapError::EntryReference {
+                    entry: MANIFEST_ENTRY.to_string(),
+                    source,
+                })?;
             if parsed
                 .digest
                 .as_ref()
@@ -565,8 +577,11 @@ impl VerifiedBundle {
         }
         let mut manifests = Vec::new();
         if is_index(media_type) {
-            let idx: ImageIndex = serde_json::from_slice(&top)
-                .map_err(|e| refuse(&blob_entry(digest), e.to_string()))?;
+            let idx: ImageIndex =
+                serde_json::from_slice(&top).map_err(|source| AirgapError::EntryJson {
+                    entry: blob_entry(digest),
+                    source,
+                })?;
             for c in idx.manifests {
                 out.push(c.digest.clone());
                 let bytes = read(&c.digest)?;
@@ -592,8 +607,11 @@ impl VerifiedBundle {
             manifests.push((digest.clone(), top));
         }
         for (d, bytes) in manifests {
-            let m: ImageManifest = serde_json::from_slice(&bytes)
-                .map_err(|e| refuse(&blob_entry(&d), e.to_string()))?;
+            let m: ImageManifest =
+                serde_json::from_slice(&bytes).map_err(|source| AirgapError::EntryJson {
+                    entry: blob_entry(&d),
+                    source,
+                })?;
             for b in std::iter::once(&m.config).chain(m.layers.iter()) {
                 let loc = self.entries.get(&blob_entry(&b.digest)).ok_or_else(|| {
                     refuse(&blob_entry(&b.digest), format!("needed by {d} but missing"))

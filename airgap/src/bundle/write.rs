@@ -156,9 +156,9 @@ pub fn layout_index(images: &[BundleImage]) -> Result<Vec<u8>> {
         manifests,
         extra: Default::default(),
     };
-    serde_json::to_vec_pretty(&idx).map_err(|e| AirgapError::Manifest {
+    serde_json::to_vec_pretty(&idx).map_err(|source| AirgapError::ManifestJson {
         what: "index.json".into(),
-        reason: e.to_string(),
+        source,
     })
 }
 
@@ -215,9 +215,9 @@ pub fn write_bundle(out: &Path, store: &BlobStore, input: &BundleInput) -> Resul
         upstream,
     };
     let manifest_bytes =
-        serde_json::to_vec_pretty(&manifest).map_err(|e| AirgapError::Manifest {
+        serde_json::to_vec_pretty(&manifest).map_err(|source| AirgapError::ManifestJson {
             what: MANIFEST_ENTRY.into(),
-            reason: e.to_string(),
+            source,
         })?;
     let index_bytes = layout_index(&images)?;
 

@@ -38,10 +38,11 @@ pub fn expected_digests(
         return Ok(BTreeSet::from([image.digest.clone()]));
     }
     let bytes = bundle.read_blob(&image.digest)?;
-    let index: ImageIndex = serde_json::from_slice(&bytes).map_err(|e| AirgapError::Entry {
-        entry: crate::bundle::verify::blob_entry(&image.digest),
-        reason: format!("image index of {} does not parse: {e}", image.mirror),
-    })?;
+    let index: ImageIndex =
+        serde_json::from_slice(&bytes).map_err(|source| AirgapError::EntryJson {
+            entry: crate::bundle::verify::blob_entry(&image.digest),
+            source,
+        })?;
     Ok(index
         .manifests
         .into_iter()
@@ -112,7 +113,7 @@ pub fn present_in(
 /// itself is not packaged for Debian bookworm). If CRI-O is configured with another storage root
 /// in `crio.conf` than `storage.conf` gives, both loading and this check use `storage.conf`'s.
 ///
-/// Errors: the command cannot run or fails (`AirgapError::Node`), or an index in the bundle does not
+/// Errors: the command cannot run (`AirgapError::NodeTransport`) or fails (`NodeCommand`), or an index in the bundle does not
 /// parse.
 pub fn images_present(
     transport: &dyn Transport,
@@ -123,19 +124,20 @@ pub fn images_present(
     if images.is_empty() {
         return Ok(BTreeSet::new());
     }
-    let node_err = |reason: String| AirgapError::Node {
-        node: transport.node().to_string(),
-        reason,
-    };
     let out = transport
         .run(&Cmd::new(check_script(images)).sudo())
-        .map_err(|e| node_err(e.to_string()))?;
+        .map_err(|source| AirgapError::NodeTransport {
+            node: transport.node().to_string(),
+            what: None,
+            source: Box::new(source),
+        })?;
     if !out.success() {
-        return Err(node_err(format!(
-            "listing containers-storage exited {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(AirgapError::NodeCommand {
+            node: transport.node().to_string(),
+            what: "listing containers-storage",
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     present_in(
         bundle,

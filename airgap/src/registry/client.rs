@@ -5,7 +5,7 @@
 
 use super::auth::{parse_challenge, Challenge, EnvCredentials};
 use crate::digest::{Digest, Hashing};
-use crate::error::{AirgapError, Result};
+use crate::error::{AirgapError, RequestError, Result, TokenError};
 use crate::oci::{sniff_media_type, MANIFEST_ACCEPT, MAX_MANIFEST};
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
@@ -104,42 +104,44 @@ fn url_host(url: &str) -> Option<String> {
 
 /// The certificates of `host`'s own CA. Errors: `Transport` naming the host when `pem` holds none.
 fn host_certs(host: &str, pem: &str) -> Result<Vec<reqwest::Certificate>> {
-    reqwest::Certificate::from_pem_bundle(pem.as_bytes())
-        .map_err(|e| e.to_string())
-        .and_then(|c| {
-            if c.is_empty() {
-                Err("no certificate in the PEM text".to_string())
-            } else {
-                Ok(c)
-            }
-        })
-        .map_err(|e| AirgapError::Transport {
-            url: host.to_string(),
-            reason: format!("CA of registry {host}: {e}"),
-        })
+    let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes()).map_err(|source| {
+        request(
+            host,
+            RequestError::Certificates {
+                what: format!("CA of registry {host}"),
+                source,
+            },
+        )
+    })?;
+    if certs.is_empty() {
+        return Err(transport_err(
+            host,
+            format!("CA of registry {host}: no certificate in the PEM text"),
+        ));
+    }
+    Ok(certs)
 }
 
-fn transport_err(url: &str, e: impl std::fmt::Display) -> AirgapError {
+/// A request clusterctl refuses, in its own words.
+fn transport_err(url: &str, reason: impl Into<String>) -> AirgapError {
     AirgapError::Transport {
         url: url.to_string(),
-        reason: e.to_string(),
+        reason: reason.into(),
     }
 }
 
-/// A request error with its causes (e.g. rustls's `invalid peer certificate: UnknownIssuer` under
-/// reqwest's `error sending request`), so a wrong CA is named.
-fn request_err(url: &str, e: reqwest::Error) -> AirgapError {
-    let mut reason = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        let text = s.to_string();
-        if !reason.contains(&text) {
-            reason.push_str(": ");
-            reason.push_str(&text);
-        }
-        src = s.source();
+/// A request that broke, with the library's error as the source.
+fn request(url: &str, source: RequestError) -> AirgapError {
+    AirgapError::Request {
+        url: url.to_string(),
+        source,
     }
-    transport_err(url, reason)
+}
+
+/// A request error with its causes in the message (e.g. rustls's `invalid peer certificate:
+/// UnknownIssuer` under reqwest's `error sending request`), so a wrong CA is named.
+fn request_err(url: &str, e: reqwest::Error) -> AirgapError {
+    request(url, RequestError::Send(e))
 }
 
 fn status_err(method: &str, url: &str, resp: Response) -> AirgapError {
@@ -166,7 +168,7 @@ impl RegistryClient {
         }
         let plain = Self::builder(&opts, false)?
             .build()
-            .map_err(|e| transport_err("client", e))?;
+            .map_err(|e| request("client", RequestError::Http(e)))?;
         let host_tls = opts
             .host_cas
             .iter()
@@ -194,21 +196,28 @@ impl RegistryClient {
         let mut b = b;
         if let Some(ca) = &opts.ca_file {
             let pem = std::fs::read(ca).map_err(|e| AirgapError::io(ca, e))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                AirgapError::Transport {
-                    url: ca.display().to_string(),
-                    reason: format!("CA file: {e}"),
-                }
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|source| {
+                request(
+                    &ca.display().to_string(),
+                    RequestError::Certificates {
+                        what: "CA file".into(),
+                        source,
+                    },
+                )
             })?;
             b = b.tls_certs_merge(certs);
         }
         if let Some(pem) = &opts.ca_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes()).map_err(|e| {
-                AirgapError::Transport {
-                    url: "registry CA".into(),
-                    reason: format!("CA PEM: {e}"),
-                }
-            })?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(pem.as_bytes()).map_err(|source| {
+                    request(
+                        "registry CA",
+                        RequestError::Certificates {
+                            what: "CA PEM".into(),
+                            source,
+                        },
+                    )
+                })?;
             b = b.tls_certs_merge(certs);
         }
         Ok(b)
@@ -233,7 +242,10 @@ impl RegistryClient {
                     .unwrap_or_default();
                 Self::builder(&self.opts, true)
                     .and_then(|b| Ok(b.tls_certs_merge(host_certs(&host, pem)?)))
-                    .and_then(|b| b.build().map_err(|e| transport_err("client", e)))
+                    .and_then(|b| {
+                        b.build()
+                            .map_err(|e| request("client", RequestError::Http(e)))
+                    })
                     .map_err(Arc::new)
             });
             return built.as_ref().map_err(|e| AirgapError::Client {
@@ -243,7 +255,10 @@ impl RegistryClient {
         }
         let built = self.tls.get_or_init(|| {
             Self::builder(&self.opts, true)
-                .and_then(|b| b.build().map_err(|e| transport_err("client", e)))
+                .and_then(|b| {
+                    b.build()
+                        .map_err(|e| request("client", RequestError::Http(e)))
+                })
                 .map_err(Arc::new)
         });
         built.as_ref().map_err(|e| AirgapError::Client {
@@ -374,9 +389,9 @@ impl RegistryClient {
         service: Option<&str>,
         scope: Option<&str>,
     ) -> Result<String> {
-        let mut url = Url::parse(realm).map_err(|e| AirgapError::Auth {
+        let mut url = Url::parse(realm).map_err(|e| AirgapError::Token {
             registry: registry.into(),
-            reason: format!("bad realm: {e}"),
+            source: TokenError::Realm(e),
         })?;
         {
             let mut q = url.query_pairs_mut();
@@ -398,9 +413,9 @@ impl RegistryClient {
                 reason: format!("token endpoint answered {}", resp.status()),
             });
         }
-        let v: serde_json::Value = resp.json_value().map_err(|e| AirgapError::Auth {
+        let v: serde_json::Value = resp.json_value().map_err(|source| AirgapError::Token {
             registry: registry.into(),
-            reason: format!("token response: {e}"),
+            source,
         })?;
         v.get("token")
             .or_else(|| v.get("access_token"))
@@ -445,7 +460,7 @@ impl RegistryClient {
         let mut bytes = Vec::new();
         resp.take(MAX_MANIFEST + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| transport_err(&url, e))?;
+            .map_err(|e| request(&url, RequestError::Body(e)))?;
         if bytes.len() as u64 > MAX_MANIFEST {
             return Err(AirgapError::Manifest {
                 what,
@@ -522,7 +537,9 @@ impl RegistryClient {
         let mut resp = resp;
         let mut buf = vec![0u8; 256 << 10];
         loop {
-            let n = resp.read(&mut buf).map_err(|e| transport_err(&url, e))?;
+            let n = resp
+                .read(&mut buf)
+                .map_err(|e| request(&url, RequestError::Body(e)))?;
             if n == 0 {
                 break;
             }
@@ -599,9 +616,11 @@ impl RegistryClient {
                 status: resp.status().as_u16(),
                 body: "no Location".into(),
             })?;
-        let base =
-            Url::parse(&format!("{}/", self.base(registry))).map_err(|e| transport_err(url, e))?;
-        let to = base.join(loc).map_err(|e| transport_err(url, e))?;
+        let base = Url::parse(&format!("{}/", self.base(registry)))
+            .map_err(|e| request(url, RequestError::Url(e)))?;
+        let to = base
+            .join(loc)
+            .map_err(|e| request(url, RequestError::Url(e)))?;
         // The blob and the registry's credentials go to the location: never to another origin
         // (another host, port or scheme, e.g. plain HTTP behind a TLS proxy).
         if to.origin() != base.origin() {
@@ -723,28 +742,19 @@ impl RegistryClient {
     }
 }
 
-/// Why a response body is not the JSON value asked for (the words of the underlying error).
-#[derive(Debug, thiserror::Error)]
-enum JsonBodyError {
-    /// The body could not be read.
-    #[error(transparent)]
-    Read(#[from] std::io::Error),
-    /// The body is not JSON.
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-}
-
 /// Reads a response body as JSON without needing reqwest's `json` feature.
 trait JsonValue {
-    fn json_value(self) -> std::result::Result<serde_json::Value, JsonBodyError>;
+    fn json_value(self) -> std::result::Result<serde_json::Value, TokenError>;
 }
 
 impl JsonValue for Response {
-    fn json_value(self) -> std::result::Result<serde_json::Value, JsonBodyError> {
+    fn json_value(self) -> std::result::Result<serde_json::Value, TokenError> {
         // A token answer is small; a registry that sends more is cut off.
         let mut b = Vec::new();
-        self.take(1 << 20).read_to_end(&mut b)?;
-        Ok(serde_json::from_slice(&b)?)
+        self.take(1 << 20)
+            .read_to_end(&mut b)
+            .map_err(TokenError::Read)?;
+        serde_json::from_slice(&b).map_err(TokenError::Json)
     }
 }
 
@@ -772,7 +782,7 @@ impl RegistryClient {
             .http_for(url)?
             .get(url)
             .send()
-            .map_err(|e| transport_err(url, e))?;
+            .map_err(|e| request(url, RequestError::Http(e)))?;
         if !resp.status().is_success() {
             return Err(status_err("GET", url, resp));
         }
@@ -780,7 +790,7 @@ impl RegistryClient {
         let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| AirgapError::io(dir, e))?;
         let mut w = Hashing::new(std::io::BufWriter::new(tmp));
         std::io::copy(&mut (&mut resp).take(max.saturating_add(1)), &mut w)
-            .map_err(|e| transport_err(url, e))?;
+            .map_err(|e| request(url, RequestError::Body(e)))?;
         let (got, n, bw) = w.finish();
         if n > max {
             return Err(transport_err(

@@ -439,7 +439,14 @@ fn consistent_but_lying_bundles_are_refused_before_any_write() {
         std::fs::write(t("cut.tar"), &whole[..cut as usize]).expect("write");
         let err = verify_bundle(&t("cut.tar")).expect_err("truncated");
         assert!(
-            matches!(err, AirgapError::Entry { .. } | AirgapError::Bundle { .. }),
+            matches!(
+                err,
+                AirgapError::Entry { .. }
+                    | AirgapError::EntryRead { .. }
+                    | AirgapError::EntryJson { .. }
+                    | AirgapError::Bundle { .. }
+                    | AirgapError::BundleRead { .. }
+            ),
             "cut at {cut} of {len}: {err:?}"
         );
     }

@@ -88,7 +88,14 @@ fn assert_refused(reg: &Registry, bundle: &Path, must_name: &str) {
         "error {msg:?} should name {must_name:?}"
     );
     assert!(
-        matches!(err, AirgapError::Entry { .. } | AirgapError::Bundle { .. }),
+        matches!(
+            err,
+            AirgapError::Entry { .. }
+                | AirgapError::EntryRead { .. }
+                | AirgapError::EntryJson { .. }
+                | AirgapError::Bundle { .. }
+                | AirgapError::BundleRead { .. }
+        ),
         "{err:?}"
     );
     assert_eq!(reg.blob_count(), 0, "nothing stored");
