@@ -80,7 +80,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
             print!("{}", out.text);
             // Each diagnostic once, as `validate` prints them (a miette report of the whole list
             // printed its text and then every item again).
-            super::validate::print_graphical(&d.items);
+            super::diagnostics::print_graphical(&d.items);
             eprintln!("{}", d.summary());
             Ok(ExitCode::from(crate::EXIT_INVALID))
         }

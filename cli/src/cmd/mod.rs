@@ -7,6 +7,7 @@ pub(crate) mod cni;
 pub(crate) mod completion;
 pub(crate) mod convert;
 pub(crate) mod destroy;
+pub(crate) mod diagnostics;
 pub(crate) mod escape;
 pub(crate) mod etcd;
 pub(crate) mod export_logs;

@@ -48,7 +48,7 @@ pub(crate) fn run(c: Command) -> miette::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
             Err(d) => {
-                super::validate::print_graphical(&d.items);
+                super::diagnostics::print_graphical(&d.items);
                 Ok(ExitCode::from(crate::EXIT_INVALID))
             }
         },

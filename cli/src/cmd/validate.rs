@@ -3,7 +3,6 @@
 //! underlined, a help line) on stderr, followed by a one-line summary on stdout; `-o json` (or `yaml`)
 //! prints one document on stdout instead. Exit 0 when valid (warnings allowed), 2 when not.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clusterctl_spec::{Diagnostic, Severity};
@@ -52,7 +51,7 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
         Err(report) => (report.items, false),
     };
     if !args.output.print(&document(&name, valid, &items))? {
-        print_graphical(&items);
+        super::diagnostics::print_graphical(&items);
         println!("{}", summary(&name, valid, &items));
     }
     Ok(if valid {
@@ -60,38 +59,6 @@ pub(crate) fn run(args: Args) -> miette::Result<ExitCode> {
     } else {
         ExitCode::from(crate::EXIT_INVALID)
     })
-}
-
-/// Prints each diagnostic once on stderr, graphically (its location, then miette's rendering with
-/// the source line).
-pub(crate) fn print_graphical(items: &[Diagnostic]) {
-    let theme = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
-        miette::GraphicalTheme::unicode()
-    } else {
-        miette::GraphicalTheme::unicode_nocolor()
-    };
-    let handler = miette::GraphicalReportHandler::new_themed(theme).with_context_lines(1);
-    for d in items {
-        let mut out = String::new();
-        // Rendering into a String cannot fail except on a formatter error; fall back to the plain line.
-        if handler.render_report(&mut out, d).is_err() {
-            out = format!("{d}\n");
-        }
-        eprintln!("{}: {}", d.location(), first_line(&out));
-        eprint!("{}", rest_lines(&out));
-    }
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or("").trim()
-}
-
-fn rest_lines(s: &str) -> String {
-    let mut lines = s.lines();
-    lines.next();
-    let mut out: String = lines.map(|l| format!("{l}\n")).collect();
-    out.push('\n');
-    out
 }
 
 fn summary(name: &str, valid: bool, items: &[Diagnostic]) -> String {
