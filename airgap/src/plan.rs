@@ -34,8 +34,9 @@ pub struct ListedImage {
 /// What `clusterctl airgap images` lists: [`list_images`] with `source` and `pull` fully qualified
 /// (`cka-api:v4` → `docker.io/library/cka-api:v4`, the name the bundle stores and containerd pulls),
 /// then, for the docker provider, the node image (component `node-image`: pulled by this machine's
-/// Docker engine, never by the nodes, so it is not mirrored). A reference that does not parse is
-/// listed as written.
+/// Docker engine, never by the nodes, so it is not mirrored) and, when the cluster has one, the API
+/// load balancer's image (component `load-balancer`, pulled by this machine's Docker engine too). A
+/// reference that does not parse is listed as written.
 pub fn listed_images(cluster: &ValidCluster) -> Vec<ListedImage> {
     let qualified = |r: &str| {
         reference::ImageRef::parse(r)
@@ -56,6 +57,15 @@ pub fn listed_images(cluster: &ValidCluster) -> Vec<ListedImage> {
             component: "node-image".into(),
             pull: node.clone(),
             source: node,
+            control_plane_only: false,
+        });
+    }
+    if let Some(lb) = cluster.load_balancer() {
+        let image = qualified(&lb.image);
+        list.push(ListedImage {
+            component: "load-balancer".into(),
+            pull: image.clone(),
+            source: image,
             control_plane_only: false,
         });
     }

@@ -2,7 +2,8 @@
 //! ([`plan`], the dry run's provider lines), creating them and waiting for their systemd ([`create`]),
 //! and, when that fails, removing what the attempt made (the containers it created, and the network when
 //! nothing else uses it) and saying why ([`CreateError`], with [`CreateError::hint`] for an engine that
-//! refuses privileged containers). Also the API server as this machine reaches it ([`local_api`]).
+//! refuses privileged containers). Also the API server as this machine reaches it ([`local_api`]),
+//! and the API load balancer in front of several control planes ([`load_balancer`], [`configure_lb`]).
 
 use std::time::Duration;
 
@@ -58,6 +59,19 @@ pub fn plan(
                 ""
             },
             extras(options, &n.name)
+        ));
+    }
+    if let Some(lb) = &options.load_balancer {
+        out.push(format!(
+            "create load balancer container {} (image {}, 127.0.0.1:{} -> {}; backends {}) (if missing, else its backends updated)",
+            lb.name,
+            lb.image,
+            match lb.host_port {
+                0 => "<port Docker assigns>".to_string(),
+                p => p.to_string(),
+            },
+            lb.port,
+            lb.backends.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>().join(", ")
         ));
     }
     if let Some(r) = &options.registry {
@@ -185,8 +199,8 @@ pub fn create(
         .map_err(|e| fail(e, &before))
 }
 
-/// For the docker provider: the API server as this machine reaches it, the first control plane's
-/// 6443 published on 127.0.0.1 (the certificate checked against the endpoint host). `offline` (a
+/// For the docker provider: the API server as this machine reaches it, the load balancer's port (when
+/// the cluster has one), else the first control plane's 6443, published on 127.0.0.1 (the certificate checked against the endpoint host). `offline` (a
 /// dry run that contacts nothing) names the port `<port Docker assigns>`. `None` for SSH nodes, or
 /// when the engine or the published port cannot be found.
 pub fn local_api(cluster: &ValidCluster, offline: bool) -> Option<LocalApi> {
@@ -201,17 +215,66 @@ pub fn local_api(cluster: &ValidCluster, offline: bool) -> Option<LocalApi> {
         });
     }
     let provider = crate::reach::docker_provider(cluster).ok()?;
-    let first = cluster.first_control_plane();
-    let port = provider
-        .list()
-        .ok()?
-        .into_iter()
-        .find(|n| n.name == first.name)?
-        .api_server_port?;
+    let port = if cluster.load_balancer().is_some() {
+        provider.load_balancer().ok()??.host_port?
+    } else {
+        let first = cluster.first_control_plane();
+        provider
+            .list()
+            .ok()?
+            .into_iter()
+            .find(|n| n.name == first.name)?
+            .api_server_port?
+    };
     Some(LocalApi {
         server: format!("https://127.0.0.1:{port}"),
         tls_server_name,
     })
+}
+
+/// The API load balancer container of `cluster` ([`ValidCluster::load_balancer`]) as the provider
+/// creates it: every control plane of the file but `without` as a backend (`<cluster>-<node>:6443`,
+/// checked with `GET /healthz`); `None` without one.
+pub(crate) fn load_balancer(
+    cluster: &ValidCluster,
+    without: Option<&str>,
+) -> Option<clusterctl_exec::docker::LoadBalancerContainer> {
+    let lb = cluster.load_balancer()?;
+    let port = clusterctl_spec::lab::LOAD_BALANCER_PORT;
+    Some(clusterctl_exec::docker::LoadBalancerContainer {
+        name: lb.container,
+        image: lb.image,
+        host_port: lb.port,
+        port,
+        backends: cluster
+            .control_planes()
+            .filter(|n| Some(n.name.as_str()) != without)
+            .map(|n| {
+                (
+                    n.name.clone(),
+                    format!("{}-{}:{port}", cluster.name(), n.name),
+                )
+            })
+            .collect(),
+        health_path: "/healthz".into(),
+    })
+}
+
+/// `node remove` of control plane `node`: the load balancer's backends without it, reloaded when
+/// they changed. `Ok(None)` when the cluster has no load balancer; else whether it changed. Errors:
+/// the engine's.
+pub(crate) fn configure_lb(
+    cluster: &ValidCluster,
+    node: &str,
+) -> Result<Option<bool>, crate::reach::ReachError> {
+    let Some(lb) = load_balancer(cluster, Some(node)) else {
+        return Ok(None);
+    };
+    let provider = crate::reach::docker_provider(cluster)?;
+    provider
+        .configure_load_balancer(&lb.backends)
+        .map(Some)
+        .map_err(|e| crate::reach::ReachError::Docker(std::sync::Arc::new(e)))
 }
 
 #[cfg(test)]

@@ -149,6 +149,7 @@ pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOpt
     }
     options.network = cluster.spec().docker.network.clone();
     options.registry = registry(cluster);
+    options.load_balancer = crate::node_containers::load_balancer(cluster, None);
     options.memory = ro.memory.as_deref().and_then(docker_bytes);
     options.nano_cpus = ro
         .cpus

@@ -82,6 +82,42 @@ pub struct StatusReport {
     pub taint_drift: Vec<TaintDrift>,
     /// Where the builtin CNI agent reports NetworkPolicy not enforced or enforced fail-closed.
     pub network_policy: Vec<PolicyEnforcement>,
+    /// The docker lab's API load balancer, when the cluster has one (not running: `degraded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_balancer: Option<LoadBalancerStatus>,
+}
+
+/// The docker lab's API load balancer as the engine shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadBalancerStatus {
+    /// Its container, `<cluster>-external-load-balancer` (the endpoint's host).
+    pub container: String,
+    /// `running`, `exited`…, or `missing` (no such container), or `unknown: <engine error>`.
+    pub state: String,
+    /// `127.0.0.1:<port>`, the kubeconfig's server, when published.
+    pub address: Option<String>,
+    /// The control planes behind it (the file's).
+    pub backends: Vec<String>,
+}
+
+/// The load balancer's status for `cluster`; `None` when it has none.
+fn load_balancer_status(cluster: &ValidCluster) -> Option<LoadBalancerStatus> {
+    let lb = cluster.load_balancer()?;
+    let found = reach::docker_provider(cluster)
+        .map_err(|e| e.to_string())
+        .and_then(|p| p.load_balancer().map_err(|e| e.to_string()));
+    let (state, address) = match found {
+        Ok(Some(f)) => (f.state, f.host_port.map(|p| format!("127.0.0.1:{p}"))),
+        Ok(None) => ("missing".into(), None),
+        Err(e) => (format!("unknown: {e}"), None),
+    };
+    Some(LoadBalancerStatus {
+        container: lb.container,
+        state,
+        address,
+        backends: cluster.control_planes().map(|n| n.name.clone()).collect(),
+    })
 }
 
 /// A standing report of the builtin CNI agent about NetworkPolicy (issue 28): the newest of its
@@ -98,7 +134,7 @@ pub struct PolicyEnforcement {
     pub message: String,
 }
 
-/// `status`'s entry point: the cluster's API client ([`crate::access::api::cluster_api`]: `kubeconfig`, else the
+/// `status`'s entry point (with the docker lab's load balancer as the engine shows it): the cluster's API client ([`crate::access::api::cluster_api`]: `kubeconfig`, else the
 /// cluster's context in `$KUBECONFIG`/`~/.kube/config`, else `admin.conf` of the first control plane,
 /// its host key checked against `known_hosts`), then [`report`]. Errors: the API could not be reached
 /// or read.
@@ -108,7 +144,15 @@ pub fn run(
     known_hosts: Option<&Path>,
 ) -> Result<StatusReport, StatusError> {
     let api = crate::access::api::cluster_api(cluster, kubeconfig, known_hosts)?;
-    report(cluster, &api, known_hosts)
+    let mut r = report(cluster, &api, known_hosts)?;
+    r.load_balancer = load_balancer_status(cluster);
+    if r.load_balancer
+        .as_ref()
+        .is_some_and(|l| l.state != "running")
+    {
+        r.result = Health::Degraded;
+    }
+    Ok(r)
 }
 
 /// Builds the report from `api`: nodes, stuck pods (asking the node runtimes for images, reached with
@@ -152,6 +196,7 @@ pub fn report(
         label_drift: label_drift(cluster, &nodes),
         taint_drift: taint_drift(cluster, &nodes),
         network_policy: policy_enforcement(&agent_events(api)),
+        load_balancer: None,
     };
     let healthy = r.diagnosis.nodes.iter().all(|n| n.ready)
         && r.diagnosis.stuck.is_empty()

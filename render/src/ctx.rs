@@ -30,7 +30,8 @@ pub(crate) struct Ctx<'a> {
     pub cri_socket: &'static str,
     /// `host:port` of the control-plane endpoint.
     pub endpoint: String,
-    /// apiserver certSANs: the user's, then the endpoint host, then the VIP, deduplicated.
+    /// apiserver certSANs: the user's, then the endpoint host, then (docker load balancer) `127.0.0.1`
+    /// and `localhost`, then the VIP, deduplicated.
     pub cert_sans: Vec<String>,
     /// kube-proxy disabled.
     pub no_kube_proxy: bool,
@@ -59,6 +60,11 @@ impl<'a> Ctx<'a> {
             add(s.clone());
         }
         add(c.endpoint().host.clone());
+        // The docker lab's load balancer is published on this machine's loopback (kind's certSANs).
+        if c.load_balancer().is_some() {
+            add("127.0.0.1".into());
+            add("localhost".into());
+        }
         if let Some(v) = c.vip() {
             add(v.to_string());
         }

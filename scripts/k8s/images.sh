@@ -31,6 +31,10 @@
 #       of upstream's registry:2 made from Debian's docker-registry package (/bin/registry with the libc it links,
 #       /etc/docker/registry/config.yml as registry:2's: filesystem storage at /var/lib/registry, :5000),
 #       Entrypoint ["registry"], Cmd ["serve", "/etc/docker/registry/config.yml"]; run by the host's Docker
+#   clusterctl.test/haproxy:1              the lab's API load balancer (`spec.docker.loadBalancer`, issue 27): the
+#       equivalent of kind's kindest/haproxy made from Debian's haproxy package (/usr/sbin/haproxy with the
+#       libraries it links, kind's default /usr/local/etc/haproxy/haproxy.cfg), Entrypoint
+#       ["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]; run by the host's Docker
 # and the images the conformance tests of the e2e suite run (issue 24), under the names and tags the framework's
 # image manifest (test/utils/image/manifest.go of k8s.io/kubernetes@VERSION) gives them:
 #   registry.k8s.io/e2e-test-images/agnhost:<tag>  /agnhost (build.sh builds k8s.io/kubernetes/test/images/agnhost)
@@ -268,6 +272,28 @@ YML
 fi
 image clusterctl.test/registry:2 --tree="$reg_tree:/" --entrypoint='["registry"]' \
   --cmd='["serve", "/etc/docker/registry/config.yml"]' --env=PATH=/bin:/usr/bin
+
+# The lab's API load balancer (issue 27 item 4): Debian's haproxy (scripts/packages/airgap.list) keeping the
+# node contract of kind's kindest/haproxy, which the product pins (spec's lab.rs): haproxy in PATH, the
+# configuration at /usr/local/etc/haproxy/haproxy.cfg (kind's default, maxconn 4000: a frontend on :6443 without servers,
+# replaced by clusterctl before the first start), Entrypoint ["haproxy", "-W", "-db", "-f", that file],
+# reloaded on SIGHUP; run by the host's Docker.
+haproxy_bin=/usr/sbin/haproxy
+[ -x "$haproxy_bin" ] || die "$haproxy_bin missing (apt-get install -y haproxy)"
+lb_key=$(printf '%s %s' "$(dpkg-query -W -f '${Version}' haproxy 2>/dev/null)" v1 | sha256sum | cut -c1-12)
+lb_tree="$CACHE/rootfs/haproxy-$lb_key"
+if [ ! -f "$lb_tree/.complete" ]; then
+  rm -rf "$lb_tree"; mkdir -p "$lb_tree/usr/sbin" "$lb_tree/usr/local/etc/haproxy" "$lb_tree/run" "$lb_tree/var/lib/haproxy"
+  cp "$haproxy_bin" "$lb_tree/usr/sbin/haproxy"
+  for l in $(ldd "$haproxy_bin" | awk '/=> \// {print $3} /^\t\/lib64\// {print $1}'); do
+    mkdir -p "$lb_tree$(dirname "$l")"; cp -L "$l" "$lb_tree$l"
+  done
+  printf 'global\n  maxconn 4000\n\nfrontend controlPlane\n  bind 0.0.0.0:6443\n  mode tcp\n  default_backend kube-apiservers\n\nbackend kube-apiservers\n  mode tcp\n' \
+    >"$lb_tree/usr/local/etc/haproxy/haproxy.cfg"
+  touch "$lb_tree/.complete"
+fi
+image clusterctl.test/haproxy:1 --tree="$lb_tree:/" \
+  --entrypoint='["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]' --env=PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
 # ---- the conformance suite's images (issue 24), for a version whose e2e.test is built --------------------
 e2e_images() {

@@ -1,8 +1,10 @@
 //! What a kind-style lab gets besides its nodes (issue 27): the default StorageClass
 //! (`spec.storage.defaultClass`, local-path-provisioner) and the local registry beside the node
-//! containers (`spec.registry.local`). The serde types, their defaults and the pinned upstream
-//! releases; validation is `validate::rules_lab`, the resolved forms are [`crate::ValidCluster`]'s
-//! `local_path` and `local_registry`. Imports nothing of the crate (the model embeds these types).
+//! containers (`spec.registry.local`), and the API server load balancer in front of several control
+//! planes (`spec.docker.loadBalancer`, kind's `<cluster>-external-load-balancer`). The serde types,
+//! their defaults and the pinned upstream releases; validation is `validate::rules_lab`, the resolved
+//! forms are [`crate::ValidCluster`]'s `local_path`, `local_registry` and `load_balancer`. Imports
+//! nothing of the crate (the model embeds these types).
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +34,58 @@ pub const DEFAULT_LOCAL_REGISTRY_IMAGE: &str =
     "docker.io/library/registry:2@sha256:a3d8aaa63ed8681a604f1dea0aa03f100d5895b6a58ace528858a7b332415373";
 /// The suffix of the registry container's name, `<cluster>-registry`; a node may not be named so.
 pub const LOCAL_REGISTRY_NAME: &str = "registry";
+
+/// The load balancer's image when `spec.docker.loadBalancer.image` is unset: kind's HAProxy image
+/// (`kindest/haproxy`, kind v0.20–v0.23's `loadbalancer.Image`) pinned by digest. Its contract, which
+/// the test bed's equivalent keeps: `haproxy -W -db -f /usr/local/etc/haproxy/haproxy.cfg` as the
+/// entrypoint, the configuration replaced in place and reloaded on `SIGHUP`.
+pub const DEFAULT_LOAD_BALANCER_IMAGE: &str = "docker.io/kindest/haproxy:v20230606-42a2262b@sha256:001a06433666046dea44567c7d7c6adfc2ac0edb556576f6da507ff0b0f063d3";
+/// The suffix of the load balancer container's name, `<cluster>-external-load-balancer` (kind's); a
+/// node may not be named so.
+pub const LOAD_BALANCER_NAME: &str = "external-load-balancer";
+/// The port the load balancer listens on inside its container, and the API server port of every
+/// control plane behind it (kind's `APIServerInternalPort`).
+pub const LOAD_BALANCER_PORT: u16 = 6443;
+
+/// `spec.docker.loadBalancer`: a load balancer container (HAProxy) in front of the control planes'
+/// API servers. Made by default for a docker cluster with more than one control plane and neither a
+/// VIP nor `controlPlane.endpoint`; writing the block (even `{}`) makes it for one control plane too, so
+/// control planes joined later are behind the same endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LoadBalancer {
+    /// Host port on 127.0.0.1 for the load balancer's 6443, 0–65535; 0 or unset: a port Docker
+    /// chooses (kind's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u32>,
+    /// The load balancer's image. Default [`DEFAULT_LOAD_BALANCER_IMAGE`] (kindest/haproxy by digest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// The load balancer, resolved ([`crate::ValidCluster::load_balancer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabLoadBalancer {
+    /// Host port on 127.0.0.1; 0: Docker chooses.
+    pub port: u16,
+    /// The load balancer's image.
+    pub image: String,
+    /// The container's name, `<cluster>-external-load-balancer`, which nodes resolve on the cluster
+    /// network: the `controlPlaneEndpoint` host.
+    pub container: String,
+}
+
+/// Whether a docker cluster gets the load balancer: the provider runs node containers, the file asks
+/// for no VIP and no `controlPlane.endpoint`, and it has more than one control plane or writes
+/// `spec.docker.loadBalancer`.
+pub fn load_balancer_enabled(
+    docker_provider: bool,
+    vip_or_endpoint: bool,
+    control_planes: usize,
+    written: bool,
+) -> bool {
+    docker_provider && !vip_or_endpoint && (control_planes > 1 || written)
+}
 
 /// `spec.storage`: the cluster's default StorageClass.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -114,6 +168,15 @@ mod tests {
             default_class: Some("local-path".into()),
         };
         assert!(local_path_enabled(&on, false));
+    }
+
+    #[test]
+    fn the_load_balancer_is_for_docker_clusters_with_several_control_planes_and_no_vip() {
+        assert!(load_balancer_enabled(true, false, 3, false));
+        assert!(load_balancer_enabled(true, false, 1, true));
+        assert!(!load_balancer_enabled(true, false, 1, false));
+        assert!(!load_balancer_enabled(true, true, 3, false));
+        assert!(!load_balancer_enabled(false, false, 3, true));
     }
 
     #[test]

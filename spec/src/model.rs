@@ -1065,6 +1065,9 @@ pub struct DockerProvider {
     /// Extra `docker run` options for every node container.
     #[serde(default)]
     pub run_options: DockerRunOptions,
+    /// The API server load balancer in front of the control planes ([`crate::lab::LoadBalancer`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_balancer: Option<crate::lab::LoadBalancer>,
 }
 
 /// `spec.docker.runOptions`.

@@ -223,8 +223,9 @@ impl ValidCluster {
         &self.extra_versions
     }
 
-    /// Control-plane endpoint: `controlPlane.endpoint`, else VIP:6443, else first control plane:6443 (for
-    /// docker without addresses: the first control plane's name).
+    /// Control-plane endpoint: `controlPlane.endpoint`, else VIP:6443, else (docker, with the load
+    /// balancer of [`ValidCluster::load_balancer`]) `<cluster>-external-load-balancer:6443`, else first
+    /// control plane:6443 (for docker without addresses: the first control plane's name).
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
@@ -329,6 +330,32 @@ impl ValidCluster {
                 .clone()
                 .unwrap_or_else(|| crate::lab::DEFAULT_LOCAL_REGISTRY_IMAGE.to_string()),
             container: format!("{}-{}", self.name(), crate::lab::LOCAL_REGISTRY_NAME),
+        })
+    }
+
+    /// The API server load balancer (`spec.docker.loadBalancer`, [`crate::lab::load_balancer_enabled`])
+    /// with its defaults applied, when the cluster gets one; its container is then the endpoint's host.
+    pub fn load_balancer(&self) -> Option<crate::lab::LabLoadBalancer> {
+        let spec = &self.file.spec;
+        let written = spec.docker.load_balancer.as_ref();
+        if !crate::lab::load_balancer_enabled(
+            self.provider().node_containers(),
+            spec.control_plane.vip.is_some() || spec.control_plane.endpoint.is_some(),
+            self.control_planes().count(),
+            written.is_some(),
+        ) {
+            return None;
+        }
+        Some(crate::lab::LabLoadBalancer {
+            // Validation refused ports above 65535.
+            port: written
+                .and_then(|l| l.port)
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(0),
+            image: written
+                .and_then(|l| l.image.clone())
+                .unwrap_or_else(|| crate::lab::DEFAULT_LOAD_BALANCER_IMAGE.to_string()),
+            container: format!("{}-{}", self.name(), crate::lab::LOAD_BALANCER_NAME),
         })
     }
 

@@ -128,6 +128,19 @@ fn text(cluster: &ValidCluster, r: &StatusReport) -> String {
             "{m:w$}  (in the file, not registered: run `clusterctl up` or `clusterctl node join`)"
         );
     }
+    if let Some(lb) = &r.load_balancer {
+        let _ = writeln!(
+            o,
+            "\nAPI load balancer {} ({}{}), backends: {}",
+            lb.container,
+            lb.state,
+            lb.address
+                .as_deref()
+                .map(|a| format!(", {a}"))
+                .unwrap_or_default(),
+            lb.backends.join(", ")
+        );
+    }
     drift(&mut o, r);
     network_policy(&mut o, r);
     stuck_pods(&mut o, &d.stuck);
@@ -275,6 +288,7 @@ mod tests {
             }],
             taint_drift: vec![],
             network_policy: vec![],
+            load_balancer: None,
         };
         let t = text(&cluster, &r);
         assert!(

@@ -1612,7 +1612,8 @@ fn a_refused_privileged_node_names_the_unprivileged_settings_that_work() {
 /// (`kindest/node:<version>` by default, `docker.nodeImage` when set) and every reference fully
 /// qualified, a preload given as `cka-api:v4` too (`docker.io/library/cka-api:v4`, as the bundle
 /// stores it), and local-path-provisioner's image (the docker lab's default StorageClass); an SSH
-/// cluster has neither.
+/// cluster has neither. With `docker.loadBalancer` the API load balancer's pinned image is listed too
+/// (issue 27 item 4).
 #[test]
 fn airgap_images_lists_the_node_image_and_qualified_preloads() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1651,6 +1652,19 @@ fn airgap_images_lists_the_node_image_and_qualified_preloads() {
         v.as_array().is_some_and(|a| a
             .iter()
             .any(|i| i["component"] == "preload" && i["source"] == "docker.io/library/cka-api:v4")),
+        "{v}"
+    );
+    // One control plane: no API load balancer (issue 27 item 4); written, its pinned image is listed.
+    assert!(!out.contains("load-balancer"), "{out}");
+    let lb = file("docker").replace("  images:\n", "  docker: {loadBalancer: {}}\n  images:\n");
+    std::fs::write(d.join("lb.yaml"), lb).expect("write");
+    let (code, out, err) = run(d, &["airgap", "images", "-f", "lb.yaml", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        v.as_array()
+            .is_some_and(|a| a.iter().any(|i| i["component"] == "load-balancer"
+                && i["pull"] == clusterctl_spec::lab::DEFAULT_LOAD_BALANCER_IMAGE)),
         "{v}"
     );
     std::fs::write(d.join("ssh.yaml"), file("ssh")).expect("write");

@@ -39,6 +39,7 @@ mod real_cilium;
 mod real_cluster;
 mod real_day2;
 mod real_docker;
+mod real_docker_lb;
 mod real_flannel;
 mod real_lifecycle;
 mod real_rollout;

@@ -34,16 +34,19 @@ use crate::real_support::{self, lab, Kube, VERSION};
 const CLUSTER_LABEL: &str = "io.clusterctl.cluster";
 /// The label naming the cluster on its local registry container (exec's `REGISTRY_LABEL`).
 const REGISTRY_LABEL: &str = "io.clusterctl.registry";
+/// The label naming the cluster on its API load balancer container (exec's `LOAD_BALANCER_LABEL`).
+pub(crate) const LOAD_BALANCER_LABEL: &str = "io.clusterctl.loadbalancer";
 
-/// A docker-provider cluster: checks through `docker exec` into `<cluster>-<node>`; the containers and
-/// the network are removed on drop (also when `up` or an assertion failed).
-struct DockerCluster {
-    name: String,
-    nodes: Vec<String>,
+/// A docker-provider cluster: checks through `docker exec` into `<cluster>-<node>`; the containers
+/// (nodes, local registry, API load balancer) and the network are removed on drop (also when `up` or an
+/// assertion failed).
+pub(crate) struct DockerCluster {
+    pub(crate) name: String,
+    pub(crate) nodes: Vec<String>,
 }
 
 impl DockerCluster {
-    fn container(&self, node: &str) -> String {
+    pub(crate) fn container(&self, node: &str) -> String {
         format!("{}-{node}", self.name)
     }
 
@@ -109,14 +112,38 @@ impl Drop for DockerCluster {
                 let _ = docker(&["rm", "-f", "-v", id]);
             }
         }
-        let registry = format!("label={REGISTRY_LABEL}={}", self.name);
-        if let Ok(ids) = docker(&["ps", "-aq", "--filter", &registry]) {
-            for id in ids.lines().filter(|l| !l.is_empty()) {
-                let _ = docker(&["rm", "-f", "-v", id]);
+        for label in [REGISTRY_LABEL, LOAD_BALANCER_LABEL] {
+            let filter = format!("label={label}={}", self.name);
+            if let Ok(ids) = docker(&["ps", "-aq", "--filter", &filter]) {
+                for id in ids.lines().filter(|l| !l.is_empty()) {
+                    let _ = docker(&["rm", "-f", "-v", id]);
+                }
             }
         }
         let _ = docker(&["network", "rm", &format!("clusterctl-{}", self.name)]);
     }
+}
+
+/// The provider's network `clusterctl-<name>`, made here first so that its gateway (the kubelet's
+/// resolver on the nodes) is known before `up`, and `dir/resolv.conf` naming it; `up` takes a network
+/// carrying the cluster's label as its own, and `destroy` removes it.
+pub(crate) fn lab_network(name: &str, dir: &std::path::Path) -> (String, std::path::PathBuf) {
+    let network = format!("clusterctl-{name}");
+    let pid = std::process::id().to_string();
+    docker(&[
+        "network",
+        "create",
+        "--label",
+        &format!("{CLUSTER_LABEL}={name}"),
+        "--label",
+        &format!("{TESTBED_LABEL}={pid}"),
+        &network,
+    ])
+    .expect("network");
+    let gateway = network_gateway(&network).expect("gateway");
+    let resolv = dir.join("resolv.conf");
+    std::fs::write(&resolv, format!("nameserver {gateway}\n")).expect("resolv.conf");
+    (network, resolv)
 }
 
 /// `get nodes -o json`: each node's address is its container's on `network`; the kubeconfig `up`
@@ -226,25 +253,8 @@ fn docker_provider_real_cluster() {
         name: name.clone(),
         nodes: vec!["c1".into(), "w1".into()],
     };
-    // The provider's network, made here first so that its gateway (the kubelet's resolver on the nodes)
-    // is known before `up`; `up` takes a network carrying the cluster's label as its own, and `destroy`
-    // removes it.
-    let network = format!("clusterctl-{name}");
-    let pid = std::process::id().to_string();
-    docker(&[
-        "network",
-        "create",
-        "--label",
-        &format!("{CLUSTER_LABEL}={name}"),
-        "--label",
-        &format!("{TESTBED_LABEL}={pid}"),
-        &network,
-    ])
-    .expect("network");
-    let gateway = network_gateway(&network).expect("gateway");
     let dir = tempfile::tempdir().expect("tempdir");
-    let resolv = dir.path().join("resolv.conf");
-    std::fs::write(&resolv, format!("nameserver {gateway}\n")).expect("resolv.conf");
+    let (network, resolv) = lab_network(&name, dir.path());
     let source = Registry::serve_readonly(&store.storage).expect("source registry");
     // The lab's local registry (issue 27): the test bed's registry:2 equivalent in this machine's
     // Docker, on a free port (5001 may be taken by a parallel run).

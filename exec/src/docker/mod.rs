@@ -9,7 +9,8 @@ pub(crate) mod transport;
 
 pub use client::DockerClient;
 pub use provider::{
-    DockerNode, DockerNodeOptions, DockerProvider, PortMapping, RegistryContainer, Removed,
-    CLUSTER_LABEL, NODE_LABEL, REGISTRY_LABEL, ROLE_LABEL,
+    haproxy_config, DockerNode, DockerNodeOptions, DockerProvider, LoadBalancerContainer,
+    LoadBalancerState, PortMapping, RegistryContainer, Removed, CLUSTER_LABEL, HAPROXY_CONFIG_PATH,
+    LOAD_BALANCER_LABEL, NODE_LABEL, REGISTRY_LABEL, ROLE_LABEL,
 };
 pub use transport::{DockerExecError, DockerTransport};

@@ -4,7 +4,8 @@
 //! `/tmp` and `/run`, an anonymous `/var` volume, `/lib/modules` read-only, private cgroup namespace,
 //! `container=docker`, restart `on-failure:1`, no init). Every option is settable, so unprivileged
 //! nodes (an explicit capability list) work too. The API server port 6443 of the first control plane
-//! is published on 127.0.0.1. Containers and the network carry [`CLUSTER_LABEL`] so that `destroy`
+//! is published on 127.0.0.1; a load balancer container in front of the control planes, when the
+//! options ask for one, publishes its own (`lb.rs`). Containers and the network carry [`CLUSTER_LABEL`] so that `destroy`
 //! finds them from the cluster name alone.
 
 use std::collections::HashMap;
@@ -16,11 +17,19 @@ use bollard::models::{
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptionsBuilder, ListContainersOptionsBuilder,
-    ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder,
+    ListNetworksOptionsBuilder,
 };
 use futures_util::StreamExt;
 
+mod lb;
 mod registry;
+mod remove;
+
+pub use lb::{
+    haproxy_config, LoadBalancerContainer, LoadBalancerState, HAPROXY_CONFIG_PATH,
+    LOAD_BALANCER_LABEL,
+};
+pub use remove::Removed;
 
 use registry::pull_parts;
 
@@ -82,6 +91,8 @@ pub struct DockerNodeOptions {
     pub port_mappings: HashMap<String, Vec<PortMapping>>,
     /// A registry container to run beside the nodes on their network (the lab's local registry).
     pub registry: Option<RegistryContainer>,
+    /// A load balancer in front of the control planes' API servers, on their network.
+    pub load_balancer: Option<LoadBalancerContainer>,
 }
 
 /// A registry container beside the node containers (kind's local-registry recipe): on the cluster's
@@ -135,6 +146,7 @@ impl DockerNodeOptions {
             nano_cpus: None,
             port_mappings: HashMap::new(),
             registry: None,
+            load_balancer: None,
         }
     }
 }
@@ -398,6 +410,7 @@ impl DockerProvider {
             Ok::<(), ExecError>(())
         })?;
         self.ensure_registry(&network)?;
+        self.ensure_load_balancer(&network)?;
         self.list()
     }
 
@@ -464,81 +477,6 @@ impl DockerProvider {
         Ok(nodes)
     }
 
-    /// Removes every container of the cluster (with their anonymous volumes), its local registry
-    /// container and its network.
-    /// Returns how many containers were removed. Nothing to remove is not an error.
-    pub fn remove(&self) -> Result<usize, ExecError> {
-        self.remove_all().map(|r| r.containers.len())
-    }
-
-    /// As [`DockerProvider::remove`], saying what was removed: the containers' names and the networks'
-    /// (both empty when the cluster has nothing on this engine).
-    pub fn remove_all(&self) -> Result<Removed, ExecError> {
-        // The registry first: it holds an endpoint on the network.
-        let registry = self.remove_registry()?;
-        let mut removed = self.remove_where(|_| true)?;
-        removed.containers.extend(registry);
-        Ok(removed)
-    }
-
-    /// Removes the cluster's node containers that are not in `before` (matched by container name),
-    /// then its labelled network unless containers still use it: what a failed [`DockerProvider::create`]
-    /// made when `before` is what [`DockerProvider::list`] gave ahead of it.
-    pub fn remove_created(&self, before: &[DockerNode]) -> Result<Removed, ExecError> {
-        self.remove_where(|n| !before.iter().any(|b| b.container == n.container))
-    }
-
-    /// Removes the cluster's node containers `which` selects, then its labelled networks that no
-    /// container uses any more.
-    fn remove_where(&self, which: impl Fn(&DockerNode) -> bool) -> Result<Removed, ExecError> {
-        let nodes: Vec<DockerNode> = self.list()?.into_iter().filter(which).collect();
-        self.client
-            .block_on(async {
-                let d = self.client.docker();
-                for n in &nodes {
-                    d.remove_container(
-                        &n.container,
-                        Some(
-                            RemoveContainerOptionsBuilder::default()
-                                .force(true)
-                                .v(true)
-                                .build(),
-                        ),
-                    )
-                    .await
-                    .map_err(|e| self.err(format!("removing container {}: {e}", n.container)))?;
-                }
-                let nets = d
-                    .list_networks(Some(
-                        ListNetworksOptionsBuilder::default()
-                            .filters(&HashMap::from([(
-                                "label",
-                                vec![format!("{CLUSTER_LABEL}={}", self.cluster)],
-                            )]))
-                            .build(),
-                    ))
-                    .await
-                    .map_err(|e| self.err(format!("listing networks: {e}")))?;
-                let mut removed = Vec::new();
-                for net in nets {
-                    if let Some(name) = net.name {
-                        // A network created for this cluster that another cluster's nodes joined
-                        // (an explicit `spec.docker.network`) stays while they use it.
-                        match d.remove_network(&name).await {
-                            Ok(()) => removed.push(name),
-                            Err(e) if e.to_string().contains("active endpoints") => {}
-                            Err(e) => return Err(self.err(format!("removing network {name}: {e}"))),
-                        }
-                    }
-                }
-                Ok::<Vec<String>, ExecError>(removed)
-            })
-            .map(|networks| Removed {
-                containers: nodes.into_iter().map(|n| n.container).collect(),
-                networks,
-            })
-    }
-
     /// Every cluster with node containers on the engine of `client`: (cluster name, container count),
     /// sorted by name (`clusterctl get clusters`).
     pub fn clusters(client: &DockerClient) -> Result<Vec<(String, usize)>, ExecError> {
@@ -570,15 +508,6 @@ impl DockerProvider {
     pub fn docker_transport(&self, node: &str) -> DockerTransport {
         DockerTransport::new(self.client.clone(), self.container_name(node), node)
     }
-}
-
-/// What [`DockerProvider::remove_all`] removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Removed {
-    /// The node containers' names.
-    pub containers: Vec<String>,
-    /// The networks' names.
-    pub networks: Vec<String>,
 }
 
 impl Provider for DockerProvider {

@@ -12,7 +12,8 @@ fn say(data: &Data<'_>, subject: &str, outcome: StepOutcome) {
     data.steps.push(StepLine::new(subject, outcome));
 }
 
-/// `docker`: removes the cluster's node containers (with their anonymous volumes) and its network
+/// `docker`: removes the cluster's node containers (with their anonymous volumes), its local registry
+/// and API load balancer containers, and its network
 /// (kept while other containers use it); says what it removed, or that there was nothing.
 pub(super) fn docker(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
     let name = data.cluster.name();
@@ -33,6 +34,12 @@ pub(super) fn docker(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseErro
                     "remove container {} (node {}) with its anonymous volumes",
                     d.container, d.name
                 ),
+                || Ok::<(), String>(()),
+            )?;
+        }
+        if let Ok(Some(lb)) = provider.load_balancer() {
+            ctx.local_change(
+                &format!("remove container {} (the API load balancer)", lb.name),
                 || Ok::<(), String>(()),
             )?;
         }

@@ -11,7 +11,9 @@
 //!    (`etcdctl member list` in its etcd static pod) and a member still listed under the node's name
 //!    removed there;
 //! 4. `node-object` (this machine): the Node object deleted (`DELETE /api/v1/nodes/NODE`) and the
-//!    node's local state cache removed.
+//!    node's local state cache removed;
+//! 5. `load-balancer` (this machine, a control plane of a docker cluster with the API load balancer):
+//!    the load balancer's backends without the node, HAProxy reloaded.
 //!
 //! Steps 2–4 are best effort: each is reported and a failure does not stop the next. The first
 //! control plane is refused (joins and credentials go through it). [`run`] is the entry point.
@@ -115,7 +117,38 @@ pub fn phases<'a>(node: &ValidNode) -> Vec<Phase<Data<'a>>> {
         Targets::Local,
         node_object,
     ));
+    if node.is_control_plane() {
+        out.push(Phase::serial_step(
+            "load-balancer",
+            Targets::Local,
+            load_balancer,
+        ));
+    }
     out
+}
+
+/// `load-balancer`: the docker lab's API load balancer without the removed control plane (nothing
+/// for a cluster without one).
+fn load_balancer(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
+    if data.cluster.load_balancer().is_none() {
+        return Ok(());
+    }
+    let name = data.node.name.as_str();
+    let what = format!("remove {name} from the API load balancer's backends");
+    let mut changed = None;
+    let r = ctx.local_change(&what, || {
+        crate::node_containers::configure_lb(data.cluster, name).map(|c| changed = c)
+    });
+    match (r, changed) {
+        (Err(e), _) => data.step("load balancer", Err(e)),
+        (Ok(()), Some(false)) => data.say(StepOutcome::Done(
+            "the API load balancer already had no such backend".into(),
+        )),
+        (Ok(()), _) => data.say(StepOutcome::Done(
+            "removed from the API load balancer's backends".into(),
+        )),
+    }
+    Ok(())
 }
 
 /// `reset`: the node's reset, as `destroy` resets one.

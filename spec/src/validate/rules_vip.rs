@@ -230,6 +230,10 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, nodes: &[ValidNode]) 
                 host: v.to_string(),
                 port: 6443,
             }),
+            None if lab_load_balancer(file, nodes) => Some(Endpoint {
+                host: format!("{}-{}", file.metadata.name, crate::lab::LOAD_BALANCER_NAME),
+                port: crate::lab::LOAD_BALANCER_PORT,
+            }),
             None => nodes
                 .iter()
                 .find(|n| n.is_control_plane())
@@ -249,6 +253,17 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, nodes: &[ValidNode]) 
         endpoint: endpoint?,
         vip: vip_addr,
     })
+}
+
+/// Whether the file gets the docker lab's API load balancer ([`crate::lab::load_balancer_enabled`]).
+fn lab_load_balancer(file: &ClusterFile, nodes: &[ValidNode]) -> bool {
+    let cp = &file.spec.control_plane;
+    crate::lab::load_balancer_enabled(
+        file.spec.provider.node_containers(),
+        cp.vip.is_some() || cp.endpoint.is_some(),
+        nodes.iter().filter(|n| n.is_control_plane()).count(),
+        file.spec.docker.load_balancer.is_some(),
+    )
 }
 
 fn check_vip(ctx: &mut Ctx<'_>, file: &ClusterFile, nodes: &[ValidNode], vip: IpAddr) {

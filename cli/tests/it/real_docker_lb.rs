@@ -1,0 +1,321 @@
+//! The docker lab's API load balancer (issue 27 item 4, docs/lab.md): a docker-provider cluster of
+//! three control planes and no VIP, on the same unprivileged node containers and air-gap bundle as
+//! `real_docker.rs`, with `docker.loadBalancer.image` the test bed's equivalent of kind's
+//! `kindest/haproxy` (`clusterctl.test/haproxy:1`, Debian's haproxy, `scripts/k8s/images.sh`). After
+//! `up`: the container `<cluster>-external-load-balancer` runs, published on 127.0.0.1; the kubeconfig
+//! `up` merged names `https://127.0.0.1:<that port>` (tls-server-name the load balancer); the joined
+//! control planes' kubelets reach the API through it; `status -o json` shows it with its three backends.
+//! Then the first control plane is stopped (`docker stop`) and `kubectl` through that kubeconfig still
+//! lists the nodes and creates and reads a ConfigMap. `destroy` removes the load balancer.
+//!
+//! The second test drives the provider itself on the same image: the configuration's backends replaced
+//! (what `node join` and `node remove` of a control plane do) reloads HAProxy, which keeps running, and
+//! the same backends again change nothing.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use clusterctl_testbed::docker::docker;
+use clusterctl_testbed::registry::Registry;
+
+use crate::real_docker::{lab_network, DockerCluster, LOAD_BALANCER_LABEL};
+use crate::real_support::{self, wait_for, VERSION};
+
+/// The test bed's load balancer image (kind's `kindest/haproxy` contract, from Debian's haproxy).
+const LB_IMAGE: &str = "clusterctl.test/haproxy:1";
+
+/// `kubectl --kubeconfig KUBECONFIG ARGS` on this machine: (success, stdout + stderr).
+fn kubectl(bin: &std::path::Path, kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--request-timeout=10s")
+        .args(args)
+        .output()
+        .expect("kubectl");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The three-control-plane file: unprivileged nodes as `real_docker.rs` runs them, no StorageClass (not
+/// under test here), the images from the bundle.
+fn cluster_file(name: &str, node_image: &str, resolv: &std::path::Path) -> String {
+    format!(
+        "apiVersion: clusterctl.io/v1alpha1
+kind: Cluster
+metadata: {{name: {name}}}
+spec:
+  kubernetesVersion: {VERSION}
+  provider: docker
+  nodeEnvironment: unprivileged-container
+  storage: {{defaultClass: none}}
+  kubelet:
+    resolvConf: /etc/kubernetes/resolv.conf
+    evictionHard: {{memory.available: 100Mi, nodefs.available: 1Gi, nodefs.inodesFree: 1%, imagefs.available: 1Gi}}
+  docker:
+    nodeImage: {node_image}
+    loadBalancer: {{image: {LB_IMAGE}}}
+    runOptions:
+      privileged: false
+      capAdd: [SYS_ADMIN, NET_ADMIN, SYS_PTRACE]
+      tmpfs: [\"/run:exec\", \"/run/lock\", \"/tmp:exec\", \"/var/lib/containerd:exec\"]
+      cgroupns: private
+      extraMounts:
+        - {{hostPath: {}, containerPath: /etc/kubernetes/resolv.conf, readOnly: true}}
+  airgap:
+    bundle: site.tar
+  nodes:
+    - {{name: c1, role: control-plane}}
+    - {{name: c2, role: control-plane}}
+    - {{name: c3, role: control-plane}}
+",
+        resolv.display()
+    )
+}
+
+/// The load balancer after `up`: running, published on 127.0.0.1, the merged kubeconfig pointed at
+/// it, a joined control plane's kubelet going through it, `status` showing it. Returns its port.
+fn check_load_balancer(
+    cc: &clusterctl_testbed::cli::Clusterctl,
+    file: &str,
+    cluster: &DockerCluster,
+) -> u16 {
+    let lb = format!("{}-external-load-balancer", cluster.name);
+    let inspect = docker(&[
+        "inspect",
+        "-f",
+        "{{.State.Status}} {{.Config.Image}} {{(index (index .NetworkSettings.Ports \"6443/tcp\") 0).HostIp}} {{(index (index .NetworkSettings.Ports \"6443/tcp\") 0).HostPort}}",
+        &lb,
+    ])
+    .expect("inspect the load balancer");
+    let w: Vec<&str> = inspect.split_whitespace().collect();
+    assert_eq!(&w[..3], ["running", LB_IMAGE, "127.0.0.1"], "{inspect}");
+    let port: u16 = w[3].parse().expect("port");
+    let kc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(cc.kubeconfig()).expect("kubeconfig"))
+            .expect("yaml");
+    let c = &kc["clusters"][0]["cluster"];
+    assert_eq!(
+        c["server"].as_str(),
+        Some(format!("https://127.0.0.1:{port}").as_str()),
+        "{kc:?}"
+    );
+    assert_eq!(c["tls-server-name"].as_str(), Some(lb.as_str()), "{kc:?}");
+    let kubelet = docker(&[
+        "exec",
+        &cluster.container("c2"),
+        "grep",
+        "server:",
+        "/etc/kubernetes/kubelet.conf",
+    ])
+    .expect("kubelet.conf");
+    assert!(kubelet.contains(&format!("https://{lb}:6443")), "{kubelet}");
+    let status = cc
+        .run(&["status", "-f", file, "-o", "json"])
+        .expect("status");
+    assert_eq!(status.code, 0, "{}", status.all());
+    let s: serde_json::Value = serde_json::from_str(&status.stdout).expect("json");
+    assert_eq!(s["loadBalancer"]["state"], "running", "{s}");
+    assert_eq!(
+        s["loadBalancer"]["address"],
+        format!("127.0.0.1:{port}"),
+        "{s}"
+    );
+    assert_eq!(
+        s["loadBalancer"]["backends"],
+        serde_json::json!(["c1", "c2", "c3"]),
+        "{s}"
+    );
+    port
+}
+
+#[test]
+fn docker_lab_api_load_balancer_outlives_a_stopped_control_plane() {
+    let Some((image, store)) = real_support::available() else {
+        return;
+    };
+    let Some(bins) = clusterctl_testbed::k8sbin::require_programs(VERSION, &["kubectl"]) else {
+        return;
+    };
+    let t = Instant::now();
+    let name = clusterctl_testbed::unique_name("rlb");
+    let cluster = DockerCluster {
+        name: name.clone(),
+        nodes: vec!["c1".into(), "c2".into(), "c3".into()],
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_network, resolv) = lab_network(&name, dir.path());
+    let source = Registry::serve_readonly(&store.storage).expect("source registry");
+    real_support::image_in_docker(&store, LB_IMAGE);
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(&file, cluster_file(&name, &image.tag, &resolv)).expect("cluster file");
+    let cc = real_support::own_clusterctl(dir.path());
+    let f = file.to_string_lossy().into_owned();
+    let from = |host: &str| format!("{host}={}", source.addr());
+    let bundle = cc
+        .run(&[
+            "airgap",
+            "bundle",
+            "-f",
+            &f,
+            "--no-self",
+            "--source-registry-override",
+            &from("registry.k8s.io"),
+            "--source-registry-override",
+            &from("clusterctl.test"),
+        ])
+        .expect("airgap bundle");
+    assert_eq!(bundle.code, 0, "airgap bundle:\n{}", bundle.all());
+    let up = cc.run(&["up", "-f", &f]).expect("up");
+    assert_eq!(up.code, 0, "up:\n{}", up.all());
+    eprintln!(
+        "[real] docker lb: 3 control planes up after {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    check_load_balancer(&cc, &f, &cluster);
+    let kubectl_bin = bins.path("kubectl");
+    let kubeconfig = cc.kubeconfig();
+    let (ok, nodes) = kubectl(kubectl_bin, &kubeconfig, &["get", "nodes", "-o", "name"]);
+    assert!(ok, "{nodes}");
+    assert_eq!(nodes.lines().count(), 3, "{nodes}");
+    // The first control plane, which every kubeconfig and join pointed at before the load balancer.
+    let stopped = Instant::now();
+    docker(&["stop", "-t", "2", &cluster.container("c1")]).expect("docker stop c1");
+    let cm = format!("lb-{}", std::process::id());
+    wait_for(
+        "kubectl through the load balancer with c1 stopped",
+        Duration::from_secs(90),
+        || {
+            let (ok, out) = kubectl(kubectl_bin, &kubeconfig, &["get", "nodes", "-o", "name"]);
+            if !ok || out.lines().count() != 3 {
+                return Err(out);
+            }
+            let (ok, out) = kubectl(
+                kubectl_bin,
+                &kubeconfig,
+                &[
+                    "create",
+                    "configmap",
+                    &cm,
+                    "--from-literal=k=through-the-lb",
+                ],
+            );
+            if !ok && !out.contains("AlreadyExists") {
+                return Err(out);
+            }
+            let (ok, out) = kubectl(
+                kubectl_bin,
+                &kubeconfig,
+                &["get", "configmap", &cm, "-o", "jsonpath={.data.k}"],
+            );
+            (ok && out == "through-the-lb").then_some(()).ok_or(out)
+        },
+    );
+    eprintln!(
+        "[real] docker lb: API through the load balancer {:.1}s after c1 stopped",
+        stopped.elapsed().as_secs_f64()
+    );
+    let destroy = cc.run(&["destroy", "-f", &f, "--yes"]).expect("destroy");
+    assert_eq!(destroy.code, 0, "destroy:\n{}", destroy.all());
+    let left = docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label={LOAD_BALANCER_LABEL}={name}"),
+    ])
+    .expect("ps");
+    assert_eq!(left, "", "destroy left the load balancer");
+    eprintln!(
+        "[real] docker lb test done in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// The configuration inside the load balancer container (`docker cp` into `dir`).
+fn config_in(container: &str, dir: &std::path::Path) -> String {
+    let to = dir.join("haproxy.cfg");
+    docker(&[
+        "cp",
+        &format!(
+            "{container}:{}",
+            clusterctl_exec::docker::HAPROXY_CONFIG_PATH
+        ),
+        &to.to_string_lossy(),
+    ])
+    .expect("docker cp");
+    std::fs::read_to_string(&to).expect("haproxy.cfg")
+}
+
+/// The container's log, stdout and stderr.
+fn logs(container: &str) -> String {
+    let out = Command::new("docker")
+        .args(["logs", container])
+        .output()
+        .expect("docker logs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn the_load_balancer_reloads_new_backends_and_keeps_running() {
+    let Some((_image, store)) = real_support::available() else {
+        return;
+    };
+    real_support::image_in_docker(&store, LB_IMAGE);
+    let name = clusterctl_testbed::unique_name("rlbc");
+    let _cluster = DockerCluster {
+        name: name.clone(),
+        nodes: Vec::new(),
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (network, _) = lab_network(&name, dir.path());
+    let backend = |n: &str| (n.to_string(), format!("{name}-{n}:6443"));
+    let mut options = clusterctl_exec::DockerNodeOptions::kind(VERSION);
+    options.load_balancer = Some(clusterctl_exec::docker::LoadBalancerContainer {
+        name: format!("{name}-external-load-balancer"),
+        image: LB_IMAGE.into(),
+        host_port: 0,
+        port: 6443,
+        backends: vec![backend("c1"), backend("c2"), backend("c3")],
+        health_path: "/healthz".into(),
+    });
+    let p = clusterctl_exec::DockerProvider::new(name.clone(), options).expect("provider");
+    assert!(p.ensure_load_balancer(&network).expect("create"), "created");
+    let lb = format!("{name}-external-load-balancer");
+    assert!(config_in(&lb, dir.path()).contains(&format!("server c3 {name}-c3:6443")));
+    // `node remove c3`: c3 leaves the backends, HAProxy reloads and keeps running.
+    let two = [backend("c1"), backend("c2")];
+    assert!(p.configure_load_balancer(&two).expect("reconfigure"));
+    let text = config_in(&lb, dir.path());
+    assert!(!text.contains("server c3"), "{text}");
+    assert!(
+        text.contains(&format!("server c2 {name}-c2:6443")),
+        "{text}"
+    );
+    assert!(
+        !p.configure_load_balancer(&two).expect("again"),
+        "unchanged"
+    );
+    // The master process re-executes itself with the new file (SIGHUP) and keeps running.
+    wait_for("HAProxy reloaded", Duration::from_secs(20), || {
+        let l = logs(&lb);
+        (l.contains("Reexecuting Master process") || l.contains("Reloading"))
+            .then_some(())
+            .ok_or(l)
+    });
+    let state = p.load_balancer().expect("list").expect("found");
+    assert_eq!(state.state, "running", "{state:?}\n{}", logs(&lb));
+    assert!(state.host_port.is_some(), "{state:?}");
+    let removed = p.remove_load_balancer().expect("remove");
+    assert_eq!(removed.as_deref(), Some(lb.as_str()));
+    let _ = docker(&["network", "rm", &network]);
+}
