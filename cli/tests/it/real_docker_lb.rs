@@ -3,8 +3,8 @@
 //! `real_docker.rs`, with `docker.loadBalancer.image` the test bed's equivalent of kind's
 //! `kindest/haproxy` (`clusterctl.test/haproxy:1`, Debian's haproxy, `scripts/k8s/images.sh`). After
 //! `up`: the container `<cluster>-external-load-balancer` runs, published on 127.0.0.1; the kubeconfig
-//! `up` merged names `https://127.0.0.1:<that port>` (tls-server-name the load balancer); the joined
-//! control planes' kubelets reach the API through it; `status -o json` shows it with its three backends.
+//! `up` merged names `https://127.0.0.1:<that port>` (tls-server-name the load balancer); a joined
+//! control plane's admin.conf names it; `status -o json` shows it with its three backends.
 //! Then the first control plane is stopped (`docker stop`) and `kubectl` through that kubeconfig still
 //! lists the nodes and creates and reads a ConfigMap. `destroy` removes the load balancer.
 //!
@@ -80,7 +80,7 @@ spec:
 }
 
 /// The load balancer after `up`: running, published on 127.0.0.1, the merged kubeconfig pointed at
-/// it, a joined control plane's kubelet going through it, `status` showing it. Returns its port.
+/// it, a joined control plane's admin.conf naming it, `status` showing it. Returns its port.
 fn check_load_balancer(
     cc: &clusterctl_testbed::cli::Clusterctl,
     file: &str,
@@ -107,15 +107,17 @@ fn check_load_balancer(
         "{kc:?}"
     );
     assert_eq!(c["tls-server-name"].as_str(), Some(lb.as_str()), "{kc:?}");
-    let kubelet = docker(&[
+    // A joined control plane's admin.conf names the endpoint (its kubelet.conf the local API server:
+    // kubeadm's ControlPlaneKubeletLocalMode).
+    let admin = docker(&[
         "exec",
         &cluster.container("c2"),
         "grep",
         "server:",
-        "/etc/kubernetes/kubelet.conf",
+        "/etc/kubernetes/admin.conf",
     ])
-    .expect("kubelet.conf");
-    assert!(kubelet.contains(&format!("https://{lb}:6443")), "{kubelet}");
+    .expect("admin.conf");
+    assert!(admin.contains(&format!("https://{lb}:6443")), "{admin}");
     let status = cc
         .run(&["status", "-f", file, "-o", "json"])
         .expect("status");
@@ -167,8 +169,6 @@ fn docker_lab_api_load_balancer_outlives_a_stopped_control_plane() {
             "--no-self",
             "--source-registry-override",
             &from("registry.k8s.io"),
-            "--source-registry-override",
-            &from("clusterctl.test"),
         ])
         .expect("airgap bundle");
     assert_eq!(bundle.code, 0, "airgap bundle:\n{}", bundle.all());
