@@ -112,11 +112,9 @@ pub(crate) fn address_text(node: &ValidNode) -> String {
     node.address.map(|a| a.to_string()).unwrap_or_default()
 }
 
-/// The docker provider's node options for Kubernetes `tag` (e.g. `v1.34.1`): kind's run options for
-/// the version, with the file's node image and `spec.docker.runOptions` (env, extra mounts,
-/// privileged, capabilities, tmpfs, cgroup namespace, memory and CPU limits), its network, the
-/// nodes' port mappings and the local registry container (`spec.registry.local`). kind's read-only `/lib/modules` mount is left out when the host has no such
-/// directory (the engine refuses a missing bind source).
+/// The docker provider's node options for Kubernetes `tag` (e.g. `v1.34.1`): kind's run options for the version, with the file's node image and `spec.docker.runOptions`
+/// (env, extra mounts, privileged, capabilities, tmpfs, cgroup namespace, memory and CPU limits), its network, the nodes' port mappings, the local registry
+/// (`spec.registry.local`) and API load balancer (`spec.docker.loadBalancer`) containers. kind's read-only `/lib/modules` mount is left out when the host has no such directory (the engine refuses a missing bind source).
 pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOptions {
     let mut options = DockerNodeOptions::kind(tag);
     options.image = cluster.docker_node_image();
