@@ -232,34 +232,6 @@ pub fn local_api(cluster: &ValidCluster, offline: bool) -> Option<LocalApi> {
     })
 }
 
-/// The API load balancer container of `cluster` ([`ValidCluster::load_balancer`]) as the provider
-/// creates it: every control plane of the file but `without` as a backend (`<cluster>-<node>:6443`,
-/// checked with `GET /healthz`); `None` without one.
-pub(crate) fn load_balancer(
-    cluster: &ValidCluster,
-    without: Option<&str>,
-) -> Option<clusterctl_exec::docker::LoadBalancerContainer> {
-    let lb = cluster.load_balancer()?;
-    let port = clusterctl_spec::lab::LOAD_BALANCER_PORT;
-    Some(clusterctl_exec::docker::LoadBalancerContainer {
-        name: lb.container,
-        image: lb.image,
-        host_port: lb.port,
-        port,
-        backends: cluster
-            .control_planes()
-            .filter(|n| Some(n.name.as_str()) != without)
-            .map(|n| {
-                (
-                    n.name.clone(),
-                    format!("{}-{}:{port}", cluster.name(), n.name),
-                )
-            })
-            .collect(),
-        health_path: "/healthz".into(),
-    })
-}
-
 /// `node remove` of control plane `node`: the load balancer's backends without it, reloaded when
 /// they changed. `Ok(None)` when the cluster has no load balancer; else whether it changed. Errors:
 /// the engine's.
@@ -267,7 +239,7 @@ pub(crate) fn configure_lb(
     cluster: &ValidCluster,
     node: &str,
 ) -> Result<Option<bool>, crate::reach::ReachError> {
-    let Some(lb) = load_balancer(cluster, Some(node)) else {
+    let Some(lb) = crate::reach::load_balancer(cluster, Some(node)) else {
         return Ok(None);
     };
     let provider = crate::reach::docker_provider(cluster)?;

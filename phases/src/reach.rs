@@ -147,7 +147,7 @@ pub(crate) fn docker_options(cluster: &ValidCluster, tag: &str) -> DockerNodeOpt
     }
     options.network = cluster.spec().docker.network.clone();
     options.registry = registry(cluster);
-    options.load_balancer = crate::node_containers::load_balancer(cluster, None);
+    options.load_balancer = load_balancer(cluster, None);
     options.memory = ro.memory.as_deref().and_then(docker_bytes);
     options.nano_cpus = ro
         .cpus
@@ -400,6 +400,34 @@ pub(crate) fn registry(
             host_port: r.port,
             container_port: clusterctl_spec::lab::LOCAL_REGISTRY_CONTAINER_PORT,
         })
+}
+
+/// The API load balancer container of `cluster` ([`ValidCluster::load_balancer`]) as the provider
+/// creates it: every control plane of the file but `without` as a backend (`<cluster>-<node>:6443`,
+/// checked with `GET /healthz`); `None` without one.
+pub(crate) fn load_balancer(
+    cluster: &ValidCluster,
+    without: Option<&str>,
+) -> Option<clusterctl_exec::docker::LoadBalancerContainer> {
+    let lb = cluster.load_balancer()?;
+    let port = clusterctl_spec::lab::LOAD_BALANCER_PORT;
+    Some(clusterctl_exec::docker::LoadBalancerContainer {
+        name: lb.container,
+        image: lb.image,
+        host_port: lb.port,
+        port,
+        backends: cluster
+            .control_planes()
+            .filter(|n| Some(n.name.as_str()) != without)
+            .map(|n| {
+                (
+                    n.name.clone(),
+                    format!("{}-{}:{port}", cluster.name(), n.name),
+                )
+            })
+            .collect(),
+        health_path: "/healthz".into(),
+    })
 }
 
 /// A docker memory size (`512m`, `4g`, `1073741824`; suffixes b, k, m, g in powers of 1024, as
