@@ -7,10 +7,14 @@
 //!   Java 25 ([`JAVA_HOME`]) and Maven are test-bed needs only (`scripts/packages/testbed.list`).
 //! * **Per server**: a hard-linked copy of the built distribution in a temporary directory (its own
 //!   `data/`: the dev-file H2 database and the realm import), a serving certificate for `127.0.0.1`,
-//!   heap bound `-Xmx512m`, HTTPS only on `127.0.0.1:<free port>`, and [`REALM`] imported at start:
-//!   client [`CLIENT_ID`] (public, password grant) whose tokens carry a `groups` claim, a second
-//!   client [`OTHER_CLIENT_ID`], and user [`USER`] in group [`GROUP`]. Stopped (killed) on drop, and by
-//!   a watchdog when the test process dies.
+//!   heap bound `-Xmx512m`, HTTPS only on `127.0.0.1:<free port>` (or on another address of this
+//!   machine, [`Keycloak::start_on`]: a docker network's gateway, for API servers in node
+//!   containers), and [`REALM`] imported at start:
+//!   client [`CLIENT_ID`] (public, password grant) whose tokens carry a `groups` claim and live
+//!   [`TOKEN_LIFESPAN`], a second client [`OTHER_CLIENT_ID`], and user [`USER`] in group [`GROUP`].
+//!   A server that exits while starting (seen once in CI, the cause lost with its temporary
+//!   directory) is started again, up to [`START_ATTEMPTS`] times, each failed attempt's log excerpt
+//!   printed. Stopped (killed) on drop, and by a watchdog when the test process dies.
 
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt as _;
@@ -34,6 +38,11 @@ pub const OTHER_CLIENT_ID: &str = "other";
 pub const USER: &str = "alice";
 /// The user's group, in the `groups` claim.
 pub const GROUP: &str = "k8s-admins";
+/// How long the ID and access tokens of [`CLIENT_ID`] live (Keycloak's client attribute
+/// `access.token.lifespan`), so that a test can see an expired token refused.
+pub const TOKEN_LIFESPAN: Duration = Duration::from_secs(30);
+/// How many times [`Keycloak::start`] starts a server that exited before it answered.
+pub const START_ATTEMPTS: u32 = 3;
 /// How long a start may take (the first JVM start on a loaded 2-core machine is slow).
 const READY_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -61,10 +70,12 @@ pub enum KeycloakError {
     #[error("test certificate: {0}")]
     Pki(String),
     /// The server did not answer in time, or exited.
-    #[error("Keycloak not ready after {secs}s: {why}; log tail:\n{log}")]
+    #[error("Keycloak not ready after {secs}s: {why}; log excerpt:\n{log}")]
     NotReady {
         /// Seconds waited.
         secs: u64,
+        /// Whether the server's process had exited.
+        exited: bool,
         /// The last answer or the exit.
         why: String,
         /// The server's log tail.
@@ -161,6 +172,7 @@ pub fn realm() -> Value {
         "clients": [
             {"clientId": CLIENT_ID, "enabled": true, "publicClient": true,
              "directAccessGrantsEnabled": true, "standardFlowEnabled": false,
+             "attributes": {"access.token.lifespan": TOKEN_LIFESPAN.as_secs().to_string()},
              "protocolMappers": [{"name": "groups", "protocol": "openid-connect",
                 "protocolMapper": "oidc-group-membership-mapper",
                 "config": {"claim.name": "groups", "full.path": "false", "id.token.claim": "true",
@@ -176,8 +188,8 @@ pub fn password() -> &'static str {
     "pw-alice-test-only"
 }
 
-/// A CA and a serving certificate for 127.0.0.1: (CA PEM, certificate PEM, key PEM).
-fn tls() -> Result<(String, String, String), KeycloakError> {
+/// A CA and a serving certificate for `host` (and `localhost`): (CA PEM, certificate PEM, key PEM).
+fn tls(host: Ipv4Addr) -> Result<(String, String, String), KeycloakError> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
     let e = |err: rcgen::Error| KeycloakError::Pki(err.to_string());
     let ca_key = KeyPair::generate().map_err(e)?;
@@ -190,7 +202,7 @@ fn tls() -> Result<(String, String, String), KeycloakError> {
     let key = KeyPair::generate().map_err(e)?;
     let mut leaf = CertificateParams::new(vec!["localhost".to_string()]).map_err(e)?;
     leaf.subject_alt_names
-        .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        .push(SanType::IpAddress(IpAddr::V4(host)));
     let cert = leaf.signed_by(&key, &issuer).map_err(e)?;
     Ok((ca_pem, cert.pem(), key.serialize_pem()))
 }
@@ -199,6 +211,7 @@ fn tls() -> Result<(String, String, String), KeycloakError> {
 pub struct Keycloak {
     child: Child,
     dir: tempfile::TempDir,
+    host: Ipv4Addr,
     port: u16,
     ca_pem: String,
     started_in: Duration,
@@ -222,29 +235,52 @@ impl Keycloak {
         }
     }
 
-    /// Starts a server (see the module doc) and waits until the realm's discovery document answers.
+    /// Starts a server (see the module doc) and waits until the realm's discovery document answers;
+    /// a server that exited before answering is started again (fresh directory and port), at most
+    /// [`START_ATTEMPTS`] times in all. Errors: the last attempt's, or the first that is not an exit.
     pub fn start() -> Result<Keycloak, KeycloakError> {
+        Self::start_on(Ipv4Addr::LOCALHOST)
+    }
+
+    /// [`Keycloak::start`] listening on `host` (an address of this machine) instead of loopback; the
+    /// issuer URL and the serving certificate name it.
+    pub fn start_on(host: Ipv4Addr) -> Result<Keycloak, KeycloakError> {
         let dist = distribution()?;
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(&dist, host) {
+                Err(e @ KeycloakError::NotReady { exited: true, .. })
+                    if attempt < START_ATTEMPTS =>
+                {
+                    eprintln!(
+                        "Keycloak start {attempt}/{START_ATTEMPTS} failed, starting again: {e}"
+                    );
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One start in a fresh temporary directory on a fresh port.
+    fn start_once(dist: &Path, host: Ipv4Addr) -> Result<Keycloak, KeycloakError> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("{}-", crate::unique_name("kc")))
             .tempdir()
             .map_err(io("temp dir"))?;
         let home = dir.path().join("kc");
-        run(
-            "cp -al",
-            Command::new("cp").arg("-al").arg(&dist).arg(&home),
-        )?;
+        run("cp -al", Command::new("cp").arg("-al").arg(dist).arg(&home))?;
         let import = home.join("data/import");
         std::fs::create_dir_all(&import).map_err(io("data/import"))?;
         let write =
             |p: &Path, t: &str| std::fs::write(p, t).map_err(io(format!("{}", p.display())));
         write(&import.join("realm.json"), &realm().to_string())?;
-        let (ca_pem, cert, key) = tls()?;
+        let (ca_pem, cert, key) = tls(host)?;
         let cert_path = dir.path().join("tls.crt");
         let key_path = dir.path().join("tls.key");
         write(&cert_path, &cert)?;
         write(&key_path, &key)?;
-        let port = TcpListener::bind("127.0.0.1:0")
+        let port = TcpListener::bind((host, 0))
             .and_then(|l| l.local_addr())
             .map_err(io("a free port"))?
             .port();
@@ -262,9 +298,9 @@ impl Keycloak {
                 "--import-realm",
                 "--http-enabled=false",
             ])
-            .arg("--http-host=127.0.0.1")
+            .arg(format!("--http-host={host}"))
             .arg(format!("--https-port={port}"))
-            .arg(format!("--hostname=https://127.0.0.1:{port}"))
+            .arg(format!("--hostname=https://{host}:{port}"))
             .arg(format!("--https-certificate-file={}", cert_path.display()))
             .arg(format!(
                 "--https-certificate-key-file={}",
@@ -288,6 +324,7 @@ impl Keycloak {
         let mut kc = Keycloak {
             child,
             dir,
+            host,
             port,
             ca_pem,
             started_in: Duration::ZERO,
@@ -309,12 +346,13 @@ impl Keycloak {
             if exited || t0.elapsed() > READY_TIMEOUT {
                 return Err(KeycloakError::NotReady {
                     secs: t0.elapsed().as_secs(),
+                    exited,
                     why: if exited {
                         format!("exited; {why}")
                     } else {
                         why
                     },
-                    log: self.log_tail(40),
+                    log: self.log_excerpt(20, 20),
                 });
             }
             std::thread::sleep(Duration::from_millis(500));
@@ -336,17 +374,29 @@ impl Keycloak {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// The last `n` lines of the server's log.
-    pub fn log_tail(&self, n: usize) -> String {
+    /// The server log's lines that say why it stopped (`ERROR`, `Caused by`, the first `max_errors`
+    /// of them) and then its last `tail` lines: a start that failed early logs its cause well above
+    /// the shutdown lines that end the log.
+    pub fn log_excerpt(&self, max_errors: usize, tail: usize) -> String {
         let text =
             std::fs::read_to_string(self.dir.path().join("keycloak.log")).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
+        let errors = lines
+            .iter()
+            .filter(|l| l.contains("ERROR") || l.contains("Caused by"))
+            .take(max_errors)
+            .copied();
+        let last = lines[lines.len().saturating_sub(tail)..].iter().copied();
+        errors
+            .chain(std::iter::once("…"))
+            .chain(last)
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
-    /// The realm's issuer URL (`https://127.0.0.1:<port>/realms/k8s`).
+    /// The realm's issuer URL (`https://<host>:<port>/realms/k8s`).
     pub fn issuer_url(&self) -> String {
-        format!("https://127.0.0.1:{}/realms/{REALM}", self.port)
+        format!("https://{}:{}/realms/{REALM}", self.host, self.port)
     }
 
     /// The PEM CA that signed the server's certificate.
@@ -400,6 +450,17 @@ impl Keycloak {
                 output: v["error"].to_string(),
             })
     }
+}
+
+/// The `exp` claim (Unix seconds) of a JWT: its payload, the second dot-separated part, base64url
+/// without padding (RFC 7519). `None` when the token is not a JWT or has no numeric `exp`.
+pub fn token_expiry(token: &str) -> Option<u64> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
+    serde_json::from_slice::<Value>(&bytes).ok()?["exp"].as_u64()
 }
 
 impl Drop for Keycloak {

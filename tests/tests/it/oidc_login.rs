@@ -7,12 +7,14 @@
 //! prints the prefixed user and group; before any binding the user may not list pods; a
 //! ClusterRoleBinding for the prefixed group to a ClusterRole of `get`/`list` on pods allows `kubectl
 //! get pods` and nothing more (Secrets, Nodes and a pod delete are forbidden); a token of another
-//! client of the same realm (another audience) is refused with 401. Keycloak's start time and memory
-//! are printed (docs/testing.md).
+//! client of the same realm (another audience) is refused with 401, and so is a token of the right
+//! client once its `exp` has passed (the client's tokens live [`keycloak::TOKEN_LIFESPAN`]; kubectl
+//! is handed a fresh one before each call). Keycloak's start time and memory are printed
+//! (docs/testing.md).
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::k8sbin::{require_programs, DEFAULT_VERSION};
@@ -21,8 +23,33 @@ use serde_json::json;
 
 use crate::apiserver_rendered::{envtest_with, rendered};
 
-/// `kubectl --kubeconfig <token kubeconfig> ARGS`: (success, stdout + stderr).
-fn kubectl(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String) {
+/// The real kubectl logged in as [`keycloak::USER`] against one API server.
+struct Login<'a> {
+    kc: &'a Keycloak,
+    env: &'a Envtest,
+    kubectl: &'a Path,
+    kubeconfig: std::path::PathBuf,
+}
+
+impl Login<'_> {
+    /// `kubectl --kubeconfig <token kubeconfig> ARGS` with a token fetched just before (the
+    /// client's tokens are short-lived): (success, stdout + stderr).
+    fn kubectl(&self, args: &[&str]) -> (bool, String) {
+        let token = self
+            .kc
+            .id_token(keycloak::CLIENT_ID)
+            .expect("a token of kubernetes");
+        std::fs::write(
+            &self.kubeconfig,
+            self.env.kubeconfig_with_token("oidc", &token),
+        )
+        .expect("kubeconfig");
+        run_kubectl(self.kubectl, &self.kubeconfig, args)
+    }
+}
+
+/// `kubectl --kubeconfig KUBECONFIG ARGS`: (success, stdout + stderr).
+fn run_kubectl(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(kubectl)
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -102,16 +129,21 @@ fn login_in_mode(kc: &Keycloak, kubectl_bin: &Path, mode: &str) {
         assert!(r.flags.iter().all(|(k, _)| !k.starts_with("oidc-")));
     }
     let env = envtest_with(&r, &dir.path().join("node"));
-    let token = kc
+    // Fetched first, seen refused once it has expired, at the end.
+    let expiring = kc
         .id_token(keycloak::CLIENT_ID)
         .expect("a token of kubernetes");
-    let kubeconfig = dir.path().join("oidc.kubeconfig");
-    std::fs::write(&kubeconfig, env.kubeconfig_with_token("oidc", &token)).expect("kubeconfig");
+    let login = Login {
+        kc,
+        env: &env,
+        kubectl: kubectl_bin,
+        kubeconfig: dir.path().join("oidc.kubeconfig"),
+    };
 
     // The authenticator may still be fetching the issuer's keys right after the start.
     let deadline = Instant::now() + Duration::from_secs(60);
     let whoami = loop {
-        let (ok, out) = kubectl(kubectl_bin, &kubeconfig, &["auth", "whoami"]);
+        let (ok, out) = login.kubectl(&["auth", "whoami"]);
         if ok || Instant::now() > deadline {
             break out;
         }
@@ -132,7 +164,7 @@ fn login_in_mode(kc: &Keycloak, kubectl_bin: &Path, mode: &str) {
         "{mode}: {whoami}"
     );
 
-    let (ok, out) = kubectl(kubectl_bin, &kubeconfig, &["get", "pods", "-n", "default"]);
+    let (ok, out) = login.kubectl(&["get", "pods", "-n", "default"]);
     assert!(
         !ok && out.contains("Forbidden"),
         "{mode}, no binding yet: {out}"
@@ -155,7 +187,7 @@ fn login_in_mode(kc: &Keycloak, kubectl_bin: &Path, mode: &str) {
     .expect("cluster role binding");
     let deadline = Instant::now() + Duration::from_secs(30);
     let (ok, out) = loop {
-        let r = kubectl(kubectl_bin, &kubeconfig, &["get", "pods", "-n", "default"]);
+        let r = login.kubectl(&["get", "pods", "-n", "default"]);
         if r.0 || Instant::now() > deadline {
             break r;
         }
@@ -167,7 +199,7 @@ fn login_in_mode(kc: &Keycloak, kubectl_bin: &Path, mode: &str) {
         &["get", "nodes"][..],
         &["delete", "pod", "nothing", "-n", "default"][..],
     ] {
-        let (ok, out) = kubectl(kubectl_bin, &kubeconfig, args);
+        let (ok, out) = login.kubectl(args);
         assert!(!ok && out.contains("Forbidden"), "{mode} {args:?}: {out}");
     }
 
@@ -176,5 +208,37 @@ fn login_in_mode(kc: &Keycloak, kubectl_bin: &Path, mode: &str) {
         .id_token(keycloak::OTHER_CLIENT_ID)
         .expect("a token of other");
     assert_eq!(status_with(&env, dir.path(), &other), "401", "{mode}");
-    assert_eq!(status_with(&env, dir.path(), &token), "200", "{mode}");
+    let fresh = kc
+        .id_token(keycloak::CLIENT_ID)
+        .expect("a token of kubernetes");
+    assert_eq!(status_with(&env, dir.path(), &fresh), "200", "{mode}");
+    refused_once_expired(&env, dir.path(), &expiring, mode);
+}
+
+/// Waits until `token`'s `exp` has passed, then expects 401 for it (within the API server's
+/// authentication cache time, 10 s), while a fresh token of the same client still gets 200.
+fn refused_once_expired(env: &Envtest, dir: &Path, token: &str, mode: &str) {
+    let exp = keycloak::token_expiry(token).expect("the ID token is a JWT with exp");
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    std::thread::sleep(Duration::from_secs(exp.saturating_sub(now) + 1));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let code = loop {
+        let code = status_with(env, dir, token);
+        if code == "401" || Instant::now() > deadline {
+            break code;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(code, "401", "{mode}: a token expired at {exp}");
+    eprintln!(
+        "oidc {mode}: the expired token refused {}s after its exp",
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            .saturating_sub(exp)
+    );
 }
