@@ -21,8 +21,11 @@
 //! masked, and before the switch to secretbox it diffs the node's encryption configuration against
 //! the new one, the aescbc key masked (issue 27 item 7).
 
+use std::net::Ipv4Addr;
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use clusterctl_testbed::keycloak::{self, Keycloak};
 
 use crate::real_support::encryption as enc;
 use crate::real_support::{self, FileOptions, RealCluster};
@@ -48,6 +51,75 @@ fn apiserver_args(c: &RealCluster) -> String {
         .expect("ps")
 }
 
+/// The file's `apiServer` lines: certSANs, the default audit policy and OIDC with Keycloak as the
+/// issuer and `prefix` on users and groups (when Keycloak runs).
+fn api_server(kc: Option<&Keycloak>, prefix: &str) -> String {
+    let mut api = format!("  apiServer:\n    certSANs: [{SAN}]\n    audit: {{policy: default}}\n");
+    if let Some(kc) = kc {
+        api += &format!(
+            "    oidc:\n      issuerURL: {}\n      clientID: {}\n      usernameClaim: preferred_username\n      usernamePrefix: \"{prefix}\"\n      groupsClaim: groups\n      groupsPrefix: \"{prefix}\"\n      caFile: kc-ca.crt\n",
+            kc.issuer_url(),
+            keycloak::CLIENT_ID
+        );
+    }
+    api
+}
+
+/// Keycloak on the node network's gateway (started while `up` builds the cluster), its CA beside
+/// the cluster file; `None` (the OIDC checks skipped, failed in CI) when it cannot start.
+fn keycloak_for(
+    c: &RealCluster,
+    started: std::thread::JoinHandle<Result<Keycloak, keycloak::KeycloakError>>,
+) -> Option<Keycloak> {
+    match started.join().expect("the Keycloak thread") {
+        Ok(kc) => {
+            let dir = c.file.parent().expect("the file's directory");
+            std::fs::write(dir.join("kc-ca.crt"), kc.ca_pem()).expect("kc-ca.crt");
+            eprintln!(
+                "[real] Keycloak ready in {:.1}s",
+                kc.started_in().as_secs_f64()
+            );
+            Some(kc)
+        }
+        Err(e) => {
+            clusterctl_testbed::require(&format!("a real Keycloak: {e}"), false);
+            None
+        }
+    }
+}
+
+/// `kubectl auth whoami` on the first control plane (to its own address, which the serving
+/// certificate names) with a fresh ID token of Keycloak's user
+/// (the kubeconfig 0600 on the node, removed after), retried while the new API server fetches the
+/// issuer's keys, until it names `{prefix}alice` in `{prefix}k8s-admins`.
+fn whoami_is(c: &RealCluster, kc: &Keycloak, prefix: &str) {
+    let user = format!("{prefix}{}", keycloak::USER);
+    let group = format!("{prefix}{}", keycloak::GROUP);
+    real_support::wait_for("the OIDC login", Duration::from_secs(90), || {
+        let token = kc
+            .id_token(keycloak::CLIENT_ID)
+            .map_err(|e| e.to_string())?;
+        let kubeconfig = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{}:6443\n    certificate-authority: /etc/kubernetes/pki/ca.crt\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
+            c.first().address
+        );
+        let (_, out, err) = c
+            .first()
+            .exec(
+                "umask 077; cat > /root/oidc.kubeconfig; kubectl --kubeconfig /root/oidc.kubeconfig auth whoami; rm -f /root/oidc.kubeconfig",
+                kubeconfig.as_bytes(),
+            )
+            .map_err(|e| e.to_string())?;
+        let named = out
+            .lines()
+            .any(|l| l.starts_with("Username") && l.ends_with(&user))
+            && out
+                .lines()
+                .any(|l| l.starts_with("Groups") && l.contains(&group));
+        named.then_some(()).ok_or(format!("{out}{err}"))
+    });
+}
+
 fn with_api_server(c: &RealCluster, base: &str, api_server: &str) {
     let text = base.replace("  nodes:\n", &format!("{api_server}  nodes:\n"));
     std::fs::write(&c.file, text).expect("cluster file");
@@ -60,6 +132,9 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
     };
     let t = Instant::now();
     let c = real_support::start("rro", 1, 0, FileOptions::default(), &env);
+    // Keycloak (OIDC issuer for the API server in the node container) starts while `up` runs.
+    let gateway: Ipv4Addr = c.nodes.gateway.parse().expect("the gateway's address");
+    let kc_started = std::thread::spawn(move || Keycloak::start_on(gateway));
     let address = c.first().address.clone();
     let base = std::fs::read_to_string(&c.file).expect("cluster file");
     // The real node image has no curl: nothing of the rollout may need it.
@@ -72,7 +147,7 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
     let secrets = enc::Secrets::stored_plain(&c);
 
     // certSANs, the audit policy and encryption at rest added: rolled out.
-    let api = format!("  apiServer:\n    certSANs: [{SAN}]\n    audit: {{policy: default}}\n");
+    let api = api_server(None, "");
     let rolled = format!("{api}    encryption: {{provider: aescbc}}\n");
     with_api_server(&c, &base, &rolled);
     enc::check_diff(&c, SAN);
@@ -148,7 +223,10 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
         "running: {args}"
     );
     assert!(served_sans(&address).contains(SAN));
-    // Set back, with the provider switched to secretbox: the Secrets are rewritten with it.
+    // Set back, with OIDC added (Keycloak had the rollouts above to start) and the provider
+    // switched to secretbox: the login works and the Secrets are rewritten with secretbox.
+    let kc = keycloak_for(&c, kc_started);
+    let api = api_server(kc.as_ref(), "a:");
     with_api_server(
         &c,
         &base,
@@ -158,6 +236,24 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
     let r = c.up(&[]);
     secrets.check_encrypted(&c, "secretbox", &r.all());
     enc::check_switched(&c, &key, &r.all());
+    if let Some(kc) = &kc {
+        whoami_is(&c, kc, "a:");
+        let cfg = c.kubectl(
+            "-n kube-system get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}'",
+        );
+        assert!(cfg.contains(&kc.issuer_url()), "kubeadm-config: {cfg}");
+        // The prefix changed in the file: rolled out, in effect.
+        with_api_server(
+            &c,
+            &base,
+            &format!(
+                "{}    encryption: {{provider: secretbox}}\n",
+                api_server(Some(kc), "b:")
+            ),
+        );
+        c.up(&[]);
+        whoami_is(&c, kc, "b:");
+    }
     eprintln!(
         "[real] rollout test done in {:.1}s",
         t.elapsed().as_secs_f64()
