@@ -292,6 +292,13 @@ fn the_load_balancer_reloads_new_backends_and_keeps_running() {
     assert!(p.ensure_load_balancer(&network).expect("create"), "created");
     let lb = format!("{name}-external-load-balancer");
     assert!(config_in(&lb, dir.path()).contains(&format!("server c3 {name}-c3:6443")));
+    // HAProxy started (its master logs "Loading success" once its worker runs): a `node remove`
+    // comes long after `up` made the load balancer, while a SIGHUP sent during HAProxy's own start
+    // is lost (seen once under load: the reload below never came).
+    wait_for("HAProxy started", Duration::from_secs(30), || {
+        let l = logs(&lb);
+        l.contains("Loading success").then_some(()).ok_or(l)
+    });
     // `node remove c3`: c3 leaves the backends, HAProxy reloads and keeps running.
     let two = [backend("c1"), backend("c2")];
     assert!(p.configure_load_balancer(&two).expect("reconfigure"));

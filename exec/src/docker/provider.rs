@@ -24,6 +24,7 @@ use futures_util::StreamExt;
 mod lb;
 mod registry;
 mod remove;
+mod side;
 
 pub use lb::{
     haproxy_config, LoadBalancerContainer, LoadBalancerState, HAPROXY_CONFIG_PATH,
@@ -417,21 +418,7 @@ impl DockerProvider {
     /// The cluster's node containers (found by [`CLUSTER_LABEL`]), sorted by node name.
     pub fn list(&self) -> Result<Vec<DockerNode>, ExecError> {
         let network = self.network_name();
-        let summaries = self.client.block_on(async {
-            self.client
-                .docker()
-                .list_containers(Some(
-                    ListContainersOptionsBuilder::default()
-                        .all(true)
-                        .filters(&HashMap::from([(
-                            "label",
-                            vec![format!("{CLUSTER_LABEL}={}", self.cluster)],
-                        )]))
-                        .build(),
-                ))
-                .await
-                .map_err(|e| self.err(format!("listing containers: {e}")))
-        })?;
+        let summaries = self.labelled(CLUSTER_LABEL)?;
         let mut nodes: Vec<DockerNode> = summaries
             .into_iter()
             .map(|c| {

@@ -8,21 +8,16 @@
 //! replaces the configuration through the archive API and reloads HAProxy with `SIGHUP` (kind's node
 //! contract: `haproxy -W -db -f CONFIG`, no shell needed in the image), only when the text changed.
 
-use std::collections::HashMap;
 use std::io::Read;
 
-use bollard::models::{
-    ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig, PortBinding,
-    RestartPolicy, RestartPolicyNameEnum,
-};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, DownloadFromContainerOptionsBuilder,
-    KillContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
-    UploadToContainerOptionsBuilder,
+    KillContainerOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
 
+use super::side::{side_body, Side};
 use super::DockerProvider;
 use crate::transport::ExecError;
 
@@ -108,21 +103,7 @@ fn archive(path: &str, text: &str) -> Result<Vec<u8>, std::io::Error> {
 impl DockerProvider {
     /// The cluster's load balancer container (by [`LOAD_BALANCER_LABEL`]), if there is one.
     pub fn load_balancer(&self) -> Result<Option<LoadBalancerState>, ExecError> {
-        let summaries = self.client.block_on(async {
-            self.client
-                .docker()
-                .list_containers(Some(
-                    ListContainersOptionsBuilder::default()
-                        .all(true)
-                        .filters(&HashMap::from([(
-                            "label",
-                            vec![format!("{LOAD_BALANCER_LABEL}={}", self.cluster)],
-                        )]))
-                        .build(),
-                ))
-                .await
-                .map_err(|e| self.err(format!("listing containers: {e}")))
-        })?;
+        let summaries = self.labelled(LOAD_BALANCER_LABEL)?;
         Ok(summaries.into_iter().find_map(|c| {
             let name = c.names?.first()?.trim_start_matches('/').to_string();
             let host_port = c
@@ -156,41 +137,16 @@ impl DockerProvider {
             return Ok(changed);
         }
         self.ensure(&lb.image)?;
-        let port_key = format!("{}/tcp", lb.port);
-        let host = HostConfig {
-            network_mode: Some(network.to_string()),
-            port_bindings: Some(HashMap::from([(
-                port_key.clone(),
-                Some(vec![PortBinding {
-                    host_ip: Some("127.0.0.1".into()),
-                    host_port: Some(match lb.host_port {
-                        0 => String::new(),
-                        p => p.to_string(),
-                    }),
-                }]),
-            )])),
-            restart_policy: Some(RestartPolicy {
-                name: Some(RestartPolicyNameEnum::ALWAYS),
-                maximum_retry_count: None,
-            }),
-            ..Default::default()
-        };
-        let body = ContainerCreateBody {
-            image: Some(lb.image.clone()),
-            labels: Some(HashMap::from([(
-                LOAD_BALANCER_LABEL.to_string(),
-                self.cluster.clone(),
-            )])),
-            exposed_ports: Some(vec![port_key]),
-            host_config: Some(host),
-            networking_config: Some(NetworkingConfig {
-                endpoints_config: Some(HashMap::from([(
-                    network.to_string(),
-                    EndpointSettings::default(),
-                )])),
-            }),
-            ..Default::default()
-        };
+        let body = side_body(
+            &Side {
+                image: &lb.image,
+                label: LOAD_BALANCER_LABEL,
+                network,
+                container_port: lb.port,
+                host_port: lb.host_port,
+            },
+            &self.cluster,
+        );
         self.client.block_on(async {
             self.client
                 .docker()
@@ -318,21 +274,7 @@ impl DockerProvider {
         let Some(found) = self.load_balancer()? else {
             return Ok(None);
         };
-        self.client.block_on(async {
-            self.client
-                .docker()
-                .remove_container(
-                    &found.name,
-                    Some(
-                        RemoveContainerOptionsBuilder::default()
-                            .force(true)
-                            .v(true)
-                            .build(),
-                    ),
-                )
-                .await
-                .map_err(|e| self.err(format!("removing container {}: {e}", found.name)))
-        })?;
+        self.force_remove(&found.name)?;
         Ok(Some(found.name))
     }
 }

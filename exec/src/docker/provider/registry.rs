@@ -4,16 +4,9 @@
 //! `remove_all`). It carries [`REGISTRY_LABEL`] instead of the cluster label, so it is never taken for
 //! a node. Also how an image reference is split for a pull ([`pull_parts`]).
 
-use std::collections::HashMap;
+use bollard::query_parameters::CreateContainerOptionsBuilder;
 
-use bollard::models::{
-    ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig, PortBinding,
-    RestartPolicy, RestartPolicyNameEnum,
-};
-use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
-};
-
+use super::side::{side_body, Side};
 use super::{DockerProvider, REGISTRY_LABEL};
 use crate::transport::ExecError;
 
@@ -36,21 +29,7 @@ pub(crate) fn pull_parts(image: &str) -> (String, String) {
 impl DockerProvider {
     /// The cluster's registry containers (by [`REGISTRY_LABEL`]): their names.
     pub fn registry_containers(&self) -> Result<Vec<String>, ExecError> {
-        let summaries = self.client.block_on(async {
-            self.client
-                .docker()
-                .list_containers(Some(
-                    ListContainersOptionsBuilder::default()
-                        .all(true)
-                        .filters(&HashMap::from([(
-                            "label",
-                            vec![format!("{REGISTRY_LABEL}={}", self.cluster)],
-                        )]))
-                        .build(),
-                ))
-                .await
-                .map_err(|e| self.err(format!("listing containers: {e}")))
-        })?;
+        let summaries = self.labelled(REGISTRY_LABEL)?;
         Ok(summaries
             .into_iter()
             .filter_map(|c| {
@@ -72,38 +51,16 @@ impl DockerProvider {
             return Ok(false);
         }
         self.ensure(&r.image)?;
-        let port_key = format!("{}/tcp", r.container_port);
-        let host = HostConfig {
-            network_mode: Some(network.to_string()),
-            port_bindings: Some(HashMap::from([(
-                port_key.clone(),
-                Some(vec![PortBinding {
-                    host_ip: Some("127.0.0.1".into()),
-                    host_port: Some(r.host_port.to_string()),
-                }]),
-            )])),
-            restart_policy: Some(RestartPolicy {
-                name: Some(RestartPolicyNameEnum::ALWAYS),
-                maximum_retry_count: None,
-            }),
-            ..Default::default()
-        };
-        let body = ContainerCreateBody {
-            image: Some(r.image.clone()),
-            labels: Some(HashMap::from([(
-                REGISTRY_LABEL.to_string(),
-                self.cluster.clone(),
-            )])),
-            exposed_ports: Some(vec![port_key]),
-            host_config: Some(host),
-            networking_config: Some(NetworkingConfig {
-                endpoints_config: Some(HashMap::from([(
-                    network.to_string(),
-                    EndpointSettings::default(),
-                )])),
-            }),
-            ..Default::default()
-        };
+        let body = side_body(
+            &Side {
+                image: &r.image,
+                label: REGISTRY_LABEL,
+                network,
+                container_port: r.container_port,
+                host_port: r.host_port,
+            },
+            &self.cluster,
+        );
         self.client.block_on(async {
             let d = self.client.docker();
             d.create_container(
@@ -130,24 +87,9 @@ impl DockerProvider {
     /// there); returns their names.
     pub fn remove_registry(&self) -> Result<Vec<String>, ExecError> {
         let names = self.registry_containers()?;
-        self.client.block_on(async {
-            for n in &names {
-                self.client
-                    .docker()
-                    .remove_container(
-                        n,
-                        Some(
-                            RemoveContainerOptionsBuilder::default()
-                                .force(true)
-                                .v(true)
-                                .build(),
-                        ),
-                    )
-                    .await
-                    .map_err(|e| self.err(format!("removing container {n}: {e}")))?;
-            }
-            Ok::<(), ExecError>(())
-        })?;
+        for n in &names {
+            self.force_remove(n)?;
+        }
         Ok(names)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use bollard::query_parameters::{ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder};
+use bollard::query_parameters::ListNetworksOptionsBuilder;
 
 use super::{DockerNode, DockerProvider, CLUSTER_LABEL};
 use crate::transport::ExecError;
@@ -38,22 +38,12 @@ impl DockerProvider {
     /// container uses any more.
     fn remove_where(&self, which: impl Fn(&DockerNode) -> bool) -> Result<Removed, ExecError> {
         let nodes: Vec<DockerNode> = self.list()?.into_iter().filter(which).collect();
+        for n in &nodes {
+            self.force_remove(&n.container)?;
+        }
         self.client
             .block_on(async {
                 let d = self.client.docker();
-                for n in &nodes {
-                    d.remove_container(
-                        &n.container,
-                        Some(
-                            RemoveContainerOptionsBuilder::default()
-                                .force(true)
-                                .v(true)
-                                .build(),
-                        ),
-                    )
-                    .await
-                    .map_err(|e| self.err(format!("removing container {}: {e}", n.container)))?;
-                }
                 let nets = d
                     .list_networks(Some(
                         ListNetworksOptionsBuilder::default()
