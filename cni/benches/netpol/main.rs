@@ -25,15 +25,17 @@
 //! kube-network-policies").
 
 mod subject;
+#[path = "../../tests/it/support.rs"]
+mod support;
 mod world;
 
 use clusterctl_testbed::envtest::Envtest;
-use clusterctl_testbed::netns::Netns;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use subject::{Iperf, Kind, Running};
-use world::{listen, probe, until, Pod, World};
+use support::{listen, probe};
+use world::{until, Pod, World};
 
 /// The run's sizes.
 struct Sizes {
@@ -71,19 +73,6 @@ const SHORT: Sizes = Sizes {
 
 /// How long a subject may take to enforce its first policy after its start.
 const START_LIMIT: Duration = Duration::from_secs(20);
-
-/// Runs `f` on a thread inside `ns` (sockets opened there live in it).
-pub(crate) fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = clusterctl_cni::netns::open(&ns.path()).expect("open netns");
-            let _g = clusterctl_cni::netns::NetnsGuard::enter(&file).expect("enter netns");
-            f()
-        })
-        .join()
-        .expect("thread")
-    })
-}
 
 /// The probe namespace's pods: `client` → `server` (iperf), `web` (latency), `sentinel` (start).
 struct Probes {

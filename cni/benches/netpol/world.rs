@@ -4,10 +4,11 @@
 //! authenticate with, and a relay that makes the API server reachable on `127.0.0.1:<its port>`
 //! from inside the node namespace (where both subjects run).
 
+use crate::support::{in_ns, probe};
 use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::netns::{Netns, Node, Underlay};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -260,7 +261,7 @@ fn service_account(env: &Envtest, ns: &str) -> String {
 /// API server on this machine's loopback), so a process in the node namespace reaches it at the
 /// address its certificate names.
 fn relay(ns: &Netns, addr: std::net::SocketAddr) {
-    let l = crate::in_ns(ns, || TcpListener::bind(("127.0.0.1", addr.port()))).expect("relay");
+    let l = in_ns(ns, || TcpListener::bind(("127.0.0.1", addr.port()))).expect("relay");
     std::thread::spawn(move || {
         for c in l.incoming().flatten() {
             let Ok(up) = TcpStream::connect(addr) else {
@@ -280,36 +281,6 @@ fn relay(ns: &Netns, addr: std::net::SocketAddr) {
             }
         }
     });
-}
-
-/// A TCP echo server on `port` inside `ns`, for the life of the process.
-pub(crate) fn listen(ns: &Netns, port: u16) {
-    let l = crate::in_ns(ns, || TcpListener::bind(("0.0.0.0", port))).expect("bind");
-    std::thread::spawn(move || {
-        for c in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut line = String::new();
-                if BufReader::new(&c).read_line(&mut line).is_ok() {
-                    let _ = (&c).write_all(line.as_bytes());
-                }
-            });
-        }
-    });
-}
-
-/// Whether a TCP connection from `ns` to `ip:port` carries a line there and back within `t`.
-pub(crate) fn probe(ns: &Netns, ip: Ipv4Addr, port: u16, t: Duration) -> bool {
-    crate::in_ns(ns, || {
-        let Ok(mut c) = TcpStream::connect_timeout(&(ip, port).into(), t) else {
-            return false;
-        };
-        let _ = c.set_read_timeout(Some(t));
-        if c.write_all(b"ping\n").is_err() {
-            return false;
-        }
-        let mut line = String::new();
-        BufReader::new(&c).read_line(&mut line).is_ok() && line == "ping\n"
-    })
 }
 
 /// Probes (every ~20 ms) until the flow's outcome is `want`: the time from `since` to the start of

@@ -10,50 +10,20 @@ use clusterctl_cni::agent::netpol::{self, Nft};
 use clusterctl_testbed::envtest::Envtest;
 use clusterctl_testbed::netns::{Netns, Underlay};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// An echo server on `port` inside `ns`, for the life of the test.
-fn listen(ns: &Netns, port: u16) {
-    let l = in_ns(ns, || TcpListener::bind(("0.0.0.0", port))).expect("bind");
-    std::thread::spawn(move || {
-        for c in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut line = String::new();
-                let mut r = BufReader::new(&c);
-                if r.read_line(&mut line).is_ok() {
-                    let _ = (&c).write_all(line.as_bytes());
-                }
-            });
-        }
-    });
-}
-
-/// Whether a TCP connection from `ns` to `ip:port` carries a line there and back (300 ms).
-fn probe(ns: &Netns, ip: Ipv4Addr, port: u16) -> bool {
-    in_ns(ns, || {
-        let t = Duration::from_millis(300);
-        let Ok(mut c) = TcpStream::connect_timeout(&SocketAddr::from((ip, port)), t) else {
-            return false;
-        };
-        let _ = c.set_read_timeout(Some(t));
-        if c.write_all(b"ping\n").is_err() {
-            return false;
-        }
-        let mut line = String::new();
-        BufReader::new(&c).read_line(&mut line).is_ok() && line == "ping\n"
-    })
-}
+/// How long one probe waits to connect and for the echo.
+const PROBE: Duration = Duration::from_millis(300);
 
 /// Probes until the flow's outcome is `want`; the time from `since` to the start of the first
 /// probe that gave it. Panics after 5 s.
 fn until(ns: &Netns, ip: Ipv4Addr, port: u16, want: bool, since: Instant) -> Duration {
     loop {
         let start = since.elapsed();
-        if probe(ns, ip, port) == want {
+        if probe(ns, ip, port, PROBE) == want {
             return start;
         }
         assert!(
@@ -206,7 +176,10 @@ fn policies_from_the_api_are_enforced_within_a_second_and_across_a_restart() {
         (&srv, &d, 7070),
         (&d, &a, 7070),
     ] {
-        assert!(probe(&from.ns, to.ip, port), "open before any policy");
+        assert!(
+            probe(&from.ns, to.ip, port, PROBE),
+            "open before any policy"
+        );
     }
 
     let agent = Agent::start(&node, &kc);
@@ -218,9 +191,9 @@ fn policies_from_the_api_are_enforced_within_a_second_and_across_a_restart() {
         json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
     );
     let deny_took = until(&a.ns, srv.ip, 8080, false, t);
-    assert!(!probe(&c.ns, srv.ip, 8080) && !probe(&d.ns, a.ip, 7070));
+    assert!(!probe(&c.ns, srv.ip, 8080, PROBE) && !probe(&d.ns, a.ip, 7070, PROBE));
     assert!(
-        probe(&node, srv.ip, 8080) && probe(&node, a.ip, 7070),
+        probe(&node, srv.ip, 8080, PROBE) && probe(&node, a.ip, 7070, PROBE),
         "the node reaches its pods"
     );
 
@@ -233,8 +206,11 @@ fn policies_from_the_api_are_enforced_within_a_second_and_across_a_restart() {
         "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "client"}}}], "ports": [{"port": "http"}]}]}),
     );
     let allow_took = until(&a.ns, srv.ip, 8080, true, t);
-    assert!(!probe(&a.ns, srv.ip, 9090), "another port");
-    assert!(!probe(&c.ns, srv.ip, 8080), "a client of another namespace");
+    assert!(!probe(&a.ns, srv.ip, 9090, PROBE), "another port");
+    assert!(
+        !probe(&c.ns, srv.ip, 8080, PROBE),
+        "a client of another namespace"
+    );
 
     // Egress deny on the server: its own connections stop, replies of allowed connections pass.
     let t = policy(
@@ -245,9 +221,9 @@ fn policies_from_the_api_are_enforced_within_a_second_and_across_a_restart() {
         "policyTypes": ["Egress"]}),
     );
     until(&srv.ns, d.ip, 7070, false, t);
-    assert!(!probe(&srv.ns, a.ip, 7070), "egress denied");
+    assert!(!probe(&srv.ns, a.ip, 7070, PROBE), "egress denied");
     assert!(
-        probe(&a.ns, srv.ip, 8080),
+        probe(&a.ns, srv.ip, 8080, PROBE),
         "replies of an allowed connection pass"
     );
 
@@ -261,7 +237,7 @@ fn policies_from_the_api_are_enforced_within_a_second_and_across_a_restart() {
                      "ports": [{"port": 7070, "endPort": 7071}]}]}),
     );
     until(&d.ns, a.ip, 7070, true, t);
-    assert!(!probe(&c.ns, a.ip, 7070), "the except");
+    assert!(!probe(&c.ns, a.ip, 7070, PROBE), "the except");
 
     // A restart: the table stays while no agent runs; a change made meanwhile is applied at start.
     drop(agent);
@@ -270,16 +246,19 @@ fn policies_from_the_api_are_enforced_within_a_second_and_across_a_restart() {
         let watcher = s.spawn(|| {
             let mut leaked = 0;
             while probing.load(Ordering::Relaxed) {
-                leaked += usize::from(probe(&c.ns, srv.ip, 8080));
+                leaked += usize::from(probe(&c.ns, srv.ip, 8080, PROBE));
             }
             leaked
         });
         std::thread::sleep(Duration::from_millis(500));
-        assert!(probe(&a.ns, srv.ip, 8080), "allowed while no agent runs");
+        assert!(
+            probe(&a.ns, srv.ip, 8080, PROBE),
+            "allowed while no agent runs"
+        );
         delete_policy(env, &a_ns, "allow-http");
         std::thread::sleep(Duration::from_millis(300));
         assert!(
-            probe(&a.ns, srv.ip, 8080),
+            probe(&a.ns, srv.ip, 8080, PROBE),
             "the old rules stand until the agent is back"
         );
         let t = Instant::now();
@@ -305,7 +284,10 @@ fn policies_from_the_api_are_enforced_within_a_second_and_across_a_restart() {
     // the deny from the API again.
     node.exec("nft", &["delete", "table", "inet", "clusterctl-netpol"])
         .expect("nft");
-    assert!(probe(&c.ns, srv.ip, 9090), "no table: nothing denied");
+    assert!(
+        probe(&c.ns, srv.ip, 9090, PROBE),
+        "no table: nothing denied"
+    );
     let t = Instant::now();
     let agent = Agent::start(&node, &kc);
     let reboot_took = until(&c.ns, srv.ip, 9090, false, t);

@@ -6,10 +6,11 @@
 
 use clusterctl_testbed::netns::Netns;
 use serde_json::Value;
-use std::io::Write;
-use std::net::Ipv4Addr;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 /// True when the test may run (root and network namespaces); fails in CI when not.
 pub(crate) fn gate() -> bool {
@@ -186,5 +187,37 @@ pub(crate) fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
         })
         .join()
         .expect("thread")
+    })
+}
+
+/// A TCP echo server on `port` inside `ns` (one line back per connection), for the life of the
+/// process.
+pub(crate) fn listen(ns: &Netns, port: u16) {
+    let l = in_ns(ns, || TcpListener::bind(("0.0.0.0", port))).expect("bind");
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                if BufReader::new(&c).read_line(&mut line).is_ok() {
+                    let _ = (&c).write_all(line.as_bytes());
+                }
+            });
+        }
+    });
+}
+
+/// Whether a TCP connection from `ns` to `ip:port` carries a line there and back within `t`
+/// (connect and read timeouts): passes only when the request and the reply both pass.
+pub(crate) fn probe(ns: &Netns, ip: Ipv4Addr, port: u16, t: Duration) -> bool {
+    in_ns(ns, || {
+        let Ok(mut c) = TcpStream::connect_timeout(&(ip, port).into(), t) else {
+            return false;
+        };
+        let _ = c.set_read_timeout(Some(t));
+        if c.write_all(b"ping\n").is_err() {
+            return false;
+        }
+        let mut line = String::new();
+        BufReader::new(&c).read_line(&mut line).is_ok() && line == "ping\n"
     })
 }
