@@ -394,22 +394,8 @@ fn bare_hosts_become_a_cluster_offline_from_a_bundle() {
     let f = c.file.to_string_lossy().into_owned();
     let source = clusterctl_testbed::registry::Registry::serve_readonly(&env.1.storage)
         .expect("source registry");
-    let from = |host: &str| format!("{host}={}", source.addr());
     let tb = Instant::now();
-    let bundle =
-        c.cc.run(&[
-            "airgap",
-            "bundle",
-            "-f",
-            &f,
-            "--no-self",
-            "--source-registry-override",
-            &from("registry.k8s.io"),
-            "--source-registry-override",
-            &from("clusterctl.test"),
-        ])
-        .expect("airgap bundle");
-    assert_eq!(bundle.code, 0, "airgap bundle:\n{}", bundle.all());
+    real_support::airgap_bundle(&c.cc, &f, &source, &["registry.k8s.io", "clusterctl.test"]);
     drop(source);
     eprintln!(
         "[real] bundle written in {:.1}s",

@@ -303,23 +303,12 @@ spec:
     .expect("cluster file");
     let cc = real_support::own_clusterctl(dir.path());
     let f = file.to_string_lossy().into_owned();
-    let from = |host: &str| format!("{host}={}", source.addr());
-    let bundle = cc
-        .run(&[
-            "airgap",
-            "bundle",
-            "-f",
-            &f,
-            "--no-self",
-            "--source-registry-override",
-            &from("registry.k8s.io"),
-            "--source-registry-override",
-            &from("clusterctl.test"),
-            "--source-registry-override",
-            &from("docker.io"),
-        ])
-        .expect("airgap bundle");
-    assert_eq!(bundle.code, 0, "airgap bundle:\n{}", bundle.all());
+    real_support::airgap_bundle(
+        &cc,
+        &f,
+        &source,
+        &["registry.k8s.io", "clusterctl.test", "docker.io"],
+    );
     eprintln!(
         "[real] docker: bundle written after {:.1}s",
         t.elapsed().as_secs_f64()

@@ -159,19 +159,7 @@ fn docker_lab_api_load_balancer_outlives_a_stopped_control_plane() {
     std::fs::write(&file, cluster_file(&name, &image.tag, &resolv)).expect("cluster file");
     let cc = real_support::own_clusterctl(dir.path());
     let f = file.to_string_lossy().into_owned();
-    let from = |host: &str| format!("{host}={}", source.addr());
-    let bundle = cc
-        .run(&[
-            "airgap",
-            "bundle",
-            "-f",
-            &f,
-            "--no-self",
-            "--source-registry-override",
-            &from("registry.k8s.io"),
-        ])
-        .expect("airgap bundle");
-    assert_eq!(bundle.code, 0, "airgap bundle:\n{}", bundle.all());
+    real_support::airgap_bundle(&cc, &f, &source, &["registry.k8s.io"]);
     let up = cc.run(&["up", "-f", &f]).expect("up");
     assert_eq!(up.code, 0, "up:\n{}", up.all());
     eprintln!(

@@ -429,6 +429,24 @@ impl Kube for RealCluster {
     }
 }
 
+/// `clusterctl airgap bundle -f FILE --no-self` with every registry host of `hosts` served by `source`
+/// (`--source-registry-override HOST=<source>` each), asserting success.
+pub(crate) fn airgap_bundle(cc: &Clusterctl, file: &str, source: &Registry, hosts: &[&str]) {
+    let overrides: Vec<String> = hosts
+        .iter()
+        .flat_map(|h| {
+            [
+                "--source-registry-override".to_string(),
+                format!("{h}={}", source.addr()),
+            ]
+        })
+        .collect();
+    let mut args = vec!["airgap", "bundle", "-f", file, "--no-self"];
+    args.extend(overrides.iter().map(String::as_str));
+    let bundle = cc.run(&args).expect("airgap bundle");
+    assert_eq!(bundle.code, 0, "airgap bundle:\n{}", bundle.all());
+}
+
 /// Polls `check` every second until it returns `Ok`, or panics with its last error after `timeout`.
 pub(crate) fn wait_for<T>(
     what: &str,
