@@ -225,3 +225,17 @@ pub(crate) fn path_str(p: &Path) -> String {
 }
 
 pub(crate) fn unused(_: PathBuf) {}
+
+/// Whether `err` refuses the bundle itself or one of its entries (unreadable, malformed or not what
+/// the manifest says): how a damaged or lying bundle must fail.
+pub(crate) fn is_bundle_refusal(err: &clusterctl_airgap::AirgapError) -> bool {
+    use clusterctl_airgap::AirgapError as E;
+    matches!(
+        err,
+        E::Entry { .. }
+            | E::EntryRead { .. }
+            | E::EntryJson { .. }
+            | E::Bundle { .. }
+            | E::BundleRead { .. }
+    )
+}
