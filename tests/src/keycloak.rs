@@ -452,6 +452,18 @@ impl Keycloak {
     }
 }
 
+/// Whether `out`, the table `kubectl auth whoami` prints, names [`USER`] as the user and [`GROUP`]
+/// among the groups, both with `prefix` (`Username  <prefix>alice`, `Groups  [<prefix>k8s-admins …]`).
+pub fn whoami_names(out: &str, prefix: &str) -> bool {
+    let user = format!("{prefix}{USER}");
+    let group = format!("{prefix}{GROUP}");
+    out.lines()
+        .any(|l| l.starts_with("Username") && l.ends_with(&user))
+        && out
+            .lines()
+            .any(|l| l.starts_with("Groups") && l.contains(&group))
+}
+
 /// The `exp` claim (Unix seconds) of a JWT: its payload, the second dot-separated part, base64url
 /// without padding (RFC 7519). `None` when the token is not a JWT or has no numeric `exp`.
 pub fn token_expiry(token: &str) -> Option<u64> {

@@ -93,8 +93,6 @@ fn keycloak_for(
 /// (the kubeconfig 0600 on the node, removed after), retried while the new API server fetches the
 /// issuer's keys, until it names `{prefix}alice` in `{prefix}k8s-admins`.
 fn whoami_is(c: &RealCluster, kc: &Keycloak, prefix: &str) {
-    let user = format!("{prefix}{}", keycloak::USER);
-    let group = format!("{prefix}{}", keycloak::GROUP);
     real_support::wait_for("the OIDC login", Duration::from_secs(90), || {
         let token = kc
             .id_token(keycloak::CLIENT_ID)
@@ -110,13 +108,9 @@ fn whoami_is(c: &RealCluster, kc: &Keycloak, prefix: &str) {
                 kubeconfig.as_bytes(),
             )
             .map_err(|e| e.to_string())?;
-        let named = out
-            .lines()
-            .any(|l| l.starts_with("Username") && l.ends_with(&user))
-            && out
-                .lines()
-                .any(|l| l.starts_with("Groups") && l.contains(&group));
-        named.then_some(()).ok_or(format!("{out}{err}"))
+        keycloak::whoami_names(&out, prefix)
+            .then_some(())
+            .ok_or(format!("{out}{err}"))
     });
 }
 

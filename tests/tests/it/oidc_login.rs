@@ -149,20 +149,8 @@ fn login_in_mode(kc: &Keycloak, kubectl_bin: &Path, mode: &str) {
         }
         std::thread::sleep(Duration::from_millis(500));
     };
-    let user = format!("oidc:{}", keycloak::USER);
+    assert!(keycloak::whoami_names(&whoami, "oidc:"), "{mode}: {whoami}");
     let group = format!("oidc:{}", keycloak::GROUP);
-    assert!(
-        whoami
-            .lines()
-            .any(|l| l.starts_with("Username") && l.ends_with(&user)),
-        "{mode}: {whoami}"
-    );
-    assert!(
-        whoami
-            .lines()
-            .any(|l| l.starts_with("Groups") && l.contains(&group)),
-        "{mode}: {whoami}"
-    );
 
     let (ok, out) = login.kubectl(&["get", "pods", "-n", "default"]);
     assert!(
