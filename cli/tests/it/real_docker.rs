@@ -124,6 +124,28 @@ impl Drop for DockerCluster {
     }
 }
 
+/// The `kubelet:` and `docker:` sections (under `spec:`) of an unprivileged docker lab: the node
+/// image, the run options this sandbox allows (no `--privileged`), and `resolv` mounted as the
+/// kubelet's resolver file. Lines for the `docker:` section may follow directly (four spaces).
+pub(crate) fn unprivileged_sections(node_image: &str, resolv: &std::path::Path) -> String {
+    format!(
+        "  kubelet:
+    resolvConf: /etc/kubernetes/resolv.conf
+    evictionHard: {{memory.available: 100Mi, nodefs.available: 1Gi, nodefs.inodesFree: 1%, imagefs.available: 1Gi}}
+  docker:
+    nodeImage: {node_image}
+    runOptions:
+      privileged: false
+      capAdd: [SYS_ADMIN, NET_ADMIN, SYS_PTRACE]
+      tmpfs: [\"/run:exec\", \"/run/lock\", \"/tmp:exec\", \"/var/lib/containerd:exec\"]
+      cgroupns: private
+      extraMounts:
+        - {{hostPath: {resolv}, containerPath: /etc/kubernetes/resolv.conf, readOnly: true}}
+",
+        resolv = resolv.display()
+    )
+}
+
 /// The provider's network `clusterctl-<name>`, made here first so that its gateway (the kubelet's
 /// resolver on the nodes) is known before `up`, and `dir/resolv.conf` naming it; `up` takes a network
 /// carrying the cluster's label as its own, and `destroy` removes it.
@@ -274,19 +296,7 @@ spec:
   nodeEnvironment: unprivileged-container
   apiServer:
     encryption: {{}}
-  kubelet:
-    resolvConf: /etc/kubernetes/resolv.conf
-    evictionHard: {{memory.available: 100Mi, nodefs.available: 1Gi, nodefs.inodesFree: 1%, imagefs.available: 1Gi}}
-  docker:
-    nodeImage: {}
-    runOptions:
-      privileged: false
-      capAdd: [SYS_ADMIN, NET_ADMIN, SYS_PTRACE]
-      tmpfs: [\"/run:exec\", \"/run/lock\", \"/tmp:exec\", \"/var/lib/containerd:exec\"]
-      cgroupns: private
-      extraMounts:
-        - {{hostPath: {}, containerPath: /etc/kubernetes/resolv.conf, readOnly: true}}
-  registry:
+{}  registry:
     local: {{port: {registry_port}, image: clusterctl.test/registry:2}}
   images:
     preload: [clusterctl.test/busybox:1]
@@ -296,8 +306,7 @@ spec:
     - {{name: c1, role: control-plane}}
     - {{name: w1, role: worker}}
 ",
-            image.tag,
-            resolv.display()
+            unprivileged_sections(&image.tag, &resolv)
         ),
     )
     .expect("cluster file");

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use clusterctl_testbed::docker::docker;
 use clusterctl_testbed::registry::Registry;
 
-use crate::real_docker::{lab_network, DockerCluster, LOAD_BALANCER_LABEL};
+use crate::real_docker::{lab_network, unprivileged_sections, DockerCluster, LOAD_BALANCER_LABEL};
 use crate::real_support::{self, wait_for, VERSION};
 
 /// The test bed's load balancer image (kind's `kindest/haproxy` contract, from Debian's haproxy).
@@ -55,19 +55,7 @@ spec:
   provider: docker
   nodeEnvironment: unprivileged-container
   storage: {{defaultClass: none}}
-  kubelet:
-    resolvConf: /etc/kubernetes/resolv.conf
-    evictionHard: {{memory.available: 100Mi, nodefs.available: 1Gi, nodefs.inodesFree: 1%, imagefs.available: 1Gi}}
-  docker:
-    nodeImage: {node_image}
-    loadBalancer: {{image: {LB_IMAGE}}}
-    runOptions:
-      privileged: false
-      capAdd: [SYS_ADMIN, NET_ADMIN, SYS_PTRACE]
-      tmpfs: [\"/run:exec\", \"/run/lock\", \"/tmp:exec\", \"/var/lib/containerd:exec\"]
-      cgroupns: private
-      extraMounts:
-        - {{hostPath: {}, containerPath: /etc/kubernetes/resolv.conf, readOnly: true}}
+{}    loadBalancer: {{image: {LB_IMAGE}}}
   airgap:
     bundle: site.tar
   nodes:
@@ -75,7 +63,7 @@ spec:
     - {{name: c2, role: control-plane}}
     - {{name: c3, role: control-plane}}
 ",
-        resolv.display()
+        unprivileged_sections(node_image, resolv)
     )
 }
 
