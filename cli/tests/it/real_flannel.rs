@@ -1,5 +1,6 @@
-//! flannel for real (issue 13): `clusterctl up -f` a file with `cni.plugin: flannel`, 1 control plane +
-//! 1 worker, on the real-cluster harness (`real_support`: unprivileged systemd node containers over
+//! flannel for real (issue 13) and a cluster's lifecycle on it (issue 29 merged the two tests that each
+//! built a cluster for this): `clusterctl up -f` a file with `cni.plugin: flannel`, 1 control plane +
+//! 2 workers, on the real-cluster harness (`real_support`: unprivileged systemd node containers over
 //! SSH, the upstream kubeadm, kubelet and kubectl v1.34.4, every image from the file's
 //! `registry.mirror`). The upstream `kube-flannel.yml` of the pinned release (read by the test bed from
 //! flannel's Go module; its sha256 is the pinned one) comes from a site mirror on loopback named in
@@ -9,29 +10,38 @@
 //! from — the module proxy does not serve flannel-io/cni-plugin), which delegates to the nodes' `bridge`
 //! and `host-local` and chains `portmap`.
 //!
-//! Asserts: `up` converges; the manifest was fetched from the mirror; the DaemonSet's images are the
-//! registry mirror's; one flannel pod Ready per node; the ConfigMap's `net-conf.json` is the rendered one
-//! (podSubnet, VXLAN); on each node flannel's lease (`/run/flannel/subnet.env`) lies in the Node's
-//! podCIDR, `flannel.1` is a VXLAN device (VNI 1, port 8472), flanneld's masquerade chain is in the
-//! node's nat table (its `--ip-masq` through the image's iptables) and the builtin CNI is absent;
-//! then the shared cluster checks with flannel's conflist and device (nodes Ready, CoreDNS, a web pod on
-//! each node, pod-to-pod across nodes routed through `flannel.1` — HTTP and ping —, a ClusterIP Service
-//! through kube-proxy, the Service name through CoreDNS); packets sent from one node's pod to the other
-//! node's pod are counted out of the first node's `flannel.1` and into the second's; `status` finds
-//! both nodes Ready and no stuck pod; a second `up` changes nothing. Then the file switches to the
-//! builtin CNI (issue 13): `up` is refused by preflight's `cni-switch`, naming flannel's conflist and
-//! `up --recreate`, and changes no node; `up --recreate` destroys the cluster — leaving none of
-//! flannel's devices, chains or files on the nodes although the file no longer says flannel — and
-//! builds it again with the builtin CNI as the only conflist. The checks of flannel at work
-//! ([`check_flannel`]) and the site mirror ([`flannel_site`]) are shared with `airgap_flannel`.
+//! Asserts: the first `up` (the control plane and the first worker, which has a label, a taint and
+//! `images.preload`; the second worker not yet in the file) converges; the manifest was fetched from
+//! the mirror; the DaemonSet's images are the registry mirror's; one flannel pod Ready per node; the
+//! ConfigMap's `net-conf.json` is the rendered one (podSubnet, VXLAN); on each node flannel's lease
+//! (`/run/flannel/subnet.env`) lies in the Node's podCIDR, `flannel.1` is a VXLAN device (VNI 1, port
+//! 8472), flanneld's masquerade chain is in the node's nat table (its `--ip-masq` through the image's
+//! iptables) and the builtin CNI is absent; then the shared cluster checks with flannel's conflist and
+//! device (nodes Ready, CoreDNS, a web pod on each node, pod-to-pod across nodes routed through
+//! `flannel.1` — HTTP and ping —, a ClusterIP Service through kube-proxy, the Service name through
+//! CoreDNS); packets sent from one node's pod to the other node's pod are counted out of the first
+//! node's `flannel.1` and into the second's; `status` finds both nodes Ready and no stuck pod; a second
+//! `up` changes nothing. Then (`lifecycle`) `node join` of the second worker, added to the file:
+//! flannel's pod Ready on it, the shared checks over flannel from its pod, the preloaded image there;
+//! `node remove` of it: drained, the Node deleted, the node reset with none of flannel's leftovers.
+//! Then the file switches to the builtin CNI (issue 13): `up` is refused by preflight's `cni-switch`,
+//! naming flannel's conflist and `up --recreate`, and changes no node; `up --recreate` destroys the
+//! cluster — leaving none of flannel's devices, chains or files on the nodes although the file no
+//! longer says flannel — and builds it again with the builtin CNI as the only conflist, the same nodes,
+//! the worker's label and taint and the preloaded image (removed by hand before) back. Last, `destroy`
+//! leaves every node as it was before the first `up`. The checks of flannel at work ([`check_flannel`])
+//! and the site mirror ([`flannel_site`]) are shared with `airgap_flannel`.
+
+mod lifecycle;
 
 use std::time::{Duration, Instant};
 
 use clusterctl_testbed::aptrepo::FileServer;
 use clusterctl_testbed::k8sbin::K8sBins;
 
-use crate::real_cluster::{all_ready, check_cluster_over, pods_ready, Overlay};
-use crate::real_support::{self, wait_for, FileOptions, Kube};
+use crate::real_cluster::{check_cluster_over, pods_ready, Overlay};
+use crate::real_support::{self, wait_for, FileOptions, Kube, RealCluster};
+use lifecycle::{InFile, NodeListings};
 
 /// flannel's CNI configuration (written by its `install-cni` init container) and VXLAN device.
 const FLANNEL: Overlay = Overlay {
@@ -168,28 +178,34 @@ pub(crate) const FLANNEL_LEFT: &str =
      ls -d /etc/cni/net.d/10-flannel.conflist /opt/cni/bin/flannel /run/flannel \
      /var/lib/cni/flannel /var/lib/cni/networks/cbr0 2>/dev/null; true";
 
-#[test]
-fn flannel_carries_pod_traffic_across_nodes_for_real() {
-    let Some(env) = real_support::available() else {
-        return;
-    };
-    let Some(bins) =
-        clusterctl_testbed::k8sbin::require_programs(real_support::VERSION, &["flannel-manifest"])
-    else {
-        return;
-    };
-    let t = Instant::now();
-    let site = flannel_site(&bins);
-    let c = real_support::start(
-        "rfl",
-        1,
-        1,
-        FileOptions {
-            extra_spec: site.spec.clone(),
-            ..Default::default()
-        },
-        &env,
+/// The cluster file's node line of `name` at `address` with no more fields.
+fn node_line(name: &str, address: &str) -> String {
+    format!("    - {{name: {name}, role: worker, address: {address}}}")
+}
+
+/// Writes the cluster file for the first `up` — the first worker with a label and a taint, the second
+/// worker left out — and returns the whole file (with the second worker).
+fn first_file(c: &RealCluster) -> (String, String) {
+    let (w1, w2) = (c.workers()[0].clone(), c.workers()[1].clone());
+    let full = std::fs::read_to_string(&c.file).expect("file");
+    let full = full.replace(
+        &node_line(&w1.name, &w1.address),
+        &format!(
+            "    - {{name: {}, role: worker, address: {}, labels: {{disktype: ssd}}, taints: [{{key: dedicated, value: db, effect: NoSchedule}}]}}",
+            w1.name, w1.address
+        ),
     );
+    let w2_line = format!("{}\n", node_line(&w2.name, &w2.address));
+    assert!(full.contains(&w2_line), "{full}");
+    let without_w2 = full.replace(&w2_line, "");
+    std::fs::write(&c.file, &without_w2).expect("file");
+    (full, without_w2)
+}
+
+/// The first `up` with flannel from the site mirror, flannel at work, `status` healthy, a second `up`
+/// unchanged.
+fn flannel_up(c: &RealCluster, site: &FlannelSite) {
+    let t = Instant::now();
     let up = c.up(&[]);
     assert!(up.all().contains("converged"), "{}", up.all());
     eprintln!(
@@ -205,7 +221,7 @@ fn flannel_carries_pod_traffic_across_nodes_for_real() {
         site.server.requests()
     );
     // The DaemonSet runs the mirror's images.
-    check_flannel(&c, c.registry.addr());
+    check_flannel(&InFile(c), c.registry.addr());
 
     // `status` finds the cluster healthy: both nodes Ready, no stuck pod (flannel's included).
     let f = c.file.to_string_lossy().into_owned();
@@ -225,72 +241,53 @@ fn flannel_carries_pod_traffic_across_nodes_for_real() {
         "{}",
         again.all()
     );
-    let names = c.node_names();
+}
 
-    // The file switched to the builtin CNI: `up` refuses in preflight, before changing any node,
-    // naming flannel's conflist and `up --recreate`; nothing of the builtin CNI is placed.
-    let flannel_file = std::fs::read_to_string(&c.file).expect("cluster file");
-    let builtin_file: String = flannel_file
-        .lines()
-        .filter(|l| !l.starts_with("      sources:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(
-        &c.file,
-        builtin_file.replace("      plugin: flannel\n", "      plugin: builtin\n"),
-    )
-    .expect("cluster file");
-    let switch = c.clusterctl(&["up", "-f", &f]);
-    let out = switch.all();
-    assert_ne!(
-        switch.code, 0,
-        "a CNI switch in place must be refused:\n{out}"
-    );
-    let flat: String = out
-        .chars()
-        .filter(|c| !c.is_whitespace() && !matches!(c, '│' | '×' | '╰' | '─' | '├'))
-        .collect();
-    assert!(
-        flat.contains("cni-switch")
-            && flat.contains("/etc/cni/net.d/10-flannel.conflist")
-            && flat.contains("clusterctlup--recreate"),
-        "{out}"
-    );
-    for n in &names {
-        assert_eq!(
-            c.node_sh(
-                n,
-                "ls /etc/cni/net.d; systemctl is-enabled clusterctl-cni-agent 2>/dev/null || true"
+/// flannel's cluster from its first `up` to `destroy` (the module's doc says what each step asserts).
+#[test]
+fn flannel_cluster_join_remove_switch_recreate_destroy_for_real() {
+    let Some(env) = real_support::available() else {
+        return;
+    };
+    let Some(bins) =
+        clusterctl_testbed::k8sbin::require_programs(real_support::VERSION, &["flannel-manifest"])
+    else {
+        return;
+    };
+    let t = Instant::now();
+    real_support::busybox_in_docker(&env.1);
+    let site = flannel_site(&bins);
+    let c = real_support::start(
+        "rfl",
+        1,
+        2,
+        FileOptions {
+            extra_spec: format!(
+                "{}  images:\n    preload: [\"clusterctl.test/busybox:1\"]\n",
+                site.spec
             ),
-            "10-flannel.conflist",
-            "{n}: the refused up changed nothing"
-        );
-    }
-
-    // destroy takes flannel's devices, chains and files off every node — here as `up --recreate`'s
-    // first step, with the file already naming the builtin CNI (the node still has flannel's
-    // conflist); the cluster comes back with the builtin CNI only.
-    let recreate = c.clusterctl(&["up", "-f", &f, "--recreate"]);
-    assert_eq!(recreate.code, 0, "up --recreate:\n{}", recreate.all());
-    wait_for("every node Ready", Duration::from_secs(180), || {
-        all_ready(&c)
-    });
-    for n in &names {
-        let left = c.node_sh(n, FLANNEL_LEFT);
-        assert!(
-            left.is_empty(),
-            "{n}: flannel left after --recreate:\n{left}"
-        );
-        assert_eq!(
-            c.node_sh(n, "ls /etc/cni/net.d"),
-            "10-clusterctl.conflist",
-            "{n}"
-        );
-    }
-    let d = c.clusterctl(&["destroy", "-f", &f, "--yes"]);
-    assert_eq!(d.code, 0, "destroy:\n{}", d.all());
-    eprintln!(
-        "[real] flannel test done in {:.1}s",
-        t.elapsed().as_secs_f64()
+            ..Default::default()
+        },
+        &env,
     );
+    let cp = c.first().clone();
+    let (w1, w2) = (c.workers()[0].clone(), c.workers()[1].clone());
+    let before = NodeListings::take(&c);
+    let (full, without_w2) = first_file(&c);
+    flannel_up(&c, &site);
+    let lap = |what: &str| eprintln!("[real] {what} after {:.1}s", t.elapsed().as_secs_f64());
+    lap("flannel up, checks, status and second up");
+
+    std::fs::write(&c.file, &full).expect("file");
+    lifecycle::join_worker(&c, &w2, &cp);
+    lifecycle::remove_worker(&c, &w2);
+    std::fs::write(&c.file, &without_w2).expect("file");
+    lap("node join and node remove on flannel");
+
+    lifecycle::switch_refused(&c);
+    lifecycle::recreate_builtin(&c, &cp, &w1, &w2);
+    lap("switch refused, recreate with the builtin CNI");
+
+    before.destroy_leaves_nodes_as_before(&c);
+    lap("flannel lifecycle test done");
 }
