@@ -1,4 +1,4 @@
-//! Day-2 commands on one real 1-control-plane cluster (issue 26 items 5, 6 and 7; `real_support`: the
+//! Day-2 commands on one real 1-control-plane cluster (issue 26 items 4, 5, 6 and 7; `real_support`: the
 //! upstream v1.34.4 programs and images built from their Go modules, the etcd image carrying etcd,
 //! etcdctl and etcdutl as upstream's does), one cluster for all of them to keep the suite short.
 //!
@@ -21,6 +21,10 @@
 //! directory); a dry run changes nothing; the restore is killed (SIGKILL) while it swaps the data
 //! directory and run again: it resumes, the ConfigMap is back, the control plane is the one etcd
 //! member, the node Ready, the previous data kept aside; the same restore again changes nothing.
+//!
+//! Then, on the same cluster, `up`'s rollouts of certSANs, audit, encryption at rest and OIDC
+//! (`real_rollout.rs`, whose Keycloak starts before the first `up` and whose node is checked to have no
+//! `curl`).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -451,7 +455,7 @@ fn certificates(c: &RealCluster, kubectl: std::path::PathBuf) {
 }
 
 #[test]
-fn day2_certificates_and_etcd_on_a_real_cluster() {
+fn day2_certificates_etcd_and_rollouts_on_a_real_cluster() {
     let Some(env) = real_support::available() else {
         return;
     };
@@ -463,10 +467,13 @@ fn day2_certificates_and_etcd_on_a_real_cluster() {
     };
     let t = Instant::now();
     let c = real_support::start("rday2", 1, 0, FileOptions::default(), &env);
+    let base = std::fs::read_to_string(&c.file).expect("cluster file");
+    let keycloak = crate::real_rollout::before_up(&c);
     c.up(&[]);
     wait_for("the node Ready", Duration::from_secs(180), || all_ready(&c));
     certificates(&c, bins.path("kubectl").to_path_buf());
     etcd::backup_and_restore(&c, bins.path("etcdutl"));
+    crate::real_rollout::rollouts(&c, &base, keycloak);
     eprintln!(
         "[real] day-2 test done in {:.1}s",
         t.elapsed().as_secs_f64()

@@ -1,6 +1,8 @@
 //! `up`'s day-2 rollout of API server settings on a real cluster (root + Docker + the test bed's
 //! Kubernetes build; see `real_cluster.rs` for the set-up): one control plane, the real node image,
-//! which has no `curl` (as many real nodes). After `up` built the cluster, certSANs and an audit policy
+//! which has no `curl` (as many real nodes). These checks ([`rollouts`]) run on the cluster of
+//! `real_day2.rs`, after its certificate and etcd checks (one 1 + 0 cluster for all of issue 26's
+//! single-control-plane day 2, to keep the suite short). After `up` built the cluster, certSANs and an audit policy
 //! are added to the file and `up` rolls them out: the certificate the API server serves (read from
 //! this machine with `openssl s_client`) carries the new name, the running kube-apiserver has the
 //! audit flags and writes the audit log, the `kubeadm-config` ConfigMap holds both (so a later
@@ -28,7 +30,7 @@ use std::time::{Duration, Instant};
 use clusterctl_testbed::keycloak::{self, Keycloak};
 
 use crate::real_support::encryption as enc;
-use crate::real_support::{self, FileOptions, RealCluster};
+use crate::real_support::{self, RealCluster};
 
 const SAN: &str = "api.rollout.test";
 
@@ -119,35 +121,39 @@ fn with_api_server(c: &RealCluster, base: &str, api_server: &str) {
     std::fs::write(&c.file, text).expect("cluster file");
 }
 
-#[test]
-fn certsans_and_audit_roll_out_on_a_node_without_curl() {
-    let Some(env) = real_support::available() else {
-        return;
-    };
-    let t = Instant::now();
-    let c = real_support::start("rro", 1, 0, FileOptions::default(), &env);
-    // Keycloak (OIDC issuer for the API server in the node container) starts while `up` runs.
+/// Keycloak being started on the node network's gateway (the OIDC issuer for the API server in the
+/// node container), in a thread: started before `up` so that `up` and the first rollouts hide its start.
+pub(crate) type KeycloakStart = std::thread::JoinHandle<Result<Keycloak, keycloak::KeycloakError>>;
+
+/// Starts Keycloak for `c` ([`KeycloakStart`]) and asserts that the node has no `curl`: nothing of the
+/// rollouts may need it.
+pub(crate) fn before_up(c: &RealCluster) -> KeycloakStart {
     let gateway: Ipv4Addr = c.nodes.gateway.parse().expect("the gateway's address");
     let kc_started = std::thread::spawn(move || Keycloak::start_on(gateway));
-    let address = c.first().address.clone();
-    let base = std::fs::read_to_string(&c.file).expect("cluster file");
-    // The real node image has no curl: nothing of the rollout may need it.
     assert_eq!(
         c.first().sh("command -v curl || echo absent").expect("sh"),
         "absent"
     );
-    c.up(&[]);
+    kc_started
+}
+
+/// The rollouts on `c`, a converged 1 + 0 cluster built from the file text `base` (which stays the
+/// base of every change): the module's checks in order, Keycloak joined from `kc_started` for the
+/// OIDC steps. Panics on the first failed check.
+pub(crate) fn rollouts(c: &RealCluster, base: &str, kc_started: KeycloakStart) {
+    let t = Instant::now();
+    let address = c.first().address.clone();
     assert!(!served_sans(&address).contains(SAN));
-    let secrets = enc::Secrets::stored_plain(&c);
+    let secrets = enc::Secrets::stored_plain(c);
 
     // certSANs, the audit policy and encryption at rest added: rolled out.
     let api = api_server(None, "");
     let rolled = format!("{api}    encryption: {{provider: aescbc}}\n");
-    with_api_server(&c, &base, &rolled);
-    enc::check_diff(&c, SAN);
+    with_api_server(c, base, &rolled);
+    enc::check_diff(c, SAN);
     let r = c.up(&[]);
     let out = r.all();
-    secrets.check_encrypted(&c, "aescbc", &out);
+    secrets.check_encrypted(c, "aescbc", &out);
     assert!(
         out.contains("rollout/apiserver: API server healthy"),
         "{out}"
@@ -158,7 +164,7 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
         sans.contains(&format!("IP Address:{address}")),
         "served: {sans}"
     );
-    let args = apiserver_args(&c);
+    let args = apiserver_args(c);
     assert!(
         args.contains("--audit-policy-file=/etc/kubernetes/audit/policy.yaml")
             && args.contains("--audit-log-path=/var/log/kubernetes/audit/audit.log"),
@@ -197,11 +203,11 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
         "{}",
         again.all()
     );
-    let key = enc::check_key_kept_secret(&c, &[out, again.all()]);
+    let key = enc::check_key_kept_secret(c, &[out, again.all()]);
 
     // A flag the API server refuses: the rollout fails and puts the previous manifest back.
     let bad = format!("{rolled}    extraArgs: {{request-timeout: not-a-duration}}\n");
-    with_api_server(&c, &base, &bad);
+    with_api_server(c, base, &bad);
     let f = c.file.to_string_lossy().into_owned();
     let r = c.clusterctl(&["up", "-f", &f, "--ready-timeout", "60"]);
     let out = r.all();
@@ -211,7 +217,7 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
             && out.contains("serves again"),
         "{out}"
     );
-    let args = apiserver_args(&c);
+    let args = apiserver_args(c);
     assert!(
         !args.contains("not-a-duration") && args.contains("--audit-policy-file"),
         "running: {args}"
@@ -219,37 +225,34 @@ fn certsans_and_audit_roll_out_on_a_node_without_curl() {
     assert!(served_sans(&address).contains(SAN));
     // Set back, with OIDC added (Keycloak had the rollouts above to start) and the provider
     // switched to secretbox: the login works and the Secrets are rewritten with secretbox.
-    let kc = keycloak_for(&c, kc_started);
+    let kc = keycloak_for(c, kc_started);
     let api = api_server(kc.as_ref(), "a:");
     with_api_server(
-        &c,
-        &base,
+        c,
+        base,
         &format!("{api}    encryption: {{provider: secretbox}}\n"),
     );
-    enc::check_switch_diff(&c, &key);
+    enc::check_switch_diff(c, &key);
     let r = c.up(&[]);
-    secrets.check_encrypted(&c, "secretbox", &r.all());
-    enc::check_switched(&c, &key, &r.all());
+    secrets.check_encrypted(c, "secretbox", &r.all());
+    enc::check_switched(c, &key, &r.all());
     if let Some(kc) = &kc {
-        whoami_is(&c, kc, "a:");
+        whoami_is(c, kc, "a:");
         let cfg = c.kubectl(
             "-n kube-system get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}'",
         );
         assert!(cfg.contains(&kc.issuer_url()), "kubeadm-config: {cfg}");
         // The prefix changed in the file: rolled out, in effect.
         with_api_server(
-            &c,
-            &base,
+            c,
+            base,
             &format!(
                 "{}    encryption: {{provider: secretbox}}\n",
                 api_server(Some(kc), "b:")
             ),
         );
         c.up(&[]);
-        whoami_is(&c, kc, "b:");
+        whoami_is(c, kc, "b:");
     }
-    eprintln!(
-        "[real] rollout test done in {:.1}s",
-        t.elapsed().as_secs_f64()
-    );
+    eprintln!("[real] rollouts done in {:.1}s", t.elapsed().as_secs_f64());
 }
