@@ -1,5 +1,6 @@
 //! The docker provider runs the same real cluster (root + Docker + the test bed's Kubernetes build):
-//! `clusterctl up -f` a file with `provider: docker`, 1 control plane + 1 worker, on node containers made
+//! `clusterctl up -f` a file with `provider: docker`, 3 control planes + 1 worker behind the lab's API
+//! load balancer (`docker.loadBalancer`, checked by `real_docker_lb.rs`'s functions), on node containers made
 //! by clusterctl itself from the test bed's node image with the upstream kubeadm, kubelet and kubectl
 //! (`K8sNodeImage`), run unprivileged with the narrow settings (`runOptions`: `privileged: false`,
 //! `SYS_ADMIN` + `NET_ADMIN`, tmpfs, a private cgroup namespace; `nodeEnvironment:
@@ -18,8 +19,10 @@
 //! `docker push`ed to `localhost:<port>` runs as a pod under that name; the KEP-1755 ConfigMap), and
 //! `export logs` (a crash-looping pod's log in the archive, no bootstrap token, certificate key or
 //! encryption key — `apiServer.encryption` is on — in any file; with `w1` paused the rest is exported
-//! and `w1` is said missing); then `destroy` removes the containers, the local registry, the network
-//! and exactly those kubeconfig entries.
+//! and `w1` is said missing); a second `up` changes nothing; then the load balancer: it runs, the
+//! kubeconfig and a joined control plane's admin.conf name it, `status` shows its backends, and the API
+//! answers through it with `c1` stopped; then `destroy` removes the containers, the local registry, the
+//! load balancer, the network and exactly those kubeconfig entries.
 
 use std::process::Command;
 use std::time::Instant;
@@ -28,6 +31,7 @@ use clusterctl_testbed::docker::{docker, network_gateway, TESTBED_LABEL};
 use clusterctl_testbed::registry::Registry;
 
 use crate::real_cluster::check_cluster_on;
+use crate::real_docker_lb::{self, LB_IMAGE};
 use crate::real_support::{self, lab, Kube, VERSION};
 
 /// The docker provider's label naming the cluster (exec's `CLUSTER_LABEL`).
@@ -127,7 +131,7 @@ impl Drop for DockerCluster {
 /// The `kubelet:` and `docker:` sections (under `spec:`) of an unprivileged docker lab: the node
 /// image, the run options this sandbox allows (no `--privileged`), and `resolv` mounted as the
 /// kubelet's resolver file. Lines for the `docker:` section may follow directly (four spaces).
-pub(crate) fn unprivileged_sections(node_image: &str, resolv: &std::path::Path) -> String {
+fn unprivileged_sections(node_image: &str, resolv: &std::path::Path) -> String {
     format!(
         "  kubelet:
     resolvConf: /etc/kubernetes/resolv.conf
@@ -273,11 +277,12 @@ fn docker_provider_real_cluster() {
     let name = clusterctl_testbed::unique_name("rdk");
     let cluster = DockerCluster {
         name: name.clone(),
-        nodes: vec!["c1".into(), "w1".into()],
+        nodes: vec!["c1".into(), "c2".into(), "c3".into(), "w1".into()],
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let (network, resolv) = lab_network(&name, dir.path());
     let source = Registry::serve_readonly(&store.storage).expect("source registry");
+    real_support::image_in_docker(&store, LB_IMAGE);
     // The lab's local registry (issue 27): the test bed's registry:2 equivalent in this machine's
     // Docker, on a free port (5001 may be taken by a parallel run).
     real_support::image_in_docker(&store, "clusterctl.test/registry:2");
@@ -296,7 +301,8 @@ spec:
   nodeEnvironment: unprivileged-container
   apiServer:
     encryption: {{}}
-{}  registry:
+{}    loadBalancer: {{image: {LB_IMAGE}}}
+  registry:
     local: {{port: {registry_port}, image: clusterctl.test/registry:2}}
   images:
     preload: [clusterctl.test/busybox:1]
@@ -304,6 +310,8 @@ spec:
     bundle: site.tar
   nodes:
     - {{name: c1, role: control-plane}}
+    - {{name: c2, role: control-plane}}
+    - {{name: c3, role: control-plane}}
     - {{name: w1, role: worker}}
 ",
             unprivileged_sections(&image.tag, &resolv)
@@ -372,6 +380,9 @@ spec:
         "{}",
         again.all()
     );
+    // The API load balancer (issue 27 item 4): it outlives the first control plane.
+    real_docker_lb::check_load_balancer(&cc, &f, &cluster);
+    real_docker_lb::outlives_the_first_control_plane(&cc, &cluster);
     let destroy = cc.run(&["destroy", "-f", &f, "--yes"]).expect("destroy");
     assert_eq!(destroy.code, 0, "destroy:\n{}", destroy.all());
     let left = docker(&[
@@ -390,6 +401,14 @@ spec:
     ])
     .expect("ps");
     assert_eq!(registry, "", "destroy left the local registry");
+    let lb = docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label={LOAD_BALANCER_LABEL}={name}"),
+    ])
+    .expect("ps");
+    assert_eq!(lb, "", "destroy left the load balancer");
     assert!(
         docker(&["network", "inspect", &network]).is_err(),
         "destroy left the network"
