@@ -26,17 +26,21 @@ fi
 
 summary=()
 failed=0
+# wanted NAME: whether STEPS selects the step NAME (every step when STEPS is unset).
+wanted() { [ -z "${STEPS:-}" ] || [[ " $STEPS " == *" $1 "* ]]; }
 # step NAME COMMAND...: runs the command unless STEPS excludes NAME, records its status and time.
 step() {
   local name="$1"; shift
-  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then
+  if ! wanted "$name"; then
     summary+=("$(printf '%-10s skipped (not in STEPS)' "$name")")
     return 0
   fi
   log "step $name: $*"
   local start=$SECONDS rc=0
+  step_took=""
   "$@" || rc=$?
-  local took=$((SECONDS - start))
+  # A step that ran earlier, beside another one, reports its own time in step_took.
+  local took=${step_took:-$((SECONDS - start))}
   if [ "$rc" = 0 ]; then
     summary+=("$(printf '%-10s ok      %5ds' "$name" "$took")")
   else
@@ -138,29 +142,59 @@ step k8s-images k8s_images
 # Every output line of the tests carries the seconds since the step began and its stream
 # ("[ 123s cli-it] test x ... ok"), so a test's duration can be read from the log: libtest prints "has been
 # running for over 60 seconds" 60 s after a test starts and "... ok" when it ends (docs/testing.md's
-# per-test table is read this way). The test binaries are built once; then the CLI's integration tests
-# (the real clusters: most of the step's time) run beside every other test binary (cargo releases its
-# build lock before running tests), instead of those waiting ~3 minutes after them.
+# per-test table is read this way). The test binaries are built once; then three streams run at once:
+# - cli-long: the longest real-cluster tests (LONG_TESTS), each started at once in its own run of the CLI's
+#   test binary, so the longest test does not wait for its turn in libtest's alphabetical order (it is the
+#   step's critical path);
+# - cli-it: every other test of the CLI's integration tests (the other real clusters), one thread fewer;
+# - rest: every other test binary (cargo releases its build lock before running tests), then the
+#   benchmarks in their short mode (stream "bench"), which thus build and run beside the CLI's real
+#   clusters instead of after them; their result is the benches step's.
+LONG_TESTS="${LONG_TESTS:-real_cluster::ha_cluster_over_ssh_for_real}"
 stamp() {
   STREAM="$1" perl -pe 'BEGIN { $| = 1; $t0 = $ENV{STAMP_T0} || time } printf "[%4ds %s] ", time - $t0, $ENV{STREAM}'
 }
+run_benches() { env BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast; }
+BENCH_RESULT=$(mktemp)
+trap 'rm -f "$BENCH_RESULT"' EXIT
 run_tests() {
   export STAMP_T0; STAMP_T0=$(date +%s)
-  local threads="${TEST_THREADS:-4}" rc=0 a b
+  local threads="${TEST_THREADS:-4}" rc=0 pids=() skip=() t
   cargo test --workspace --locked --no-run 2>&1 | stamp build || return 1
-  cargo test -p clusterctl --test it --locked --no-fail-fast -- --test-threads="$threads" 2>&1 | stamp cli-it &
-  a=$!
+  for t in $LONG_TESTS; do
+    cargo test -p clusterctl --test it --locked -- --exact "$t" 2>&1 | stamp cli-long &
+    pids+=($!)
+    skip+=(--skip "$t")
+  done
+  cargo test -p clusterctl --test it --locked --no-fail-fast -- "${skip[@]}" \
+    --test-threads="$((threads > 1 ? threads - 1 : 1))" 2>&1 | stamp cli-it &
+  pids+=($!)
   ( r=0
-    cargo test --workspace --exclude clusterctl --locked --no-fail-fast -- --test-threads="$threads" || r=1
-    cargo test -p clusterctl --bins --locked --no-fail-fast || r=1
-    exit $r ) 2>&1 | stamp rest &
-  b=$!
-  wait "$a" || rc=1
-  wait "$b" || rc=1
+    ( cargo test --workspace --exclude clusterctl --locked --no-fail-fast -- --test-threads="$threads" || r=1
+      cargo test -p clusterctl --bins --locked --no-fail-fast || r=1
+      exit $r ) 2>&1 | stamp rest || r=1
+    if wanted benches; then
+      local start=$SECONDS b=0
+      run_benches 2>&1 | stamp bench || b=$?
+      echo "$b $((SECONDS - start))" > "$BENCH_RESULT"
+    fi
+    exit $r ) &
+  pids+=($!)
+  for t in "${pids[@]}"; do wait "$t" || rc=1; done
   return $rc
 }
 step tests run_tests
-step benches env BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast
+# The benchmarks' result: from their run beside the tests, or run here when the tests step was not chosen.
+benches() {
+  local b took
+  if read -r b took < "$BENCH_RESULT" 2>/dev/null && [ -n "$b" ]; then
+    log "benches ran beside the CLI's tests (stream bench): exit $b after ${took}s"
+    step_took=$took
+    return "$b"
+  fi
+  run_benches
+}
+step benches benches
 
 log "summary:"
 for line in "${summary[@]}"; do printf '  %s\n' "$line"; done
