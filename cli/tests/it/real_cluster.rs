@@ -3,17 +3,24 @@
 //! builtin CNI and containerd, on unprivileged systemd node containers over SSH, with the upstream
 //! kubeadm, kubelet and kubectl of v1.34.4 placed on the nodes (`K8sNodeImage`) and every image pulled
 //! by the nodes' containerd from the cluster file's `registry.mirror` (a registry on the test network's
-//! gateway serving the images `scripts/k8s/images.sh` built; its CA in the file). Asserts every node
-//! Ready through our CNI, CoreDNS running, a pod on each worker, pod-to-pod traffic across nodes over the
-//! VXLAN device, a ClusterIP Service reached through kube-proxy, the Service name resolved through
-//! CoreDNS, the API server reached through the VIP, one etcd member per control plane, and a second
-//! `up` that changes nothing; then (`real_support::vip`) a LoadBalancer Service answering on an address
-//! of the file's `loadBalancerPool`, and the VIP's control plane stopped and started again; then upstream's
-//! conformance focus and NetworkPolicy focus on it. By hand: every upstream NetworkPolicy spec on a 1 + 2
-//! cluster (`netpol_e2e_full_run_on_the_builtin_cni`).
+//! gateway serving the images `scripts/k8s/images.sh` built; its CA in the file). On the fresh cluster
+//! `up` is first killed (SIGKILL, with the node's `kubeadm`; `real_lifecycle::up_killed_when`) inside
+//! `kubeadm init` and inside the second and third control planes' joins (the kubelet started but the
+//! etcd learner not promoted; static pods written, no kubelet; the Node registered but not marked),
+//! then run until it converges. Asserts the kubeconfig names the VIP, one etcd member per control plane
+//! and all three marked, every node Ready through our CNI, CoreDNS running, a pod on each worker,
+//! pod-to-pod traffic across nodes over the VXLAN device, a ClusterIP Service reached through kube-proxy,
+//! the Service name resolved through CoreDNS, the API server reached through the VIP, `status` healthy,
+//! and a second `up` that changes nothing; then (`real_support::vip`) a LoadBalancer Service answering on
+//! an address of the file's `loadBalancerPool`, and the VIP's control plane stopped and started again;
+//! then upstream's conformance focus and NetworkPolicy focus on it. By hand: every upstream
+//! NetworkPolicy spec on a 1 + 2 cluster (`netpol_e2e_full_run_on_the_builtin_cni`).
 
 use std::time::{Duration, Instant};
 
+use clusterctl_testbed::docker::TestNode;
+
+use crate::real_lifecycle::{up_killed_when, DELAYED_KUBELET, REAL_KUBELET};
 use crate::real_support::{self, wait_for, FileOptions, Kube, RealCluster};
 
 /// Web pods (busybox httpd on 8080 answering `hello-from-<pod>`), `web-<i>` pinned to `hosts[i]`
@@ -163,6 +170,109 @@ pub(crate) fn check_cluster_over(c: &dyn Kube, hosts: &[String], overlay: &Overl
     );
 }
 
+/// `up` of the fresh HA file killed (with the node's `kubeadm`) inside `kubeadm init` (admin.conf
+/// written), inside the second control plane's join (its kubelet started: the etcd learner not promoted,
+/// the node not marked), inside the third's (certificates and static pods written, no kubelet — held
+/// open by [`DELAYED_KUBELET`]) and, joining again, once its Node is registered.
+fn up_killed_inside_init_and_control_plane_joins(c: &RealCluster) {
+    let t = Instant::now();
+    let cps: Vec<TestNode> = c.control_planes().into_iter().cloned().collect();
+    // Inside kubeadm init: admin.conf written.
+    up_killed_when(
+        c,
+        "kubeadm init wrote admin.conf",
+        |_| cps[0].sh("test -f /etc/kubernetes/admin.conf").is_ok(),
+        &[&cps[0]],
+    );
+    // Inside the second control plane's join: kubeadm started its kubelet (which writes kubelet.conf at
+    // once and bootstraps in the background) — before its etcd learner is promoted and it is marked.
+    up_killed_when(
+        c,
+        "second control plane's kubelet started (kubelet.conf)",
+        |_| cps[1].sh("test -f /etc/kubernetes/kubelet.conf").is_ok(),
+        &[&cps[1]],
+    );
+    // Inside the third control plane's join: its certificates and static pods written, its kubelet
+    // not yet started (a half-done join: reset, then joined again) ... That window is short (kubeadm
+    // starts the kubelet right after writing the manifests), so the node's kubelet starts 30 s late
+    // for this run ([`DELAYED_KUBELET`]); the real one is back before the join is redone.
+    cps[2].sh(DELAYED_KUBELET).expect("delay the kubelet");
+    up_killed_when(
+        c,
+        "third control plane's API server manifest, no kubelet.conf",
+        |_| {
+            cps[2]
+                .sh("test -f /etc/kubernetes/manifests/kube-apiserver.yaml && ! test -f /etc/kubernetes/kubelet.conf")
+                .is_ok()
+        },
+        &[&cps[2]],
+    );
+    cps[2].sh(REAL_KUBELET).expect("restore the kubelet");
+    // ... then, joining again, killed once its Node is registered (etcd joined, kubelet bootstrapped),
+    // before or while kubeadm marks it as a control plane.
+    let third = cps[2].name.clone();
+    up_killed_when(
+        c,
+        "third control plane's Node registered",
+        |_| {
+            cps[0]
+                .sh(&format!(
+                    "kubectl --kubeconfig /etc/kubernetes/admin.conf get node {third} -o name"
+                ))
+                .is_ok()
+        },
+        &[&cps[2]],
+    );
+    eprintln!(
+        "[real] HA kill points done in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// One etcd member per control plane (waited for: a killed join's member may still be settling) and
+/// every control plane's Node labelled as one.
+fn control_planes_whole(c: &RealCluster) {
+    let mut want: Vec<String> = c.control_planes().iter().map(|n| n.name.clone()).collect();
+    want.sort();
+    wait_for(
+        "one etcd member per control plane",
+        Duration::from_secs(120),
+        || {
+            let m = c.etcd_members();
+            (m == want).then_some(()).ok_or(format!("{m:?}"))
+        },
+    );
+    for n in c.control_planes() {
+        let labels = c.kubectl(&format!(
+            "get node {} -o jsonpath='{{.metadata.labels}}'",
+            n.name
+        ));
+        assert!(
+            labels.contains("node-role.kubernetes.io/control-plane"),
+            "{}: {labels}",
+            n.name
+        );
+    }
+}
+
+/// `status` reports the cluster healthy: every node of the file registered and Ready, nothing stuck,
+/// no label or taint drift.
+fn status_healthy(c: &RealCluster) {
+    let f = c.file.to_string_lossy().into_owned();
+    let status = c.clusterctl(&["status", "-f", &f]);
+    assert_eq!(status.code, 0, "status:\n{}", status.all());
+    let s = status.all();
+    assert!(
+        s.contains(&format!(
+            "; {n} of {n} registered node(s) Ready",
+            n = c.roles.len()
+        )) && s.contains("no stuck pods")
+            && !s.contains("not registered")
+            && !s.contains("missing on the node"),
+        "status:\n{s}"
+    );
+}
+
 #[test]
 fn ha_cluster_over_ssh_for_real() {
     // The conformance suite first: images.sh writes its images only once e2e.test is built.
@@ -182,9 +292,15 @@ fn ha_cluster_over_ssh_for_real() {
         },
         &env,
     );
+    // The kill points need the fresh cluster: `up` killed inside init and the control-plane joins.
+    up_killed_inside_init_and_control_plane_joins(&c);
+    // Then `up` converges.
     let up = c.up(&[]);
     let out = up.all();
-    assert!(out.contains("converged"), "{out}");
+    assert!(
+        out.contains("up: cluster") && out.contains("converged"),
+        "{out}"
+    );
     eprintln!(
         "[real] HA up converged after {:.1}s",
         t.elapsed().as_secs_f64()
@@ -196,25 +312,12 @@ fn ha_cluster_over_ssh_for_real() {
         kubeconfig.contains(&format!("server: https://{vip}:6443")),
         "{kubeconfig}"
     );
+    control_planes_whole(&c);
     check_cluster(&c);
     let mut want: Vec<String> = c.control_planes().iter().map(|n| n.name.clone()).collect();
     want.sort();
     assert_eq!(c.etcd_members(), want, "one etcd member per control plane");
-    // `status` reports the cluster healthy: every node of the file registered and Ready, nothing stuck,
-    // no label or taint drift.
-    let f = c.file.to_string_lossy().into_owned();
-    let status = c.clusterctl(&["status", "-f", &f]);
-    assert_eq!(status.code, 0, "status:\n{}", status.all());
-    let s = status.all();
-    assert!(
-        s.contains(&format!(
-            "; {n} of {n} registered node(s) Ready",
-            n = c.roles.len()
-        )) && s.contains("no stuck pods")
-            && !s.contains("not registered")
-            && !s.contains("missing on the node"),
-        "status:\n{s}"
-    );
+    status_healthy(&c);
     // A second `up` changes nothing.
     let again = c.up(&[]);
     assert!(

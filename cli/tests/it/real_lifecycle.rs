@@ -1,12 +1,12 @@
 //! Lifecycle of a real cluster (root + Docker + the test bed's Kubernetes build; see `real_cluster.rs`
 //! for the set-up): `clusterctl up` killed (SIGKILL, and the node's `kubeadm` with it where it runs)
 //! at every phase boundary and at points inside `kubeadm init`, then run again until it converges —
-//! on 1 control plane + 1 worker; and inside `kubeadm init` and the control-plane joins of the HA file
-//! (the kubelet started but the etcd learner not promoted; static pods written, no kubelet; the Node
-//! registered but not marked). Each ends with a
-//! working cluster: every join succeeded, one etcd member per control plane, traffic across nodes.
-//! Then, on the small cluster: a label and a taint removed by hand are reported by `status` and put
-//! back by the next `up`, and a second `up` changes nothing.
+//! on 1 control plane + 1 worker. It ends with a working cluster: every join succeeded, one etcd member,
+//! traffic across nodes. Then, on the same cluster: a label and a taint removed by hand are reported by
+//! `status` and put back by the next `up`, and a second `up` changes nothing. The kills inside the HA
+//! file's `kubeadm init` and control-plane joins run at the start of the HA test
+//! (`real_cluster::ha_cluster_over_ssh_for_real`) with [`up_killed_when`], [`DELAYED_KUBELET`] and
+//! [`REAL_KUBELET`] from here.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -88,17 +88,17 @@ fn kill_kubeadm(node: &TestNode) {
 /// point between kubeadm's static-pod manifests and the kubelet's bootstrap (`kubelet.conf`) lasts
 /// long enough to be seen on a loaded machine (seen missed with a 200 ms poll). Undone by
 /// [`REAL_KUBELET`].
-const DELAYED_KUBELET: &str = "set -e; [ -e /usr/bin/kubelet.real ] || mv /usr/bin/kubelet /usr/bin/kubelet.real; \
+pub(crate) const DELAYED_KUBELET: &str = "set -e; [ -e /usr/bin/kubelet.real ] || mv /usr/bin/kubelet /usr/bin/kubelet.real; \
     printf '#!/bin/sh\ncase \" $* \" in *\" --version \"*|*\" version \"*) exec /usr/bin/kubelet.real \"$@\";; esac\nsleep 30\nexec /usr/bin/kubelet.real \"$@\"\n' > /usr/bin/kubelet.tmp; \
     chmod 0755 /usr/bin/kubelet.tmp; mv -f /usr/bin/kubelet.tmp /usr/bin/kubelet";
 
 /// Puts the real kubelet back (see [`DELAYED_KUBELET`]).
-const REAL_KUBELET: &str =
+pub(crate) const REAL_KUBELET: &str =
     "if [ -e /usr/bin/kubelet.real ]; then mv -f /usr/bin/kubelet.real /usr/bin/kubelet; fi";
 
 /// Runs `up` and kills it as soon as `when(output so far)` holds (polled every 200 ms), with the
 /// `kubeadm` of `kubeadm_on`. Panics when `up` ends before that. Returns the output.
-fn up_killed_when(
+pub(crate) fn up_killed_when(
     c: &RealCluster,
     what: &str,
     mut when: impl FnMut(&str) -> bool,
@@ -310,106 +310,6 @@ fn up_killed_at_every_phase_boundary_and_inside_kubeadm_init() {
     });
     eprintln!(
         "[real] kill points and drift done in {:.1}s",
-        t.elapsed().as_secs_f64()
-    );
-}
-
-#[test]
-fn up_killed_inside_control_plane_joins_of_the_ha_file() {
-    let Some(env) = real_support::available() else {
-        return;
-    };
-    let t = Instant::now();
-    let c = real_support::start(
-        "rkj",
-        3,
-        2,
-        FileOptions {
-            vip: true,
-            ..Default::default()
-        },
-        &env,
-    );
-    let cps: Vec<TestNode> = c.control_planes().into_iter().cloned().collect();
-    // Inside kubeadm init: admin.conf written.
-    up_killed_when(
-        &c,
-        "kubeadm init wrote admin.conf",
-        |_| cps[0].sh("test -f /etc/kubernetes/admin.conf").is_ok(),
-        &[&cps[0]],
-    );
-    // Inside the second control plane's join: kubeadm started its kubelet (which writes kubelet.conf at
-    // once and bootstraps in the background) — before its etcd learner is promoted and it is marked.
-    up_killed_when(
-        &c,
-        "second control plane's kubelet started (kubelet.conf)",
-        |_| cps[1].sh("test -f /etc/kubernetes/kubelet.conf").is_ok(),
-        &[&cps[1]],
-    );
-    // Inside the third control plane's join: its certificates and static pods written, its kubelet
-    // not yet started (a half-done join: reset, then joined again) ... That window is short (kubeadm
-    // starts the kubelet right after writing the manifests), so the node's kubelet starts 30 s late
-    // for this run ([`DELAYED_KUBELET`]); the real one is back before the join is redone.
-    cps[2].sh(DELAYED_KUBELET).expect("delay the kubelet");
-    up_killed_when(
-        &c,
-        "third control plane's API server manifest, no kubelet.conf",
-        |_| {
-            cps[2]
-                .sh("test -f /etc/kubernetes/manifests/kube-apiserver.yaml && ! test -f /etc/kubernetes/kubelet.conf")
-                .is_ok()
-        },
-        &[&cps[2]],
-    );
-    cps[2].sh(REAL_KUBELET).expect("restore the kubelet");
-    // ... then, joining again, killed once its Node is registered (etcd joined, kubelet bootstrapped),
-    // before or while kubeadm marks it as a control plane.
-    let third = cps[2].name.clone();
-    up_killed_when(
-        &c,
-        "third control plane's Node registered",
-        |_| {
-            cps[0]
-                .sh(&format!(
-                    "kubectl --kubeconfig /etc/kubernetes/admin.conf get node {third} -o name"
-                ))
-                .is_ok()
-        },
-        &[&cps[2]],
-    );
-    let last = c.up(&[]);
-    assert!(last.all().contains("up: cluster"), "{}", last.all());
-    let mut want: Vec<String> = cps.iter().map(|n| n.name.clone()).collect();
-    want.sort();
-    wait_for(
-        "one etcd member per control plane",
-        Duration::from_secs(120),
-        || {
-            let m = c.etcd_members();
-            (m == want).then_some(()).ok_or(format!("{m:?}"))
-        },
-    );
-    for n in &cps {
-        let labels = c.kubectl(&format!(
-            "get node {} -o jsonpath='{{.metadata.labels}}'",
-            n.name
-        ));
-        assert!(
-            labels.contains("node-role.kubernetes.io/control-plane"),
-            "{}: {labels}",
-            n.name
-        );
-    }
-    let workers: Vec<String> = c.workers().iter().map(|n| n.name.clone()).collect();
-    check_cluster_on(&c, &workers);
-    let again = c.up(&[]);
-    assert!(
-        again.all().contains("is up to date; nothing changed"),
-        "{}",
-        again.all()
-    );
-    eprintln!(
-        "[real] HA kill points done in {:.1}s",
         t.elapsed().as_secs_f64()
     );
 }
