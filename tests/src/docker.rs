@@ -590,7 +590,7 @@ pub struct TestCluster {
     pub image: NodeImage,
     containers: Vec<String>,
     dir: tempfile::TempDir,
-    /// The nodes taken from this process's budget (given back after the containers are removed).
+    /// The nodes taken from the machine's budget (given back after the containers are removed).
     _budget: budget::Nodes,
 }
 
