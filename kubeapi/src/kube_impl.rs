@@ -13,6 +13,7 @@ use kube::{Client, Config};
 use serde_json::json;
 
 use crate::api::{ApiError, ClusterApi, EvictOutcome, TaintSpec};
+use crate::paged::list_lean;
 
 /// The field manager name sent with every patch.
 pub(crate) const FIELD_MANAGER: &str = "clusterctl";
@@ -208,16 +209,14 @@ impl ClusterApi for KubeClusterApi {
     fn nodes(&self) -> Result<Vec<Node>, ApiError> {
         let api = self.node_api();
         self.rt
-            .block_on(async { api.list(&ListParams::default()).await })
-            .map(|l| l.items)
+            .block_on(list_lean(&api, &ListParams::default()))
             .map_err(|e| self.map_err("list nodes", e))
     }
 
     fn pods(&self) -> Result<Vec<Pod>, ApiError> {
         let api: Api<Pod> = Api::all(self.client.clone());
         self.rt
-            .block_on(async { api.list(&ListParams::default()).await })
-            .map(|l| l.items)
+            .block_on(list_lean(&api, &ListParams::default()))
             .map_err(|e| self.map_err("list pods", e))
     }
 
@@ -225,8 +224,7 @@ impl ClusterApi for KubeClusterApi {
         let api: Api<Pod> = Api::all(self.client.clone());
         let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
         self.rt
-            .block_on(async { api.list(&lp).await })
-            .map(|l| l.items)
+            .block_on(list_lean(&api, &lp))
             .map_err(|e| self.map_err("list pods", e))
     }
 

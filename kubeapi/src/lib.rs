@@ -13,6 +13,7 @@ pub mod drain;
 pub(crate) mod kube_impl;
 pub mod kubeconfig;
 pub(crate) mod node;
+pub(crate) mod paged;
 
 pub use api::{ApiError, Applied, ClusterApi, EvictOutcome, TaintSpec};
 pub use diagnose::{diagnose, Diagnosis, Layer, StuckPod, Termination};

@@ -1,7 +1,7 @@
 //! `KubeClusterApi` against a real control plane (`clusterctl_testbed::envtest`: upstream etcd and
 //! kube-apiserver on loopback, RBAC on, admin client certificate as in kubeadm's `admin.conf`): what the
 //! server stores after each call, not what the client sent. Lists decode; events are filtered by the
-//! server's field selector and ordered; a label merge patch sets, removes and keeps labels; a taint
+//! server's field selector and ordered; a list longer than a page comes whole and lean; a label merge patch sets, removes and keeps labels; a taint
 //! strategic merge patch replaces the list; cordon and uncordon; an eviction is refused by a real
 //! PodDisruptionBudget with the eviction API's 429 and accepted once the budget allows it; drain
 //! evicts, keeps mirror and DaemonSet pods and waits for the pods to go; Node deletion; 404s; the
@@ -177,6 +177,45 @@ fn lists_decode_and_events_are_filtered_and_ordered() {
         ["Scheduled", "Failed", "BackOff"],
         "only this pod's events, oldest first"
     );
+}
+
+/// More pods than one page of the lean list (500, kubectl's chunk size): every one comes back, and
+/// none carries the `managedFields` the server stores.
+#[test]
+fn a_list_longer_than_a_page_comes_whole_without_managed_fields() {
+    let Some(s) = setup() else { return };
+    let want = 501;
+    for i in 0..want {
+        s.env
+            .create(
+                &format!("/api/v1/namespaces/{}/pods", s.ns),
+                &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i:03}")},
+                        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1"}]}}),
+            )
+            .expect("pod");
+    }
+    let stored = s
+        .env
+        .get(&format!("/api/v1/namespaces/{}/pods/p000", s.ns))
+        .expect("pod");
+    assert!(
+        stored["metadata"]["managedFields"].is_array(),
+        "the server stores managedFields: {stored}"
+    );
+    let mine: Vec<_> = s
+        .api
+        .pods()
+        .expect("pods")
+        .into_iter()
+        .filter(|p| p.metadata.namespace.as_deref() == Some(s.ns.as_str()))
+        .collect();
+    assert_eq!(mine.len(), want);
+    assert!(mine.iter().all(|p| p.metadata.managed_fields.is_none()));
+    let names: std::collections::BTreeSet<_> = mine
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    assert_eq!(names.len(), want, "no pod twice");
 }
 
 #[test]
