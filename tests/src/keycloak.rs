@@ -409,14 +409,41 @@ impl Keycloak {
         self.started_in
     }
 
-    /// The resident memory of the server's JVM (the `java` child of `kc.sh`), in KiB.
-    pub fn rss_kib(&self) -> Option<u64> {
+    /// The CPU time (user + system) the server's processes have used so far: `kc.sh` and its `java`
+    /// child, from `/proc/<pid>/stat` (`utime` + `stime`, in clock ticks).
+    pub fn cpu_time(&self) -> Option<Duration> {
+        // SAFETY: sysconf reads a constant of the system; no memory is involved.
+        let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+        let ticks_used: u64 = self
+            .pids()
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+            .filter_map(|stat| {
+                // Fields after the command name (which may hold spaces), `(…)`: state is field 3,
+                // utime and stime are fields 14 and 15.
+                let rest = stat.rsplit_once(')')?.1;
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+            })
+            .sum();
+        Some(Duration::from_millis(ticks_used * 1000 / ticks.max(1)))
+    }
+
+    /// `kc.sh`'s pid and its children's (the `java` it runs).
+    fn pids(&self) -> Vec<String> {
         let children =
             std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.child.id()))
-                .ok()?;
-        let pids = std::iter::once(self.child.id().to_string())
-            .chain(children.split_whitespace().map(str::to_string));
-        pids.filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
+                .unwrap_or_default();
+        std::iter::once(self.child.id().to_string())
+            .chain(children.split_whitespace().map(str::to_string))
+            .collect()
+    }
+
+    /// The resident memory of the server's JVM (the `java` child of `kc.sh`), in KiB.
+    pub fn rss_kib(&self) -> Option<u64> {
+        self.pids()
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
             .filter_map(|s| {
                 s.lines()
                     .find_map(|l| l.strip_prefix("VmRSS:"))
