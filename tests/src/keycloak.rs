@@ -5,16 +5,27 @@
 //!   dependency:get` fetches the zip into `<cache>/maven`, it is unpacked and `kc.sh build
 //!   --db=dev-file` runs once, so that each start is `start --optimized` (no Quarkus re-augmentation).
 //!   Java 25 ([`JAVA_HOME`]) and Maven are test-bed needs only (`scripts/packages/testbed.list`).
-//! * **Per server**: a hard-linked copy of the built distribution in a temporary directory (its own
-//!   `data/`: the dev-file H2 database and the realm import), a serving certificate for `127.0.0.1`,
-//!   heap bound `-Xmx512m`, HTTPS only on `127.0.0.1:<free port>` (or on another address of this
-//!   machine, [`Keycloak::start_on`]: a docker network's gateway, for API servers in node
-//!   containers), and [`REALM`] imported at start:
-//!   client [`CLIENT_ID`] (public, password grant) whose tokens carry a `groups` claim and live
-//!   [`TOKEN_LIFESPAN`], a second client [`OTHER_CLIENT_ID`], and user [`USER`] in group [`GROUP`].
+//! * **Once per version and realm** (`keycloak/template.rs`): a template dev-file H2 database with
+//!   Keycloak's schema migrated and [`REALM`] imported, made by one server started with
+//!   `--import-realm` on an empty database and stopped cleanly; kept under
+//!   `<cache>/keycloak/<version>/template-<key>/`.
+//!   The realm: client [`CLIENT_ID`] (public, password grant) whose tokens carry a `groups` claim
+//!   and live [`TOKEN_LIFESPAN`] (a client attribute, so in the template), a second client
+//!   [`OTHER_CLIENT_ID`], and user [`USER`] in group [`GROUP`]. The realm's signing keys are made
+//!   with the template: every server started from one template signs with the same keys (fine for
+//!   tests, whose servers each have their own issuer URL).
+//! * **Per server**: a hard-linked copy of the built distribution in a temporary directory whose
+//!   `data/h2` is a copy (not links: H2 writes to it) of the template's, started without any import
+//!   or schema migration; a serving certificate for its address from a CA made for it, heap bound
+//!   `-Xmx512m`, the C1 compiler only (`-XX:TieredStopAtLevel=1`), the local cache
+//!   (`--cache=local`, no cluster), HTTPS only on `127.0.0.1:<free port>` (or on another address of
+//!   this machine, [`Keycloak::start_on`]: a docker network's gateway, for API servers in node
+//!   containers) with `--hostname=https://<address>:<port>`: the issuer URL names the server's own
+//!   address and port (a runtime option, nothing of it is in the database).
 //!   A server that exits while starting (seen once in CI, the cause lost with its temporary
 //!   directory) is started again, up to [`START_ATTEMPTS`] times, each failed attempt's log excerpt
 //!   printed. Stopped (killed) on drop, and by a watchdog when the test process dies.
+//!   [`Keycloak::cpu_time`] says what a start cost (the `keycloak_starts` example measures starts).
 
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt as _;
@@ -24,11 +35,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+mod template;
+
 /// The Keycloak release the test bed runs.
 pub const VERSION: &str = "26.4.7";
 /// The Java that runs it.
 pub const JAVA_HOME: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
-/// The realm imported at start.
+/// The realm (in the template database).
 pub const REALM: &str = "k8s";
 /// The client whose ID tokens the API server accepts (their `aud`).
 pub const CLIENT_ID: &str = "kubernetes";
@@ -43,6 +56,14 @@ pub const GROUP: &str = "k8s-admins";
 pub const TOKEN_LIFESPAN: Duration = Duration::from_secs(30);
 /// How many times [`Keycloak::start`] starts a server that exited before it answered.
 pub const START_ATTEMPTS: u32 = 3;
+/// The cache of every server: local, not `ispn` (the default of `start`, a cluster found through the
+/// database, JDBC_PING, with mTLS between its members): one server per test needs no cluster, and
+/// servers started from one template never find each other. A runtime option in 26.4.
+const CACHE: &str = "--cache=local";
+/// Added to the JVM's options (`JAVA_OPTS_APPEND` of `kc.sh`): the C1 compiler only, no C2. A test
+/// server answers a few dozen requests; C2 compiling Keycloak's start-up paths cost about half of a
+/// start's CPU time (docs/testing.md).
+const JAVA_OPTS_APPEND: &str = "-XX:TieredStopAtLevel=1";
 /// How long a start may take (the first JVM start on a loaded 2-core machine is slow).
 const READY_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -158,7 +179,7 @@ pub fn distribution() -> Result<PathBuf, KeycloakError> {
     Ok(dist)
 }
 
-/// The realm imported at start (see the module doc).
+/// The realm imported into the template database (see the module doc).
 pub fn realm() -> Value {
     json!({
         "realm": REALM, "enabled": true,
@@ -207,6 +228,14 @@ fn tls(host: Ipv4Addr) -> Result<(String, String, String), KeycloakError> {
     Ok((ca_pem, cert.pem(), key.serialize_pem()))
 }
 
+/// What a server's `data/` starts from.
+enum Data<'a> {
+    /// An empty database and [`realm`] imported at start (`--import-realm`): the template's server.
+    Import,
+    /// A copy of the template's `h2/` (the directory [`template::template`] returned), no import.
+    Template(&'a Path),
+}
+
 /// A running Keycloak; killed on drop.
 pub struct Keycloak {
     child: Child,
@@ -235,9 +264,11 @@ impl Keycloak {
         }
     }
 
-    /// Starts a server (see the module doc) and waits until the realm's discovery document answers;
-    /// a server that exited before answering is started again (fresh directory and port), at most
-    /// [`START_ATTEMPTS`] times in all. Errors: the last attempt's, or the first that is not an exit.
+    /// Starts a server (see the module doc) on a copy of the template database, made first when the
+    /// cache has none (or waited for while another process makes it), and waits until the realm's
+    /// discovery document answers; a server that exited before answering is started again (fresh
+    /// directory and port), at most [`START_ATTEMPTS`] times in all. Errors: the last attempt's, or
+    /// the first that is not an exit.
     pub fn start() -> Result<Keycloak, KeycloakError> {
         Self::start_on(Ipv4Addr::LOCALHOST)
     }
@@ -246,9 +277,15 @@ impl Keycloak {
     /// issuer URL and the serving certificate name it.
     pub fn start_on(host: Ipv4Addr) -> Result<Keycloak, KeycloakError> {
         let dist = distribution()?;
+        let template = template::template(&dist)?;
+        Self::start_with(&dist, host, &Data::Template(&template))
+    }
+
+    /// [`Keycloak::start_on`] with `data/` made as `data` says, started again when it exits early.
+    fn start_with(dist: &Path, host: Ipv4Addr, data: &Data) -> Result<Keycloak, KeycloakError> {
         let mut attempt = 1;
         loop {
-            match Self::start_once(&dist, host) {
+            match Self::start_once(dist, host, data) {
                 Err(e @ KeycloakError::NotReady { exited: true, .. })
                     if attempt < START_ATTEMPTS =>
                 {
@@ -263,18 +300,33 @@ impl Keycloak {
     }
 
     /// One start in a fresh temporary directory on a fresh port.
-    fn start_once(dist: &Path, host: Ipv4Addr) -> Result<Keycloak, KeycloakError> {
+    fn start_once(dist: &Path, host: Ipv4Addr, data: &Data) -> Result<Keycloak, KeycloakError> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("{}-", crate::unique_name("kc")))
             .tempdir()
             .map_err(io("temp dir"))?;
         let home = dir.path().join("kc");
         run("cp -al", Command::new("cp").arg("-al").arg(dist).arg(&home))?;
-        let import = home.join("data/import");
-        std::fs::create_dir_all(&import).map_err(io("data/import"))?;
         let write =
             |p: &Path, t: &str| std::fs::write(p, t).map_err(io(format!("{}", p.display())));
-        write(&import.join("realm.json"), &realm().to_string())?;
+        match data {
+            Data::Import => {
+                let import = home.join("data/import");
+                std::fs::create_dir_all(&import).map_err(io("data/import"))?;
+                write(&import.join("realm.json"), &realm().to_string())?;
+            }
+            Data::Template(template) => {
+                std::fs::create_dir_all(home.join("data")).map_err(io("data"))?;
+                // A copy, not hard links: H2 writes to its files.
+                run(
+                    "cp -a <template>/h2",
+                    Command::new("cp")
+                        .arg("-a")
+                        .arg(template.join("h2"))
+                        .arg(home.join("data/h2")),
+                )?;
+            }
+        }
         let (ca_pem, cert, key) = tls(host)?;
         let cert_path = dir.path().join("tls.crt");
         let key_path = dir.path().join("tls.key");
@@ -292,12 +344,9 @@ impl Keycloak {
             .process_group(0)
             .env("JAVA_HOME", JAVA_HOME)
             .env("JAVA_OPTS_KC_HEAP", "-Xms64m -Xmx512m")
-            .args([
-                "start",
-                "--optimized",
-                "--import-realm",
-                "--http-enabled=false",
-            ])
+            .env("JAVA_OPTS_APPEND", JAVA_OPTS_APPEND)
+            .args(["start", "--optimized", CACHE, "--http-enabled=false"])
+            .args(matches!(data, Data::Import).then_some("--import-realm"))
             .arg(format!("--http-host={host}"))
             .arg(format!("--https-port={port}"))
             .arg(format!("--hostname=https://{host}:{port}"))
@@ -392,6 +441,11 @@ impl Keycloak {
             .chain(last)
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// The server's Keycloak home: the hard-linked copy of the distribution with its own `data/`.
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("kc")
     }
 
     /// The realm's issuer URL (`https://<host>:<port>/realms/k8s`).
@@ -507,6 +561,7 @@ impl Drop for Keycloak {
         // The group this server was started in: kc.sh and the JVM it runs.
         let _ = Command::new("kill")
             .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
             .status();
         let _ = self.child.wait();
     }

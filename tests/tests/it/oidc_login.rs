@@ -1,6 +1,6 @@
 //! Keycloak OIDC with a real login (issue 25 item 2): a real Keycloak (`clusterctl_testbed::keycloak`,
-//! TLS from a test CA, realm imported at start) as the issuer of a real kube-apiserver run with what
-//! clusterctl renders for `spec.apiServer.oidc` (`apiserver_rendered`): in `flags` mode (the
+//! TLS from a test CA, realm from its template database) as the issuer of a real kube-apiserver run
+//! with what clusterctl renders for `spec.apiServer.oidc` (`apiserver_rendered`): in `flags` mode (the
 //! `--oidc-*` flags, the CA as `--oidc-ca-file`) and in `structured` mode (the
 //! `AuthenticationConfiguration` with the CA inline). In each: an ID token from Keycloak's token
 //! endpoint (password grant of client `kubernetes`) used by the real `kubectl`: `kubectl auth whoami`
@@ -9,8 +9,8 @@
 //! get pods` and nothing more (Secrets, Nodes and a pod delete are forbidden); a token of another
 //! client of the same realm (another audience) is refused with 401, and so is a token of the right
 //! client once its `exp` has passed (the client's tokens live [`keycloak::TOKEN_LIFESPAN`]; kubectl
-//! is handed a fresh one before each call). Keycloak's start time and memory are printed
-//! (docs/testing.md).
+//! is handed a fresh one before each call). Keycloak's start time, its CPU time and memory are
+//! printed (docs/testing.md).
 
 use std::path::Path;
 use std::process::Command;
@@ -94,9 +94,10 @@ fn a_keycloak_login_authenticates_kubectl_in_both_oidc_modes() {
         return;
     };
     eprintln!(
-        "Keycloak {} ready in {:.1}s, RSS {} MiB",
+        "Keycloak {} ready in {:.1}s, CPU {:.1}s, RSS {} MiB",
         keycloak::VERSION,
         kc.started_in().as_secs_f64(),
+        kc.cpu_time().unwrap_or_default().as_secs_f64(),
         kc.rss_kib().unwrap_or(0) / 1024
     );
     for mode in ["flags", "structured"] {
