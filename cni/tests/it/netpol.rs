@@ -337,7 +337,7 @@ fn every_construct_is_accepted_by_nft() {
     for want in [
         "ip daddr 10.1.0.2 sctp dport 99",
         "udp dport 1000-2000",
-        "tcp dport 53 return",
+        "tcp dport 53 goto egress_allowed",
         "counter",
     ] {
         assert!(listed.contains(want), "{want:?} in {listed}");

@@ -1,7 +1,9 @@
 //! Compiling and applying the node's rules, failing closed, and what to report about it
 //! ([`report::Notice`]):
 //!
-//! * the compiled rules are applied; an unchanged script is not applied again;
+//! * the compiled rules are applied: the first time (and after a failure) as the whole table, then
+//!   only what changed since the table applied last ([`super::diff`]), each in one transaction;
+//!   nothing changed, no `nft` call;
 //! * when `nft` refuses them, the **fail-closed table** is applied instead: the same isolation sets
 //!   (every pod some policy selects, for its policy types) and no allow rule — the selected pods are
 //!   denied, never silently allowed — and the node reports [`report::FAILED_CLOSED`];
@@ -12,11 +14,11 @@
 //! * after either failure, the first successful apply reports [`report::ENFORCED`].
 
 use super::cache::Cache;
-use super::compile::{compile, Ruleset};
+use super::compile::{compile_refs, Ruleset};
+use super::diff::diff;
 use super::nft::{self, Nft};
 use super::report::{self, Notice};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
+use super::table::{Names, Table};
 use std::time::Instant;
 
 /// How the node's rules stand, as last reported.
@@ -32,13 +34,21 @@ enum State {
     NotEnforced,
 }
 
-/// Compiles and applies, remembering the script installed last, the state reported last and the
-/// failed policies reported last.
+/// The table applied last and the policy names it was written with.
+#[derive(Debug)]
+struct Applied {
+    table: Table,
+    names: Names,
+}
+
+/// Compiles and applies, remembering the table applied last (`None` at the start and after a
+/// failure: the next apply replaces the whole table), the state reported last and the failed
+/// policies reported last.
 #[derive(Debug)]
 pub(crate) struct Applier<'a> {
     node: &'a str,
     nft: &'a Nft,
-    last: Option<String>,
+    applied: Option<Applied>,
     failed: Vec<String>,
     state: State,
 }
@@ -49,7 +59,7 @@ impl<'a> Applier<'a> {
         Self {
             node,
             nft,
-            last: None,
+            applied: None,
             failed: Vec::new(),
             state: State::Unknown,
         }
@@ -64,34 +74,43 @@ impl<'a> Applier<'a> {
     /// Compiles `cache` and applies the result (or the fail-closed table); what to report.
     pub(crate) fn apply(&mut self, cache: &Cache) -> Vec<Notice> {
         let t = Instant::now();
-        let pol: Vec<NetworkPolicy> = cache.policies.values().cloned().collect();
-        let pods: Vec<Pod> = cache.pods.values().cloned().collect();
-        let nss: Vec<Namespace> = cache.namespaces.values().cloned().collect();
-        let rs = compile(self.node, &pol, &pods, &nss);
+        let rs = compile_refs(
+            self.node,
+            cache.policies.values(),
+            cache.pods.values(),
+            cache.namespaces.values(),
+        );
         let mut out = self.failed_policies(&rs, cache);
-        let script = nft::script(&rs);
-        if self.last.as_deref() == Some(script.as_str()) {
+        let names = self
+            .applied
+            .as_ref()
+            .map_or_else(|| Names::fresh(&rs), |a| a.names.next(&rs));
+        let table = Table::build(&rs, &names);
+        let compiled = t.elapsed();
+        let Some(how) = self.write(&table) else {
             return out;
-        }
-        match self.nft.apply(&rs) {
-            Ok(()) => {
+        };
+        match how {
+            Ok(how) => {
                 eprintln!(
                     "clusterctl cni agent: network policy: {} of {} policies select pods here; \
-                     isolated: {} for ingress, {} for egress; applied in {} ms",
+                     isolated: {} for ingress, {} for egress; {how}; compiled in {} ms, \
+                     applied in {} ms",
                     rs.policies.len() + rs.failed.len(),
-                    pol.len(),
+                    cache.policies.len(),
                     rs.ingress_isolated.len(),
                     rs.egress_isolated.len(),
+                    compiled.as_millis(),
                     t.elapsed().as_millis()
                 );
-                self.last = Some(script);
+                self.applied = Some(Applied { table, names });
                 if !matches!(self.state, State::Enforced | State::Unknown) {
                     out.push(Notice::Enforced);
                 }
                 self.state = State::Enforced;
             }
             Err(e) => {
-                self.last = None;
+                self.applied = None;
                 let (state, notice) = self.fail_closed(&rs, &e);
                 if state != self.state {
                     out.push(notice);
@@ -100,6 +119,33 @@ impl<'a> Applier<'a> {
             }
         }
         out
+    }
+
+    /// Brings the kernel's table to `table`: only the difference from the table applied last,
+    /// when there is one and it is smaller than the table, else the whole table; either in one
+    /// transaction. `None` when nothing changed (no `nft` call); else what was done, or `nft`'s
+    /// error. A refused difference (the kernel's table no longer the one applied last, e.g.
+    /// someone flushed the ruleset) is followed by the whole table.
+    fn write(&self, table: &Table) -> Option<std::io::Result<String>> {
+        let part = self.applied.as_ref().and_then(|a| diff(&a.table, table));
+        if let Some((script, n)) = part.filter(|(_, n)| *n <= table.size()) {
+            if script.is_empty() {
+                return None;
+            }
+            match self.nft.run(&["-f", "-"], &script) {
+                Ok(_) => return Some(Ok(format!("in place, {n} objects"))),
+                Err(e) => eprintln!(
+                    "clusterctl cni agent: network policy: the change in place was refused ({e}); \
+                     replacing the whole table"
+                ),
+            }
+        }
+        let whole = nft::whole(table);
+        Some(
+            self.nft
+                .run(&["-f", "-"], &whole)
+                .map(|_| format!("whole table, {} objects", table.size())),
+        )
     }
 
     /// After `nft` refused `rs` with `e`: the fail-closed table applied, or nothing could be.

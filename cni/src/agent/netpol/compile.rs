@@ -1,6 +1,6 @@
 //! The policy compiler: `networking.k8s.io/v1` NetworkPolicies, the cluster's Pods and Namespaces
-//! and this node's name in, a [`Ruleset`] out — pure, no I/O (the nftables text is
-//! [`super::render`]'s).
+//! and this node's name in, a [`Ruleset`] out — pure, no I/O (the nftables table is
+//! [`super::table`]'s).
 //!
 //! Semantics (Kubernetes'): a pod is isolated for ingress (egress) when some policy of its namespace
 //! selects it and has `Ingress` (`Egress`) in its `policyTypes` (default: `Ingress`, plus `Egress`
@@ -18,11 +18,12 @@
 //! protocol, a bad CIDR) still isolates the pods it selects, for its policy types, and allows
 //! nothing: it fails closed, and is reported in [`Ruleset::failed`].
 
+mod peers;
+
 use super::select::{self, Ranges, SelectorError};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use k8s_openapi::api::networking::v1::{
-    NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
-};
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyPort, NetworkPolicySpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -110,8 +111,21 @@ pub struct PortMatch {
 pub struct Rule {
     /// The peers (`from`/`to`); `None`: everyone.
     pub peers: Option<Ranges>,
+    /// Where `peers` comes from, one [`Source`] per peer of the rule (empty for everyone): the
+    /// table keeps one set per distinct source, shared by every rule naming it.
+    pub sources: Vec<Source>,
     /// The ports; `None`: every port of every protocol. `Some` is never empty.
     pub ports: Option<Vec<PortMatch>>,
+}
+
+/// One peer of a rule as a set of addresses: which pods a selector (pair) picks, or an `ipBlock`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// What it is, the same for every peer written the same way (namespace and selectors as
+    /// JSON, or the block).
+    pub key: String,
+    /// Its addresses.
+    pub addrs: Ranges,
 }
 
 /// One policy that selects pods of this node.
@@ -121,6 +135,9 @@ pub struct Compiled {
     pub id: String,
     /// This node's pods it selects.
     pub pods: BTreeSet<Ipv4Addr>,
+    /// What selects them (its namespace and pod selector), the same for every policy selecting
+    /// the same way: the table keeps one set per distinct selection.
+    pub pods_key: String,
     /// Its ingress rules (empty when it has no `Ingress` type, or when it allows no ingress).
     pub ingress: Vec<Rule>,
     /// Its egress rules.
@@ -197,8 +214,10 @@ fn pod_view<'a>(p: &'a Pod, node: &str) -> Option<PodView<'a>> {
     })
 }
 
-/// The cluster as the compiler sees it.
+/// The cluster as the compiler sees it, and the addresses of each peer source evaluated so far
+/// (by [`Source::key`]: a selector written by many policies is evaluated once).
 struct World<'a> {
+    memo: std::cell::RefCell<BTreeMap<String, Ranges>>,
     pods: Vec<PodView<'a>>,
     ns_labels: BTreeMap<&'a str, Option<&'a BTreeMap<String, String>>>,
 }
@@ -212,15 +231,26 @@ pub fn compile(
     pods: &[Pod],
     namespaces: &[Namespace],
 ) -> Ruleset {
+    compile_refs(node, policies, pods, namespaces)
+}
+
+/// [`compile`] of objects held elsewhere (the agent's cache), without copying them.
+pub(crate) fn compile_refs<'a>(
+    node: &str,
+    policies: impl IntoIterator<Item = &'a NetworkPolicy>,
+    pods: impl IntoIterator<Item = &'a Pod>,
+    namespaces: impl IntoIterator<Item = &'a Namespace>,
+) -> Ruleset {
     let world = World {
-        pods: pods.iter().filter_map(|p| pod_view(p, node)).collect(),
+        memo: Default::default(),
+        pods: pods.into_iter().filter_map(|p| pod_view(p, node)).collect(),
         ns_labels: namespaces
-            .iter()
+            .into_iter()
             .filter_map(|n| Some((n.metadata.name.as_deref()?, n.metadata.labels.as_ref())))
             .collect(),
     };
-    let mut sorted: Vec<&NetworkPolicy> = policies.iter().collect();
-    sorted.sort_by_key(|p| id(p));
+    let mut sorted: Vec<&NetworkPolicy> = policies.into_iter().collect();
+    sorted.sort_by_cached_key(|p| id(p));
     let mut out = Ruleset::default();
     for p in sorted {
         let (Some(ns), Some(spec)) = (p.metadata.namespace.as_deref(), p.spec.as_ref()) else {
@@ -252,6 +282,7 @@ pub fn compile(
             Ok((ingress, egress)) => out.policies.push(Compiled {
                 id: id(p),
                 pods,
+                pods_key: format!("local ns={ns} pods={}", key(sel)),
                 ingress,
                 egress,
             }),
@@ -301,7 +332,7 @@ impl<'a> World<'a> {
     fn select_local(
         &self,
         ns: &str,
-        sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+        sel: &LabelSelector,
     ) -> Result<Vec<&PodView<'a>>, SelectorError> {
         let mut out = Vec::new();
         for v in self.pods.iter().filter(|v| v.local && v.ns == ns) {
@@ -334,11 +365,18 @@ impl<'a> World<'a> {
         if egress {
             for r in spec.egress.iter().flatten() {
                 let peers = self.peers(ns, r.to.as_deref())?;
-                // Named ports resolve on the destination: any pod among the peers.
+                // Named ports resolve on the destination: any pod among the peers (looked for
+                // only when the rule names a port).
+                let named = r
+                    .ports
+                    .iter()
+                    .flatten()
+                    .any(|p| matches!(p.port, Some(IntOrString::String(_))));
                 let dst: Vec<&PodView<'a>> = self
                     .pods
                     .iter()
-                    .filter(|v| peers.as_ref().is_none_or(|p| p.contains(v.ip)))
+                    .filter(|_| named)
+                    .filter(|v| peers.as_ref().is_none_or(|(p, _)| p.contains(v.ip)))
                     .collect();
                 if let Some(rule) = rule(peers, r.ports.as_deref(), &dst)? {
                     eg.push(rule);
@@ -347,87 +385,32 @@ impl<'a> World<'a> {
         }
         Ok((inr, eg))
     }
-
-    /// The addresses of `peers`; `None` for everyone (absent or empty).
-    fn peers(
-        &self,
-        ns: &str,
-        peers: Option<&[NetworkPolicyPeer]>,
-    ) -> Result<Option<Ranges>, PolicyError> {
-        let Some(peers) = peers.filter(|p| !p.is_empty()) else {
-            return Ok(None);
-        };
-        let mut r = Ranges::new();
-        for p in peers {
-            match (&p.ip_block, &p.pod_selector, &p.namespace_selector) {
-                (Some(b), None, None) => r.union(&ip_block(&b.cidr, b.except.as_deref())?),
-                (Some(_), _, _) => return Err(PolicyError::MixedPeer),
-                (None, pod_sel, ns_sel) => {
-                    for v in &self.pods {
-                        let ns_ok = match ns_sel {
-                            None => v.ns == ns,
-                            Some(s) => {
-                                select::matches(s, self.ns_labels.get(v.ns).copied().flatten())?
-                            }
-                        };
-                        let pod_ok = match pod_sel {
-                            None => true,
-                            Some(s) => select::matches(s, v.labels)?,
-                        };
-                        if ns_ok && pod_ok {
-                            r.add_addr(v.ip);
-                        }
-                    }
-                }
-            }
-        }
-        Ok(Some(r))
-    }
 }
 
-/// `cidr` minus `except`; IPv6 blocks give the empty set (no pod has an IPv6 address here).
-fn ip_block(cidr: &str, except: Option<&[String]>) -> Result<Ranges, PolicyError> {
-    let net: ipnet::IpNet = cidr
-        .parse()
-        .map_err(|_| PolicyError::Cidr(cidr.to_string()))?;
-    let ipnet::IpNet::V4(net) = net else {
-        return Ok(Ranges::new());
-    };
-    let mut r = Ranges::cidr(net);
-    for e in except.into_iter().flatten() {
-        let x: ipnet::IpNet = e.parse().map_err(|_| PolicyError::Cidr(e.clone()))?;
-        let ipnet::IpNet::V4(x) = x else {
-            continue;
-        };
-        if !net.trunc().contains(&x.trunc()) {
-            return Err(PolicyError::Except {
-                cidr: cidr.to_string(),
-                except: e.clone(),
-            });
-        }
-        r.subtract(x);
-    }
-    Ok(r)
+/// A selector as a key: its JSON (`{}` selects everything).
+fn key(sel: &LabelSelector) -> String {
+    serde_json::to_string(sel).unwrap_or_default()
 }
 
 /// One rule: its peers and ports resolved. `None` when it can match nothing (no peer address, or
 /// only named ports no destination has).
 fn rule(
-    peers: Option<Ranges>,
+    peers: Option<(Ranges, Vec<Source>)>,
     ports: Option<&[NetworkPolicyPort]>,
     dst: &[&PodView<'_>],
 ) -> Result<Option<Rule>, PolicyError> {
-    if peers.as_ref().is_some_and(Ranges::is_empty) {
+    if peers.as_ref().is_some_and(|(r, _)| r.is_empty()) {
         // Still check the ports, so a malformed one fails closed.
         let _ = port_matches(ports, dst)?;
         return Ok(None);
     }
+    let (peers, sources) = peers.map_or((None, Vec::new()), |(r, s)| (Some(r), s));
     match port_matches(ports, dst)? {
-        None => Ok(Some(Rule { peers, ports: None })),
         Some(m) if m.is_empty() => Ok(None),
-        Some(m) => Ok(Some(Rule {
+        ports => Ok(Some(Rule {
             peers,
-            ports: Some(m),
+            sources,
+            ports,
         })),
     }
 }

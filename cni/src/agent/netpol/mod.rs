@@ -1,15 +1,19 @@
 //! NetworkPolicy (`networking.k8s.io/v1`) on this node: [`compile`] turns the policies, pods and
-//! namespaces into a [`Ruleset`] (pure), [`nft`] writes it as one nftables table of the agent's own,
-//! `inet clusterctl-netpol`, replaced in one transaction, and [`watch`] keeps it in line with the
-//! API (list, then watch NetworkPolicies, Pods and Namespaces; re-applied within one second of a
-//! change). See docs/cni.md, "NetworkPolicy".
+//! namespaces into a [`Ruleset`] (pure), `table` lays it out as the sets and chains of one nftables
+//! table of the agent's own, `inet clusterctl-netpol`, [`nft`] writes it whole, `diff` writes only
+//! what changed since the table applied last (each one transaction), `apply` chooses between the
+//! two and fails closed, and [`watch`] keeps it in line with the API (list, then watch
+//! NetworkPolicies, Pods and Namespaces; re-applied within one second of a change). See
+//! docs/cni.md, "NetworkPolicy".
 
 mod apply;
 mod cache;
 pub mod compile;
+mod diff;
 pub mod nft;
 pub mod report;
 pub mod select;
+mod table;
 pub mod watch;
 
 pub use compile::{compile, Ruleset};

@@ -79,6 +79,16 @@ impl Ranges {
         self.add_range(a, a);
     }
 
+    /// Adds every address of `addrs` (sorting and merging once, not per address).
+    pub fn add_addrs(&mut self, addrs: impl IntoIterator<Item = Ipv4Addr>) {
+        let before = self.0.len();
+        self.0
+            .extend(addrs.into_iter().map(u32::from).map(|a| (a, a)));
+        if self.0.len() != before {
+            self.normalize();
+        }
+    }
+
     /// Adds the inclusive range `lo..=hi`.
     pub fn add_range(&mut self, lo: u32, hi: u32) {
         self.0.push((lo.min(hi), lo.max(hi)));
@@ -120,6 +130,11 @@ impl Ranges {
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// The ranges: inclusive, sorted, disjoint, non-adjacent.
+    pub fn ranges(&self) -> &[(u32, u32)] {
+        &self.0
     }
 
     /// The ranges, as nftables set elements: `10.0.0.1` for one address, `10.0.0.0-10.0.0.255`

@@ -196,6 +196,7 @@ fn peers_and_ports() {
         (
             json!({}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: None,
                 ports: None,
             }),
@@ -203,6 +204,7 @@ fn peers_and_ports() {
         (
             json!({"from": [], "ports": []}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: None,
                 ports: None,
             }),
@@ -212,6 +214,7 @@ fn peers_and_ports() {
             json!({"from": [{"podSelector": {"matchLabels": {"app": "cli"}}}],
                 "ports": [{"port": 80}]}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: peers(&["10.0.1.3"]),
                 ports: Some(vec![tcp(&[(80, 80)])]),
             }),
@@ -219,6 +222,7 @@ fn peers_and_ports() {
         (
             json!({"from": [{"podSelector": {}}]}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: peers(&["10.0.1.2", "10.0.1.3", "10.0.2.2"]),
                 ports: None,
             }),
@@ -227,6 +231,7 @@ fn peers_and_ports() {
         (
             json!({"from": [{"namespaceSelector": {"matchLabels": {"team": "y"}}}]}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: peers(&["10.0.1.4", "10.0.2.3"]),
                 ports: None,
             }),
@@ -235,6 +240,7 @@ fn peers_and_ports() {
         (
             json!({"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "cli"}}}]}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: peers(&["10.0.1.3", "10.0.1.4"]),
                 ports: None,
             }),
@@ -249,6 +255,7 @@ fn peers_and_ports() {
             json!({"from": [{"ipBlock": {"cidr": "10.0.1.0/24", "except": ["10.0.1.3/32"]}},
                          {"ipBlock": {"cidr": "fd00::/64"}}]}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: {
                     let mut r = Ranges::cidr("10.0.1.0/24".parse().unwrap());
                     r.subtract("10.0.1.3/32".parse().unwrap());
@@ -262,6 +269,7 @@ fn peers_and_ports() {
             json!({"ports": [{"port": 8000, "endPort": 8080}, {"port": 443}, {"port": 53, "protocol": "UDP"},
                           {"protocol": "SCTP"}]}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: None,
                 ports: Some(vec![
                     tcp(&[(443, 443), (8000, 8080)]),
@@ -282,6 +290,7 @@ fn peers_and_ports() {
         (
             json!({"ports": [{"port": "http"}]}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: None,
                 ports: Some(vec![PortMatch {
                     pods: Some(ips(&["10.0.1.2"])),
@@ -293,6 +302,7 @@ fn peers_and_ports() {
         (
             json!({"ports": [{"port": "dns", "protocol": "UDP"}]}),
             Some(Rule {
+                sources: Vec::new(),
                 peers: None,
                 ports: Some(vec![PortMatch {
                     pods: Some(ips(&["10.0.1.2"])),
@@ -306,7 +316,20 @@ fn peers_and_ports() {
     for (r, want) in cases {
         let rs = run(&[pol("a", "p", json!({"podSelector": web, "ingress": [r]}))]);
         assert!(rs.failed.is_empty(), "{r}: {:?}", rs.failed);
-        assert_eq!(rs.policies[0].ingress.first(), want.as_ref(), "{r}");
+        let got = rs.policies[0].ingress.first();
+        // The sources (one per peer, for the table's shared sets) add up to the peers.
+        if let Some(g) = got {
+            let mut union = Ranges::new();
+            g.sources.iter().for_each(|s| union.union(&s.addrs));
+            let want_union = g.peers.clone().map(|_| union);
+            assert_eq!(g.peers, want_union, "{r}");
+            assert_eq!(g.sources.is_empty(), g.peers.is_none(), "{r}");
+        }
+        let got = got.map(|g| Rule {
+            sources: Vec::new(),
+            ..g.clone()
+        });
+        assert_eq!(got, want, "{r}");
         assert_eq!(rs.ingress_isolated, ips(&["10.0.1.2"]));
     }
 }
@@ -339,7 +362,8 @@ fn egress_named_ports_resolve_on_the_destination() {
         ]
     );
     let s = script(&rs);
-    assert!(s.contains("ip saddr @p0_pods ip daddr @p0_eg0 ip daddr { 10.0.1.2 } meta l4proto tcp th dport { 8080 } return comment \"b/p egress 0\""), "{s}");
+    assert!(s.contains("ip saddr @l0 jump p0_egress\n"), "{s}");
+    assert!(s.contains("ip daddr @s1 ip daddr { 10.0.1.2 } meta l4proto tcp th dport { 8080 } goto egress_allowed comment \"b/p egress 0\""), "{s}");
 }
 
 #[test]
@@ -451,18 +475,24 @@ fn the_script() {
         ),
     ]);
     let s = script(&rs);
+    // a/deny (p0) has no rule: it isolates, and has no chain or pods set of its own (its
+    // selection's index, l0, is taken but no set made). a/web's rule has two peers: one set each
+    // (s2 for the pods, s3 for the block), one rule line each.
     let want = [
         "table inet clusterctl-netpol {}\ndelete table inet clusterctl-netpol\ntable inet clusterctl-netpol {\n",
-        "  set ingress_isolated { type ipv4_addr; elements = { 10.0.1.2, 10.0.1.3 } }\n",
         "  set egress_isolated { type ipv4_addr; elements = { 10.0.1.2, 10.0.1.3 } }\n",
-        "  set p0_pods { type ipv4_addr; elements = { 10.0.1.2, 10.0.1.3 } }\n",
-        "  set p1_pods { type ipv4_addr; elements = { 10.0.1.2 } }\n",
-        "  set p1_in0 { type ipv4_addr; flags interval; elements = { 10.0.1.3, 10.9.0.0-10.9.0.255, 10.9.2.0-10.9.255.255 } }\n",
+        "  set ingress_isolated { type ipv4_addr; elements = { 10.0.1.2, 10.0.1.3 } }\n",
+        "  set l1 { type ipv4_addr; elements = { 10.0.1.2 } }\n",
+        "  set s2 { type ipv4_addr; flags interval; elements = { 10.0.1.3 } }\n",
+        "  set s3 { type ipv4_addr; flags interval; elements = { 10.9.0.0-10.9.0.255, 10.9.2.0-10.9.255.255 } }\n",
+        "  chain egress {\n    counter drop\n  }\n",
+        "  chain egress_allowed {\n    ip daddr @ingress_isolated jump ingress\n    accept\n  }\n",
         "    type filter hook forward priority filter; policy accept;\n    ct state established,related accept\n",
         "    ip saddr @egress_isolated jump egress\n    ip daddr @ingress_isolated jump ingress\n",
-        "  chain egress {\n    counter drop\n  }\n",
-        "  chain ingress {\n    ip daddr @p1_pods ip saddr @p1_in0 meta l4proto tcp th dport { 80, 8000-8080 } accept comment \"a/web ingress 0\"\n    counter drop\n  }\n}\n",
+        "  chain ingress {\n    ip daddr @l1 jump p1_ingress\n    counter drop\n  }\n",
+        "  chain p1_ingress {\n    ip saddr @s2 meta l4proto tcp th dport { 80, 8000-8080 } accept comment \"a/web ingress 0\"\n    ip saddr @s3 meta l4proto tcp th dport { 80, 8000-8080 } accept comment \"a/web ingress 0\"\n  }\n}\n",
     ];
+    assert!(!s.contains("p0_") && !s.contains("set l0"), "{s}");
     for w in want {
         assert!(s.contains(w), "missing {w:?} in\n{s}");
     }

@@ -1,6 +1,7 @@
 //! Keeps the node's policy table in line with the API: lists NetworkPolicies, Pods and Namespaces,
 //! compiles and applies, then watches the three from the lists' resourceVersions and, after each
-//! burst of events (settled for [`SETTLE`]), compiles again and applies when the script changed.
+//! burst of events (settled for [`SETTLE`]), compiles again and applies what changed (the applier
+//! sends only the difference from the table it applied last; nothing for no change).
 //! A failed or ended watch (the server's timeout, `resyncSeconds`, is the periodic resync) lists
 //! again; a failed list is retried after [`BACKOFF`]. Nothing is removed while the API cannot be
 //! reached: the table installed last keeps enforcing (also across an agent restart).

@@ -1,6 +1,7 @@
 //! The applier against a stand-in `nft` (a shell script recording each script it is given and
 //! refusing the compiled rules — they carry comments, the fail-closed table none — while a flag file
-//! exists, or everything), and the Events its notices become.
+//! exists, or changes in place, or everything), what it sends (the whole table first, then only
+//! changes, nothing for no change), and the Events its notices become.
 
 use super::super::cache::Cache;
 use super::super::report::{event, Notice, ENFORCED, FAILED_CLOSED, NOT_ENFORCED};
@@ -11,15 +12,18 @@ use serde_json::json;
 use std::path::Path;
 
 /// A stand-in nft in `dir`: appends each script to `dir/log`, then refuses (exit 1, an nft-like
-/// message) every script while `dir/refuse-all` exists, and scripts with a rule comment while
-/// `dir/refuse-rules` exists.
+/// message) every script while `dir/refuse-all` exists, scripts with a rule comment while
+/// `dir/refuse-rules` exists, and changes in place (no `delete table`) while
+/// `dir/refuse-in-place` exists.
 fn fake_nft(dir: &Path) -> Nft {
     let d = dir.display();
     let script = format!(
         "s=$(cat); printf '%s\\n====\\n' \"$s\" >> {d}/log; \
          [ -e {d}/refuse-all ] && {{ echo 'Error: Could not process rule' >&2; exit 1; }}; \
          if [ -e {d}/refuse-rules ] && printf '%s' \"$s\" | grep -q comment; then \
-         echo 'Error: syntax error' >&2; exit 1; fi; exit 0"
+         echo 'Error: syntax error' >&2; exit 1; fi; \
+         if [ -e {d}/refuse-in-place ] && ! printf '%s' \"$s\" | grep -q 'delete table'; then \
+         echo 'Error: No such file or directory' >&2; exit 1; fi; exit 0"
     );
     Nft(vec!["sh".into(), "-c".into(), script, "nft".into()])
 }
@@ -124,6 +128,59 @@ fn refused_rules_fail_closed_and_recover() {
         Some(ENFORCED)
     );
     assert!(last_script(dir.path()).contains("th dport { 80 } accept"));
+}
+
+fn scripts(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("log"))
+        .unwrap_or_default()
+        .matches("\n====\n")
+        .count()
+}
+
+#[test]
+fn after_the_whole_table_only_changes_are_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let nft = fake_nft(dir.path());
+    let mut a = Applier::new("n1", &nft);
+    // The first apply writes the whole table.
+    assert!(a.apply(&cache(None)).is_empty());
+    assert!(last_script(dir.path()).starts_with("table inet clusterctl-netpol {}\ndelete table"));
+    // Nothing changed: no nft call at all.
+    assert!(a.apply(&cache(None)).is_empty());
+    assert_eq!(scripts(dir.path()), 1);
+    // The pod's labels change (web80 stops selecting it): its chain and pods set go, the
+    // dispatch is rewritten; nothing else.
+    let mut c = cache(None);
+    let web = c.pods.get_mut("a/web").unwrap();
+    web.metadata.labels = Some([("app".to_string(), "other".to_string())].into());
+    assert!(a.apply(&c).is_empty());
+    assert_eq!(scripts(dir.path()), 2);
+    let t = "inet clusterctl-netpol";
+    assert_eq!(
+        last_script(dir.path()).lines().collect::<Vec<_>>(),
+        [
+            format!("flush chain {t} ingress"),
+            format!("flush chain {t} p1_ingress"),
+            format!("delete chain {t} p1_ingress"),
+            format!("delete set {t} l1"),
+            format!("add rule {t} ingress counter drop"),
+        ]
+    );
+    // The kernel's table is not what was applied (nft refuses the change in place): the whole
+    // table follows in the same apply, and nothing is reported.
+    std::fs::write(dir.path().join("refuse-in-place"), "").unwrap();
+    assert!(a.apply(&cache(None)).is_empty());
+    assert_eq!(
+        scripts(dir.path()),
+        4,
+        "the refused change, then the whole table"
+    );
+    let whole = last_script(dir.path());
+    assert!(
+        whole.starts_with("table inet clusterctl-netpol {}\ndelete table")
+            && whole.contains("th dport { 80 } accept"),
+        "{whole}"
+    );
 }
 
 #[test]
