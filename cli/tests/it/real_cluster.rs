@@ -13,12 +13,18 @@
 //! the Service name resolved through CoreDNS, the API server reached through the VIP, `status` healthy,
 //! and a second `up` that changes nothing; then (`real_support::vip`) a LoadBalancer Service answering on
 //! an address of the file's `loadBalancerPool`, and the VIP's control plane stopped and started again;
-//! then upstream's conformance focus and NetworkPolicy focus on it. By hand: every upstream
+//! then upstream's conformance focus and NetworkPolicy focus on it; then (`control_planes`) a fourth
+//! control plane — a sixth container, out of the file until then — joined with `node join`, a control
+//! plane that is not the first removed with `node remove`, and the first one removed after another was
+//! put first in the file and `up` ran, with the API through the VIP and a ClusterIP probed during
+//! each. By hand: every upstream
 //! NetworkPolicy spec on a 1 + 2 cluster (`netpol_e2e_full_run_on_the_builtin_cni`).
 
 use std::time::{Duration, Instant};
 
 use clusterctl_testbed::docker::TestNode;
+
+mod control_planes;
 
 use crate::real_lifecycle::{up_killed_when, DELAYED_KUBELET, REAL_KUBELET};
 use crate::real_support::{self, wait_for, FileOptions, Kube, RealCluster};
@@ -265,7 +271,7 @@ fn status_healthy(c: &RealCluster) {
     assert!(
         s.contains(&format!(
             "; {n} of {n} registered node(s) Ready",
-            n = c.roles.len()
+            n = c.node_names().len()
         )) && s.contains("no stuck pods")
             && !s.contains("not registered")
             && !s.contains("missing on the node"),
@@ -280,10 +286,16 @@ fn ha_cluster_over_ssh_for_real() {
     let Some(env) = real_support::available() else {
         return;
     };
+    let Some(bins) =
+        clusterctl_testbed::k8sbin::require_programs(real_support::VERSION, &["kubectl"])
+    else {
+        return;
+    };
     let t = Instant::now();
-    let c = real_support::start(
+    // Four control-plane containers, the fourth out of the file until `node join` adds it.
+    let mut c = real_support::start(
         "rha",
-        3,
+        4,
         2,
         FileOptions {
             vip: true,
@@ -292,6 +304,7 @@ fn ha_cluster_over_ssh_for_real() {
         },
         &env,
     );
+    let spare = control_planes::set_aside_spare(&mut c);
     // The kill points need the fresh cluster: `up` killed inside init and the control-plane joins.
     up_killed_inside_init_and_control_plane_joins(&c);
     // Then `up` converges.
@@ -335,6 +348,16 @@ fn ha_cluster_over_ssh_for_real() {
         real_support::conformance::run_ci_focus(&c);
         real_support::conformance::run_netpol_focus(&c);
     }
+    // Control planes in and out (issue 26 item 1), the API through the VIP and the ClusterIP probed.
+    let kubectl = bins.path("kubectl").to_path_buf();
+    let tc = Instant::now();
+    control_planes::join_fourth(&mut c, &spare, &kubectl);
+    control_planes::remove_not_first(&mut c, &spare, &kubectl);
+    control_planes::remove_first(&mut c, &kubectl);
+    eprintln!(
+        "[real] control planes in and out: {:.1}s",
+        tc.elapsed().as_secs_f64()
+    );
     eprintln!("[real] HA test done in {:.1}s", t.elapsed().as_secs_f64());
 }
 

@@ -127,14 +127,16 @@ fn assert_listed(v: &Value, leaf: std::ops::RangeInclusive<i64>) {
 }
 
 /// The API probed every 500 ms (`kubectl get --raw /readyz` through the local kubeconfig) until
-/// stopped; the results say how many answered and the longest run of failures.
-struct ApiProbe {
+/// stopped; the results say how many answered and the longest run of failures. Also run by
+/// `real_cluster::control_planes` around control-plane joins and removals (its kubeconfig names the VIP).
+pub(crate) struct ApiProbe {
     stop: Arc<AtomicBool>,
     handle: std::thread::JoinHandle<Vec<(f64, bool)>>,
 }
 
 impl ApiProbe {
-    fn start(c: &RealCluster, kubectl: std::path::PathBuf) -> ApiProbe {
+    /// Starts probing with the host's `kubectl` and the cluster's local kubeconfig.
+    pub(crate) fn start(c: &RealCluster, kubectl: std::path::PathBuf) -> ApiProbe {
         let stop = Arc::new(AtomicBool::new(false));
         let (kubeconfig, context) = (c.cc.kubeconfig(), format!("clusterctl-{}", c.name));
         let s = stop.clone();
@@ -158,7 +160,7 @@ impl ApiProbe {
     }
 
     /// Stops the probe; returns its summary line and the longest gap in seconds.
-    fn finish(self) -> (String, f64) {
+    pub(crate) fn finish(self) -> (String, f64) {
         self.stop.store(true, Ordering::Relaxed);
         let seen = self.handle.join().expect("probe");
         let failed = seen.iter().filter(|(_, ok)| !ok).count();

@@ -160,17 +160,17 @@ struct Watched {
 }
 
 /// `curl` of `http://IP/index.html` from the network namespace of the node container with process
-/// `pid` (as a process on that node: kube-proxy's rules route it), 2 s per try, up to 3 tries.
-fn probe(pid: &str, ip: &str) -> Result<(), String> {
+/// `pid` (as a process on that node: kube-proxy's rules route it), 2 s per try, up to 3 tries: the
+/// page, or why not. Also the ClusterIP probe of `real_cluster::control_planes`.
+pub(crate) fn probe(pid: &str, ip: &str) -> Result<String, String> {
     let out = std::process::Command::new("nsenter")
         .args(["-t", pid, "-n", "curl", "-sS", "-m", "2", "--retry", "2"])
         .args(["--retry-delay", "0", "--retry-all-errors"])
         .arg(format!("http://{ip}/index.html"))
         .output()
         .map_err(|e| format!("nsenter: {e}"))?;
-    let body = String::from_utf8_lossy(&out.stdout);
-    if out.status.success() && body.trim() == "hello" {
-        Ok(())
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     } else {
         Err(format!(
             "{} {}",
@@ -186,7 +186,10 @@ fn probe_until(nodes: &[(String, String)], ip: &str, stop: &AtomicBool, w: &Mute
     while !stop.load(Ordering::Relaxed) {
         let tick = Instant::now();
         for (name, pid) in nodes {
-            let r = probe(pid, ip);
+            let r = probe(pid, ip).and_then(|body| match body.as_str() {
+                "hello" => Ok(()),
+                other => Err(format!("unexpected page {other:?}")),
+            });
             let mut w = w.lock().expect("watched");
             w.probes += 1;
             if let Err(e) = r {

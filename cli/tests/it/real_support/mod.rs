@@ -42,7 +42,7 @@ pub(crate) struct RealCluster {
     pub(crate) vip: Option<String>,
     /// `vip.loadBalancerPool.range`, when the file has one ([`FileOptions::lb_pool`]).
     pub(crate) lb_range: Option<String>,
-    /// `(name, role)` of each node in the file, in order.
+    /// `(name, role)` of each node container, in order ([`NOT_IN_FILE`] for one the file does not list).
     pub(crate) roles: Vec<(String, &'static str)>,
     _dir: tempfile::TempDir,
 }
@@ -117,6 +117,11 @@ pub(crate) fn image_in_docker(store: &ImageStore, reference: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The role in [`RealCluster::roles`] of a node container the cluster file does not list (now): a
+/// spare to join later, or a node removed. Not among [`Kube::node_names`], the workers or the control
+/// planes.
+pub(crate) const NOT_IN_FILE: &str = "not in the file";
 
 /// What a test cluster file holds besides its nodes.
 #[derive(Debug, Clone, Default)]
@@ -419,7 +424,11 @@ impl Kube for RealCluster {
             .unwrap_or_else(|e| panic!("{node}: {script}: {e:#}"))
     }
     fn node_names(&self) -> Vec<String> {
-        self.roles.iter().map(|(n, _)| n.clone()).collect()
+        self.roles
+            .iter()
+            .filter(|(_, r)| *r != NOT_IN_FILE)
+            .map(|(n, _)| n.clone())
+            .collect()
     }
     fn workload_image(&self) -> String {
         self.busybox()

@@ -80,7 +80,8 @@ fn web_page(ip: &str) -> Result<String, String> {
     }
 }
 
-fn livez(vip: &str) -> Result<(), String> {
+/// `/livez` through `vip` from this machine (anonymous, as kubeadm allows).
+pub(crate) fn livez(vip: &str) -> Result<(), String> {
     match curl(&["-k", &format!("https://{vip}:6443/livez")])? {
         s if s == "ok" => Ok(()),
         s => Err(format!("livez: {s}")),
@@ -99,7 +100,7 @@ fn in_range(ip: &str, range: &str) -> bool {
 }
 
 /// The control plane whose eth0 carries `ip` (kube-vip's leader for it).
-fn holder<'a>(c: &'a RealCluster, ip: &str) -> Option<&'a TestNode> {
+pub(crate) fn holder<'a>(c: &'a RealCluster, ip: &str) -> Option<&'a TestNode> {
     c.control_planes().into_iter().find(|n| {
         n.sh("ip -4 -o addr show dev eth0")
             .is_ok_and(|s| s.contains(&format!(" {ip}/")))
