@@ -70,13 +70,33 @@ enum Command {
     Export(cmd::get::ExportCommand),
 }
 
+/// Ends the process with status 141 and no message when printing to stdout fails because the reader
+/// closed the pipe (`println!` panics with "failed printing to stdout: Broken pipe"); every other panic
+/// goes to the default hook.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
-    // Output piped into a reader that stops early (`clusterctl version | head -3`): end quietly of
-    // SIGPIPE as other Unix tools do, instead of panicking in `println!` on the closed pipe.
-    // SAFETY: sets the default disposition of one signal at start-up, before any other thread runs.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // Output piped into a reader that stops early (`clusterctl version | head -3`) ends quietly, as
+    // other Unix tools do, with status 141 (128 + SIGPIPE) instead of a panic in `println!`. SIGPIPE
+    // itself stays ignored (Rust's default): libssh2 writes to its sockets without `MSG_NOSIGNAL`, so
+    // with the signal's default disposition a write on an SSH connection the peer had reset killed
+    // the whole process silently (seen once in `node remove` of a real control plane: exit by signal,
+    // nothing printed).
+    quiet_on_closed_stdout();
     let argv0 = std::env::args_os().next().unwrap_or_default();
     let name = std::path::Path::new(&argv0)
         .file_name()

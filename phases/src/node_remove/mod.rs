@@ -5,8 +5,11 @@
 //!    PodDisruptionBudget retried every `retry_interval` until `timeout`, then wait until the evicted
 //!    pods are gone. A drain that fails stops the run here, the node left cordoned
 //!    ([`RunReport::stopped`] says why and what to do);
-//! 2. `reset` (the node): the same reset as `destroy` (`crate::destroy::reset`); on a control plane
-//!    `kubeadm reset` also removes the node's etcd member (its `remove-etcd-member` phase);
+//! 2. `reset` (the node): on a control plane of a cluster with a VIP first the kube-vip handover
+//!    (`kube_vip`: its static pod stopped, the leases taken over by another control plane while this
+//!    one still serves, the VIP taken off); then the same reset as `destroy` (`crate::destroy::reset`);
+//!    on a control plane `kubeadm reset` also removes the node's etcd member (its
+//!    `remove-etcd-member` phase, before it wipes anything);
 //! 3. `etcd` (the first control plane, when the node is a control plane): the member list read
 //!    (`etcdctl member list` in its etcd static pod) and a member still listed under the node's name
 //!    removed there;
@@ -20,6 +23,7 @@
 
 mod drain;
 pub(crate) mod etcd;
+mod kube_vip;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -172,15 +176,50 @@ fn reset(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     let teardown = Teardown::of(data.cluster, data.node, false);
+    if let Some(vip) = &teardown.vip {
+        data.step("kube-vip", kube_vip::handover(ctx, vip));
+    }
     reset_node(ctx, data.cluster.name(), files, &teardown, &data.steps);
     Ok(())
+}
+
+/// How many times `node-object` sends the DELETE when the API server could not be reached: when the
+/// removed control plane held the VIP, the client's pooled connection (opened by the drain, to that
+/// node behind the VIP) is reset by the control plane that holds the VIP now (seen on the real HA
+/// cluster: `Connection reset by peer`); the next try opens a new connection.
+const DELETE_TRIES: u32 = 5;
+
+/// `call` until it succeeds, fails with an error `transient` does not accept, or was tried `tries`
+/// times, `pause` between tries.
+fn retried<T, E>(
+    tries: u32,
+    pause: Duration,
+    transient: impl Fn(&E) -> bool,
+    mut call: impl FnMut() -> Result<T, E>,
+) -> Result<T, E> {
+    let mut n = 1;
+    loop {
+        match call() {
+            Err(e) if n < tries && transient(&e) => {
+                n += 1;
+                std::thread::sleep(pause);
+            }
+            r => return r,
+        }
+    }
 }
 
 /// `node-object`: the Node deleted through the API, the node's local state cache removed.
 fn node_object(ctx: &mut NodeCtx, data: &Data<'_>) -> Result<(), PhaseError> {
     let name = data.node.name.as_str();
     let r = ctx.api_change(&format!("delete Node {name}"), || match data.api {
-        Some(api) => api.delete_node(name).map_err(|e| e.to_string()),
+        Some(api) => retried(
+            DELETE_TRIES,
+            Duration::from_secs(1),
+            |e| matches!(e, clusterctl_kubeapi::ApiError::Unreachable { .. }),
+            || api.delete_node(name),
+        )
+        .map_err(|e| e.to_string()),
         None => Err("no API client".to_string()),
     });
     match r {
@@ -270,4 +309,36 @@ pub fn run(cluster: &ValidCluster, opts: &Options, sink: Sink<'_>) -> Result<Run
     report.lines = data.steps.lines();
     report.stopped = stopped;
     Ok(report)
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use std::time::Duration;
+
+    #[test]
+    fn retries_only_transient_errors_and_at_most_the_given_times() {
+        let transient = |e: &String| e.starts_with("reset");
+        let mut calls = 0;
+        let r: Result<(), String> = super::retried(5, Duration::ZERO, transient, || {
+            calls += 1;
+            if calls < 3 {
+                Err("reset by peer".into())
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!((r, calls), (Ok(()), 3));
+        let mut calls = 0;
+        let r: Result<(), String> = super::retried(5, Duration::ZERO, transient, || {
+            calls += 1;
+            Err("404 NotFound".into())
+        });
+        assert_eq!((r, calls), (Err("404 NotFound".into()), 1));
+        let mut calls = 0;
+        let r: Result<(), String> = super::retried(5, Duration::ZERO, transient, || {
+            calls += 1;
+            Err("reset again".into())
+        });
+        assert_eq!((r, calls), (Err("reset again".into()), 5));
+    }
 }

@@ -6,9 +6,10 @@
 //! 1. [`join_fourth`]: its line back in the file, `node join`: etcd has 4 members, all healthy; the
 //!    Node is labelled as a control plane; its kube-vip static pod runs.
 //! 2. [`remove_not_first`]: `node remove` of the control plane holding the VIP (the new one when the
-//!    first holds it): the output says it was drained and that `kubeadm reset` removed its etcd member
-//!    itself (the `etcd` step finds it gone, nothing left to remove after the reset); the Node is
-//!    deleted, etcd back to 3 healthy members, the VIP on a control plane still in the file.
+//!    first holds it): the output says kube-vip was handed over first (static pod stopped, its leases
+//!    released) and that `kubeadm reset` removed its etcd member itself (the `etcd` step finds it gone,
+//!    nothing left to remove after the reset); the Node is deleted, etcd back to 3 healthy members,
+//!    the VIP on a control plane still in the file.
 //! 3. [`remove_first`]: the first control plane (the one `up` ran `kubeadm init` on) removed as
 //!    docs/lifecycle.md tells a user: another control plane put first in the file, `up` (its changes
 //!    printed), then `node remove` of the former first: etcd 2 healthy members, the VIP held, `status`
@@ -260,6 +261,13 @@ fn remove(c: &mut RealCluster, name: &str, what: &str, kubectl: &Path) -> String
     assert!(
         out.contains(&format!("member {name} not in the member list")),
         "the reset removed the etcd member itself:\n{out}"
+    );
+    // kube-vip handed over before the reset: stopped, its leases taken by another control plane.
+    assert!(
+        out.contains(&format!(
+            "{name}: kube-vip: static pod stopped; its leases released after"
+        )),
+        "the kube-vip handover:\n{out}"
     );
     let nodes = c.kubectl("get nodes -o name");
     assert!(
