@@ -156,23 +156,51 @@ stamp() {
 }
 run_benches() { env BENCH_SHORT=1 cargo test --workspace --benches --locked --no-fail-fast; }
 BENCH_RESULT=$(mktemp)
-trap 'rm -f "$BENCH_RESULT"' EXIT
+TEST_EXES=$(mktemp)
+trap 'rm -f "$BENCH_RESULT" "$TEST_EXES"' EXIT
+# The test executables of one `cargo test --workspace --no-run --message-format=json` (its JSON on stdin),
+# one line each: package directory, target name, target kinds, executable. The streams run these
+# binaries themselves (from their package directory, as cargo does): `cargo test -p clusterctl` or
+# `--exclude clusterctl` would select other packages than the build did, unify other features and
+# rebuild most of the workspace (350 s of compiling in the rest stream of the last runs).
+test_exes() {
+  perl -MJSON::PP -ne 'my $m = eval { decode_json($_) } or next;
+    next unless ($m->{reason} // "") eq "compiler-artifact" && $m->{executable} && $m->{profile}{test};
+    (my $d = $m->{manifest_path}) =~ s{/Cargo\.toml$}{};
+    print join("\t", $d, $m->{target}{name}, join(",", @{$m->{target}{kind}}), $m->{executable}), "\n"'
+}
+# run_exe DIR EXE ARGS...: one test binary, from its package directory.
+run_exe() { local d="$1" e="$2"; shift 2; echo "     Running $e"; (cd "$d" && "$e" "$@"); }
+# The CLI's integration tests (`cli/tests/it`): the package directory and the executable.
+cli_it() { awk -F'\t' '$1 ~ /\/cli$/ && $2 == "it" && $3 == "test" { print $1 "\t" $4 }' "$TEST_EXES"; }
+# Every other test binary, then the workspace's doc tests (built by rustdoc with the build's features).
+run_rest() {
+  local r=0 d n k e threads="$1"
+  while IFS=$'\t' read -r d n k e; do
+    if [[ "$d" == */cli && "$n" == it && "$k" == test ]]; then continue; fi
+    run_exe "$d" "$e" --test-threads="$threads" || r=1
+  done < "$TEST_EXES"
+  cargo test --workspace --locked --no-fail-fast --doc || r=1
+  return $r
+}
 run_tests() {
   export STAMP_T0; STAMP_T0=$(date +%s)
-  local threads="${TEST_THREADS:-4}" rc=0 pids=() skip=() t
-  cargo test --workspace --locked --no-run 2>&1 | stamp build || return 1
+  local threads="${TEST_THREADS:-4}" rc=0 pids=() skip=() t dir exe
+  cargo test --workspace --locked --no-run --message-format=json-render-diagnostics 2> >(stamp build) \
+    | test_exes > "$TEST_EXES" || return 1
+  IFS=$'\t' read -r dir exe < <(cli_it)
+  if [ -z "${exe:-}" ]; then
+    log "no executable of cli/tests/it in the build's output"; return 1
+  fi
   for t in $LONG_TESTS; do
-    cargo test -p clusterctl --test it --locked -- --exact "$t" 2>&1 | stamp cli-long &
+    run_exe "$dir" "$exe" --exact "$t" 2>&1 | stamp cli-long &
     pids+=($!)
     skip+=(--skip "$t")
   done
-  cargo test -p clusterctl --test it --locked --no-fail-fast -- "${skip[@]}" \
-    --test-threads="$((threads > 1 ? threads - 1 : 1))" 2>&1 | stamp cli-it &
+  run_exe "$dir" "$exe" "${skip[@]}" --test-threads="$((threads > 1 ? threads - 1 : 1))" 2>&1 | stamp cli-it &
   pids+=($!)
   ( r=0
-    ( cargo test --workspace --exclude clusterctl --locked --no-fail-fast -- --test-threads="$threads" || r=1
-      cargo test -p clusterctl --bins --locked --no-fail-fast || r=1
-      exit $r ) 2>&1 | stamp rest || r=1
+    run_rest "$threads" 2>&1 | stamp rest || r=1
     if wanted benches; then
       local start=$SECONDS b=0
       run_benches 2>&1 | stamp bench || b=$?
