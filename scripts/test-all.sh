@@ -147,9 +147,7 @@ step k8s-images k8s_images
 #   test binary, so the longest test does not wait for its turn in libtest's alphabetical order (it is the
 #   step's critical path);
 # - cli-it: every other test of the CLI's integration tests (the other real clusters), one thread fewer;
-# - rest: every other test binary (cargo releases its build lock before running tests), then the
-#   benchmarks in their short mode (stream "bench"), which thus build and run beside the CLI's real
-#   clusters instead of after them; their result is the benches step's.
+# - rest: every other test binary, then the doc tests.
 LONG_TESTS="${LONG_TESTS:-real_cluster::ha_cluster_over_ssh_for_real}"
 stamp() {
   STREAM="$1" perl -pe 'BEGIN { $| = 1; $t0 = $ENV{STAMP_T0} || time } printf "[%4ds %s] ", time - $t0, $ENV{STREAM}'
@@ -199,13 +197,11 @@ run_tests() {
   done
   run_exe "$dir" "$exe" "${skip[@]}" --test-threads="$((threads > 1 ? threads - 1 : 1))" 2>&1 | stamp cli-it &
   pids+=($!)
+  # The benchmarks run after the tests (the benches step): run beside the HA cluster's NetworkPolicy
+  # focus (their build and runs at load 70) that focus lost a pod creation to a reset connection through
+  # the VIP (run 27 in docs/testing.md). BENCH_RESULT stays empty unless they are run here again.
   ( r=0
     run_rest "$threads" 2>&1 | stamp rest || r=1
-    if wanted benches; then
-      local start=$SECONDS b=0
-      run_benches 2>&1 | stamp bench || b=$?
-      echo "$b $((SECONDS - start))" > "$BENCH_RESULT"
-    fi
     exit $r ) &
   pids+=($!)
   for t in "${pids[@]}"; do wait "$t" || rc=1; done

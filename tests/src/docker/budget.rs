@@ -4,7 +4,7 @@
 //! once on a small machine miss their boot timeouts, and on two cores more clusters at once only share
 //! the same CPU more thinly. A cluster takes its nodes from the budget before it starts and gives them
 //! back when it is dropped (or when its process ends, however it ends); a cluster larger than the whole
-//! budget waits until nothing else runs. The budget is `CLUSTERCTL_TESTBED_MAX_NODES` (default 10, at
+//! budget waits until nothing else runs. The budget is `CLUSTERCTL_TESTBED_MAX_NODES` (default 7, at
 //! least 1; every process of one run must see the same value).
 //!
 //! Each node is one slot: the file `clusterctl-testbed-node-<i>.lock` (`i` below the budget) in
@@ -19,12 +19,13 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The budget: `CLUSTERCTL_TESTBED_MAX_NODES`, default 10, at least 1.
+/// The budget: `CLUSTERCTL_TESTBED_MAX_NODES`, default 7, at least 1: the HA test's 6 nodes and one
+/// more (with 10, the run at load 70 lost a request through the HA cluster's VIP; docs/testing.md run 27).
 fn limit() -> usize {
     std::env::var("CLUSTERCTL_TESTBED_MAX_NODES")
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(10usize)
+        .unwrap_or(7usize)
         .max(1)
 }
 
