@@ -40,8 +40,8 @@ use clusterctl_testbed::aptrepo::FileServer;
 use clusterctl_testbed::k8sbin::K8sBins;
 
 use crate::real_cluster::{check_cluster_over, pods_ready, Overlay};
-use crate::real_support::{self, wait_for, FileOptions, Kube, RealCluster};
-use lifecycle::{InFile, NodeListings};
+use crate::real_support::{self, wait_for, FileOptions, Kube, RealCluster, NOT_IN_FILE};
+use lifecycle::NodeListings;
 
 /// flannel's CNI configuration (written by its `install-cni` init container) and VXLAN device.
 const FLANNEL: Overlay = Overlay {
@@ -221,7 +221,7 @@ fn flannel_up(c: &RealCluster, site: &FlannelSite) {
         site.server.requests()
     );
     // The DaemonSet runs the mirror's images.
-    check_flannel(&InFile(c), c.registry.addr());
+    check_flannel(c, c.registry.addr());
 
     // `status` finds the cluster healthy: both nodes Ready, no stuck pod (flannel's included).
     let f = c.file.to_string_lossy().into_owned();
@@ -257,7 +257,7 @@ fn flannel_cluster_join_remove_switch_recreate_destroy_for_real() {
     let t = Instant::now();
     real_support::busybox_in_docker(&env.1);
     let site = flannel_site(&bins);
-    let c = real_support::start(
+    let mut c = real_support::start(
         "rfl",
         1,
         2,
@@ -274,14 +274,17 @@ fn flannel_cluster_join_remove_switch_recreate_destroy_for_real() {
     let (w1, w2) = (c.workers()[0].clone(), c.workers()[1].clone());
     let before = NodeListings::take(&c);
     let (full, without_w2) = first_file(&c);
+    c.set_role(&w2.name, NOT_IN_FILE);
     flannel_up(&c, &site);
     let lap = |what: &str| eprintln!("[real] {what} after {:.1}s", t.elapsed().as_secs_f64());
     lap("flannel up, checks, status and second up");
 
     std::fs::write(&c.file, &full).expect("file");
+    c.set_role(&w2.name, "worker");
     lifecycle::join_worker(&c, &w2, &cp);
     lifecycle::remove_worker(&c, &w2);
     std::fs::write(&c.file, &without_w2).expect("file");
+    c.set_role(&w2.name, NOT_IN_FILE);
     lap("node join and node remove on flannel");
 
     lifecycle::switch_refused(&c);

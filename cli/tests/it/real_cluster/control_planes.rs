@@ -57,11 +57,6 @@ fn without_line(c: &RealCluster, name: &str) {
     });
 }
 
-fn set_role(c: &mut RealCluster, name: &str, role: &'static str) {
-    let r = c.roles.iter_mut().find(|(n, _)| n == name).expect("a node");
-    r.1 = role;
-}
-
 /// Takes the last control plane's line out of the file before the first `up`; returns its name.
 pub(super) fn set_aside_spare(c: &mut RealCluster) -> String {
     let name = c
@@ -71,7 +66,7 @@ pub(super) fn set_aside_spare(c: &mut RealCluster) -> String {
         .name
         .clone();
     without_line(c, &name);
-    set_role(c, &name, NOT_IN_FILE);
+    c.set_role(&name, NOT_IN_FILE);
     name
 }
 
@@ -216,7 +211,7 @@ fn file_arg(c: &RealCluster) -> String {
 pub(super) fn join_fourth(c: &mut RealCluster, spare: &str, kubectl: &Path) {
     let l = line(c, spare);
     edit_file(c, |t| t + &l);
-    set_role(c, spare, "control-plane");
+    c.set_role(spare, "control-plane");
     let f = file_arg(c);
     let j = during(c, kubectl, &format!("node join of {spare}"), || {
         c.clusterctl(&["node", "join", "-f", &f, spare])
@@ -275,7 +270,7 @@ fn remove(c: &mut RealCluster, name: &str, what: &str, kubectl: &Path) -> String
         "the Node {name} deleted: {nodes}"
     );
     without_line(c, name);
-    set_role(c, name, NOT_IN_FILE);
+    c.set_role(name, NOT_IN_FILE);
     out
 }
 

@@ -2,8 +2,9 @@
 //! worker added to the file ([`join_worker`]), `node remove` of it ([`remove_worker`]), the switch to
 //! the builtin CNI refused by `up` ([`switch_refused`]) and done by `up --recreate`
 //! ([`recreate_builtin`]), then `destroy` leaving every node as it was before the first `up`
-//! ([`NodeListings`]). [`InFile`] is the cluster as its file declares it at the moment (the joined
-//! worker is in the file only between `node join` and `node remove`).
+//! ([`NodeListings`]). The joined worker is in the file only between `node join` and `node remove`;
+//! the test marks it [`NOT_IN_FILE`](crate::real_support::NOT_IN_FILE) in the cluster's roles otherwise,
+//! so the shared checks ask only the nodes the file declares.
 
 use std::time::Duration;
 
@@ -12,35 +13,6 @@ use clusterctl_testbed::docker::TestNode;
 use super::{FLANNEL, FLANNEL_LEFT};
 use crate::real_cluster::{all_ready, check_cluster_over, pods_ready};
 use crate::real_support::{wait_for, Kube, RealCluster};
-
-/// The real cluster with only the nodes its file declares now (the shared checks ask every node of
-/// [`Kube::node_names`]; a container left out of the file is not in the cluster).
-pub(crate) struct InFile<'a>(pub(crate) &'a RealCluster);
-
-impl Kube for InFile<'_> {
-    fn kubectl(&self, args: &str) -> String {
-        self.0.kubectl(args)
-    }
-    fn apply(&self, yaml: &str) {
-        self.0.apply(yaml)
-    }
-    fn node_sh(&self, node: &str, script: &str) -> String {
-        Kube::node_sh(self.0, node, script)
-    }
-    fn node_names(&self) -> Vec<String> {
-        let text = std::fs::read_to_string(&self.0.file).expect("cluster file");
-        Kube::node_names(self.0)
-            .into_iter()
-            .filter(|n| text.contains(&format!("- {{name: {n}, ")))
-            .collect()
-    }
-    fn workload_image(&self) -> String {
-        self.0.busybox()
-    }
-    fn vip(&self) -> Option<String> {
-        self.0.vip.clone()
-    }
-}
 
 /// The preloaded image of `images.preload` in the node's containerd.
 fn has_preloaded(n: &TestNode) -> bool {
@@ -145,10 +117,9 @@ pub(crate) fn switch_refused(c: &RealCluster) {
             && flat.contains("clusterctlup--recreate"),
         "{out}"
     );
-    let k = InFile(c);
-    for n in &k.node_names() {
+    for n in &c.node_names() {
         assert_eq!(
-            k.node_sh(
+            c.node_sh(
                 n,
                 "ls /etc/cni/net.d; systemctl is-enabled clusterctl-cni-agent 2>/dev/null || true"
             ),
@@ -167,11 +138,10 @@ pub(crate) fn recreate_builtin(c: &RealCluster, cp: &TestNode, w1: &TestNode, w2
         .expect("rm image");
     let r = c.up(&["--recreate"]);
     assert!(r.all().contains("destroyed"), "{}", r.all());
-    let k = InFile(c);
     wait_for(
         "nodes Ready after recreate",
         Duration::from_secs(180),
-        || all_ready(&k),
+        || all_ready(c),
     );
     let nodes = c.kubectl("get nodes -o name");
     assert!(
@@ -186,9 +156,9 @@ pub(crate) fn recreate_builtin(c: &RealCluster, cp: &TestNode, w1: &TestNode, w2
             n.name
         );
     }
-    for n in &k.node_names() {
+    for n in &c.node_names() {
         assert_eq!(
-            k.node_sh(n, "ls /etc/cni/net.d"),
+            c.node_sh(n, "ls /etc/cni/net.d"),
             "10-clusterctl.conflist",
             "{n}"
         );

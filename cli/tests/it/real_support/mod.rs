@@ -281,6 +281,17 @@ impl RealCluster {
         &self.nodes.nodes[0]
     }
 
+    /// Sets the role of the node container `name` in [`RealCluster::roles`] (e.g. [`NOT_IN_FILE`] when
+    /// its line leaves the file, its role again when the line comes back). Panics on an unknown name.
+    pub(crate) fn set_role(&mut self, name: &str, role: &'static str) {
+        let r = self
+            .roles
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .expect("a node");
+        r.1 = role;
+    }
+
     /// The workers' containers.
     pub(crate) fn workers(&self) -> Vec<&TestNode> {
         self.roles
