@@ -22,6 +22,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 mod lb;
+mod lb_reload;
 mod registry;
 mod remove;
 mod side;

@@ -6,13 +6,14 @@
 //! DNS, each checked with an HTTPS GET of a health path. [`DockerProvider::ensure_load_balancer`]
 //! creates it with its configuration before starting it; [`DockerProvider::configure_load_balancer`]
 //! replaces the configuration through the archive API and reloads HAProxy with `SIGHUP` (kind's node
-//! contract: `haproxy -W -db -f CONFIG`, no shell needed in the image), only when the text changed.
+//! contract: `haproxy -W -db -f CONFIG`, no shell needed in the image), only when the text changed,
+//! and confirms the reload by HAProxy's new worker (`lb_reload.rs`).
 
 use std::io::Read;
 
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, DownloadFromContainerOptionsBuilder,
-    KillContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -167,8 +168,8 @@ impl DockerProvider {
     }
 
     /// Writes the load balancer's configuration with `backends` (the options' other settings) and
-    /// reloads HAProxy (`SIGHUP`) when the text differs from the container's. Returns whether it
-    /// changed; `Ok(false)` without a load balancer in the options or on the engine.
+    /// reloads HAProxy (`SIGHUP`, confirmed by a new worker) when the text differs from the container's.
+    /// Returns whether it changed; `Ok(false)` without a load balancer in the options or on the engine.
     pub fn configure_load_balancer(
         &self,
         backends: &[(String, String)],
@@ -186,16 +187,7 @@ impl DockerProvider {
         }
         self.write_config(&lb.name, &text)?;
         if found.state == "running" {
-            self.client.block_on(async {
-                self.client
-                    .docker()
-                    .kill_container(
-                        &lb.name,
-                        Some(KillContainerOptionsBuilder::default().signal("HUP").build()),
-                    )
-                    .await
-                    .map_err(|e| self.err(format!("reloading load balancer {}: {e}", lb.name)))
-            })?;
+            self.reload_haproxy(&lb.name)?;
         }
         Ok(true)
     }
