@@ -5,7 +5,8 @@
 //! single-control-plane day 2, to keep the suite short). After `up` built the cluster, certSANs and an audit policy
 //! are added to the file and `up` rolls them out: the certificate the API server serves (read from
 //! this machine with `openssl s_client`) carries the new name, the running kube-apiserver has the
-//! audit flags and writes the audit log, the `kubeadm-config` ConfigMap holds both (so a later
+//! audit flags and writes the audit log — event by event: a Secret's creation logged at `Metadata` without
+//! its value, a Namespace's at `Request` with its body (issue 25) — the `kubeadm-config` ConfigMap holds both (so a later
 //! `upgrade` or join keeps them), and a second `up` changes nothing. Then an API server flag the API
 //! server refuses: `up` fails, the previous manifest and certificate are put back and the API server
 //! serves again with the rolled-out settings; the file set back, `up` converges.
@@ -51,6 +52,77 @@ fn apiserver_args(c: &RealCluster) -> String {
     c.first()
         .sh("ps -eo args | grep '^kube-apiserver ' || true")
         .expect("ps")
+}
+
+/// The audit log's events (one JSON object per line) whose text holds `needle`, parsed.
+fn audit_lines(c: &RealCluster, needle: &str) -> Result<Vec<serde_json::Value>, String> {
+    let out = c
+        .first()
+        .sh(&format!(
+            "grep -F '{needle}' /var/log/kubernetes/audit/audit.log || true"
+        ))
+        .map_err(|e| format!("{e:#}"))?;
+    out.lines()
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{e}: {l}")))
+        .collect()
+}
+
+/// The `ResponseComplete` event of `verb` on `resource` named `name` among `events`, if any.
+fn completed<'a>(
+    events: &'a [serde_json::Value],
+    verb: &str,
+    resource: &str,
+    name: &str,
+) -> Option<&'a serde_json::Value> {
+    events.iter().find(|e| {
+        e["stage"] == "ResponseComplete"
+            && e["verb"] == verb
+            && e["objectRef"]["resource"] == resource
+            && e["objectRef"]["name"] == name
+    })
+}
+
+/// Event-level audit in the cluster's static pod (issue 25): a Secret and a Namespace created with
+/// the real kubectl appear in the audit log the rolled-out policy (`audit: {policy: default}`) governs,
+/// as `ResponseComplete` events of `kubernetes-admin` answered 201: the Secret at `Metadata` (the
+/// default policy's rule for secrets: no request body, and its value nowhere in the log), the
+/// Namespace at `Request` (the rule for writes: its body logged).
+fn audit_events(c: &RealCluster) {
+    let id = clusterctl_testbed::unique_name("audit");
+    let secret_value = clusterctl_testbed::unique_name("never-logged");
+    c.kubectl(&format!(
+        "create secret generic {id} --from-literal=password={secret_value}"
+    ));
+    c.kubectl(&format!("create namespace {id}"));
+    let events = real_support::wait_for("both audit events", Duration::from_secs(60), || {
+        let events = audit_lines(c, &id)?;
+        let both = completed(&events, "create", "secrets", &id).is_some()
+            && completed(&events, "create", "namespaces", &id).is_some();
+        both.then_some(events.clone())
+            .ok_or(format!("{} events so far", events.len()))
+    });
+    let secret = completed(&events, "create", "secrets", &id).expect("secret event");
+    assert_eq!(secret["level"], "Metadata", "{secret}");
+    assert_eq!(secret["user"]["username"], "kubernetes-admin", "{secret}");
+    assert_eq!(secret["responseStatus"]["code"], 201, "{secret}");
+    assert!(secret.get("requestObject").is_none(), "{secret}");
+    // Neither the value nor its base64 form (as a Secret's `data` carries it) is in the log.
+    let b64 = c
+        .first()
+        .sh(&format!("printf %s {secret_value} | base64"))
+        .expect("base64");
+    for v in [secret_value.as_str(), b64.trim()] {
+        let leaked = audit_lines(c, v).expect("audit log");
+        assert!(
+            leaked.is_empty(),
+            "the Secret's value in the audit log: {leaked:?}"
+        );
+    }
+    let ns = completed(&events, "create", "namespaces", &id).expect("namespace event");
+    assert_eq!(ns["level"], "Request", "{ns}");
+    assert_eq!(ns["requestObject"]["metadata"]["name"], id.as_str(), "{ns}");
+    c.kubectl(&format!("delete namespace {id} --wait=false"));
+    c.kubectl(&format!("delete secret {id}"));
 }
 
 /// The file's `apiServer` lines: certSANs, the default audit policy and OIDC with Keycloak as the
@@ -190,6 +262,7 @@ pub(crate) fn rollouts(c: &RealCluster, base: &str, kc_started: KeycloakStart) {
                 .ok_or(n)
         },
     );
+    audit_events(c);
     // The staging directory with the CA copies is gone; the backup is private.
     assert_eq!(
         c.first()
