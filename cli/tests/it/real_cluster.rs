@@ -16,8 +16,10 @@
 //! then upstream's conformance focus and NetworkPolicy focus on it; then (`control_planes`) a fourth
 //! control plane — a sixth container, out of the file until then — joined with `node join`, a control
 //! plane that is not the first removed with `node remove`, and the first one removed after another was
-//! put first in the file and `up` ran, with the API through the VIP and a ClusterIP probed during
-//! each. By hand: every upstream
+//! put first in the file and `up` ran, then that first one joined again (a control plane re-created on
+//! its wiped host), with the API through the VIP and a ClusterIP probed during each; encryption at rest
+//! is on, and a Secret written before the joins is stored encrypted and read back through every control
+//! plane's own API server at the end. By hand: every upstream
 //! NetworkPolicy spec on a 1 + 2 cluster (`netpol_e2e_full_run_on_the_builtin_cni`).
 
 use std::time::{Duration, Instant};
@@ -300,7 +302,7 @@ fn ha_cluster_over_ssh_for_real() {
         FileOptions {
             vip: true,
             lb_pool: true,
-            ..Default::default()
+            extra_spec: "  apiServer:\n    encryption: {}\n".into(),
         },
         &env,
     );
@@ -351,9 +353,15 @@ fn ha_cluster_over_ssh_for_real() {
     // Control planes in and out (issue 26 item 1), the API through the VIP and the ClusterIP probed.
     let kubectl = bins.path("kubectl").to_path_buf();
     let tc = Instant::now();
-    control_planes::join_fourth(&mut c, &spare, &kubectl);
+    let kept = real_support::encryption::Kept::create(&c);
+    let what = format!("node join of {spare}");
+    control_planes::join_control_plane(&mut c, &spare, &what, &kubectl);
     control_planes::remove_not_first(&mut c, &spare, &kubectl);
-    control_planes::remove_first(&mut c, &kubectl);
+    let former = control_planes::remove_first(&mut c, &kubectl);
+    let what = format!("node join of the removed {former}");
+    control_planes::join_control_plane(&mut c, &former, &what, &kubectl);
+    control_planes::rejoined_converged(&c);
+    kept.check_on_every_control_plane(&c);
     eprintln!(
         "[real] control planes in and out: {:.1}s",
         tc.elapsed().as_secs_f64()

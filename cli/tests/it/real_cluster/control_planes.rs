@@ -3,7 +3,7 @@
 //! lists ([`set_aside_spare`]: the fourth control plane's line is taken out before the first `up`).
 //! Then:
 //!
-//! 1. [`join_fourth`]: its line back in the file, `node join`: etcd has 4 members, all healthy; the
+//! 1. [`join_control_plane`] of the spare: its line back in the file, `node join`: etcd has 4 members, all healthy; the
 //!    Node is labelled as a control plane; its kube-vip static pod runs.
 //! 2. [`remove_not_first`]: `node remove` of the control plane holding the VIP (the new one when the
 //!    first holds it): the output says kube-vip was handed over first (static pod stopped, its leases
@@ -14,6 +14,12 @@
 //!    docs/lifecycle.md tells a user: another control plane put first in the file, `up` (its changes
 //!    printed), then `node remove` of the former first: etcd 2 healthy members, the VIP held, `status`
 //!    healthy, the cluster checks pass and a last `up` changes nothing.
+//! 4. The former first, wiped by `kubeadm reset` in its removal, back in the file and joined again
+//!    ([`join_control_plane`], as in step 1; then [`rejoined_converged`]): a control plane re-created
+//!    on the same host with the same name; etcd 3 healthy members, the cluster checks, `status`, and
+//!    `up` changes nothing. The file has `apiServer.encryption` on: a Secret written before step 1 is
+//!    stored encrypted and read back through each control plane's own API server, with one key file on
+//!    all of them (`real_support::encryption::Kept`, issue 27 item 8).
 //!
 //! During each operation ([`during`]) the API is probed through the VIP every 500 ms (`kubectl get
 //! --raw /readyz` with the local kubeconfig, `real_day2::ApiProbe`) and the `web` ClusterIP every
@@ -207,25 +213,28 @@ fn file_arg(c: &RealCluster) -> String {
     c.file.to_string_lossy().into_owned()
 }
 
-/// Step 1: the spare's line back in the file, `node join` of it.
-pub(super) fn join_fourth(c: &mut RealCluster, spare: &str, kubectl: &Path) {
-    let l = line(c, spare);
+/// Steps 1 and 4: control plane `name`'s line back in the file (at its end), `node join` of it: one
+/// etcd member more, all healthy; the Node labelled as a control plane; its kube-vip static pod runs;
+/// every node Ready. `what` names the operation in the probes' report.
+pub(super) fn join_control_plane(c: &mut RealCluster, name: &str, what: &str, kubectl: &Path) {
+    let before = c.control_planes().len();
+    let l = line(c, name);
     edit_file(c, |t| t + &l);
-    c.set_role(spare, "control-plane");
+    c.set_role(name, "control-plane");
     let f = file_arg(c);
-    let j = during(c, kubectl, &format!("node join of {spare}"), || {
-        c.clusterctl(&["node", "join", "-f", &f, spare])
+    let j = during(c, kubectl, what, || {
+        c.clusterctl(&["node", "join", "-f", &f, name])
     });
-    assert_eq!(j.code, 0, "node join:\n{}", j.all());
+    assert_eq!(j.code, 0, "{what}:\n{}", j.all());
     let cps: Vec<String> = c.control_planes().iter().map(|n| n.name.clone()).collect();
-    assert_eq!(cps.len(), 4, "{cps:?}");
+    assert_eq!(cps.len(), before + 1, "{cps:?}");
     etcd_is(c, &cps);
     let labels = c.kubectl(&format!(
-        "get node {spare} -o jsonpath='{{.metadata.labels}}'"
+        "get node {name} -o jsonpath='{{.metadata.labels}}'"
     ));
     assert!(
         labels.contains("node-role.kubernetes.io/control-plane"),
-        "{spare}: {labels}"
+        "{name}: {labels}"
     );
     wait_for(
         "kube-vip running on the new control plane",
@@ -233,7 +242,7 @@ pub(super) fn join_fourth(c: &mut RealCluster, spare: &str, kubectl: &Path) {
         || {
             let phase = c
                 .first()
-                .sh(&format!("kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get pod kube-vip-{spare} -o jsonpath='{{.status.phase}}'"))
+                .sh(&format!("kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get pod kube-vip-{name} -o jsonpath='{{.status.phase}}'"))
                 .map_err(|e| format!("{e:#}"))?;
             (phase == "Running").then_some(()).ok_or(phase)
         },
@@ -321,7 +330,8 @@ pub(super) fn remove_not_first(c: &mut RealCluster, spare: &str, kubectl: &Path)
 }
 
 /// Step 3: another control plane first in the file, `up`, then `node remove` of the former first.
-pub(super) fn remove_first(c: &mut RealCluster, kubectl: &Path) {
+/// Returns the former first's name.
+pub(super) fn remove_first(c: &mut RealCluster, kubectl: &Path) -> String {
     let old = c.first().name.clone();
     let new = c
         .control_planes()
@@ -368,6 +378,20 @@ pub(super) fn remove_first(c: &mut RealCluster, kubectl: &Path) {
     assert!(
         again.all().contains("is up to date; nothing changed"),
         "up after the removals:\n{}",
+        again.all()
+    );
+    old
+}
+
+/// After step 4 (the former first, reset by its removal, joined again: a control plane re-created):
+/// the cluster checks pass, `status` is healthy and `up` changes nothing.
+pub(super) fn rejoined_converged(c: &RealCluster) {
+    check_cluster(c);
+    status_healthy(c);
+    let again = c.up(&[]);
+    assert!(
+        again.all().contains("is up to date; nothing changed"),
+        "up after the rejoin:\n{}",
         again.all()
     );
 }

@@ -1,18 +1,21 @@
 //! Checks of encryption at rest on a real cluster (issue 27 item 8), used by `real_rollout.rs`: what
 //! etcd stores (read with the real `etcdctl` inside the etcd container, with kubeadm's etcd
-//! certificates), what the API returns, the configuration file's mode, the API server's flag and mount,
+//! certificates), what the API returns (through the first control plane, or each one's own API server
+//! for [`Kept`]), the configuration file's mode, the API server's flag and mount,
 //! and that the key appears in none of clusterctl's outputs, its state record or its local cache; and
 //! `up --dry-run --diff` of the change against the real node's files (issue 27 item 7).
+
+use clusterctl_testbed::docker::TestNode;
 
 use super::RealCluster;
 
 /// The encryption configuration on the control planes.
 pub(crate) const ENC: &str = "/etc/kubernetes/enc/encryption.yaml";
 
-/// The first 400 bytes of `key`'s value in etcd (unprintable bytes as `.`).
-fn etcd_value(c: &RealCluster, key: &str) -> String {
-    c.first()
-        .sh(&format!(
+/// The first 400 bytes of `key`'s value in the etcd of `node` (a control plane; unprintable bytes as
+/// `.`).
+fn etcd_value(node: &TestNode, key: &str) -> String {
+    node.sh(&format!(
             "crictl exec $(crictl ps -q --name '^etcd$' | head -n1) etcdctl --endpoints https://127.0.0.1:2379 \
              --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/server.crt \
              --key /etc/kubernetes/pki/etcd/server.key get {key} --print-value-only | head -c 400 | tr -c '[:print:]' '.'"
@@ -47,7 +50,7 @@ impl Secrets {
             "create secret generic old-secret --from-literal=password={}",
             s.before
         ));
-        let plain = etcd_value(c, "/registry/secrets/default/old-secret");
+        let plain = etcd_value(c.first(), "/registry/secrets/default/old-secret");
         assert!(
             plain.contains(&s.before) && !plain.starts_with("k8s:enc:"),
             "without encryption etcd holds the plain value: {plain}"
@@ -74,7 +77,7 @@ impl Secrets {
             ));
         }
         for (name, value) in [("old-secret", &self.before), ("new-secret", &self.after)] {
-            let stored = etcd_value(c, &format!("/registry/secrets/default/{name}"));
+            let stored = etcd_value(c.first(), &format!("/registry/secrets/default/{name}"));
             assert!(
                 stored.starts_with(&format!("k8s:enc:{provider}:v1:key1:"))
                     && !stored.contains(value.as_str()),
@@ -190,7 +193,7 @@ pub(crate) fn store_encrypted(
 /// The Secret `name` is stored as `k8s:enc:<provider>:v1:key1:…` without `value`, the API reads
 /// `value`, and the API server's manifest has the flag and the mount.
 pub(crate) fn check_stored(c: &RealCluster, provider: &str, name: &str, value: &str) {
-    let stored = etcd_value(c, &format!("/registry/secrets/default/{name}"));
+    let stored = etcd_value(c.first(), &format!("/registry/secrets/default/{name}"));
     assert!(
         stored.starts_with(&format!("k8s:enc:{provider}:v1:key1:")) && !stored.contains(value),
         "{name} in etcd: {stored}"
@@ -295,4 +298,68 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A Secret written while the cluster's first control planes held the key, checked again once the set
+/// of control planes has changed (joins, removals, a removed one joined again): issue 27 item 8's "kept
+/// across the re-creation of a node".
+pub(crate) struct Kept {
+    name: String,
+    value: String,
+}
+
+impl Kept {
+    /// Creates Secret `kept-secret` in `default` with a unique value.
+    pub(crate) fn create(c: &RealCluster) -> Self {
+        let k = Kept {
+            name: "kept-secret".into(),
+            value: clusterctl_testbed::unique_name("kept"),
+        };
+        c.kubectl(&format!(
+            "create secret generic {} --from-literal=password={}",
+            k.name, k.value
+        ));
+        k
+    }
+
+    /// On every control plane: its etcd holds the Secret as `k8s:enc:aescbc:v1:key1:…` (not the plain
+    /// value), its own API server (its address, not the VIP) returns the plain value, and its
+    /// encryption configuration is 0600 and byte-identical to the others' (compared by sha256, the key
+    /// never printed).
+    pub(crate) fn check_on_every_control_plane(&self, c: &RealCluster) {
+        let mut digests = Vec::new();
+        for node in c.control_planes() {
+            let stored = etcd_value(node, &format!("/registry/secrets/default/{}", self.name));
+            assert!(
+                stored.starts_with("k8s:enc:aescbc:v1:key1:") && !stored.contains(&self.value),
+                "{} in the etcd of {}: {stored}",
+                self.name,
+                node.name
+            );
+            let plain = node
+                .sh(&format!(
+                    "kubectl --kubeconfig /etc/kubernetes/admin.conf --server https://{}:6443 \
+                     get secret {} -o jsonpath={{.data.password}} | base64 -d",
+                    node.address, self.name
+                ))
+                .unwrap_or_else(|e| panic!("{} through {}: {e:#}", self.name, node.name));
+            assert_eq!(
+                plain.trim(),
+                self.value,
+                "{} through {}'s API server",
+                self.name,
+                node.name
+            );
+            let file = node
+                .sh(&format!("stat -c %a {ENC} && sha256sum {ENC} | cut -c1-64"))
+                .unwrap_or_else(|e| panic!("{ENC} on {}: {e:#}", node.name));
+            let (mode, digest) = file.trim().split_once('\n').expect("mode and digest");
+            assert_eq!(mode, "600", "{ENC} on {}", node.name);
+            digests.push((node.name.clone(), digest.to_string()));
+        }
+        assert!(
+            digests.windows(2).all(|w| w[0].1 == w[1].1),
+            "one encryption configuration on every control plane: {digests:?}"
+        );
+    }
 }
