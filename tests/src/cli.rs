@@ -361,6 +361,16 @@ impl StandinCluster {
     /// Starts `nodes` node containers named after `prefix` (boot timeout 120 s) with the shared store.
     /// Errors: the directory or a container cannot be made, or a node does not boot.
     pub fn start(prefix: &str, nodes: usize) -> Result<StandinCluster> {
+        Self::start_booting_within(prefix, nodes, std::time::Duration::from_secs(120))
+    }
+
+    /// [`StandinCluster::start`] with each node given `boot_timeout` to boot and answer (many nodes
+    /// booting at once on a small machine need more than 120 s).
+    pub fn start_booting_within(
+        prefix: &str,
+        nodes: usize,
+        boot_timeout: std::time::Duration,
+    ) -> Result<StandinCluster> {
         let store = tempfile::tempdir().context("stand-in store")?;
         let cluster = TestCluster::start_with(ClusterOptions {
             prefix: prefix.into(),
@@ -369,7 +379,7 @@ impl StandinCluster {
                 "-v".into(),
                 format!("{}:/var/lib/clusterctl-standin", store.path().display()),
             ],
-            boot_timeout: std::time::Duration::from_secs(120),
+            boot_timeout,
             ..Default::default()
         })?;
         Ok(StandinCluster { cluster, store })

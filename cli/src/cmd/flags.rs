@@ -494,7 +494,7 @@ pub(crate) struct NodeRunArgs {
     /// Show every check and the output of every command.
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Nodes worked on at once (at least 1).
+    /// Nodes worked on at once, and SSH nodes connected at once (at least 1).
     #[arg(long, default_value_t = 16, value_parser = at_least_one)]
     pub parallel: usize,
     /// The known_hosts file for SSH nodes (default `~/.ssh/known_hosts`).

@@ -132,6 +132,7 @@ pub(crate) fn run(mut args: Args) -> miette::Result<ExitCode> {
         probe: args.probe,
         known_hosts: args.nodes.known_hosts.as_deref(),
         only: None,
+        parallel: args.nodes.parallel,
     };
     let connected =
         match connect::connect(&cluster, &mut spec, reach, &super::flags::connect_progress) {

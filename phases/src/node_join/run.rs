@@ -98,7 +98,7 @@ pub struct Joined {
 pub fn prepare<'a>(
     cluster: &'a ValidCluster,
     options: JoinOptions<'a>,
-    progress: &dyn Fn(Progress<'_>),
+    progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Prepared<'a>, JoinError> {
     let spec_options = SpecOptions {
         file: options.file.clone(),
@@ -119,6 +119,7 @@ pub fn prepare<'a>(
         probe: options.mode.probe,
         known_hosts: options.known_hosts,
         only: Some(&reached),
+        parallel: options.parallel,
     };
     let connected = connect::connect(cluster, &mut spec, reach, progress)?;
     Ok(Prepared {
