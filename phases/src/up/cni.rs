@@ -4,9 +4,10 @@
 //! (`clusterctl_cni_embed::PLUGIN`) written to `/opt/cni/bin/clusterctl-cni` — each skipped when
 //! the node's copy has the same sha256 —, the rendered `agent.json`, conflist template and unit
 //! placed, and the agent unit `clusterctl-cni-agent.service` enabled and (re)started when something
-//! changed — on every node. A node of another architecture than this binary's gets the agent built
-//! for it from the bundle instead (`airgap bundle --agent ARCH=PATH`, placed by `airgap/packages`), as
-//! both the binary and the plugin. Third-party CNIs are installed by `up::cni_install`; [`run_manifests`]
+//! it reads changed — on every node (the RBAC manifest, applied on the first control plane, is not
+//! read by the agent). A node of another architecture than this binary's gets the agent built for it
+//! from the bundle instead (`airgap bundle --agent ARCH=PATH`, placed by `airgap/packages`), as both
+//! the binary and the plugin. Third-party CNIs are installed by `up::cni_install`; [`run_manifests`]
 //! (`kubectl apply` of rendered manifests on the first control plane) is left for a CNI without
 //! such an install.
 
@@ -74,7 +75,9 @@ pub(crate) fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseE
     let mut unit_changed = false;
     for f in &files {
         let c = ctx.put_file(&f.path, f.mode, &f.content)?;
-        changed |= c;
+        // A cluster manifest (applied below) is nothing the running agent reads: placing it on a
+        // control plane that has just become the first does not restart the agent.
+        changed |= c && !is_cluster_manifest(&f.path);
         unit_changed |= c && f.path == unit_path;
     }
     if !has_unit {
@@ -85,7 +88,7 @@ pub(crate) fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseE
     if unit_changed {
         ctx.run_script("systemctl daemon-reload")?;
     }
-    for f in files.iter().filter(|f| f.path.ends_with(".yaml")) {
+    for f in files.iter().filter(|f| is_cluster_manifest(&f.path)) {
         // Cluster manifests of the builtin CNI (the agent's ServiceAccount and RBAC), on the first
         // control plane only.
         ctx.run_script(&format!("{KUBECTL} apply -f {}", quote_word(&f.path)))?;
@@ -98,6 +101,12 @@ pub(crate) fn run_builtin(ctx: &mut NodeCtx, data: &UpData) -> Result<(), PhaseE
         ctx.run_script(&format!("systemctl enable --now {AGENT_UNIT}"))?;
     }
     Ok(())
+}
+
+/// Whether the builtin CNI's file at `path` is a cluster manifest (the agent's ServiceAccount and RBAC,
+/// `.yaml`, applied with kubectl on the first control plane) rather than something the agent reads.
+fn is_cluster_manifest(path: &str) -> bool {
+    path.ends_with(".yaml")
 }
 
 /// For a node whose architecture (facts) differs from this binary's: where `airgap/packages` put the
@@ -138,4 +147,21 @@ pub(crate) fn run_manifests(ctx: &mut NodeCtx, data: &UpData) -> Result<(), Phas
         ctx.run_script(&format!("{KUBECTL} apply -f {}", quote_word(&f.path)))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_rbac_manifests_are_cluster_manifests() {
+        assert!(is_cluster_manifest("/etc/clusterctl/cni/rbac.yaml"));
+        for agent_reads in [
+            "/etc/clusterctl/cni/agent.json",
+            "/etc/systemd/system/clusterctl-cni-agent.service",
+            "/etc/cni/net.d/10-clusterctl.conflist",
+        ] {
+            assert!(!is_cluster_manifest(agent_reads), "{agent_reads}");
+        }
+    }
 }
