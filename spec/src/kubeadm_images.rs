@@ -119,6 +119,21 @@ impl KubeadmImages {
     }
 }
 
+// The version table's own view of the list, here so that `versions` needs nothing of this module.
+impl VersionInfo {
+    /// The upstream images kubeadm pulls for this version, as full references under `registry.k8s.io`, in
+    /// the order of `kubeadm config images list`: kube-apiserver, kube-controller-manager,
+    /// kube-scheduler, kube-proxy, coredns/coredns, pause, etcd (the one list,
+    /// [`KubeadmImages`], without a mirror).
+    pub fn kubeadm_images(&self) -> Vec<String> {
+        KubeadmImages::upstream(self)
+            .list(true)
+            .into_iter()
+            .map(|(_, source, _)| source)
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,8 @@
 //!
 //! Every refusal names the limit it hit ([`LimitError`]).
 
+pub use crate::locator::At;
+use crate::locator::Locator;
 use yaml_rust2::parser::{Event, Parser};
 
 /// A budget for one kind of YAML text.
@@ -43,17 +45,6 @@ pub const REFERENCED_FILE: Budget = Budget {
     max_depth: 32,
     max_values: 100_000,
 };
-
-/// Where in a text a limit was hit: byte offset, 1-based line and column (in characters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct At {
-    /// Byte offset.
-    pub offset: usize,
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column, in characters.
-    pub column: usize,
-}
 
 /// A budget exceeded. The message names the limit and, where there is one, the position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -207,7 +198,7 @@ pub fn check_yaml(text: &str, budget: &Budget) -> Result<Option<SyntaxError>, Li
     let mut parser = Parser::new_from_str(text);
     let mut depth = 0usize;
     let mut values = 0usize;
-    let mut locator = crate::position::Locator::new(text);
+    let mut locator = Locator::new(text);
     loop {
         let (ev, mark) = match parser.next_token() {
             Ok(x) => x,

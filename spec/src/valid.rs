@@ -14,6 +14,12 @@ use crate::model::{
 };
 use crate::versions::{KubeadmApi, VersionInfo};
 
+/// The kube-vip image used when `vip.image` is not set.
+pub const DEFAULT_KUBE_VIP_IMAGE: &str = "ghcr.io/kube-vip/kube-vip:v1.0.1";
+/// The kube-vip-cloud-provider image used when `vip.loadBalancerPool.image` is not set.
+pub const DEFAULT_KUBE_VIP_CLOUD_PROVIDER_IMAGE: &str =
+    "ghcr.io/kube-vip/kube-vip-cloud-provider:v0.0.12";
+
 /// The control-plane endpoint: `host:port` (kubeadm `controlPlaneEndpoint`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -388,7 +394,7 @@ impl ValidCluster {
             .vip
             .as_ref()
             .and_then(|v| v.image.as_deref())
-            .unwrap_or(crate::validate::DEFAULT_KUBE_VIP_IMAGE)
+            .unwrap_or(DEFAULT_KUBE_VIP_IMAGE)
     }
 
     /// The kube-vip-cloud-provider image as written or defaulted (upstream reference, not mirrored),
@@ -405,7 +411,7 @@ impl ValidCluster {
         Some(
             pool.image
                 .as_deref()
-                .unwrap_or(crate::validate::DEFAULT_KUBE_VIP_CLOUD_PROVIDER_IMAGE),
+                .unwrap_or(DEFAULT_KUBE_VIP_CLOUD_PROVIDER_IMAGE),
         )
     }
 

@@ -135,18 +135,6 @@ impl VersionInfo {
     pub fn tag(&self) -> String {
         tag(&self.version)
     }
-
-    /// The upstream images kubeadm pulls for this version, as full references under `registry.k8s.io`, in
-    /// the order of `kubeadm config images list`: kube-apiserver, kube-controller-manager,
-    /// kube-scheduler, kube-proxy, coredns/coredns, pause, etcd (the one list,
-    /// [`crate::kubeadm_images::KubeadmImages`], without a mirror).
-    pub fn kubeadm_images(&self) -> Vec<String> {
-        crate::kubeadm_images::KubeadmImages::upstream(self)
-            .list(true)
-            .into_iter()
-            .map(|(_, source, _)| source)
-            .collect()
-    }
 }
 
 /// A Kubernetes version as Kubernetes writes it, `v1.34.1` (kubeadm's `kubernetesVersion`, image

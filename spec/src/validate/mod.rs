@@ -32,11 +32,9 @@ use crate::model::ClusterFile;
 use crate::position::PathIndex;
 use crate::valid::ValidCluster;
 
-/// The kube-vip image used when `vip.image` is not set.
-pub const DEFAULT_KUBE_VIP_IMAGE: &str = "ghcr.io/kube-vip/kube-vip:v1.0.1";
-/// The kube-vip-cloud-provider image used when `vip.loadBalancerPool.image` is not set.
-pub const DEFAULT_KUBE_VIP_CLOUD_PROVIDER_IMAGE: &str =
-    "ghcr.io/kube-vip/kube-vip-cloud-provider:v0.0.12";
+/// The defaults of the kube-vip images, kept beside the accessors that apply them
+/// ([`ValidCluster::kube_vip_image`]).
+pub use crate::valid::{DEFAULT_KUBE_VIP_CLOUD_PROVIDER_IMAGE, DEFAULT_KUBE_VIP_IMAGE};
 
 /// A file that passed validation: the cluster and the warnings found on the way.
 #[derive(Debug, Clone)]
