@@ -78,6 +78,16 @@ pub struct Phase<C> {
     pub run: PhaseFn<C>,
 }
 
+// Copied without `C: Clone`: a phase is a name, flags and two function pointers (declared tables
+// such as `up`'s hand out copies).
+impl<C> Clone for Phase<C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C> Copy for Phase<C> {}
+
 impl<C> Phase<C> {
     /// A step run on every pass (not recorded, no inputs, excludable), on its targets in parallel:
     /// the phases of `image load` and `etcd snapshot restore`.

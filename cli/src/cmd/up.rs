@@ -1,8 +1,8 @@
 //! `clusterctl up`: build or converge the cluster described by a cluster file (or a built-in profile).
-//! Loads and validates the file, maps it onto what the phases of `up`
-//! need (`clusterctl_phases::up::from_file`), reaches the nodes (`clusterctl_phases::connect`: SSH hosts, or
-//! Docker node containers created first) and runs the phases of `up`
-//! (`clusterctl_phases::up::launch`). `--dry-run` prints the plan per node and changes nothing; it is
+//! Loads and validates the file, takes the cluster's lock and calls `up`'s one entry point
+//! (`clusterctl_phases::up::run`: the phase selection, `--recreate`'s teardown, the nodes reached —
+//! SSH hosts, or Docker node containers created first — and the phases of `up`), then prints its
+//! plan or how it ended. `--dry-run` prints the plan per node and changes nothing; it is
 //! offline unless `--probe` is given, so `clusterctl up --dry-run` with no file shows the embedded `lab`
 //! profile on any machine. Exit codes: 0 done, 1 a phase failed, 2 invalid input.
 
@@ -12,14 +12,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clusterctl_phases::connect::{self, ConnectOptions};
-use clusterctl_phases::engine::check_selection;
-use clusterctl_phases::engine::Summary;
-use clusterctl_phases::error::RunError;
 use clusterctl_phases::progress::TtyReporter;
-use clusterctl_phases::up::from_file::{self, SpecOptions};
-use clusterctl_phases::up::launch::{launch, Launch};
-use clusterctl_phases::up::{self, api::ApiAccess};
+use clusterctl_phases::up;
+use clusterctl_phases::up::run::{UpError, UpOptions, UpReport};
 use clusterctl_phases::{Mode, PlainReporter, QuietReporter, Reporter};
 use clusterctl_spec::ValidCluster;
 
@@ -102,98 +97,106 @@ pub(crate) fn run(mut args: Args) -> miette::Result<ExitCode> {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
-    if args.recreate && !recreate(&cluster, &args) {
-        return Ok(ExitCode::FAILURE);
-    }
-    let options = SpecOptions {
-        file: args.file.clone(),
-        kubeconfig: args.kubeconfig.clone(),
-        ready_timeout: Duration::from_secs(args.nodes.ready_timeout),
-        ignore_preflight: args.nodes.ignore_preflight.clone(),
-    };
-    let mut spec = from_file::spec(&cluster, &options);
-    let phases = up::phases(&spec);
-    for pats in [&args.skip_phases, &args.only] {
-        if let Err(e) = check_selection(&phases, pats) {
-            super::flags::print_refusal(args.output, cluster.name(), &e.to_string());
-            return Ok(ExitCode::from(crate::EXIT_INVALID));
+    let (tty_reporter, reporter) = reporters(&args, &cluster);
+    let structured = args.output.is_structured();
+    // With `-o json|yaml` the teardown lines of `--recreate` go to stderr: stdout holds the document.
+    let say = |l: &str| {
+        if structured {
+            eprintln!("{l}");
+        } else {
+            println!("{l}");
         }
-    }
-    let mode = Mode {
-        dry_run: args.dry_run,
-        probe: args.probe,
-        fix: args.nodes.fix,
-        verbose: args.nodes.verbose,
-        diff: args.diff,
     };
-    let (tty_reporter, reporter) = reporters(&args, &spec);
-    let reach = ConnectOptions {
-        dry_run: args.dry_run,
-        probe: args.probe,
-        known_hosts: args.nodes.known_hosts.as_deref(),
-        only: None,
-        parallel: args.nodes.parallel,
-    };
-    let connected =
-        match connect::connect(&cluster, &mut spec, reach, &super::flags::connect_progress) {
-            Ok(c) => c,
-            Err(e) => {
-                super::flags::print_error(args.output, cluster.name(), &format!("up: {e}"));
-                return Ok(ExitCode::FAILURE);
-            }
-        };
-    let api = clusterctl_phases::node_containers::local_api(&cluster, args.dry_run && !args.probe);
-    let how = Launch {
-        mode,
-        parallel: args.nodes.parallel,
-        skip: args.skip_phases.clone(),
-        only: args.only.clone(),
-        reporter: reporter.clone(),
-    };
-    let nodes = spec.nodes.clone();
-    let (summary, result) = launch(
-        &cluster,
-        &spec,
-        &phases,
-        nodes,
-        connected.transports,
-        ApiAccess::kube_via(api),
-        &how,
-    );
+    let options = options(&args, reporter.clone());
+    let ran = up::run::run(&cluster, &options, &say, &super::flags::connect_progress);
     if let Some(t) = &tty_reporter {
         t.finish();
     }
-    if args.dry_run && args.output.is_structured() {
-        let error = result.as_ref().err().map(|e| e.to_string());
-        let changes = summary.total_changes();
-        return super::plan::print_document(
-            args.output,
-            &spec.cluster,
-            &connected.provider_plan,
-            &summary.plan,
-            changes,
-            error,
-        );
-    }
+    let report = match ran {
+        Ok(r) => r,
+        Err(e) => return Ok(refused(&args, &cluster, &e)),
+    };
     if args.dry_run {
-        let provider = &connected.provider_plan;
-        super::plan::print_up_plan(
-            &cluster,
-            &spec,
-            &phases,
-            provider,
-            &summary.plan,
-            args.probe,
-            args.nodes.verbose,
-        );
+        if let Some(code) = print_plan(&args, &cluster, &report) {
+            return code;
+        }
     }
-    Ok(outcome(&args, &spec, &summary, result, reporter.as_ref()))
+    Ok(outcome(&args, &report, reporter.as_ref()))
+}
+
+/// `up`'s options from the command line, progress to `reporter`.
+fn options(args: &Args, reporter: Arc<dyn Reporter>) -> UpOptions<'_> {
+    UpOptions {
+        file: args.file.clone(),
+        kubeconfig: args.kubeconfig.clone(),
+        known_hosts: args.nodes.known_hosts.as_deref(),
+        ready_timeout: Duration::from_secs(args.nodes.ready_timeout),
+        ignore_preflight: args.nodes.ignore_preflight.clone(),
+        mode: Mode {
+            dry_run: args.dry_run,
+            probe: args.probe,
+            fix: args.nodes.fix,
+            verbose: args.nodes.verbose,
+            diff: args.diff,
+        },
+        parallel: args.nodes.parallel,
+        skip: args.skip_phases.clone(),
+        only: args.only.clone(),
+        recreate: args.recreate,
+        reporter,
+    }
+}
+
+/// Prints why `up` stopped before its phases ran and gives the exit code: 2 for an unknown phase
+/// name, 1 otherwise.
+fn refused(args: &Args, cluster: &ValidCluster, e: &UpError) -> ExitCode {
+    match e {
+        UpError::UnknownPhase(_) => {
+            super::flags::print_refusal(args.output, cluster.name(), &e.to_string());
+            return ExitCode::from(crate::EXIT_INVALID);
+        }
+        UpError::Recreate { .. } => eprintln!("{e}"),
+        UpError::Connect(_) => {
+            super::flags::print_error(args.output, cluster.name(), &e.to_string())
+        }
+    }
+    ExitCode::FAILURE
+}
+
+/// A dry run's plan: as one document with `-o json|yaml` (then returns the exit code: the run is
+/// over), else as text per node (then `None`: the outcome line follows).
+fn print_plan(
+    args: &Args,
+    cluster: &ValidCluster,
+    report: &UpReport,
+) -> Option<miette::Result<ExitCode>> {
+    if args.output.is_structured() {
+        let error = report.result.as_ref().err().map(|e| e.to_string());
+        return Some(super::plan::print_document(
+            args.output,
+            &report.spec.cluster,
+            &report.provider_plan,
+            &report.summary.plan,
+            report.summary.total_changes(),
+            error,
+        ));
+    }
+    super::plan::print_up_plan(
+        cluster,
+        &report.spec,
+        &report.phases,
+        &report.provider_plan,
+        &report.summary.plan,
+        args.probe,
+        args.nodes.verbose,
+    );
+    None
 }
 
 /// The reporter of the run: a progress line per node on a terminal (also returned, to be finished),
 /// else plain lines on stderr — none for a dry run's plan unless `--verbose`.
-fn reporters(args: &Args, spec: &up::UpSpec) -> (Option<Arc<TtyReporter>>, Arc<dyn Reporter>) {
-    let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+fn reporters(args: &Args, cluster: &ValidCluster) -> (Option<Arc<TtyReporter>>, Arc<dyn Reporter>) {
+    let names: Vec<String> = cluster.nodes().iter().map(|n| n.name.clone()).collect();
     let tty = std::io::stderr().is_terminal() && !args.dry_run;
     let tty_reporter = tty.then(|| Arc::new(TtyReporter::new(&names, args.nodes.verbose)));
     let reporter: Arc<dyn Reporter> = match &tty_reporter {
@@ -207,14 +210,9 @@ fn reporters(args: &Args, spec: &up::UpSpec) -> (Option<Arc<TtyReporter>>, Arc<d
 
 /// Says how the run ended (changes planned, up to date, converged, or why it failed and how to run
 /// it again) and gives the exit code.
-fn outcome(
-    args: &Args,
-    spec: &up::UpSpec,
-    summary: &Summary,
-    result: Result<(), RunError>,
-    reporter: &dyn Reporter,
-) -> ExitCode {
-    match result {
+fn outcome(args: &Args, report: &UpReport, reporter: &dyn Reporter) -> ExitCode {
+    let (spec, summary) = (&report.spec, &report.summary);
+    match &report.result {
         Ok(()) if args.dry_run => println!(
             "{} change(s) planned; nothing was changed (dry run).",
             summary.total_changes()
@@ -283,43 +281,4 @@ fn load(args: &Args) -> Result<(ValidCluster, bool), ExitCode> {
             Err(ExitCode::from(crate::EXIT_INVALID))
         }
     }
-}
-
-/// `--recreate`: destroys `cluster` as `destroy --yes` does (`clusterctl_phases::destroy::run`: every
-/// node reset, the kubeconfig context and the local state cache removed), printing each step, so that
-/// `up` builds it again with no recorded phase skipped. A dry run only says so. With `-o json|yaml`
-/// these lines go to stderr: stdout holds the one document. False when a teardown step failed (then
-/// `up` stops).
-fn recreate(cluster: &ValidCluster, args: &Args) -> bool {
-    let name = cluster.name();
-    let structured = args.output.is_structured();
-    let say = |l: &str| {
-        if structured {
-            eprintln!("{l}");
-        } else {
-            println!("{l}");
-        }
-    };
-    if args.dry_run {
-        say(&format!(
-            "--recreate: cluster {name} would be destroyed first (as `clusterctl destroy --yes`)"
-        ));
-        return true;
-    }
-    let opts = clusterctl_phases::destroy::Options {
-        kubeconfig: args.kubeconfig.clone(),
-        known_hosts: args.nodes.known_hosts.clone(),
-        ..Default::default()
-    };
-    let failures = clusterctl_phases::destroy::run(cluster, &opts, &|l| say(&l.to_string()))
-        .report
-        .failures();
-    if failures == 0 {
-        say(&format!(
-            "recreate: cluster {name} destroyed; building it again"
-        ));
-    } else {
-        eprintln!("up --recreate: destroying cluster {name} failed in {failures} step(s) (see above); not building it again");
-    }
-    failures == 0
 }

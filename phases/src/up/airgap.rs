@@ -16,7 +16,6 @@
 
 use super::UpData;
 use crate::ctx::{Change, NodeCtx, PlanKind};
-use crate::engine::{Phase, Targets};
 use crate::error::PhaseError;
 use clusterctl_airgap::bundle::{verify_bundle, BundleImage, VerifiedBundle};
 use clusterctl_airgap::node::{
@@ -157,67 +156,6 @@ impl AirgapUp {
     /// The bundle once `airgap/verify` checked it.
     pub fn verified(&self) -> Option<&Arc<VerifiedBundle>> {
         self.verified.get()
-    }
-}
-
-fn no_inputs(_: &UpData, _: &ValidNode) -> String {
-    String::new()
-}
-
-/// The phases that run before preflight: `airgap/verify` (required: the others need it) and, unless
-/// the bundle is the `packages` phase's source (`packages.source: bundle`), `airgap/packages`. Empty
-/// without `airgap` settings.
-pub(crate) fn early_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
-    if spec.airgap.is_none() {
-        return Vec::new();
-    }
-    let mut v = vec![Phase {
-        name: "airgap/verify",
-        targets: Targets::Local,
-        serial: false,
-        record: false,
-        required: true,
-        inputs: no_inputs,
-        run: verify,
-    }];
-    // With `packages.source: bundle` the `packages` phase installs the bundle's files itself.
-    if spec.packages.source != crate::packages::Source::Bundle {
-        v.push(Phase {
-            name: "airgap/packages",
-            targets: Targets::All,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: package_inputs,
-            run: packages,
-        });
-    }
-    v
-}
-
-/// The phase that runs once the runtime is configured: `airgap/mirror` when a mirror is set, else
-/// `airgap/images`. Empty without `airgap` settings.
-pub(crate) fn image_phases(spec: &super::UpSpec) -> Vec<Phase<UpData>> {
-    match &spec.airgap {
-        None => Vec::new(),
-        Some(a) if a.mirror.is_some() => vec![Phase {
-            name: "airgap/mirror",
-            targets: Targets::Local,
-            serial: false,
-            record: false,
-            required: false,
-            inputs: no_inputs,
-            run: mirror,
-        }],
-        Some(_) => vec![Phase {
-            name: "airgap/images",
-            targets: Targets::All,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: image_inputs,
-            run: images,
-        }],
     }
 }
 

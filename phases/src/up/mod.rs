@@ -14,6 +14,7 @@ pub(crate) mod cni;
 pub mod cni_install;
 pub mod cni_token;
 pub(crate) mod credentials;
+mod declared;
 pub(crate) mod encryption;
 pub(crate) mod facts;
 pub(crate) mod files;
@@ -32,10 +33,11 @@ pub mod preflight;
 pub(crate) mod ready;
 pub(crate) mod rollout;
 pub(crate) mod rollout_apiserver;
+pub mod run;
 pub(crate) mod runtime;
 
 use crate::ctx::{Mode, NodeCtx, Secrets};
-use crate::engine::{Phase, PhaseFn, Targets};
+use crate::engine::Phase;
 use crate::error::PhaseError;
 use crate::kubeadm::JoinSecrets;
 use crate::report::Reporter;
@@ -210,268 +212,14 @@ fn files_inputs(data: &UpData, node: &ValidNode, groups: &[&[Purpose]]) -> Strin
     s
 }
 
-fn no_inputs(_: &UpData, _: &ValidNode) -> String {
-    String::new()
-}
-
-/// The phases of `up` for `spec`, in order.
+/// The phases of `up` for `spec`, in order: the declared ones ([`declared::DECLARED`]) the file
+/// includes.
 pub fn phases(spec: &UpSpec) -> Vec<Phase<UpData>> {
-    // `airgap/verify` first: with a bundle, `facts` reads which containerd its archive gives a node
-    // (rendered for on the first run) and `cni/sources` takes the CNI's files from it.
-    let mut early = airgap::early_phases(spec).into_iter();
-    let mut v: Vec<Phase<UpData>> = early.next().into_iter().collect();
-    v.extend([
-        Phase {
-            name: "facts",
-            targets: Targets::All,
-            serial: false,
-            record: false,
-            required: true,
-            inputs: no_inputs,
-            run: facts::run,
-        },
-        Phase {
-            name: "render",
-            targets: Targets::Local,
-            serial: false,
-            record: false,
-            required: true,
-            inputs: no_inputs,
-            run: files::render,
-        },
-        rollout::version_phase(),
-    ]);
-    if spec.cni_install.is_some() {
-        // Before any node is changed: a file that cannot be had, or has another sha256, stops `up` here.
-        // Not required: a selection without it (`--only init`, `--skip-phases cni`) downloads nothing,
-        // and the `cni` phase obtains the files itself when it runs without this one.
-        v.push(Phase {
-            name: "cni/sources",
-            targets: Targets::Local,
-            serial: false,
-            record: false,
-            required: false,
-            inputs: no_inputs,
-            run: cni_install::run_sources,
-        });
-    }
-    v.extend(early);
-    v.extend([
-        Phase {
-            name: "preflight",
-            targets: Targets::All,
-            serial: false,
-            record: false,
-            required: false,
-            inputs: no_inputs,
-            run: preflight::run,
-        },
-        // After preflight's host checks, before any file or runtime configuration: not recorded, its
-        // one probe runs every time (a node already at these versions is left alone).
-        Phase {
-            name: "packages",
-            targets: Targets::All,
-            serial: false,
-            record: false,
-            required: false,
-            inputs: no_inputs,
-            run: packages::run,
-        },
-        Phase {
-            name: "files",
-            targets: Targets::All,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: |d, n| files_inputs(d, n, &[placed::HOST, placed::OTHER]),
-            run: files::run,
-        },
-    ]);
-    let runtime_name = match spec.runtime {
-        RuntimeKind::Containerd => "runtime/containerd",
-        RuntimeKind::Crio => "runtime/crio",
-    };
-    v.push(Phase {
-        name: runtime_name,
-        targets: Targets::All,
-        serial: false,
-        record: true,
-        required: false,
-        inputs: |d, n| files_inputs(d, n, &[placed::RUNTIME]),
-        run: runtime::run,
-    });
-    v.extend(airgap::image_phases(spec));
-    if spec.vip.is_some() {
-        v.push(Phase {
-            name: "control-plane/kube-vip",
-            targets: Targets::ControlPlanes,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: |d, n| files_inputs(d, n, &[placed::KUBE_VIP]),
-            run: kubevip::run,
-        });
-    }
-    v.push(Phase {
-        name: "init",
-        targets: Targets::FirstControlPlane,
-        serial: false,
-        record: true,
-        required: false,
-        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_INIT]),
-        run: init::run,
-    });
-    if spec.vip.is_some() {
-        v.push(Phase {
-            name: "control-plane/kube-vip-admin",
-            targets: Targets::FirstControlPlane,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: |d, n| files_inputs(d, n, &[placed::KUBE_VIP]),
-            run: kubevip::switch_to_admin,
-        });
-    }
-    match spec.cni {
-        CniPlugin::Builtin => v.extend([
-            Phase {
-                name: "cni",
-                targets: Targets::All,
-                serial: false,
-                record: true,
-                required: false,
-                inputs: cni::inputs,
-                run: cni::run_builtin,
-            },
-            // After `cni` applied the agent's ServiceAccount and RBAC on the first control plane.
-            // Not recorded: its check (one file read) runs every time, so a token near expiry is
-            // renewed and a removed kubeconfig comes back.
-            Phase {
-                name: "cni/agent-credentials",
-                targets: Targets::All,
-                serial: false,
-                record: false,
-                required: false,
-                inputs: cni_token::inputs,
-                run: cni_token::run,
-            },
-        ]),
-        CniPlugin::Calico | CniPlugin::Cilium | CniPlugin::Flannel | CniPlugin::Kindnet => {
-            let run: PhaseFn<UpData> = if spec.cni_install.is_some() {
-                cni_install::run
-            } else {
-                cni::run_manifests
-            };
-            v.push(Phase {
-                name: "cni",
-                targets: Targets::FirstControlPlane,
-                serial: false,
-                record: true,
-                required: false,
-                inputs: cni::inputs,
-                run,
-            })
-        }
-        CniPlugin::None => {}
-    }
-    v.push(Phase {
-        name: "join/control-plane",
-        targets: Targets::OtherControlPlanes,
-        serial: true,
-        record: true,
-        required: false,
-        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_JOIN]),
-        run: join::run,
-    });
-    v.push(Phase {
-        name: "join/worker",
-        targets: Targets::Workers,
-        serial: false,
-        record: true,
-        required: false,
-        inputs: |d, n| files_inputs(d, n, &[placed::KUBEADM_JOIN]),
-        run: join::run,
-    });
-    v.extend(rollout::phases());
-    if spec.encryption.is_some() {
-        // After every API server was restarted with the configuration: rewriting through one of them
-        // before would store in plain text again.
-        v.push(Phase {
-            name: "rollout/encrypt-existing",
-            targets: Targets::FirstControlPlane,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: encryption::rewrite_inputs,
-            run: encryption::rewrite,
-        });
-    }
-    if !spec.lb_objects.is_empty() {
-        // After the joins: its Deployment needs schedulable nodes, and workers may run it.
-        v.push(Phase {
-            name: "kube-vip-cloud-provider",
-            targets: Targets::FirstControlPlane,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: lb_pool::inputs,
-            run: lb_pool::run,
-        });
-    }
-    // Not recorded: its check (one list of the Nodes) runs on every `up`, so a label or taint removed or
-    // changed by hand is put back — a recorded phase would be skipped once done and never see the drift.
-    v.push(Phase {
-        name: "labels",
-        targets: Targets::FirstControlPlane,
-        serial: false,
-        record: false,
-        required: false,
-        inputs: labels::inputs,
-        run: labels::run,
-    });
-    if !spec.addons.is_empty() {
-        // Not recorded: server-side apply answers `unchanged` for objects as applied, and an object
-        // deleted by hand comes back.
-        v.push(Phase {
-            name: "addons",
-            targets: Targets::FirstControlPlane,
-            serial: false,
-            record: false,
-            required: false,
-            inputs: addons::inputs,
-            run: addons::run,
-        });
-    }
-    if !spec.preload_images.is_empty() {
-        v.push(Phase {
-            name: "images",
-            targets: Targets::All,
-            serial: false,
-            record: true,
-            required: false,
-            inputs: images::inputs,
-            run: images::run,
-        });
-    }
-    v.push(Phase {
-        name: "wait-ready",
-        targets: Targets::FirstControlPlane,
-        serial: false,
-        record: false,
-        required: false,
-        inputs: no_inputs,
-        run: ready::run,
-    });
-    v.push(Phase {
-        name: "kubeconfig",
-        targets: Targets::FirstControlPlane,
-        serial: false,
-        record: false,
-        required: false,
-        inputs: no_inputs,
-        run: kubeconfig::run,
-    });
-    v
+    declared::DECLARED
+        .iter()
+        .filter(|d| (d.when)(spec))
+        .map(|d| d.phase)
+        .collect()
 }
 
 /// Runs `f` for `ctx`'s node with a second context on the first control plane (`cp`, phase `phase`):

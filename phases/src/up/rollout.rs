@@ -31,7 +31,6 @@
 
 use super::UpData;
 use crate::ctx::NodeCtx;
-use crate::engine::{InputsFn, Phase, PhaseFn, Targets};
 use crate::error::PhaseError;
 use crate::state::{NodeState, STATE_PATH};
 use crate::up::placed;
@@ -276,70 +275,6 @@ pub(crate) fn version_check(ctx: &mut NodeCtx, data: &UpData) -> Result<(), Phas
         "the control plane runs {} and the file says kubernetesVersion {wanted}: {how}",
         clusterctl_spec::versions::tag(&running)
     )]))
-}
-
-fn no_inputs(_: &UpData, _: &ValidNode) -> String {
-    String::new()
-}
-
-/// The `version` phase (required: runs even with `--only`), placed right after `render`.
-pub(crate) fn version_phase() -> Phase<UpData> {
-    Phase {
-        name: "version",
-        targets: Targets::FirstControlPlane,
-        serial: false,
-        record: false,
-        required: true,
-        inputs: no_inputs,
-        run: version_check,
-    }
-}
-
-/// The rollout phases, in order, placed after the joins.
-pub(crate) fn phases() -> Vec<Phase<UpData>> {
-    let p = |name: &'static str,
-             targets: Targets,
-             serial: bool,
-             inputs: InputsFn<UpData>,
-             run: PhaseFn<UpData>| Phase {
-        name,
-        targets,
-        serial,
-        record: true,
-        required: false,
-        inputs,
-        run,
-    };
-    vec![
-        p(
-            "rollout/kubeadm-config",
-            Targets::FirstControlPlane,
-            false,
-            cluster_inputs,
-            kubeadm_config,
-        ),
-        p(
-            "rollout/apiserver",
-            Targets::ControlPlanes,
-            true,
-            apiserver_inputs,
-            super::rollout_apiserver::apiserver,
-        ),
-        p(
-            "rollout/kubelet-config",
-            Targets::FirstControlPlane,
-            false,
-            kubelet_inputs,
-            kubelet_config,
-        ),
-        p(
-            "rollout/kubelet",
-            Targets::All,
-            true,
-            kubelet_inputs,
-            kubelet,
-        ),
-    ]
 }
 
 #[cfg(test)]
