@@ -257,36 +257,42 @@ impl Engine {
         self.states[i].lock().ok().map(|s| s.clone())
     }
 
-    /// Loads every node's state record: from the node when it can be queried, else from the local cache.
+    /// Loads every node's state record — `parallel` nodes at a time, one read each —: from the node
+    /// when it can be queried, else from the local cache. Returns the nodes' read errors, in node
+    /// order.
     fn load_states(&self) -> Vec<PhaseError> {
-        let mut errors = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            let Ok(mut ctx) = self.ctxs[i].lock() else {
-                continue;
-            };
-            ctx.phase = "state".into();
-            let remote = match ctx.read_file(STATE_PATH) {
-                Ok(r) => r,
-                Err(e) => {
-                    errors.push(e);
-                    continue;
-                }
-            };
-            ctx.plan.clear();
-            let from_node = remote
-                .flatten()
-                .and_then(|b| NodeState::parse(&b, &self.opts.cluster, &n.name));
-            let loaded = from_node.or_else(|| {
-                self.opts
-                    .cache
-                    .as_ref()
-                    .and_then(|c| c.load(&self.opts.cluster, &n.name))
-            });
-            if let (Some(s), Ok(mut slot)) = (loaded, self.states[i].lock()) {
-                *slot = s;
-            }
+        let all: Vec<usize> = (0..self.nodes.len()).collect();
+        self.in_parallel(&all, |i| self.load_state(i))
+            .into_iter()
+            .filter_map(|(_, e)| e)
+            .collect()
+    }
+
+    /// Loads node `i`'s state record (see [`Self::load_states`]); its read error, if any.
+    fn load_state(&self, i: usize) -> Option<PhaseError> {
+        let n = &self.nodes[i];
+        let Ok(mut ctx) = self.ctxs[i].lock() else {
+            return None;
+        };
+        ctx.phase = "state".into();
+        let remote = match ctx.read_file(STATE_PATH) {
+            Ok(r) => r,
+            Err(e) => return Some(e),
+        };
+        ctx.plan.clear();
+        let from_node = remote
+            .flatten()
+            .and_then(|b| NodeState::parse(&b, &self.opts.cluster, &n.name));
+        let loaded = from_node.or_else(|| {
+            self.opts
+                .cache
+                .as_ref()
+                .and_then(|c| c.load(&self.opts.cluster, &n.name))
+        });
+        if let (Some(s), Ok(mut slot)) = (loaded, self.states[i].lock()) {
+            *slot = s;
         }
-        errors
+        None
     }
 
     /// Writes the node's state record (the engine's bookkeeping, not a phase's change; only a run
@@ -498,26 +504,37 @@ impl Engine {
             }
             return out;
         }
+        self.in_parallel(idx, |i| self.run_on(phase, i, data))
+            .into_iter()
+            .map(|(i, r)| (self.nodes[i].name.clone(), r))
+            .collect()
+    }
+
+    /// `f` of every node index of `idx`, `parallel` at a time (one thread per node in flight), as
+    /// `(index, result)` in `idx`'s order.
+    fn in_parallel<R: Send>(
+        &self,
+        idx: &[usize],
+        f: impl Fn(usize) -> R + Sync,
+    ) -> Vec<(usize, R)> {
         let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<(usize, Result<Outcome, PhaseError>)>> = Mutex::new(Vec::new());
-        let workers = self.opts.parallel.min(idx.len());
+        let results: Mutex<Vec<(usize, usize, R)>> = Mutex::new(Vec::new());
+        let workers = self.opts.parallel.min(idx.len()).max(1);
         std::thread::scope(|s| {
             for _ in 0..workers {
                 s.spawn(|| loop {
                     let k = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&i) = idx.get(k) else { break };
-                    let r = self.run_on(phase, i, data);
+                    let r = f(i);
                     if let Ok(mut v) = results.lock() {
-                        v.push((i, r));
+                        v.push((k, i, r));
                     }
                 });
             }
         });
         let mut v = results.into_inner().unwrap_or_default();
-        v.sort_by_key(|(i, _)| *i);
-        v.into_iter()
-            .map(|(i, r)| (self.nodes[i].name.clone(), r))
-            .collect()
+        v.sort_by_key(|(k, _, _)| *k);
+        v.into_iter().map(|(_, i, r)| (i, r)).collect()
     }
 
     fn finish(&self, mut summary: Summary) -> Summary {

@@ -228,12 +228,54 @@ fn parallelism_is_bounded_and_control_planes_join_one_at_a_time() {
         Targets::OtherControlPlanes,
         true,
     )];
-    engine(&c, opts(Mode::default(), 8), Arc::new(Recorder::default()))
+    let rec = Arc::new(Recorder::default());
+    engine(&c, opts(Mode::default(), 8), rec.clone())
         .run(&phases, &())
         .1
         .expect("run");
-    assert_eq!(c.conc.max(), 1, "control planes join one at a time");
+    // Each join ends before the next starts (the state records before them are read in parallel).
+    let events: Vec<(String, String)> = rec
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(p, _, _)| p == "join/control-plane")
+        .map(|(_, n, e)| {
+            (
+                n.clone(),
+                if e == "start" {
+                    e.clone()
+                } else {
+                    "end".into()
+                },
+            )
+        })
+        .collect();
+    let one_at_a_time: Vec<(String, String)> = ["c2", "c3", "c4"]
+        .iter()
+        .flat_map(|n| {
+            [
+                (n.to_string(), "start".into()),
+                (n.to_string(), "end".into()),
+            ]
+        })
+        .collect();
+    assert_eq!(events, one_at_a_time, "control planes join one at a time");
     assert!(c.fakes["c4"].file("/done/join_control-plane").is_some());
+}
+
+#[test]
+fn state_records_are_read_parallel_nodes_at_a_time() {
+    let c = cluster(1, 8, 30);
+    engine(&c, opts(Mode::default(), 3), Arc::new(Recorder::default()))
+        .run(&[], &())
+        .1
+        .expect("run");
+    let max = c.conc.max();
+    assert!(
+        (2..=3).contains(&max),
+        "3 reads at most at once, and more than one: saw {max}"
+    );
 }
 
 #[test]
