@@ -4,6 +4,8 @@
 //! summaries go to stderr; `images -o json|yaml` prints one document on stdout; `bundle --bundle-file FILE`
 //! names the bundle (`-o FILE` is a deprecated alias that warns).
 
+use clusterctl_airgap::bundle::BundleSummary;
+use clusterctl_airgap::pull::PullStats;
 use clusterctl_airgap::registry::ClientOptions;
 use clusterctl_airgap::run::{
     bundle_cluster, check_matches, client_options, import_bundle_for_cluster,
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::flags::{at_least_one, Format};
+use clusterctl_spec::ValidCluster;
 
 /// Subcommands of `clusterctl airgap`.
 #[derive(clap::Subcommand, Debug)]
@@ -177,20 +180,7 @@ fn bundle(
         .and_then(Path::parent)
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let out = match output.or_else(|| {
-        cluster
-            .spec()
-            .airgap
-            .as_ref()
-            .map(|a| base_dir.join(&a.bundle))
-    }) {
-        Some(o) => o,
-        None => {
-            return Err(miette::miette!(
-                "no bundle file: give --bundle-file FILE or set airgap.bundle in the cluster file"
-            ))
-        }
-    };
+    let out = bundle_file(&cluster, output, &base_dir)?;
     let registry_overrides = match clusterctl_airgap::plan::source_overrides(&cluster, overrides) {
         Ok(o) => o,
         Err(e) => {
@@ -220,6 +210,34 @@ fn bundle(
     }
     opts.agents = carry.agents;
     let (summary, stats) = bundle_cluster(&cluster, &opts).map_err(fail)?;
+    print_bundle_summary(&out, &summary, &stats);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where the bundle goes: `--bundle-file`, else the file's `airgap.bundle` relative to the file's
+/// directory `base_dir`. Errors: neither given.
+fn bundle_file(
+    cluster: &ValidCluster,
+    output: Option<PathBuf>,
+    base_dir: &Path,
+) -> miette::Result<PathBuf> {
+    output
+        .or_else(|| {
+            cluster
+                .spec()
+                .airgap
+                .as_ref()
+                .map(|a| base_dir.join(&a.bundle))
+        })
+        .ok_or_else(|| {
+            miette::miette!(
+                "no bundle file: give --bundle-file FILE or set airgap.bundle in the cluster file"
+            )
+        })
+}
+
+/// The summary line of a written bundle, on stderr.
+fn print_bundle_summary(out: &Path, summary: &BundleSummary, stats: &PullStats) {
     eprintln!(
         "wrote {}: {} image(s), {} distinct blob(s) ({} bytes), {} package(s), {} bytes in all; layers and configs this run: {} fetched ({} bytes), {} from the cache",
         out.display(),
@@ -232,7 +250,6 @@ fn bundle(
         stats.bytes_fetched,
         stats.blobs_cached
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `airgap import`: verifies the bundle, then (unless `verify_only`) pushes it to the mirror.

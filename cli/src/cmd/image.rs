@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clusterctl_phases::image_load::{self, Options};
-use clusterctl_phases::steps::StepLine;
+use clusterctl_phases::steps::{RunReport, StepLine};
+use clusterctl_spec::ValidCluster;
 
 /// Subcommands of `clusterctl image`.
 #[derive(clap::Subcommand, Debug)]
@@ -54,17 +55,8 @@ pub(crate) fn run(cmd: Command) -> miette::Result<ExitCode> {
 
 fn load(args: LoadArgs) -> miette::Result<ExitCode> {
     let format = args.output.output;
-    // Refused before the file is read, as before the phases existed (the document names the cluster
-    // as given: the profile or the file).
-    if args.archive.is_none() && args.images.is_empty() {
-        let named = args
-            .target
-            .profile
-            .clone()
-            .unwrap_or_else(|| args.target.file.display().to_string());
-        let text = format!("image load: {}", image_load::Refused::Nothing);
-        super::flags::print_refusal(format, &named, &text);
-        return Ok(ExitCode::from(crate::EXIT_INVALID));
+    if let Some(code) = refuse_nothing(&args) {
+        return Ok(code);
     }
     let cluster = match args.target.load(format) {
         Ok(c) => c,
@@ -95,14 +87,41 @@ fn load(args: LoadArgs) -> miette::Result<ExitCode> {
             return Ok(ExitCode::from(crate::EXIT_INVALID));
         }
     };
+    print_outcome(format, &cluster, opts.dry_run, &report)
+}
+
+/// No image and no archive: refused before the file is read, as before the phases existed (the
+/// document names the cluster as given: the profile or the file). `Some(2)` then.
+fn refuse_nothing(args: &LoadArgs) -> Option<ExitCode> {
+    if args.archive.is_some() || !args.images.is_empty() {
+        return None;
+    }
+    let named = args
+        .target
+        .profile
+        .clone()
+        .unwrap_or_else(|| args.target.file.display().to_string());
+    let text = format!("image load: {}", image_load::Refused::Nothing);
+    super::flags::print_refusal(args.output.output, &named, &text);
+    Some(ExitCode::from(crate::EXIT_INVALID))
+}
+
+/// Prints the report (one document with `-o json|yaml`, the plan of a dry run, why it stopped or
+/// how many nodes failed) and gives the exit code: 1 when it stopped or a node failed.
+fn print_outcome(
+    format: super::flags::Format,
+    cluster: &ValidCluster,
+    dry_run: bool,
+    report: &RunReport,
+) -> miette::Result<ExitCode> {
     if format.is_structured() {
-        return super::plan::print_report_document(format, cluster.name(), &report);
+        return super::plan::print_report_document(format, cluster.name(), report);
     }
     if let Some(why) = &report.stopped {
         eprintln!("image load: {why}");
         return Ok(ExitCode::FAILURE);
     }
-    if opts.dry_run {
+    if dry_run {
         let header = format!(
             "clusterctl image load --dry-run: cluster `{}`: nothing is changed (no node is contacted)",
             cluster.name()

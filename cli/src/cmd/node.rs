@@ -79,29 +79,8 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
             ExitCode::FAILURE
         }
     };
-    let mode = Mode {
-        dry_run: args.dry_run,
-        probe: args.dry_run,
-        fix: args.run.fix,
-        verbose: args.run.verbose,
-        diff: false,
-    };
-    // A dry run prints its plan, not per-step progress (unless --verbose).
-    let reporter: Arc<dyn Reporter> = if args.dry_run && !args.run.verbose {
-        Arc::new(clusterctl_phases::QuietReporter)
-    } else {
-        Arc::new(PlainReporter::stderr(args.run.verbose))
-    };
-    let options = JoinOptions {
-        file: args.target.path().map(PathBuf::from),
-        nodes: args.nodes.clone(),
-        mode,
-        parallel: args.run.parallel,
-        ready_timeout: std::time::Duration::from_secs(args.run.ready_timeout),
-        ignore_preflight: args.run.ignore_preflight.clone(),
-        known_hosts: args.run.known_hosts.as_deref(),
-        reporter: reporter.clone(),
-    };
+    let reporter = reporter(&args);
+    let options = options(&args, reporter.clone());
     let prepared = match node_join::prepare(&cluster, options, &super::flags::connect_progress) {
         Ok(p) => p,
         Err(e) => return Ok(stopped(e)),
@@ -133,6 +112,62 @@ fn join(args: JoinArgs) -> miette::Result<ExitCode> {
     report(&args, format, &provider, &joined, reporter.as_ref())
 }
 
+/// A dry run's plan per node (the engine's nodes: the first control plane, then the joining ones)
+/// and its last line; the exit code.
+fn print_dry_run(args: &JoinArgs, joined: &Joined) -> ExitCode {
+    let summary = &joined.summary;
+    let width = summary
+        .plan
+        .iter()
+        .map(|e| e.phase.len())
+        .max()
+        .unwrap_or(10);
+    super::plan::print_entries(
+        &super::plan::groups(&joined.nodes),
+        &summary.plan,
+        width,
+        args.run.verbose,
+    );
+    if let Err(e) = &joined.result {
+        eprintln!("node join (dry run) stopped:\n{e}");
+        return ExitCode::FAILURE;
+    }
+    println!(
+        "{} change(s) planned; nothing was changed (dry run).",
+        summary.total_changes()
+    );
+    ExitCode::SUCCESS
+}
+
+/// Where progress goes: a dry run prints its plan, not per-step progress (unless `--verbose`).
+fn reporter(args: &JoinArgs) -> Arc<dyn Reporter> {
+    if args.dry_run && !args.run.verbose {
+        Arc::new(clusterctl_phases::QuietReporter)
+    } else {
+        Arc::new(PlainReporter::stderr(args.run.verbose))
+    }
+}
+
+/// The join's options from the command line, progress to `reporter`.
+fn options(args: &JoinArgs, reporter: Arc<dyn Reporter>) -> JoinOptions<'_> {
+    JoinOptions {
+        file: args.target.path().map(PathBuf::from),
+        nodes: args.nodes.clone(),
+        mode: Mode {
+            dry_run: args.dry_run,
+            probe: args.dry_run,
+            fix: args.run.fix,
+            verbose: args.run.verbose,
+            diff: false,
+        },
+        parallel: args.run.parallel,
+        ready_timeout: std::time::Duration::from_secs(args.run.ready_timeout),
+        ignore_preflight: args.run.ignore_preflight.clone(),
+        known_hosts: args.run.known_hosts.as_deref(),
+        reporter,
+    }
+}
+
 /// Prints what the join did (or, with `--dry-run`, planned, after the `provider` steps of a
 /// docker-provider dry run); the exit code.
 fn report(
@@ -155,28 +190,7 @@ fn report(
         );
     }
     if args.dry_run {
-        let width = summary
-            .plan
-            .iter()
-            .map(|e| e.phase.len())
-            .max()
-            .unwrap_or(10);
-        // The engine's nodes: the first control plane, then the joining ones.
-        super::plan::print_entries(
-            &super::plan::groups(&joined.nodes),
-            &summary.plan,
-            width,
-            args.run.verbose,
-        );
-        if let Err(e) = &joined.result {
-            eprintln!("node join (dry run) stopped:\n{e}");
-            return Ok(ExitCode::FAILURE);
-        }
-        println!(
-            "{} change(s) planned; nothing was changed (dry run).",
-            summary.total_changes()
-        );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(print_dry_run(args, joined));
     }
     match &joined.result {
         Ok(()) => {

@@ -77,61 +77,67 @@ pub(crate) fn print_changes(groups: &[(String, String)], plan: &[PlanEntry], wid
             continue;
         }
         println!("\n{title}:");
-        let mut seen: Vec<&PlanEntry> = Vec::new();
-        let mut checks = 0usize;
-        let mut check_phases: Vec<&str> = Vec::new();
-        let mut i = 0;
-        while i < entries.len() {
-            let e = entries[i];
-            i += 1;
-            if let Some((cmd, arg)) = guarded(e) {
-                // Guarded runs in a row (`[ TEST ] || CMD ARG …`) with the same CMD: one line.
-                let mut args = vec![arg];
-                while let Some((_, a)) = entries
-                    .get(i)
-                    .and_then(|n| guarded(n).filter(|(c, _)| n.phase == e.phase && *c == cmd))
-                {
-                    args.push(a);
-                    i += 1;
-                }
-                if args.len() > 1 {
-                    println!(
-                        "  {:width$}  {:5}  {cmd} {} (each only where needed)",
-                        e.phase,
-                        kind_word(e.kind),
-                        args.join(" ")
-                    );
-                    continue;
-                }
-            }
-            if e.kind == PlanKind::Check {
-                checks += 1;
-                let top = e.phase.split('/').next().unwrap_or(&e.phase);
-                if !check_phases.contains(&top) {
-                    check_phases.push(top);
-                }
-                continue;
-            }
-            let text = match seen.iter().find(|s| s.kind == e.kind && s.text == e.text) {
-                Some(first) => format!("(already planned in {})", first.phase),
-                None => match e.kind {
-                    PlanKind::Write => one_line(e.text.trim_start_matches("write ")),
-                    PlanKind::Failed => failure(&e.text, &e.phase, &e.node),
-                    _ => one_line(&e.text),
-                },
-            };
-            seen.push(e);
-            println!("  {:width$}  {:5}  {text}", e.phase, kind_word(e.kind));
-            print_diff(e);
-        }
-        if checks > 0 {
-            println!(
-                "  + {checks} check(s) ({}); -v/--verbose lists them",
-                check_phases.join(", ")
-            );
-        }
+        print_group_changes(&entries, width);
     }
     println!();
+}
+
+/// One group's part of [`print_changes`]: its changes, one per line, then its checks folded into one
+/// line.
+fn print_group_changes(entries: &[&PlanEntry], width: usize) {
+    let mut seen: Vec<&PlanEntry> = Vec::new();
+    let mut checks = 0usize;
+    let mut check_phases: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < entries.len() {
+        let e = entries[i];
+        i += 1;
+        if let Some((cmd, arg)) = guarded(e) {
+            // Guarded runs in a row (`[ TEST ] || CMD ARG …`) with the same CMD: one line.
+            let mut args = vec![arg];
+            while let Some((_, a)) = entries
+                .get(i)
+                .and_then(|n| guarded(n).filter(|(c, _)| n.phase == e.phase && *c == cmd))
+            {
+                args.push(a);
+                i += 1;
+            }
+            if args.len() > 1 {
+                println!(
+                    "  {:width$}  {:5}  {cmd} {} (each only where needed)",
+                    e.phase,
+                    kind_word(e.kind),
+                    args.join(" ")
+                );
+                continue;
+            }
+        }
+        if e.kind == PlanKind::Check {
+            checks += 1;
+            let top = e.phase.split('/').next().unwrap_or(&e.phase);
+            if !check_phases.contains(&top) {
+                check_phases.push(top);
+            }
+            continue;
+        }
+        let text = match seen.iter().find(|s| s.kind == e.kind && s.text == e.text) {
+            Some(first) => format!("(already planned in {})", first.phase),
+            None => match e.kind {
+                PlanKind::Write => one_line(e.text.trim_start_matches("write ")),
+                PlanKind::Failed => failure(&e.text, &e.phase, &e.node),
+                _ => one_line(&e.text),
+            },
+        };
+        seen.push(e);
+        println!("  {:width$}  {:5}  {text}", e.phase, kind_word(e.kind));
+        print_diff(e);
+    }
+    if checks > 0 {
+        println!(
+            "  + {checks} check(s) ({}); -v/--verbose lists them",
+            check_phases.join(", ")
+        );
+    }
 }
 
 /// A guarded command `[ TEST ] || CMD … ARG [|| …]` (a run entry that changes nothing when TEST

@@ -82,6 +82,19 @@ fn text(cluster: &ValidCluster, r: &StatusReport) -> String {
         ready,
         d.nodes.len()
     );
+    node_table(&mut o, r);
+    load_balancer(&mut o, r);
+    drift(&mut o, r);
+    network_policy(&mut o, r);
+    stuck_pods(&mut o, &d.stuck);
+    o
+}
+
+/// The registered nodes (name, role, version, Ready, why not or cordoned) and the file's nodes not
+/// registered, as a table.
+fn node_table(o: &mut String, r: &StatusReport) {
+    use std::fmt::Write;
+    let d = &r.diagnosis;
     let rows: Vec<[String; 4]> = d
         .nodes
         .iter()
@@ -128,6 +141,11 @@ fn text(cluster: &ValidCluster, r: &StatusReport) -> String {
             "{m:w$}  (in the file, not registered: run `clusterctl up` or `clusterctl node join`)"
         );
     }
+}
+
+/// The docker lab's API load balancer: container, state, address and backends.
+fn load_balancer(o: &mut String, r: &StatusReport) {
+    use std::fmt::Write;
     if let Some(lb) = &r.load_balancer {
         let _ = writeln!(
             o,
@@ -141,10 +159,6 @@ fn text(cluster: &ValidCluster, r: &StatusReport) -> String {
             lb.backends.join(", ")
         );
     }
-    drift(&mut o, r);
-    network_policy(&mut o, r);
-    stuck_pods(&mut o, &d.stuck);
-    o
 }
 
 /// `s` as text output may print it ([`super::escape::printable`]).

@@ -43,6 +43,22 @@ pub(crate) struct Args {
     pub output: crate::cmd::flags::PlanOutput,
 }
 
+/// Prints why `node remove` stopped before any step and gives the exit code: 1 when the API could
+/// not be read, 2 for a refused request.
+fn refused(format: crate::cmd::flags::Format, name: &str, e: &Refused) -> ExitCode {
+    let text = format!("node remove: {e}");
+    match e {
+        Refused::Api(_) => {
+            crate::cmd::flags::print_error(format, name, &text);
+            ExitCode::FAILURE
+        }
+        _ => {
+            crate::cmd::flags::print_refusal(format, name, &text);
+            ExitCode::from(crate::EXIT_INVALID)
+        }
+    }
+}
+
 /// Runs the command (exit codes in the module doc).
 pub(super) fn run(args: Args) -> miette::Result<ExitCode> {
     let format = args.output.output;
@@ -73,19 +89,7 @@ pub(super) fn run(args: Args) -> miette::Result<ExitCode> {
     };
     let report = match node_remove::run(&cluster, &opts, &sink) {
         Ok(r) => r,
-        Err(e) => {
-            let (text, name) = (format!("node remove: {e}"), cluster.name());
-            return Ok(match e {
-                Refused::Api(_) => {
-                    crate::cmd::flags::print_error(format, name, &text);
-                    ExitCode::FAILURE
-                }
-                _ => {
-                    crate::cmd::flags::print_refusal(format, name, &text);
-                    ExitCode::from(crate::EXIT_INVALID)
-                }
-            });
-        }
+        Err(e) => return Ok(refused(format, cluster.name(), &e)),
     };
     let name = &args.node;
     if format.is_structured() {
