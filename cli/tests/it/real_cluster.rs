@@ -19,8 +19,8 @@
 //! put first in the file and `up` ran, then that first one joined again (a control plane re-created on
 //! its wiped host), with the API through the VIP and a ClusterIP probed during each; encryption at rest
 //! is on, and a Secret written before the joins is stored encrypted and read back through every control
-//! plane's own API server at the end. By hand: every upstream
-//! NetworkPolicy spec on a 1 + 2 cluster (`netpol_e2e_full_run_on_the_builtin_cni`).
+//! plane's own API server at the end. By hand, every upstream NetworkPolicy spec: `CLUSTERCTL_NETPOL=netpol`
+//! on this test, or `scripts/conformance.sh netpol` against any cluster `up` built.
 
 use std::time::{Duration, Instant};
 
@@ -367,32 +367,4 @@ fn ha_cluster_over_ssh_for_real() {
         tc.elapsed().as_secs_f64()
     );
     eprintln!("[real] HA test done in {:.1}s", t.elapsed().as_secs_f64());
-}
-
-/// By hand (issue 28): every spec of upstream's `test/e2e/network/netpol` (`scripts/conformance.sh
-/// netpol`) on a 1 + 2 cluster with the builtin CNI; `CLUSTERCTL_NETPOL_FOCUS=RE` narrows it. The run
-/// documented in docs/cni.md ("NetworkPolicy judged by upstream").
-#[test]
-#[ignore = "by hand: the full NetworkPolicy e2e run, about 30 minutes"]
-fn netpol_e2e_full_run_on_the_builtin_cni() {
-    let suite = real_support::conformance::require_suite();
-    let Some(env) = real_support::available() else {
-        return;
-    };
-    assert!(suite, "e2e.test, ginkgo and agnhost are needed");
-    let t = Instant::now();
-    let c = real_support::start("rnp", 1, 2, FileOptions::default(), &env);
-    let up = c.up(&[]);
-    assert!(up.all().contains("converged"), "{}", up.all());
-    eprintln!(
-        "[real] up converged after {:.1}s",
-        t.elapsed().as_secs_f64()
-    );
-    wait_for("nodes Ready", Duration::from_secs(180), || all_ready(&c));
-    let focus = std::env::var("CLUSTERCTL_NETPOL_FOCUS").ok();
-    real_support::conformance::run_config(&c, "netpol", focus.as_deref());
-    eprintln!(
-        "[real] netpol run done in {:.1}s",
-        t.elapsed().as_secs_f64()
-    );
 }
