@@ -11,7 +11,7 @@ use super::Ctx;
 use crate::audit;
 use crate::diag::Diagnostic;
 use crate::load::Referenced;
-use crate::model::ClusterFile;
+use crate::model::{ApiServer, Audit, ClusterFile, Oidc};
 use crate::syntax;
 use crate::versions::VersionInfo;
 
@@ -37,6 +37,24 @@ pub(crate) fn check(
     _version: Option<&VersionInfo>,
 ) -> Option<Api> {
     let a = &file.spec.api_server;
+    let sans_ok = cert_sans(ctx, a);
+    let args_ok = extra_args(ctx, a);
+    let (oidc_ok, oidc_ca_pem) = match &a.oidc {
+        Some(o) => oidc_settings(ctx, o),
+        None => (true, None),
+    };
+    let (audit_ok, audit_policy) = match &a.audit {
+        Some(au) => audit_settings(ctx, au),
+        None => (true, None),
+    };
+    (sans_ok && args_ok && oidc_ok && audit_ok).then_some(Api {
+        oidc_ca_pem,
+        audit_policy,
+    })
+}
+
+/// Every certSAN is an IP address or a DNS name. Returns whether all are.
+fn cert_sans(ctx: &mut Ctx<'_>, a: &ApiServer) -> bool {
     let mut ok = true;
     for (i, san) in a.cert_sans.iter().enumerate() {
         if IpAddr::from_str(san).is_err() {
@@ -50,6 +68,13 @@ pub(crate) fn check(
             }
         }
     }
+    ok
+}
+
+/// Every extraArgs key is a flag name without dashes that clusterctl does not set itself. Returns
+/// whether all are.
+fn extra_args(ctx: &mut Ctx<'_>, a: &ApiServer) -> bool {
+    let mut ok = true;
     for k in a.extra_args.keys() {
         let kp = crate::position::join_key("spec.apiServer.extraArgs", k);
         if k.starts_with('-') {
@@ -110,139 +135,145 @@ pub(crate) fn check(
             );
         }
     }
+    ok
+}
 
+/// The OIDC settings: an https issuer, a client ID, claims, a readable PEM CA file. Returns whether
+/// they hold, and the CA's PEM when one is given.
+fn oidc_settings(ctx: &mut Ctx<'_>, o: &Oidc) -> (bool, Option<String>) {
+    let mut ok = true;
     let mut oidc_ca_pem = None;
-    if let Some(o) = &a.oidc {
-        let url_ok = match o.issuer_url.strip_prefix("https://") {
-            Some(rest) => {
-                let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-                let hostname = host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host);
-                !hostname.is_empty()
-                    && !rest.contains(['?', '#'])
-                    && (IpAddr::from_str(hostname).is_ok() || syntax::dns_name(hostname).is_ok())
-            }
-            None => false,
+    let url_ok = match o.issuer_url.strip_prefix("https://") {
+        Some(rest) => {
+            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+            let hostname = host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host);
+            !hostname.is_empty()
+                && !rest.contains(['?', '#'])
+                && (IpAddr::from_str(hostname).is_ok() || syntax::dns_name(hostname).is_ok())
+        }
+        None => false,
+    };
+    if !url_ok {
+        ok = false;
+        let help = if o.issuer_url.starts_with("http://") {
+            format!(
+                "the apiserver accepts only https issuers: use `{}`",
+                o.issuer_url.replacen("http://", "https://", 1)
+            )
+        } else {
+            "write the issuer as `https://host/path` exactly as in the tokens' `iss` claim (no query, no fragment)".to_string()
         };
-        if !url_ok {
+        ctx.push(
+            Diagnostic::error(
+                "spec::oidc-issuer",
+                format!("OIDC issuerURL {:?} is not an https URL", o.issuer_url),
+            )
+            .help(help)
+            .at("spec.apiServer.oidc.issuerURL"),
+        );
+    }
+    if o.client_id.trim().is_empty() {
+        ok = false;
+        ctx.push(
+            Diagnostic::error("spec::oidc-client-id", "OIDC clientID is empty")
+                .help("give the client ID registered at the issuer, e.g. `kube-apiserver`")
+                .at("spec.apiServer.oidc.clientID"),
+        );
+    }
+    if o.username_claim.trim().is_empty() {
+        ok = false;
+        ctx.push(
+            Diagnostic::error("spec::oidc-claim", "OIDC usernameClaim is empty")
+                .help("use e.g. `sub`, `email` or `preferred_username`")
+                .at("spec.apiServer.oidc.usernameClaim"),
+        );
+    }
+    if o.groups_claim
+        .as_deref()
+        .is_some_and(|g| g.trim().is_empty())
+    {
+        ok = false;
+        ctx.push(
+            Diagnostic::error("spec::oidc-claim", "OIDC groupsClaim is empty")
+                .help("give a claim name or remove the field")
+                .at("spec.apiServer.oidc.groupsClaim"),
+        );
+    }
+    if let Some(ca) = &o.ca_file {
+        oidc_ca_pem = pem_file(ctx, ca, "spec.apiServer.oidc.caFile", "OIDC CA");
+        if oidc_ca_pem.is_none() {
             ok = false;
-            let help = if o.issuer_url.starts_with("http://") {
-                format!(
-                    "the apiserver accepts only https issuers: use `{}`",
-                    o.issuer_url.replacen("http://", "https://", 1)
-                )
-            } else {
-                "write the issuer as `https://host/path` exactly as in the tokens' `iss` claim (no query, no fragment)".to_string()
-            };
-            ctx.push(
-                Diagnostic::error(
-                    "spec::oidc-issuer",
-                    format!("OIDC issuerURL {:?} is not an https URL", o.issuer_url),
-                )
-                .help(help)
-                .at("spec.apiServer.oidc.issuerURL"),
-            );
-        }
-        if o.client_id.trim().is_empty() {
-            ok = false;
-            ctx.push(
-                Diagnostic::error("spec::oidc-client-id", "OIDC clientID is empty")
-                    .help("give the client ID registered at the issuer, e.g. `kube-apiserver`")
-                    .at("spec.apiServer.oidc.clientID"),
-            );
-        }
-        if o.username_claim.trim().is_empty() {
-            ok = false;
-            ctx.push(
-                Diagnostic::error("spec::oidc-claim", "OIDC usernameClaim is empty")
-                    .help("use e.g. `sub`, `email` or `preferred_username`")
-                    .at("spec.apiServer.oidc.usernameClaim"),
-            );
-        }
-        if o.groups_claim
-            .as_deref()
-            .is_some_and(|g| g.trim().is_empty())
-        {
-            ok = false;
-            ctx.push(
-                Diagnostic::error("spec::oidc-claim", "OIDC groupsClaim is empty")
-                    .help("give a claim name or remove the field")
-                    .at("spec.apiServer.oidc.groupsClaim"),
-            );
-        }
-        if let Some(ca) = &o.ca_file {
-            oidc_ca_pem = pem_file(ctx, ca, "spec.apiServer.oidc.caFile", "OIDC CA");
-            if oidc_ca_pem.is_none() {
-                ok = false;
-            }
         }
     }
+    (ok, oidc_ca_pem)
+}
 
+/// The audit settings: an absolute log path (or `-`), a policy that is the default or a readable
+/// `audit.k8s.io/v1` Policy; a warning when rotation is off. Returns whether they hold, and the
+/// policy's text.
+fn audit_settings(ctx: &mut Ctx<'_>, au: &Audit) -> (bool, Option<String>) {
+    let mut ok = true;
     let mut audit_policy = None;
-    if let Some(au) = &a.audit {
-        let stdout = au.log_path == crate::model::AUDIT_LOG_STDOUT;
-        if !stdout && (!au.log_path.starts_with('/') || au.log_path.ends_with('/')) {
-            ok = false;
-            ctx.push(
-                Diagnostic::error(
-                    "spec::audit-log-path",
-                    format!(
-                        "audit logPath {:?} is not an absolute file path",
-                        au.log_path
-                    ),
-                )
-                .help("use an absolute file path such as /var/log/kubernetes/audit/audit.log, or `-` for the API server's standard output")
-                .at("spec.apiServer.audit.logPath"),
-            );
-        }
-        if au.policy == "default" {
-            audit_policy = Some(audit::DEFAULT_POLICY.to_string());
-        } else {
-            match ctx.loaded.referenced.get(&au.policy) {
-                Some(Referenced::Text(t)) => match audit::check_policy(t) {
-                    Ok(_) => audit_policy = Some(t.clone()),
-                    Err(why) => {
-                        ok = false;
-                        ctx.push(
-                            Diagnostic::error("spec::audit-policy", format!("audit policy file {:?} is not a valid audit.k8s.io/v1 Policy: {why}", au.policy))
-                                .help("fix the policy file (what it holds is never quoted here), or use `policy: default` for the built-in policy")
-                                .at("spec.apiServer.audit.policy"),
-                        );
-                    }
-                },
-                Some(Referenced::Unreadable(why)) => {
+    let stdout = au.log_path == crate::model::AUDIT_LOG_STDOUT;
+    if !stdout && (!au.log_path.starts_with('/') || au.log_path.ends_with('/')) {
+        ok = false;
+        ctx.push(
+            Diagnostic::error(
+                "spec::audit-log-path",
+                format!(
+                    "audit logPath {:?} is not an absolute file path",
+                    au.log_path
+                ),
+            )
+            .help("use an absolute file path such as /var/log/kubernetes/audit/audit.log, or `-` for the API server's standard output")
+            .at("spec.apiServer.audit.logPath"),
+        );
+    }
+    if au.policy == "default" {
+        audit_policy = Some(audit::DEFAULT_POLICY.to_string());
+    } else {
+        match ctx.loaded.referenced.get(&au.policy) {
+            Some(Referenced::Text(t)) => match audit::check_policy(t) {
+                Ok(_) => audit_policy = Some(t.clone()),
+                Err(why) => {
                     ok = false;
                     ctx.push(
-                        Diagnostic::error(
-                            "spec::audit-policy",
-                            format!("cannot read audit policy file {:?}: {why}", au.policy),
-                        )
-                        .help("paths are relative to the cluster file; or use `policy: default`")
-                        .at("spec.apiServer.audit.policy"),
-                    );
-                }
-                None => {
-                    ok = false;
-                    ctx.push(
-                        Diagnostic::error("spec::audit-policy", format!("audit policy file {:?} was not loaded", au.policy))
-                            .help("load the cluster file with `clusterctl validate -f FILE`, or use `policy: default`")
+                        Diagnostic::error("spec::audit-policy", format!("audit policy file {:?} is not a valid audit.k8s.io/v1 Policy: {why}", au.policy))
+                            .help("fix the policy file (what it holds is never quoted here), or use `policy: default` for the built-in policy")
                             .at("spec.apiServer.audit.policy"),
                     );
                 }
+            },
+            Some(Referenced::Unreadable(why)) => {
+                ok = false;
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::audit-policy",
+                        format!("cannot read audit policy file {:?}: {why}", au.policy),
+                    )
+                    .help("paths are relative to the cluster file; or use `policy: default`")
+                    .at("spec.apiServer.audit.policy"),
+                );
+            }
+            None => {
+                ok = false;
+                ctx.push(
+                    Diagnostic::error("spec::audit-policy", format!("audit policy file {:?} was not loaded", au.policy))
+                        .help("load the cluster file with `clusterctl validate -f FILE`, or use `policy: default`")
+                        .at("spec.apiServer.audit.policy"),
+                );
             }
         }
-        if au.max_size == 0 && !stdout {
-            ctx.push(
-                Diagnostic::warning(
-                    "spec::audit-rotation",
-                    "audit maxSize 0 turns off log rotation; the log grows without bound",
-                )
-                .help("set maxSize in megabytes, e.g. 100")
-                .at("spec.apiServer.audit.maxSize"),
-            );
-        }
     }
-    ok.then_some(Api {
-        oidc_ca_pem,
-        audit_policy,
-    })
+    if au.max_size == 0 && !stdout {
+        ctx.push(
+            Diagnostic::warning(
+                "spec::audit-rotation",
+                "audit maxSize 0 turns off log rotation; the log grows without bound",
+            )
+            .help("set maxSize in megabytes, e.g. 100")
+            .at("spec.apiServer.audit.maxSize"),
+        );
+    }
+    (ok, audit_policy)
 }

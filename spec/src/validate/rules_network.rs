@@ -10,7 +10,7 @@ use ipnet::IpNet;
 
 use super::Ctx;
 use crate::diag::Diagnostic;
-use crate::model::{ClusterFile, CniPlugin, KubeProxyMode};
+use crate::model::{ClusterFile, CniPlugin, KubeProxyMode, Networking};
 use crate::syntax;
 use crate::valid::ValidNode;
 
@@ -72,6 +72,18 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Option<Net> {
     check_cni(ctx, file);
 
     let (pod, svc) = (pod?, svc?);
+    let pair_ok = subnets_fit(ctx, pod, svc);
+    let (mask_ok, mask) = node_cidr_mask(ctx, file, pod);
+    (pair_ok && mask_ok).then_some(Net {
+        pod_subnet: pod,
+        service_subnet: svc,
+        node_cidr_mask_size: mask,
+    })
+}
+
+/// podSubnet and serviceSubnet: one IP family, disjoint, the service range no larger than
+/// kube-apiserver allows. Returns whether they fit.
+fn subnets_fit(ctx: &mut Ctx<'_>, pod: IpNet, svc: IpNet) -> bool {
     let mut ok = true;
     if matches!(pod, IpNet::V4(_)) != matches!(svc, IpNet::V4(_)) {
         ok = false;
@@ -109,6 +121,15 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Option<Net> {
             .at("spec.networking.serviceSubnet"),
         );
     }
+    ok
+}
+
+/// The node CIDR mask (`nodeCidrMaskSize`, default /24 or /64) fits podSubnet, within
+/// kube-controller-manager's 16-bit limit, with room for every node (and a warning when a node CIDR
+/// holds fewer addresses than maxPods). Returns whether it fits, and the mask.
+fn node_cidr_mask(ctx: &mut Ctx<'_>, file: &ClusterFile, pod: IpNet) -> (bool, u8) {
+    let n = &file.spec.networking;
+    let mut ok = true;
     let max_bits = pod.max_prefix_len();
     let mask = n
         .node_cidr_mask_size
@@ -165,11 +186,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Option<Net> {
             );
         }
     }
-    ok.then_some(Net {
-        pod_subnet: pod,
-        service_subnet: svc,
-        node_cidr_mask_size: mask,
-    })
+    (ok, mask)
 }
 
 /// The CNI choice and kube-proxy mode.
@@ -186,6 +203,17 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             .at("spec.networking.cni.plugin"),
         );
     }
+    kube_proxy_mode(ctx, n);
+    cni_mtu_version_values(ctx, n);
+    check_cni_sources(ctx, cni);
+    check_cni_pinned(ctx, cni);
+    cni_owned_values(ctx, n);
+}
+
+/// kubeProxyReplacement only with Cilium; kube-proxy disabled only when Cilium replaces it (a warning
+/// when it is kept beside a replacement).
+fn kube_proxy_mode(ctx: &mut Ctx<'_>, n: &Networking) {
+    let cni = &n.cni;
     if cni.kube_proxy_replacement && cni.plugin != CniPlugin::Cilium {
         ctx.push(
             Diagnostic::error(
@@ -227,6 +255,12 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             .at("spec.networking.kubeProxy"),
         );
     }
+}
+
+/// The CNI's MTU (576–9216, and the underlay's), its version (a version, only for third-party CNIs)
+/// and its pass-through values (only for third-party CNIs).
+fn cni_mtu_version_values(ctx: &mut Ctx<'_>, n: &Networking) {
+    let cni = &n.cni;
     if let Some(mtu) = cni.mtu {
         if !(576..=9216).contains(&mtu) {
             ctx.push(
@@ -277,8 +311,11 @@ fn check_cni(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             .at("spec.networking.cni.values"),
         );
     }
-    check_cni_sources(ctx, cni);
-    check_cni_pinned(ctx, cni);
+}
+
+/// The CNI values set nothing clusterctl sets itself (`crate::cni_values`, the one list).
+fn cni_owned_values(ctx: &mut Ctx<'_>, n: &Networking) {
+    let cni = &n.cni;
     // Settings clusterctl sets itself (crate::cni_values, the one list): typing them again is how the
     // seed's pool mismatch happened, and a value typed there would be overwritten silently.
     let owned = crate::cni_values::owned_keys(cni.plugin);

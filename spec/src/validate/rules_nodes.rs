@@ -11,7 +11,7 @@ use ipnet::IpNet;
 
 use super::Ctx;
 use crate::diag::Diagnostic;
-use crate::model::{ClusterFile, HostKeyPolicy, Node, Provider, Role};
+use crate::model::{ClusterFile, ClusterSpec, HostKeyPolicy, Node, Provider, Role};
 use crate::syntax;
 use crate::valid::{SshTarget, ValidNode};
 
@@ -101,6 +101,25 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Vec<ValidNode> {
         );
         return Vec::new();
     }
+    control_plane_count(ctx, spec);
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut addrs: BTreeMap<IpAddr, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    // Host ports are shared by all node containers of the docker host.
+    let mut host_ports = BTreeSet::new();
+    for (i, node) in spec.nodes.iter().enumerate() {
+        let p = format!("spec.nodes[{i}]");
+        node_name(ctx, node, i, &p, &mut names);
+        let (address, subnet) = node_address(ctx, spec.provider, node, i, &p, &mut addrs);
+        check_labels_taints(ctx, node, &p);
+        check_node_provider(ctx, file, node, &p, &mut host_ports);
+        out.push(valid_node(file, node, i, address, subnet));
+    }
+    out
+}
+
+/// At least one control plane; a warning for an even number (stacked etcd).
+fn control_plane_count(ctx: &mut Ctx<'_>, spec: &ClusterSpec) {
     let cps = spec
         .nodes
         .iter()
@@ -130,110 +149,132 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile) -> Vec<ValidNode> {
                 .at(format!("spec.nodes[{second}].role")),
         );
     }
+}
 
-    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut addrs: BTreeMap<IpAddr, usize> = BTreeMap::new();
-    let mut out = Vec::new();
-    // Host ports are shared by all node containers of the docker host.
-    let mut host_ports = BTreeSet::new();
-    for (i, node) in spec.nodes.iter().enumerate() {
-        let p = format!("spec.nodes[{i}]");
-        if let Err(why) = syntax::dns1123_label(&node.name) {
-            ctx.push(
-                Diagnostic::error(
-                    "spec::node-name",
-                    format!("node name {:?} {why}", node.name),
-                )
-                .help("use a DNS-1123 label: lower-case letters, digits and '-', e.g. `worker-1`")
-                .at(format!("{p}.name")),
-            );
-        } else if let Some(first) = names.insert(&node.name, i) {
-            names.insert(&node.name, first);
-            ctx.push(
-                Diagnostic::error(
-                    "spec::node-name-duplicate",
-                    format!(
-                        "node name {:?} is already used by spec.nodes[{first}]",
-                        node.name
-                    ),
-                )
-                .help("give every node a unique name")
-                .at(format!("{p}.name")),
-            );
-        }
-        let mut address = None;
-        let mut subnet = None;
-        match (&node.address, spec.provider) {
-            (None, Provider::Ssh) => ctx.push(
-                Diagnostic::error("spec::node-address", format!("node {:?} has no address", node.name))
-                    .help("add `address: <IP>` (optionally with the prefix length, e.g. 172.20.6.111/24); the ssh provider connects to it")
-                    .at(p.clone()),
-            ),
-            (None, Provider::Docker) => {}
-            (Some(a), provider) => match parse_address(a) {
-                Err(why) => ctx.push(
-                    Diagnostic::error("spec::node-address", format!("node address {why}"))
-                        .help("write an IP address, optionally with the prefix length, e.g. `172.20.6.111/24`")
-                        .at(format!("{p}.address")),
+/// Node `i`'s name (at `p`) is a DNS-1123 label not used before (`names`: name → first index).
+fn node_name<'a>(
+    ctx: &mut Ctx<'_>,
+    node: &'a Node,
+    i: usize,
+    p: &str,
+    names: &mut BTreeMap<&'a str, usize>,
+) {
+    if let Err(why) = syntax::dns1123_label(&node.name) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::node-name",
+                format!("node name {:?} {why}", node.name),
+            )
+            .help("use a DNS-1123 label: lower-case letters, digits and '-', e.g. `worker-1`")
+            .at(format!("{p}.name")),
+        );
+    } else if let Some(first) = names.insert(&node.name, i) {
+        names.insert(&node.name, first);
+        ctx.push(
+            Diagnostic::error(
+                "spec::node-name-duplicate",
+                format!(
+                    "node name {:?} is already used by spec.nodes[{first}]",
+                    node.name
                 ),
-                Ok((addr, net)) => {
-                    if let Some(what) = unusable(&addr) {
-                        ctx.push(
-                            Diagnostic::error("spec::node-address", format!("node address {addr} is {what}"))
-                                .help("use the address other nodes reach this node at")
-                                .at(format!("{p}.address")),
-                        );
-                    } else if let Some(first) = addrs.get(&addr) {
-                        ctx.push(
-                            Diagnostic::error("spec::node-address-duplicate", format!("address {addr} is already used by spec.nodes[{first}]"))
-                                .help("give every node its own address")
-                                .at(format!("{p}.address")),
-                        );
-                    } else {
-                        addrs.insert(addr, i);
-                    }
-                    if provider == Provider::Docker {
-                        ctx.push(
-                            Diagnostic::warning("spec::docker-address", "the docker provider assigns node addresses; this one is ignored")
-                                .help("remove `address` for docker nodes")
-                                .at(format!("{p}.address")),
-                        );
-                    } else {
-                        // Really ignored on docker: the endpoint, advertiseAddress and node-ip come
-                        // from the container Docker creates, never from this address.
-                        address = Some(addr);
-                        subnet = net;
-                    }
-                }
-            },
-        }
-        check_labels_taints(ctx, node, &p);
-        check_node_provider(ctx, file, node, &p, &mut host_ports);
-        let ssh = ssh_target(file, node);
-        out.push(ValidNode {
-            index: i,
-            name: node.name.clone(),
-            role: node.role,
-            address,
-            subnet,
-            ssh,
-            vip_interface: node.vip_interface.clone().or_else(|| {
-                if node.role == Role::ControlPlane {
-                    spec.control_plane
-                        .vip
-                        .as_ref()
-                        .and_then(|v| v.interface.clone())
-                } else {
-                    None
-                }
-            }),
-            labels: node.labels.clone(),
-            taints: node.taints.clone().unwrap_or_default(),
-            taints_set: node.taints.is_some(),
-            port_mappings: node.port_mappings.clone(),
-        });
+            )
+            .help("give every node a unique name")
+            .at(format!("{p}.name")),
+        );
     }
-    out
+}
+
+/// Node `i`'s address (at `p`): required over SSH, ignored (with a warning) on docker, usable and
+/// not used before (`addrs`: address → first index). Returns the address and its subnet, when used.
+fn node_address(
+    ctx: &mut Ctx<'_>,
+    provider: Provider,
+    node: &Node,
+    i: usize,
+    p: &str,
+    addrs: &mut BTreeMap<IpAddr, usize>,
+) -> (Option<IpAddr>, Option<IpNet>) {
+    let mut address = None;
+    let mut subnet = None;
+    match (&node.address, provider) {
+        (None, Provider::Ssh) => ctx.push(
+            Diagnostic::error("spec::node-address", format!("node {:?} has no address", node.name))
+                .help("add `address: <IP>` (optionally with the prefix length, e.g. 172.20.6.111/24); the ssh provider connects to it")
+                .at(p),
+        ),
+        (None, Provider::Docker) => {}
+        (Some(a), provider) => match parse_address(a) {
+            Err(why) => ctx.push(
+                Diagnostic::error("spec::node-address", format!("node address {why}"))
+                    .help("write an IP address, optionally with the prefix length, e.g. `172.20.6.111/24`")
+                    .at(format!("{p}.address")),
+            ),
+            Ok((addr, net)) => {
+                if let Some(what) = unusable(&addr) {
+                    ctx.push(
+                        Diagnostic::error("spec::node-address", format!("node address {addr} is {what}"))
+                            .help("use the address other nodes reach this node at")
+                            .at(format!("{p}.address")),
+                    );
+                } else if let Some(first) = addrs.get(&addr) {
+                    ctx.push(
+                        Diagnostic::error("spec::node-address-duplicate", format!("address {addr} is already used by spec.nodes[{first}]"))
+                            .help("give every node its own address")
+                            .at(format!("{p}.address")),
+                    );
+                } else {
+                    addrs.insert(addr, i);
+                }
+                if provider == Provider::Docker {
+                    ctx.push(
+                        Diagnostic::warning("spec::docker-address", "the docker provider assigns node addresses; this one is ignored")
+                            .help("remove `address` for docker nodes")
+                            .at(format!("{p}.address")),
+                    );
+                } else {
+                    // Really ignored on docker: the endpoint, advertiseAddress and node-ip come
+                    // from the container Docker creates, never from this address.
+                    address = Some(addr);
+                    subnet = net;
+                }
+            }
+        },
+    }
+    (address, subnet)
+}
+
+/// The validated node `i` with its resolved address, subnet, SSH target and VIP interface.
+fn valid_node(
+    file: &ClusterFile,
+    node: &Node,
+    i: usize,
+    address: Option<IpAddr>,
+    subnet: Option<IpNet>,
+) -> ValidNode {
+    let spec = &file.spec;
+    let ssh = ssh_target(file, node);
+    ValidNode {
+        index: i,
+        name: node.name.clone(),
+        role: node.role,
+        address,
+        subnet,
+        ssh,
+        vip_interface: node.vip_interface.clone().or_else(|| {
+            if node.role == Role::ControlPlane {
+                spec.control_plane
+                    .vip
+                    .as_ref()
+                    .and_then(|v| v.interface.clone())
+            } else {
+                None
+            }
+        }),
+        labels: node.labels.clone(),
+        taints: node.taints.clone().unwrap_or_default(),
+        taints_set: node.taints.is_some(),
+        port_mappings: node.port_mappings.clone(),
+    }
 }
 
 fn ssh_target(file: &ClusterFile, node: &Node) -> SshTarget {

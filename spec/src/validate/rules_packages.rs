@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::rules_registry::pem_file;
 use super::Ctx;
 use crate::diag::Diagnostic;
-use crate::model::{ClusterFile, PackageSource};
+use crate::model::{Airgap, ClusterFile, PackageSource};
 use crate::versions::VersionInfo;
 
 /// The Kubernetes packages `up` pins to `kubernetesVersion`.
@@ -88,41 +88,7 @@ pub(crate) fn check(
     }
     if source == PackageSource::Bundle {
         if let (Some(a), Some(v)) = (&spec.airgap, version) {
-            let tag = v.tag();
-            // OS family → the pinned packages it carries at the file's version.
-            let mut families: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-            for pkg in a.packages.iter().filter(|p| p.os_family != "any") {
-                let at_version = pkg
-                    .kubernetes_version
-                    .as_deref()
-                    .is_none_or(|k| crate::versions::untagged(k) == v.version.to_string());
-                let set = families.entry(pkg.os_family.as_str()).or_default();
-                if at_version && PINNED.contains(&pkg.name.as_str()) {
-                    set.insert(pkg.name.as_str());
-                }
-            }
-            for (family, set) in &families {
-                if !set.is_empty() && set.len() < PINNED.len() {
-                    let missing: Vec<&str> = PINNED
-                        .iter()
-                        .copied()
-                        .filter(|n| !set.contains(n))
-                        .collect();
-                    ok = false;
-                    ctx.push(
-                        Diagnostic::error(
-                            "spec::packages-bundle",
-                            format!(
-                                "the bundle's {family} packages hold {} but not {} for {tag}",
-                                set.iter().copied().collect::<Vec<_>>().join(", "),
-                                missing.join(", ")
-                            ),
-                        )
-                        .help("carry kubeadm, kubelet and kubectl of kubernetesVersion together (with cri-tools and kubernetes-cni, which they depend on)")
-                        .at("spec.airgap.packages"),
-                    );
-                }
-            }
+            ok &= bundle_carries_pinned(ctx, a, v);
         }
     }
     if ok {
@@ -130,6 +96,48 @@ pub(crate) fn check(
     } else {
         Err(())
     }
+}
+
+/// With `packages.source: bundle`: every OS family the bundle carries pinned packages for at the
+/// file's version `v` carries all of them (kubeadm, kubelet and kubectl together). Returns whether so.
+fn bundle_carries_pinned(ctx: &mut Ctx<'_>, a: &Airgap, v: &VersionInfo) -> bool {
+    let mut ok = true;
+    let tag = v.tag();
+    // OS family → the pinned packages it carries at the file's version.
+    let mut families: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for pkg in a.packages.iter().filter(|p| p.os_family != "any") {
+        let at_version = pkg
+            .kubernetes_version
+            .as_deref()
+            .is_none_or(|k| crate::versions::untagged(k) == v.version.to_string());
+        let set = families.entry(pkg.os_family.as_str()).or_default();
+        if at_version && PINNED.contains(&pkg.name.as_str()) {
+            set.insert(pkg.name.as_str());
+        }
+    }
+    for (family, set) in &families {
+        if !set.is_empty() && set.len() < PINNED.len() {
+            let missing: Vec<&str> = PINNED
+                .iter()
+                .copied()
+                .filter(|n| !set.contains(n))
+                .collect();
+            ok = false;
+            ctx.push(
+                    Diagnostic::error(
+                        "spec::packages-bundle",
+                        format!(
+                            "the bundle's {family} packages hold {} but not {} for {tag}",
+                            set.iter().copied().collect::<Vec<_>>().join(", "),
+                            missing.join(", ")
+                        ),
+                    )
+                    .help("carry kubeadm, kubelet and kubectl of kubernetesVersion together (with cri-tools and kubernetes-cni, which they depend on)")
+                    .at("spec.airgap.packages"),
+                );
+        }
+    }
+    ok
 }
 
 fn source_name(s: PackageSource) -> &'static str {

@@ -12,7 +12,7 @@ use super::Ctx;
 use crate::diag::Diagnostic;
 use crate::image::ImageRef;
 use crate::model::{
-    Airgap, AirgapPackage, CgroupVersion, ClusterFile, DockerProvider, HostKeyPolicy,
+    Airgap, AirgapPackage, CgroupVersion, ClusterFile, DockerProvider, HostKeyPolicy, Kubelet,
     NodeEnvironment, Provider, RuntimeKind,
 };
 use crate::syntax;
@@ -66,6 +66,15 @@ fn check_node_environment(ctx: &mut Ctx<'_>, file: &ClusterFile) {
 
 fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&VersionInfo>) {
     let k = &file.spec.kubelet;
+    kubelet_paths_and_sizes(ctx, k);
+    kubelet_reserved(ctx, k);
+    kubelet_eviction(ctx, k);
+    kubelet_durations(ctx, k);
+    kubelet_cgroup_v1(ctx, file, version);
+}
+
+/// `resolvConf` is an absolute path; `maxPods` is 1–5000.
+fn kubelet_paths_and_sizes(ctx: &mut Ctx<'_>, k: &Kubelet) {
     if let Some(p) = &k.resolv_conf {
         let ok = p.starts_with('/')
             && p.len() > 1
@@ -90,6 +99,10 @@ fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&Version
             );
         }
     }
+}
+
+/// `systemReserved` and `kubeReserved`: reservable resources with quantities.
+fn kubelet_reserved(ctx: &mut Ctx<'_>, k: &Kubelet) {
     for (field, map) in [
         ("systemReserved", &k.system_reserved),
         ("kubeReserved", &k.kube_reserved),
@@ -118,6 +131,10 @@ fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&Version
             }
         }
     }
+}
+
+/// `evictionHard`: known signals, each a percentage or a quantity.
+fn kubelet_eviction(ctx: &mut Ctx<'_>, k: &Kubelet) {
     for (signal, v) in &k.eviction_hard {
         let p = crate::position::join_key("spec.kubelet.evictionHard", signal);
         const SIGNALS: &[&str] = &[
@@ -154,6 +171,11 @@ fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&Version
             );
         }
     }
+}
+
+/// The shutdown and image GC durations: Go durations, the critical-pod period within the whole one,
+/// the image GC maximum above the minimum.
+fn kubelet_durations(ctx: &mut Ctx<'_>, k: &Kubelet) {
     let mut durations = std::collections::BTreeMap::new();
     for (field, v) in [
         ("shutdownGracePeriod", &k.shutdown_grace_period),
@@ -218,6 +240,12 @@ fn check_kubelet(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&Version
             );
         }
     }
+}
+
+/// Kubernetes ≥ 1.35 on cgroup v1 hosts: `failCgroupV1: false` and kubeadm's SystemVerification
+/// check ignored, as kubeadm documents (warnings).
+fn kubelet_cgroup_v1(ctx: &mut Ctx<'_>, file: &ClusterFile, version: Option<&VersionInfo>) {
+    let k = &file.spec.kubelet;
     // Kubernetes 1.35 kubelets refuse cgroup v1 hosts unless failCgroupV1 is false.
     if let Some(v) = version {
         if v.version.minor >= 35 && k.fail_cgroup_v1 != Some(false) {
@@ -412,6 +440,22 @@ fn check_docker(ctx: &mut Ctx<'_>, file: &ClusterFile) {
 
 fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
     let Some(a) = &file.spec.airgap else { return };
+    airgap_bundle_and_platforms(ctx, a);
+    let mut seen = BTreeSet::new();
+    for (i, pkg) in a.packages.iter().enumerate() {
+        airgap_package(
+            ctx,
+            file,
+            a,
+            pkg,
+            &format!("spec.airgap.packages[{i}]"),
+            &mut seen,
+        );
+    }
+}
+
+/// The bundle path is set; the platforms are `linux/<arch>[/<variant>]`, at least one.
+fn airgap_bundle_and_platforms(ctx: &mut Ctx<'_>, a: &Airgap) {
     if a.bundle.trim().is_empty() {
         ctx.push(
             Diagnostic::error("spec::airgap", "airgap bundle path is empty")
@@ -446,145 +490,166 @@ fn check_airgap(ctx: &mut Ctx<'_>, file: &ClusterFile) {
             );
         }
     }
-    let mut seen = BTreeSet::new();
-    for (i, pkg) in a.packages.iter().enumerate() {
-        let p = format!("spec.airgap.packages[{i}]");
-        if pkg.name.trim().is_empty() {
-            ctx.push(
-                Diagnostic::error("spec::airgap-package", "package name is empty")
-                    .help("give the package name, e.g. `kubeadm`")
-                    .at(format!("{p}.name")),
-            );
-        } else if !is_plain_package_name(&pkg.name) {
-            ctx.push(
-                Diagnostic::error(
-                    "spec::airgap-package",
-                    format!("package name {:?} is not a plain name", pkg.name),
-                )
-                .help(
-                    "use letters, digits and `._+-`, not starting with `.` or `-` (the name is a \
-                     file name on the nodes: `any` binaries go to /usr/local/bin/<name>)",
-                )
+}
+
+/// One of `airgap.packages` at path `p`: its name, OS family and architecture, its source, its
+/// extraction directory and version, and not listed twice (`seen`: name, OS family, arch, version).
+fn airgap_package(
+    ctx: &mut Ctx<'_>,
+    file: &ClusterFile,
+    a: &Airgap,
+    pkg: &AirgapPackage,
+    p: &str,
+    seen: &mut BTreeSet<(String, String, String, Option<String>)>,
+) {
+    package_kind(ctx, pkg, p);
+    package_source(ctx, pkg, p);
+    if let Some(dir) = &pkg.extract_to {
+        check_extract_to(ctx, pkg, dir, &format!("{p}.extractTo"));
+    }
+    let version = match &pkg.kubernetes_version {
+        Some(v) => check_package_version(ctx, file, a, v, &format!("{p}.kubernetesVersion")),
+        None => None,
+    };
+    let key = (
+        pkg.name.clone(),
+        pkg.os_family.clone(),
+        pkg.arch.clone(),
+        version.as_ref().map(ToString::to_string),
+    );
+    // A package whose kubernetesVersion was refused above is not compared again.
+    let refused = pkg.kubernetes_version.is_some() && version.is_none();
+    if !refused && !seen.insert(key) {
+        let of = version
+            .as_ref()
+            .map(|v| format!(" and Kubernetes {}", crate::versions::tag(v)))
+            .unwrap_or_default();
+        ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                format!(
+                    "package {:?} for {}/{}{of} is listed twice",
+                    pkg.name, pkg.os_family, pkg.arch
+                ),
+            )
+            .help(
+                "list each package once per OS family, architecture and Kubernetes version; \
+                 packages of another version (an upgrade target) need `kubernetesVersion: vX.Y.Z`",
+            )
+            .at(format!("{p}.name")),
+        );
+    }
+}
+
+/// A package's name (plain), OS family and architecture.
+fn package_kind(ctx: &mut Ctx<'_>, pkg: &AirgapPackage, p: &str) {
+    if pkg.name.trim().is_empty() {
+        ctx.push(
+            Diagnostic::error("spec::airgap-package", "package name is empty")
+                .help("give the package name, e.g. `kubeadm`")
                 .at(format!("{p}.name")),
-            );
-        }
-        if !matches!(pkg.os_family.as_str(), "debian" | "rhel" | "any") {
-            ctx.push(
-                Diagnostic::error(
-                    "spec::airgap-package",
-                    format!("osFamily {:?} is not known", pkg.os_family),
-                )
-                .help("use `debian` (.deb), `rhel` (.rpm) or `any` (static binaries)")
-                .at(format!("{p}.osFamily")),
-            );
-        }
-        if !ARCHES.contains(&pkg.arch.as_str()) {
-            ctx.push(
-                Diagnostic::error(
-                    "spec::airgap-package",
-                    format!("arch {:?} is not known", pkg.arch),
-                )
-                .help(format!("use one of {}", ARCHES.join(", ")))
-                .at(format!("{p}.arch")),
-            );
-        }
-        match (&pkg.path, &pkg.url) {
-            (Some(_), Some(_)) => ctx.push(
-                Diagnostic::error(
-                    "spec::airgap-package",
-                    "a package has both `path` and `url`",
-                )
-                .help("give either a local `path`, or a `url` with its `sha256`")
-                .at(format!("{p}.url")),
-            ),
-            (None, None) => ctx.push(
-                Diagnostic::error(
-                    "spec::airgap-package",
-                    format!("package {:?} has neither `path` nor `url`", pkg.name),
-                )
-                .help("give a local `path`, or a `url` with its `sha256`")
-                .at(p.clone()),
-            ),
-            (Some(path), None) => {
-                if path.trim().is_empty() {
-                    ctx.push(
-                        Diagnostic::error("spec::airgap-package", "package path is empty")
-                            .help("give the file's path, relative to the cluster file")
-                            .at(format!("{p}.path")),
-                    );
-                }
-            }
-            (None, Some(url)) => {
-                if !(url.starts_with("https://") || url.starts_with("http://"))
-                    || url.contains(char::is_whitespace)
-                {
-                    ctx.push(
-                        Diagnostic::error("spec::airgap-package", format!("url {url:?} is not an http(s) URL"))
-                            .help("write e.g. `https://dl.k8s.io/release/v1.34.1/bin/linux/amd64/kubeadm`")
-                            .at(format!("{p}.url")),
-                    );
-                }
-                if pkg.sha256.is_none() {
-                    ctx.push(
-                        Diagnostic::error(
-                            "spec::airgap-package",
-                            format!("package {:?} is downloaded but has no sha256", pkg.name),
-                        )
-                        .help("add `sha256: <64 hex digits>` so the bundle can be verified")
-                        .at(format!("{p}.url")),
-                    );
-                }
+        );
+    } else if !is_plain_package_name(&pkg.name) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                format!("package name {:?} is not a plain name", pkg.name),
+            )
+            .help(
+                "use letters, digits and `._+-`, not starting with `.` or `-` (the name is a \
+                 file name on the nodes: `any` binaries go to /usr/local/bin/<name>)",
+            )
+            .at(format!("{p}.name")),
+        );
+    }
+    if !matches!(pkg.os_family.as_str(), "debian" | "rhel" | "any") {
+        ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                format!("osFamily {:?} is not known", pkg.os_family),
+            )
+            .help("use `debian` (.deb), `rhel` (.rpm) or `any` (static binaries)")
+            .at(format!("{p}.osFamily")),
+        );
+    }
+    if !ARCHES.contains(&pkg.arch.as_str()) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                format!("arch {:?} is not known", pkg.arch),
+            )
+            .help(format!("use one of {}", ARCHES.join(", ")))
+            .at(format!("{p}.arch")),
+        );
+    }
+}
+
+/// A package's source: a local `path` or a `url` with its `sha256` (64 lower-case hex digits).
+fn package_source(ctx: &mut Ctx<'_>, pkg: &AirgapPackage, p: &str) {
+    match (&pkg.path, &pkg.url) {
+        (Some(_), Some(_)) => ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                "a package has both `path` and `url`",
+            )
+            .help("give either a local `path`, or a `url` with its `sha256`")
+            .at(format!("{p}.url")),
+        ),
+        (None, None) => ctx.push(
+            Diagnostic::error(
+                "spec::airgap-package",
+                format!("package {:?} has neither `path` nor `url`", pkg.name),
+            )
+            .help("give a local `path`, or a `url` with its `sha256`")
+            .at(p),
+        ),
+        (Some(path), None) => {
+            if path.trim().is_empty() {
+                ctx.push(
+                    Diagnostic::error("spec::airgap-package", "package path is empty")
+                        .help("give the file's path, relative to the cluster file")
+                        .at(format!("{p}.path")),
+                );
             }
         }
-        if let Some(h) = &pkg.sha256 {
-            if h.len() != 64
-                || !h
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        (None, Some(url)) => {
+            if !(url.starts_with("https://") || url.starts_with("http://"))
+                || url.contains(char::is_whitespace)
             {
                 ctx.push(
                     Diagnostic::error(
                         "spec::airgap-package",
-                        format!("sha256 {h:?} is not 64 lower-case hex digits"),
+                        format!("url {url:?} is not an http(s) URL"),
                     )
-                    .help("paste the output of `sha256sum FILE`")
-                    .at(format!("{p}.sha256")),
+                    .help("write e.g. `https://dl.k8s.io/release/v1.34.1/bin/linux/amd64/kubeadm`")
+                    .at(format!("{p}.url")),
+                );
+            }
+            if pkg.sha256.is_none() {
+                ctx.push(
+                    Diagnostic::error(
+                        "spec::airgap-package",
+                        format!("package {:?} is downloaded but has no sha256", pkg.name),
+                    )
+                    .help("add `sha256: <64 hex digits>` so the bundle can be verified")
+                    .at(format!("{p}.url")),
                 );
             }
         }
-        if let Some(dir) = &pkg.extract_to {
-            check_extract_to(ctx, pkg, dir, &format!("{p}.extractTo"));
-        }
-        let version = match &pkg.kubernetes_version {
-            Some(v) => check_package_version(ctx, file, a, v, &format!("{p}.kubernetesVersion")),
-            None => None,
-        };
-        let key = (
-            pkg.name.clone(),
-            pkg.os_family.clone(),
-            pkg.arch.clone(),
-            version.as_ref().map(ToString::to_string),
-        );
-        // A package whose kubernetesVersion was refused above is not compared again.
-        let refused = pkg.kubernetes_version.is_some() && version.is_none();
-        if !refused && !seen.insert(key) {
-            let of = version
-                .as_ref()
-                .map(|v| format!(" and Kubernetes {}", crate::versions::tag(v)))
-                .unwrap_or_default();
+    }
+    if let Some(h) = &pkg.sha256 {
+        if h.len() != 64
+            || !h
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        {
             ctx.push(
                 Diagnostic::error(
                     "spec::airgap-package",
-                    format!(
-                        "package {:?} for {}/{}{of} is listed twice",
-                        pkg.name, pkg.os_family, pkg.arch
-                    ),
+                    format!("sha256 {h:?} is not 64 lower-case hex digits"),
                 )
-                .help(
-                    "list each package once per OS family, architecture and Kubernetes version; \
-                     packages of another version (an upgrade target) need `kubernetesVersion: vX.Y.Z`",
-                )
-                .at(format!("{p}.name")),
+                .help("paste the output of `sha256sum FILE`")
+                .at(format!("{p}.sha256")),
             );
         }
     }

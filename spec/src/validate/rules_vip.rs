@@ -11,7 +11,7 @@ use ipnet::IpNet;
 use super::rules_nodes::interface_name;
 use super::Ctx;
 use crate::diag::Diagnostic;
-use crate::model::{ClusterFile, Provider, VipMode};
+use crate::model::{ClusterFile, Provider, Vip, VipMode};
 use crate::syntax;
 use crate::valid::{Endpoint, ValidNode};
 
@@ -119,88 +119,126 @@ pub(crate) fn parse_endpoint(text: &str) -> Result<Endpoint, EndpointError> {
 
 pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, nodes: &[ValidNode]) -> Option<VipOut> {
     let cp = &file.spec.control_plane;
+    let (vip_ok, vip_addr) = match &cp.vip {
+        Some(vip) => vip_settings(ctx, file, nodes, vip),
+        None => (true, None),
+    };
+    let (endpoint_ok, endpoint) = endpoint(ctx, file, nodes, vip_addr);
+    if !(vip_ok && endpoint_ok) {
+        return None;
+    }
+    Some(VipOut {
+        endpoint: endpoint?,
+        vip: vip_addr,
+    })
+}
+
+/// `controlPlane.vip`: an IP address (checked against the nodes' networks), image, interface and
+/// BGP settings. Returns whether the address is usable, and the address.
+fn vip_settings(
+    ctx: &mut Ctx<'_>,
+    file: &ClusterFile,
+    nodes: &[ValidNode],
+    vip: &Vip,
+) -> (bool, Option<IpAddr>) {
     let mut ok = true;
     let mut vip_addr = None;
-    if let Some(vip) = &cp.vip {
-        match IpAddr::from_str(vip.address.trim()) {
-            Err(_) => {
-                ok = false;
-                ctx.push(
-                    Diagnostic::error(
-                        "spec::vip",
-                        format!("VIP {:?} is not an IP address", vip.address),
-                    )
-                    .help("write the VIP as a bare address, e.g. `172.20.6.110` (no prefix length)")
-                    .at("spec.controlPlane.vip.address"),
-                );
-            }
-            Ok(addr) => {
-                vip_addr = Some(addr);
-                check_vip(ctx, file, nodes, addr);
-            }
+    match IpAddr::from_str(vip.address.trim()) {
+        Err(_) => {
+            ok = false;
+            ctx.push(
+                Diagnostic::error(
+                    "spec::vip",
+                    format!("VIP {:?} is not an IP address", vip.address),
+                )
+                .help("write the VIP as a bare address, e.g. `172.20.6.110` (no prefix length)")
+                .at("spec.controlPlane.vip.address"),
+            );
         }
-        if let Some(i) = &vip.image {
-            if crate::image::ImageRef::parse(i).is_err() {
-                ctx.push(
-                    Diagnostic::error("spec::image", format!("{i:?} is not an image reference"))
-                        .help("write e.g. `ghcr.io/kube-vip/kube-vip:v1.0.1`")
-                        .at("spec.controlPlane.vip.image"),
-                );
-            }
-        }
-        if let Some(ifname) = &vip.interface {
-            if let Err(why) = interface_name(ifname) {
-                ctx.push(
-                    Diagnostic::error(
-                        "spec::vip-interface",
-                        format!("interface name {ifname:?} {why}"),
-                    )
-                    .help("give the Linux interface name, e.g. `ens18`")
-                    .at("spec.controlPlane.vip.interface"),
-                );
-            }
-        }
-        match (vip.mode, &vip.bgp) {
-            (VipMode::Bgp, None) => ctx.push(
-                Diagnostic::error("spec::vip-bgp", "VIP mode is bgp but no `bgp` settings are given")
-                    .help("add `bgp: {as: 65000, peers: [{address: 10.0.0.1, as: 65001}]}` or use `mode: arp`")
-                    .at("spec.controlPlane.vip.mode"),
-            ),
-            (VipMode::Arp, Some(_)) => ctx.push(
-                Diagnostic::error("spec::vip-bgp", "`bgp` settings are given but the VIP mode is arp")
-                    .help("set `mode: bgp`, or remove `bgp`")
-                    .at("spec.controlPlane.vip.bgp#key"),
-            ),
-            (VipMode::Bgp, Some(b)) => {
-                if b.local_as == 0 {
-                    ctx.push(Diagnostic::error("spec::vip-bgp", "AS number 0 is reserved").help("use your AS number, e.g. 65000").at("spec.controlPlane.vip.bgp.as"));
-                }
-                if b.peers.is_empty() {
-                    ctx.push(Diagnostic::error("spec::vip-bgp", "BGP mode needs at least one peer").help("add `peers: [{address: …, as: …}]`").at("spec.controlPlane.vip.bgp"));
-                }
-                for (i, peer) in b.peers.iter().enumerate() {
-                    if IpAddr::from_str(&peer.address).is_err() {
-                        ctx.push(
-                            Diagnostic::error("spec::vip-bgp", format!("BGP peer {:?} is not an IP address", peer.address))
-                                .help("write the peer's address, e.g. 10.0.0.1")
-                                .at(format!("spec.controlPlane.vip.bgp.peers[{i}].address")),
-                        );
-                    }
-                }
-                if let Some(r) = &b.router_id {
-                    if std::net::Ipv4Addr::from_str(r).is_err() {
-                        ctx.push(
-                            Diagnostic::error("spec::vip-bgp", format!("routerId {r:?} is not an IPv4 address"))
-                                .help("a BGP router ID is written as an IPv4 address")
-                                .at("spec.controlPlane.vip.bgp.routerId"),
-                        );
-                    }
-                }
-            }
-            (VipMode::Arp, None) => {}
+        Ok(addr) => {
+            vip_addr = Some(addr);
+            check_vip(ctx, file, nodes, addr);
         }
     }
+    if let Some(i) = &vip.image {
+        if crate::image::ImageRef::parse(i).is_err() {
+            ctx.push(
+                Diagnostic::error("spec::image", format!("{i:?} is not an image reference"))
+                    .help("write e.g. `ghcr.io/kube-vip/kube-vip:v1.0.1`")
+                    .at("spec.controlPlane.vip.image"),
+            );
+        }
+    }
+    if let Some(ifname) = &vip.interface {
+        if let Err(why) = interface_name(ifname) {
+            ctx.push(
+                Diagnostic::error(
+                    "spec::vip-interface",
+                    format!("interface name {ifname:?} {why}"),
+                )
+                .help("give the Linux interface name, e.g. `ens18`")
+                .at("spec.controlPlane.vip.interface"),
+            );
+        }
+    }
+    vip_bgp(ctx, vip);
+    (ok, vip_addr)
+}
 
+/// The VIP's mode and its `bgp` settings agree; AS numbers, peers and the router ID are valid.
+fn vip_bgp(ctx: &mut Ctx<'_>, vip: &Vip) {
+    match (vip.mode, &vip.bgp) {
+        (VipMode::Bgp, None) => ctx.push(
+            Diagnostic::error("spec::vip-bgp", "VIP mode is bgp but no `bgp` settings are given")
+                .help("add `bgp: {as: 65000, peers: [{address: 10.0.0.1, as: 65001}]}` or use `mode: arp`")
+                .at("spec.controlPlane.vip.mode"),
+        ),
+        (VipMode::Arp, Some(_)) => ctx.push(
+            Diagnostic::error("spec::vip-bgp", "`bgp` settings are given but the VIP mode is arp")
+                .help("set `mode: bgp`, or remove `bgp`")
+                .at("spec.controlPlane.vip.bgp#key"),
+        ),
+        (VipMode::Bgp, Some(b)) => {
+            if b.local_as == 0 {
+                ctx.push(Diagnostic::error("spec::vip-bgp", "AS number 0 is reserved").help("use your AS number, e.g. 65000").at("spec.controlPlane.vip.bgp.as"));
+            }
+            if b.peers.is_empty() {
+                ctx.push(Diagnostic::error("spec::vip-bgp", "BGP mode needs at least one peer").help("add `peers: [{address: …, as: …}]`").at("spec.controlPlane.vip.bgp"));
+            }
+            for (i, peer) in b.peers.iter().enumerate() {
+                if IpAddr::from_str(&peer.address).is_err() {
+                    ctx.push(
+                        Diagnostic::error("spec::vip-bgp", format!("BGP peer {:?} is not an IP address", peer.address))
+                            .help("write the peer's address, e.g. 10.0.0.1")
+                            .at(format!("spec.controlPlane.vip.bgp.peers[{i}].address")),
+                    );
+                }
+            }
+            if let Some(r) = &b.router_id {
+                if std::net::Ipv4Addr::from_str(r).is_err() {
+                    ctx.push(
+                        Diagnostic::error("spec::vip-bgp", format!("routerId {r:?} is not an IPv4 address"))
+                            .help("a BGP router ID is written as an IPv4 address")
+                            .at("spec.controlPlane.vip.bgp.routerId"),
+                    );
+                }
+            }
+        }
+        (VipMode::Arp, None) => {}
+    }
+}
+
+/// `controlPlane.endpoint` (`host:port`, a warning when it does not use the VIP), or its default: the
+/// VIP, the docker lab's load balancer, else the first control plane. Returns whether a given
+/// endpoint parses, and the endpoint.
+fn endpoint(
+    ctx: &mut Ctx<'_>,
+    file: &ClusterFile,
+    nodes: &[ValidNode],
+    vip_addr: Option<IpAddr>,
+) -> (bool, Option<Endpoint>) {
+    let cp = &file.spec.control_plane;
+    let mut ok = true;
     let endpoint = match &cp.endpoint {
         Some(e) => match parse_endpoint(e) {
             Ok(ep) => {
@@ -246,13 +284,7 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, file: &ClusterFile, nodes: &[ValidNode]) 
                 }),
         },
     };
-    if !ok {
-        return None;
-    }
-    Some(VipOut {
-        endpoint: endpoint?,
-        vip: vip_addr,
-    })
+    (ok, endpoint)
 }
 
 /// Whether the file gets the docker lab's API load balancer ([`crate::lab::load_balancer_enabled`]).
