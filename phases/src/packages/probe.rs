@@ -265,6 +265,36 @@ pub fn decide(
     version: &Version,
 ) -> Result<Plan, Vec<String>> {
     let mut problems = Vec::new();
+    let (family, arch, row) = platform(installed, version, &mut problems);
+    let steps = package_steps(settings, installed, version, &mut problems);
+    let enable_kubelet = installed.kubelet_enabled != "enabled";
+    let runtime = runtime_step(settings, installed, version, (family, row), &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(Plan {
+        family: family.unwrap_or(Family::Debian),
+        arch: arch.unwrap_or("amd64"),
+        install: steps.install,
+        downgrade: steps.downgrade,
+        hold: steps.hold,
+        enable_kubelet,
+        runtime,
+        kept: steps.kept,
+    })
+}
+
+/// The node's package family (apt or dnf; EL 8 or newer), its architecture and the package table's
+/// row for `version`, each pushing to `problems` when the node cannot be served.
+fn platform(
+    installed: &Installed,
+    version: &Version,
+    problems: &mut Vec<String>,
+) -> (
+    Option<Family>,
+    Option<&'static str>,
+    Option<&'static table::MinorRow>,
+) {
     let family = installed.family();
     if family.is_none() {
         problems.push(format!(
@@ -299,6 +329,25 @@ pub fn decide(
             version.major, version.minor
         ));
     }
+    (family, arch, row)
+}
+
+/// What the pinned packages (kubeadm, kubelet, kubectl) and their companions need.
+struct PackageSteps {
+    install: Vec<(String, Option<String>)>,
+    hold: Vec<String>,
+    kept: Vec<String>,
+    downgrade: bool,
+}
+
+/// The pinned packages at `version` (installed, kept, replaced with `replaceInstalled`, else a
+/// problem) and the extras (installed when missing), all held.
+fn package_steps(
+    settings: &Settings,
+    installed: &Installed,
+    version: &Version,
+    problems: &mut Vec<String>,
+) -> PackageSteps {
     let want = (version.major, version.minor, version.patch);
     let mut install = Vec::new();
     let mut hold = Vec::new();
@@ -332,8 +381,24 @@ pub fn decide(
         }
     }
     hold.extend(install.iter().map(|(n, _)| n.clone()));
-    let enable_kubelet = installed.kubelet_enabled != "enabled";
-    let runtime = match (settings.runtime, row) {
+    PackageSteps {
+        install,
+        hold,
+        kept,
+        downgrade,
+    }
+}
+
+/// The container runtime's step: kept when accepted for `version`, else replaced (with
+/// `replaceInstalled`), installed from the distribution or the release archive — or a problem.
+fn runtime_step(
+    settings: &Settings,
+    installed: &Installed,
+    version: &Version,
+    (family, row): (Option<Family>, Option<&'static table::MinorRow>),
+    problems: &mut Vec<String>,
+) -> RuntimeStep {
+    match (settings.runtime, row) {
         (_, None) => RuntimeStep::Keep(String::new()),
         (RuntimeKind::Containerd, Some(row)) => {
             let min = row.containerd_min.join(", ");
@@ -389,20 +454,7 @@ pub fn decide(
             }
             None => RuntimeStep::Crio,
         },
-    };
-    if !problems.is_empty() {
-        return Err(problems);
     }
-    Ok(Plan {
-        family: family.unwrap_or(Family::Debian),
-        arch: arch.unwrap_or("amd64"),
-        install,
-        downgrade,
-        hold,
-        enable_kubelet,
-        runtime,
-        kept,
-    })
 }
 
 /// The containerd a node runs once `up`'s `packages` phase is done with it, for rendering its

@@ -243,16 +243,7 @@ pub fn evaluate(
     k8s_version: &semver::Version,
     rendered: Rendered,
 ) -> Vec<Finding> {
-    let kubelet_allows_cgroup_v1 = rendered.kubelet_allows_cgroup_v1;
-    let mut out = Vec::new();
-    let mut push = |id: &str, message: String, fix: Option<String>, warning: bool| {
-        out.push(Finding {
-            id: id.into(),
-            message,
-            fix,
-            warning,
-        })
-    };
+    let mut f = Findings(Vec::new());
     let el = facts.os_like.contains("rhel")
         || ["rhel", "rocky", "almalinux", "centos"].contains(&facts.os_id.as_str());
     let supported = match facts.os_id.as_str() {
@@ -273,8 +264,37 @@ pub fn evaluate(
                 .is_some_and(|m| m >= 9)
         }
     };
+    let in_container = !p.container.is_empty() && p.container != "none";
+    host(&mut f, role, facts, p, supported);
+    init_and_cgroups(&mut f, facts, k8s_version, &rendered);
+    clock_kernel_security(&mut f, facts, p, el, in_container);
+    if in_container {
+        container_limits(&mut f, p, &rendered);
+    }
+    resolv_conf(&mut f, p);
+    cni_plugins(&mut f, p, &rendered);
+    f.0
+}
+
+/// The findings of one evaluation, in the order they are found.
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn push(&mut self, id: &str, message: String, fix: Option<String>, warning: bool) {
+        self.0.push(Finding {
+            id: id.into(),
+            message,
+            fix,
+            warning,
+        });
+    }
+}
+
+/// The OS (`supported`), swap, kernel modules, sysctls and, before the kubelet is configured, the
+/// ports the node's role needs.
+fn host(f: &mut Findings, role: Role, facts: &NodeFacts, p: &Probe, supported: bool) {
     if !supported {
-        push(
+        f.push(
             "os",
             format!(
                 "unsupported OS `{} {}` (Debian ≥ 11, Ubuntu ≥ 20.04, EL 9)",
@@ -285,7 +305,7 @@ pub fn evaluate(
         );
     }
     if p.swap > 0 {
-        push(
+        f.push(
             "swap",
             format!(
                 "{} swap device(s) active; the kubelet needs swap off",
@@ -297,14 +317,14 @@ pub fn evaluate(
     }
     for (m, loaded) in &p.modules {
         if !loaded {
-            push(&format!("module/{m}"), format!("kernel module {m} not loaded"),
+            f.push(&format!("module/{m}"), format!("kernel module {m} not loaded"),
                 Some(format!("modprobe {m} && (grep -qx {m} /etc/modules-load.d/clusterctl.conf 2>/dev/null || echo {m} >> /etc/modules-load.d/clusterctl.conf)")), false);
         }
     }
     for (k, v) in &p.sysctls {
         if v != "1" {
             let shown = if v.is_empty() { "missing" } else { v.as_str() };
-            push(&format!("sysctl/{k}"), format!("sysctl {k} is {shown}, must be 1"),
+            f.push(&format!("sysctl/{k}"), format!("sysctl {k} is {shown}, must be 1"),
                 Some(format!("mkdir -p /etc/sysctl.d && (grep -qx '{k} = 1' /etc/sysctl.d/99-clusterctl.conf 2>/dev/null || echo '{k} = 1' >> /etc/sysctl.d/99-clusterctl.conf) && sysctl -w {k}=1")), false);
         }
     }
@@ -315,7 +335,7 @@ pub fn evaluate(
             .map(|p2| p2.to_string())
             .collect();
         if !busy.is_empty() {
-            push(
+            f.push(
                 "ports",
                 format!("port(s) {} already in use", busy.join(", ")),
                 None,
@@ -323,8 +343,18 @@ pub fn evaluate(
             );
         }
     }
+}
+
+/// PID 1 is systemd (the cgroup driver); cgroup v1 (an error from Kubernetes 1.35 unless the kubelet
+/// allows it, else a warning).
+fn init_and_cgroups(
+    f: &mut Findings,
+    facts: &NodeFacts,
+    k8s_version: &semver::Version,
+    rendered: &Rendered,
+) {
     if !facts.init.is_empty() && facts.init != "systemd" {
-        push(
+        f.push(
             "cgroup-driver",
             format!(
                 "PID 1 is `{}`; the systemd cgroup driver needs systemd",
@@ -336,10 +366,10 @@ pub fn evaluate(
     }
     if facts.cgroup_version == 1 {
         let needs = (k8s_version.major, k8s_version.minor) >= (1, 35);
-        if needs && !kubelet_allows_cgroup_v1 {
-            push("cgroup-version", format!("cgroup v1 host: Kubernetes {k8s_version} needs cgroup v2 or the kubelet's `failCgroupV1: false`"), None, false);
+        if needs && !rendered.kubelet_allows_cgroup_v1 {
+            f.push("cgroup-version", format!("cgroup v1 host: Kubernetes {k8s_version} needs cgroup v2 or the kubelet's `failCgroupV1: false`"), None, false);
         } else {
-            push(
+            f.push(
                 "cgroup-version",
                 "cgroup v1 host (deprecated by Kubernetes; cgroup v2 recommended)".into(),
                 None,
@@ -347,17 +377,27 @@ pub fn evaluate(
             );
         }
     }
-    let in_container = !p.container.is_empty() && p.container != "none";
+}
+
+/// Clock synchronisation (a container shares the host's), the kernel's version, firewalld on EL and
+/// SELinux enforcing.
+fn clock_kernel_security(
+    f: &mut Findings,
+    facts: &NodeFacts,
+    p: &Probe,
+    el: bool,
+    in_container: bool,
+) {
     if p.ntp != "yes" && in_container {
         // The kernel clock is the host's: a container can neither run a time daemon on it nor set it.
-        push("time-sync", format!("clock not reported synchronised (timedatectl NTPSynchronized); this node is a {} container sharing the host's kernel clock: synchronise the host", p.container),
+        f.push("time-sync", format!("clock not reported synchronised (timedatectl NTPSynchronized); this node is a {} container sharing the host's kernel clock: synchronise the host", p.container),
             None, true);
     } else if p.ntp != "yes" {
-        push("time-sync", "clock not reported synchronised (timedatectl NTPSynchronized)".into(),
+        f.push("time-sync", "clock not reported synchronised (timedatectl NTPSynchronized)".into(),
             Some("systemctl enable --now chronyd 2>/dev/null || systemctl enable --now systemd-timesyncd".into()), true);
     }
     if kernel_at_least(&facts.kernel, 4, 19) == Some(false) {
-        push(
+        f.push(
             "kernel",
             format!("kernel {} is older than 4.19", facts.kernel),
             None,
@@ -365,7 +405,7 @@ pub fn evaluate(
         );
     }
     if el && p.firewalld == "active" {
-        push(
+        f.push(
             "firewalld",
             "firewalld is active".into(),
             Some("systemctl disable --now firewalld.service".into()),
@@ -373,30 +413,38 @@ pub fn evaluate(
         );
     }
     if p.selinux == "Enforcing" {
-        push("selinux", "SELinux is enforcing".into(),
+        f.push("selinux", "SELinux is enforcing".into(),
             Some("setenforce 0 && sed -i 's/^SELINUX=enforcing$/SELINUX=permissive/' /etc/selinux/config".into()), false);
     }
+}
+
+/// What a node container lacks (CAP_SYS_RESOURCE, writable cgroups, CAP_SYS_PTRACE for runc).
+fn container_limits(f: &mut Findings, p: &Probe, rendered: &Rendered) {
     // An unprivileged container (no CAP_SYS_RESOURCE): what clusterctl renders for it, and what only
     // the one who starts the container can give.
-    if in_container && !p.has_cap(CAP_SYS_RESOURCE) {
+    if !p.has_cap(CAP_SYS_RESOURCE) {
         if !rendered.unprivileged_container {
-            push("node-environment", format!("this node is an unprivileged {} container (no CAP_SYS_RESOURCE): pod sandboxes fail (oom_score_adj), privileged pods fail (devices cgroup), kube-proxy cannot set nf_conntrack_max the CNI cannot set per-interface values in the read-only /proc/sys/net, and the kubelet exits on /dev/kmsg and read-only kernel settings; set `spec.nodeEnvironment: unprivileged-container` in the cluster file", p.container), None, false);
+            f.push("node-environment", format!("this node is an unprivileged {} container (no CAP_SYS_RESOURCE): pod sandboxes fail (oom_score_adj), privileged pods fail (devices cgroup), kube-proxy cannot set nf_conntrack_max the CNI cannot set per-interface values in the read-only /proc/sys/net, and the kubelet exits on /dev/kmsg and read-only kernel settings; set `spec.nodeEnvironment: unprivileged-container` in the cluster file", p.container), None, false);
         }
         if p.cgroup_ro > 0 {
-            push("container-cgroups", format!("{} cgroup mount(s) are read-only in this container: containerd and the kubelet need a writable, private cgroup tree (start the container with `--cgroupns private` and remount its cgroup mounts read-write before systemd starts, as kind's node image entrypoint does; do not bind-mount the host's /sys/fs/cgroup)", p.cgroup_ro), None, false);
+            f.push("container-cgroups", format!("{} cgroup mount(s) are read-only in this container: containerd and the kubelet need a writable, private cgroup tree (start the container with `--cgroupns private` and remount its cgroup mounts read-write before systemd starts, as kind's node image entrypoint does; do not bind-mount the host's /sys/fs/cgroup)", p.cgroup_ro), None, false);
         }
         let runc_12 = minor_version(&p.runc).is_some_and(|v| v >= (1, 2));
         if runc_12 && !p.has_cap(CAP_SYS_PTRACE) {
-            push("container-ptrace", format!("runc {} (≥ 1.2) needs CAP_SYS_PTRACE in this container to start containers that join a pod (\"open container mntns: permission denied\"): add it to the node container (`docker run --cap-add SYS_PTRACE`), or use runc < 1.2", p.runc), None, false);
+            f.push("container-ptrace", format!("runc {} (≥ 1.2) needs CAP_SYS_PTRACE in this container to start containers that join a pod (\"open container mntns: permission denied\"): add it to the node container (`docker run --cap-add SYS_PTRACE`), or use runc < 1.2", p.runc), None, false);
         } else if !p.has_cap(CAP_SYS_PTRACE) {
             // runc, root here, opens /proc/<sandbox pid>/ns/* of the pod it joins: the kernel's
             // ptrace access check refuses that for a sandbox running as another user.
-            push("container-ptrace", "no CAP_SYS_PTRACE in this container: a pod whose sandbox runs as a non-root user (a pod-level runAsUser, e.g. the health-check Job of `kubeadm upgrade plan|apply`) cannot start (\"can't get final child's PID from pipe: EOF\"; runc's log: \"failed to open /proc/N/ns/ipc: Permission denied\"): add it to the node container (`docker run --cap-add SYS_PTRACE`)".into(), None, true);
+            f.push("container-ptrace", "no CAP_SYS_PTRACE in this container: a pod whose sandbox runs as a non-root user (a pod-level runAsUser, e.g. the health-check Job of `kubeadm upgrade plan|apply`) cannot start (\"can't get final child's PID from pipe: EOF\"; runc's log: \"failed to open /proc/N/ns/ipc: Permission denied\"): add it to the node container (`docker run --cap-add SYS_PTRACE`)".into(), None, true);
         }
     }
+}
+
+/// The kubelet's resolvConf exists and names a resolver that is not loopback.
+fn resolv_conf(f: &mut Findings, p: &Probe) {
     if !p.resolv_file.is_empty() {
         if p.resolv_missing {
-            push(
+            f.push(
                 "resolv-conf",
                 format!(
                     "{} (the kubelet's resolvConf) does not exist or is not readable",
@@ -406,9 +454,14 @@ pub fn evaluate(
                 false,
             );
         } else if !p.resolv_ns.is_empty() && p.resolv_ns.iter().all(|n| loopback(n)) {
-            push("resolv-conf", format!("{} (the kubelet's resolvConf) names only loopback resolvers ({}): CoreDNS would forward to itself (\"plugin/loop: Loop detected\") and crash; set `spec.kubelet.resolvConf` to a file naming a resolver reachable from pods", p.resolv_file, p.resolv_ns.join(", ")), None, false);
+            f.push("resolv-conf", format!("{} (the kubelet's resolvConf) names only loopback resolvers ({}): CoreDNS would forward to itself (\"plugin/loop: Loop detected\") and crash; set `spec.kubelet.resolvConf` to a file naming a resolver reachable from pods", p.resolv_file, p.resolv_ns.join(", ")), None, false);
         }
     }
+}
+
+/// The CNI plugins containerd, the builtin CNI and flannel run from `/opt/cni/bin`, unless the
+/// packages phase installs them.
+fn cni_plugins(f: &mut Findings, p: &Probe, rendered: &Rendered) {
     let mut plugins = Vec::new();
     if rendered.containerd {
         plugins.push("loopback");
@@ -424,9 +477,8 @@ pub fn evaluate(
         .filter(|n| !p.cni_bin.iter().any(|b| b == n))
         .collect();
     if !absent.is_empty() && !rendered.cni_from_packages {
-        push("cni-plugins", format!("{} missing from /opt/cni/bin: containerd runs `loopback` from there for every pod, the builtin CNI and flannel chain `portmap`, flannel's plugin delegates to `bridge` with `host-local` IPAM (pod sandboxes fail with \"failed to find plugin ... in path [/opt/cni/bin]\"); install the CNI reference plugins there (package kubernetes-cni, or the containernetworking plugins)", join_and(&absent)), None, false);
+        f.push("cni-plugins", format!("{} missing from /opt/cni/bin: containerd runs `loopback` from there for every pod, the builtin CNI and flannel chain `portmap`, flannel's plugin delegates to `bridge` with `host-local` IPAM (pod sandboxes fail with \"failed to find plugin ... in path [/opt/cni/bin]\"); install the CNI reference plugins there (package kubernetes-cni, or the containernetworking plugins)", join_and(&absent)), None, false);
     }
-    out
 }
 
 /// `a`, `a and b`, `a, b and c`.
