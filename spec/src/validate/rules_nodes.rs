@@ -76,6 +76,21 @@ pub(crate) enum InterfaceNameError {
     Chars,
 }
 
+/// The VIP interface `ifname` (written at `at`) is a Linux interface name ([`interface_name`]); an
+/// error there when not.
+pub(crate) fn check_interface_name(ctx: &mut Ctx<'_>, ifname: &str, at: String) {
+    if let Err(why) = interface_name(ifname) {
+        ctx.push(
+            Diagnostic::error(
+                "spec::vip-interface",
+                format!("interface name {ifname:?} {why}"),
+            )
+            .help("give the Linux interface name, e.g. `ens18`")
+            .at(at),
+        );
+    }
+}
+
 /// A Linux interface name: 1–15 characters, no '/', no whitespace, not `.`/`..`.
 pub(crate) fn interface_name(s: &str) -> Result<(), InterfaceNameError> {
     if s.is_empty() || s.len() > 15 {
@@ -435,16 +450,7 @@ fn check_node_provider(
                 .at(format!("{p}.vipInterface")),
             );
         }
-        if let Err(why) = interface_name(ifname) {
-            ctx.push(
-                Diagnostic::error(
-                    "spec::vip-interface",
-                    format!("interface name {ifname:?} {why}"),
-                )
-                .help("give the Linux interface name, e.g. `ens18`")
-                .at(format!("{p}.vipInterface")),
-            );
-        }
+        check_interface_name(ctx, ifname, format!("{p}.vipInterface"));
     }
     for (j, m) in node.port_mappings.iter().enumerate() {
         let mp = format!("{p}.portMappings[{j}]");

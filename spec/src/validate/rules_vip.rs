@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use ipnet::IpNet;
 
-use super::rules_nodes::interface_name;
+use super::rules_nodes::check_interface_name;
 use super::Ctx;
 use crate::diag::Diagnostic;
 use crate::model::{ClusterFile, Provider, Vip, VipMode};
@@ -170,16 +170,7 @@ fn vip_settings(
         }
     }
     if let Some(ifname) = &vip.interface {
-        if let Err(why) = interface_name(ifname) {
-            ctx.push(
-                Diagnostic::error(
-                    "spec::vip-interface",
-                    format!("interface name {ifname:?} {why}"),
-                )
-                .help("give the Linux interface name, e.g. `ens18`")
-                .at("spec.controlPlane.vip.interface"),
-            );
-        }
+        check_interface_name(ctx, ifname, "spec.controlPlane.vip.interface".into());
     }
     vip_bgp(ctx, vip);
     (ok, vip_addr)
