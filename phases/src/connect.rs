@@ -8,8 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clusterctl_exec::{ExecError, Transport};
@@ -171,28 +170,6 @@ pub fn connect(
     }
 }
 
-/// `f` of every item, `width` items at a time (0 counts as 1), on scoped threads; the results in the
-/// items' order.
-fn in_parallel<T: Sync, R: Send>(items: &[T], width: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(items.len()));
-    std::thread::scope(|s| {
-        for _ in 0..width.clamp(1, items.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else {
-                    return;
-                };
-                let r = f(item);
-                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
-            });
-        }
-    });
-    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
-}
-
 /// The SSH arm of [`connect`]: the wanted nodes connected `options.parallel` at a time (each with the
 /// file's attempts and backoff, so one slow or unreachable node holds up only its own worker), each
 /// attempt reported to `progress`. Errors: every node not reached, in the file's order.
@@ -209,7 +186,7 @@ fn connect_ssh(
         .zip(spec.nodes.iter())
         .filter(|(_, n)| options.wants(&n.name))
         .collect();
-    let reached = in_parallel(&wanted, options.parallel, |&(vn, n)| {
+    let reached = crate::util::in_parallel(&wanted, options.parallel, |&(vn, n)| {
         (n.name.clone(), connect_one(&provider, vn, n, progress))
     });
     let mut out = Connected::default();
@@ -338,24 +315,5 @@ mod tests {
         assert!(matches!(&err, ConnectError::Unreached(u) if u.len() == 1 && u[0].node == "cp1"));
         let seen = seen.into_inner().expect("lock");
         assert!(seen.iter().all(|p| !p.contains("\"w1\"")), "{seen:?}");
-    }
-
-    #[test]
-    fn in_parallel_keeps_the_order_and_the_width() {
-        let running = AtomicUsize::new(0);
-        let most = AtomicUsize::new(0);
-        let items: Vec<usize> = (0..24).collect();
-        let out = in_parallel(&items, 4, |&i| {
-            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-            most.fetch_max(now, Ordering::SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(5));
-            running.fetch_sub(1, Ordering::SeqCst);
-            i * 10
-        });
-        assert_eq!(out, items.iter().map(|i| i * 10).collect::<Vec<_>>());
-        assert!(most.load(Ordering::SeqCst) <= 4);
-        // Width 0 counts as 1; no items, no threads.
-        assert_eq!(in_parallel(&[1, 2], 0, |&i| i), [1, 2]);
-        assert!(in_parallel(&[] as &[u8], 8, |&i| i).is_empty());
     }
 }

@@ -14,7 +14,6 @@ use clusterctl_exec::{FileSpec, Transport};
 use clusterctl_spec::model::Role;
 use clusterctl_spec::ValidNode;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Which nodes a phase runs on.
@@ -262,9 +261,9 @@ impl Engine {
     /// order.
     fn load_states(&self) -> Vec<PhaseError> {
         let all: Vec<usize> = (0..self.nodes.len()).collect();
-        self.in_parallel(&all, |i| self.load_state(i))
+        crate::util::in_parallel(&all, self.opts.parallel, |&i| self.load_state(i))
             .into_iter()
-            .filter_map(|(_, e)| e)
+            .flatten()
             .collect()
     }
 
@@ -504,37 +503,9 @@ impl Engine {
             }
             return out;
         }
-        self.in_parallel(idx, |i| self.run_on(phase, i, data))
-            .into_iter()
-            .map(|(i, r)| (self.nodes[i].name.clone(), r))
-            .collect()
-    }
-
-    /// `f` of every node index of `idx`, `parallel` at a time (one thread per node in flight), as
-    /// `(index, result)` in `idx`'s order.
-    fn in_parallel<R: Send>(
-        &self,
-        idx: &[usize],
-        f: impl Fn(usize) -> R + Sync,
-    ) -> Vec<(usize, R)> {
-        let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<(usize, usize, R)>> = Mutex::new(Vec::new());
-        let workers = self.opts.parallel.min(idx.len()).max(1);
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| loop {
-                    let k = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(&i) = idx.get(k) else { break };
-                    let r = f(i);
-                    if let Ok(mut v) = results.lock() {
-                        v.push((k, i, r));
-                    }
-                });
-            }
-        });
-        let mut v = results.into_inner().unwrap_or_default();
-        v.sort_by_key(|(k, _, _)| *k);
-        v.into_iter().map(|(_, i, r)| (i, r)).collect()
+        crate::util::in_parallel(idx, self.opts.parallel, |&i| {
+            (self.nodes[i].name.clone(), self.run_on(phase, i, data))
+        })
     }
 
     fn finish(&self, mut summary: Summary) -> Summary {

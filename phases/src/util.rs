@@ -1,7 +1,9 @@
 //! Small helpers shared by the engine and the phases: sha256 digests, POSIX shell quoting (exec's), output tails,
-//! UTC clock formatting and random bytes from the local kernel.
+//! UTC clock formatting, random bytes from the local kernel and a bounded parallel map over scoped threads.
 
 use sha2::{Digest, Sha256};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Lower-case hex sha256 of `data` (64 characters).
@@ -14,7 +16,7 @@ pub(crate) fn sha256_hex(data: &[u8]) -> String {
 /// clusterctl binary once for all its nodes. Errors: the file cannot be read.
 pub(crate) fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
     use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
+    use std::sync::OnceLock;
     type Key = (std::path::PathBuf, u64, Option<SystemTime>);
     static CACHE: OnceLock<Mutex<HashMap<Key, String>>> = OnceLock::new();
     let meta = std::fs::metadata(path)?;
@@ -97,6 +99,32 @@ pub(crate) fn random_token_chars(n: usize) -> std::io::Result<String> {
     Ok(out)
 }
 
+/// `f` of every item, `width` items at a time (0 counts as 1), on scoped threads; the results in the
+/// items' order.
+pub(crate) fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    width: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(items.len()));
+    std::thread::scope(|s| {
+        for _ in 0..width.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else {
+                    return;
+                };
+                let r = f(item);
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +167,24 @@ mod tests {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
         assert_ne!(t, random_token_chars(16).unwrap_or_default());
+    }
+
+    #[test]
+    fn in_parallel_keeps_the_order_and_the_width() {
+        let running = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let items: Vec<usize> = (0..24).collect();
+        let out = in_parallel(&items, 4, |&i| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            running.fetch_sub(1, Ordering::SeqCst);
+            i * 10
+        });
+        assert_eq!(out, items.iter().map(|i| i * 10).collect::<Vec<_>>());
+        assert!(most.load(Ordering::SeqCst) <= 4);
+        // Width 0 counts as 1; no items, no threads.
+        assert_eq!(in_parallel(&[1, 2], 0, |&i| i), [1, 2]);
+        assert!(in_parallel(&[] as &[u8], 8, |&i| i).is_empty());
     }
 }
